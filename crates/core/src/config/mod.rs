@@ -1,0 +1,275 @@
+//! Configuration: the network table, the token table, register overrides, and the loader for `holdfast.toml`.
+//!
+//! Built-in defaults cover Base. A configuration file extends or overrides them; nothing falls back silently:
+//! an unknown network is `unknown_network`, an unknown token `unknown_token`. A bad file fails at load with the
+//! file, the line and the reason ([`ConfigError`]).
+
+mod networks;
+mod tokens;
+
+pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts};
+pub use tokens::{NATIVE_TOKEN_ADDRESS, TokenInfo, TokenTable};
+
+use crate::error::{ErrorCode, HasErrorCode, ToolError};
+use crate::registers::RegisterDeclarations;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration file could not be loaded. Every variant names the file; parse errors name the line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/RON, or a value has the wrong shape.
+    #[error("{path}:{line}:{column}: {reason}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file parsed but its content is inconsistent (a bad address, an unknown network…).
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl HasErrorCode for ConfigError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::ConfigInvalid
+    }
+}
+
+impl From<ConfigError> for ToolError {
+    fn from(e: ConfigError) -> Self {
+        ToolError::new(ErrorCode::ConfigInvalid, e.to_string())
+    }
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+    (line, col)
+}
+
+/// A parsed TOML configuration document. Each layer of holdfast reads its own section from it.
+#[derive(Debug, Clone)]
+pub struct ConfigDocument {
+    path: Option<PathBuf>,
+    text: String,
+    table: toml::Table,
+}
+
+impl ConfigDocument {
+    /// An empty document: every section takes its defaults.
+    pub fn empty() -> Self {
+        Self { path: None, text: String::new(), table: toml::Table::new() }
+    }
+
+    /// Reads and parses a file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        Self::parse(Some(path.to_path_buf()), text)
+    }
+
+    /// Parses text (`path` is used for messages and relative paths only).
+    pub fn parse(path: Option<PathBuf>, text: String) -> Result<Self, ConfigError> {
+        let name = path.as_ref().map_or_else(|| "<config>".to_owned(), |p| p.display().to_string());
+        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
+            ConfigError::Parse { path: name, line, column, reason: e.message().to_owned() }
+        })?;
+        Ok(Self { path, text, table })
+    }
+
+    /// The file name for messages.
+    pub fn name(&self) -> String {
+        self.path.as_ref().map_or_else(|| "<config>".to_owned(), |p| p.display().to_string())
+    }
+
+    /// The folder relative paths in the file are resolved against.
+    pub fn base_dir(&self) -> PathBuf {
+        self.path.as_ref().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// Resolves a path written in the file.
+    pub fn resolve_path(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() { p.to_path_buf() } else { self.base_dir().join(p) }
+    }
+
+    /// Fails on a top-level key that no layer claims, naming its line (typos must not pass silently).
+    pub fn check_sections(&self, known: &[&str]) -> Result<(), ConfigError> {
+        match self.table.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(unknown) => Err(ConfigError::Parse {
+                path: self.name(),
+                line: self.line_of_key(unknown),
+                column: 1,
+                reason: format!("unknown section `{unknown}` (known: {})", known.join(", ")),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Deserialises section `name`, or `None` when the file has no such section.
+    pub fn section<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, ConfigError> {
+        let Some(value) = self.table.get(name) else { return Ok(None) };
+        T::deserialize(value.clone()).map(Some).map_err(|e| ConfigError::Parse {
+            path: self.name(),
+            line: self.line_of_key(name),
+            column: 1,
+            reason: format!("in `{name}`: {}", e.message()),
+        })
+    }
+
+    /// Deserialises section `name`, or its default.
+    pub fn section_or_default<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
+        Ok(self.section(name)?.unwrap_or_default())
+    }
+
+    /// An `Invalid` error for this file.
+    pub fn invalid(&self, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid { path: self.name(), reason: reason.into() }
+    }
+
+    fn line_of_key(&self, key: &str) -> usize {
+        let header = format!("[{key}");
+        let assign = format!("{key} ");
+        let assign_eq = format!("{key}=");
+        self.text
+            .lines()
+            .position(|l| {
+                let l = l.trim_start();
+                l.starts_with(&header) || l.starts_with(&assign) || l.starts_with(&assign_eq)
+            })
+            .map_or(1, |i| i + 1)
+    }
+}
+
+/// Per-register overrides in `[registers.KEY]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterOverride {
+    /// New maximum age in seconds.
+    pub max_age_secs: Option<u64>,
+}
+
+/// The sections the core owns: `networks`, `tokens`, `registers`.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    /// The network table (built-ins merged with the file's `[networks.*]`).
+    pub networks: NetworkTable,
+    /// The token table (built-in, or the RON file named by `tokens = "…"`).
+    pub tokens: TokenTable,
+    /// Declared registers with the file's overrides applied.
+    pub registers: RegisterDeclarations,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        Self {
+            networks: NetworkTable::builtin(),
+            tokens: TokenTable::builtin(),
+            registers: RegisterDeclarations::default(),
+        }
+    }
+}
+
+/// The section names [`CoreConfig::from_document`] reads.
+pub const CORE_SECTIONS: &[&str] = &["networks", "tokens", "registers"];
+
+impl CoreConfig {
+    /// Reads the core sections of `doc` over the built-in defaults and checks them against each other.
+    pub fn from_document(doc: &ConfigDocument) -> Result<Self, ConfigError> {
+        let mut networks = NetworkTable::builtin();
+        let specs: indexmap::IndexMap<String, NetworkSpec> = doc.section_or_default("networks")?;
+        for (name, spec) in specs {
+            networks.merge(&name, spec).map_err(|reason| doc.invalid(format!("[networks.{name}]: {reason}")))?;
+        }
+        let tokens = match doc.section::<PathBuf>("tokens")? {
+            Some(path) => TokenTable::load(&doc.resolve_path(&path))?,
+            None => TokenTable::builtin(),
+        };
+        for network in tokens.networks() {
+            if networks.resolve(network).is_err() {
+                return Err(doc.invalid(format!("the token table names network `{network}`, which is not configured")));
+            }
+        }
+        let mut registers = RegisterDeclarations::default();
+        let overrides: indexmap::IndexMap<String, RegisterOverride> = doc.section_or_default("registers")?;
+        for (key, o) in overrides {
+            let found = registers.update(&key, |d| {
+                if let Some(secs) = o.max_age_secs {
+                    d.max_age = Some(Duration::from_secs(secs));
+                }
+            });
+            if !found {
+                return Err(doc.invalid(format!("[registers.{key}]: `{key}` is not a declared register")));
+            }
+        }
+        Ok(Self { networks, tokens, registers })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_name_file_line_and_reason() {
+        let err = ConfigDocument::parse(Some("x.toml".into()), "a = 1\nb = = 2\n".into()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("x.toml:2:"), "{msg}");
+    }
+
+    #[test]
+    fn section_errors_name_the_section_line() {
+        let text = "\n[networks.base]\nchain_id = \"eight\"\n".to_owned();
+        let doc = ConfigDocument::parse(Some("h.toml".into()), text).unwrap();
+        let err = CoreConfig::from_document(&doc).unwrap_err().to_string();
+        assert!(err.starts_with("h.toml:2:"), "{err}");
+        assert!(err.contains("chain_id") || err.contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn unknown_sections_are_refused() {
+        let doc = ConfigDocument::parse(None, "[netwrks.base]\nchain_id = 1\n".into()).unwrap();
+        let err = doc.check_sections(CORE_SECTIONS).unwrap_err().to_string();
+        assert!(err.contains("unknown section `netwrks`") && err.contains(":1:"), "{err}");
+    }
+
+    #[test]
+    fn overrides_apply_and_unknown_registers_fail() {
+        let doc = ConfigDocument::parse(None, "[registers.swap_quote]\nmax_age_secs = 5\n".into()).unwrap();
+        let cfg = CoreConfig::from_document(&doc).unwrap();
+        assert_eq!(cfg.registers.get("swap_quote").unwrap().max_age, Some(Duration::from_secs(5)));
+        let doc = ConfigDocument::parse(None, "[registers.nope]\nmax_age_secs = 5\n".into()).unwrap();
+        assert!(CoreConfig::from_document(&doc).unwrap_err().to_string().contains("not a declared register"));
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+}

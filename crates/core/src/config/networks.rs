@@ -1,0 +1,224 @@
+//! The network table: name, chain id, aliases, native symbol, RPC URLs, explorer and pinned contracts.
+
+use crate::address::parse_address;
+use crate::error::{ErrorCode, ToolError};
+use alloy_primitives::{Address, address};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// Contracts pinned for a network: the only addresses a swap may call or approve.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PinnedContracts {
+    /// The only `transaction.to` a swap quote may carry (0x AllowanceHolder on Base).
+    pub swap_target: Option<Address>,
+    /// The only spender an approval may name (equal to `swap_target` for allowance-holder quotes).
+    pub allowance_spender: Option<Address>,
+}
+
+/// A configured network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetworkConfig {
+    /// Canonical name (`base`).
+    pub name: String,
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// Other names users and models use (`base-mainnet`). Matched case-insensitively.
+    pub aliases: Vec<String>,
+    /// Human name (`Base`).
+    pub display_name: String,
+    /// The native token's symbol.
+    pub native_symbol: String,
+    /// JSON-RPC endpoints, first preferred.
+    pub rpc_urls: Vec<String>,
+    /// Block explorer base URL.
+    pub explorer: Option<String>,
+    /// Pinned contracts.
+    pub contracts: PinnedContracts,
+}
+
+impl NetworkConfig {
+    /// The CAIP-2 id (`eip155:8453`).
+    pub fn caip2(&self) -> String {
+        format!("eip155:{}", self.chain_id)
+    }
+
+    /// True when `name` is this network's name, an alias, or its CAIP-2 id (case-insensitive).
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            || self.caip2().eq_ignore_ascii_case(name)
+    }
+}
+
+/// `[networks.NAME]` in a configuration file. Every field overrides the built-in network of the same name; a new
+/// network needs at least `chain_id`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Chain id.
+    pub chain_id: Option<u64>,
+    /// Aliases (replace the built-in list).
+    pub aliases: Option<Vec<String>>,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// Native symbol.
+    pub native_symbol: Option<String>,
+    /// RPC URLs (replace the built-in list).
+    pub rpc_urls: Option<Vec<String>>,
+    /// Explorer.
+    pub explorer: Option<String>,
+    /// Pinned contracts.
+    pub contracts: Option<ContractsSpec>,
+}
+
+/// `[networks.NAME.contracts]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractsSpec {
+    /// The swap target.
+    pub swap_target: Option<String>,
+    /// The allowance spender.
+    pub allowance_spender: Option<String>,
+}
+
+/// 0x AllowanceHolder on Cancun chains (Base included): both the swap target and the allowance spender.
+pub const ALLOWANCE_HOLDER: Address = address!("0x0000000000001fF3684f28c67538d4D072C22734");
+
+/// The configured networks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetworkTable {
+    networks: IndexMap<String, NetworkConfig>,
+}
+
+impl NetworkTable {
+    /// The built-in table: Base mainnet.
+    pub fn builtin() -> Self {
+        let base = NetworkConfig {
+            name: "base".into(),
+            chain_id: 8453,
+            aliases: vec!["base-mainnet".into(), "base mainnet".into()],
+            display_name: "Base".into(),
+            native_symbol: "ETH".into(),
+            rpc_urls: vec!["https://mainnet.base.org".into()],
+            explorer: Some("https://basescan.org".into()),
+            contracts: PinnedContracts {
+                swap_target: Some(ALLOWANCE_HOLDER),
+                allowance_spender: Some(ALLOWANCE_HOLDER),
+            },
+        };
+        Self { networks: IndexMap::from([(base.name.clone(), base)]) }
+    }
+
+    /// Applies `[networks.NAME]` over the table. Errors say what is wrong, for the caller to place in its file.
+    pub fn merge(&mut self, name: &str, spec: NetworkSpec) -> Result<(), String> {
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(format!("network name {name:?} may hold only ASCII letters, digits, '-' and '_'"));
+        }
+        let mut net = match self.networks.get(name) {
+            Some(existing) => existing.clone(),
+            None => NetworkConfig {
+                name: name.to_owned(),
+                chain_id: spec.chain_id.ok_or("a new network needs `chain_id`")?,
+                aliases: Vec::new(),
+                display_name: name.to_owned(),
+                native_symbol: "ETH".into(),
+                rpc_urls: Vec::new(),
+                explorer: None,
+                contracts: PinnedContracts::default(),
+            },
+        };
+        if let Some(v) = spec.chain_id {
+            net.chain_id = v;
+        }
+        if let Some(v) = spec.aliases {
+            net.aliases = v;
+        }
+        if let Some(v) = spec.display_name {
+            net.display_name = v;
+        }
+        if let Some(v) = spec.native_symbol {
+            net.native_symbol = v;
+        }
+        if let Some(v) = spec.rpc_urls {
+            for url in &v {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!("rpc url {url:?} must start with http:// or https://"));
+                }
+            }
+            net.rpc_urls = v;
+        }
+        if let Some(v) = spec.explorer {
+            net.explorer = Some(v);
+        }
+        if let Some(c) = spec.contracts {
+            let pin = |field: &str, v: Option<String>| -> Result<Option<Address>, String> {
+                v.map(|s| parse_address(field, &s).map_err(|e| e.message)).transpose()
+            };
+            if let Some(a) = pin("contracts.swap_target", c.swap_target)? {
+                net.contracts.swap_target = Some(a);
+            }
+            if let Some(a) = pin("contracts.allowance_spender", c.allowance_spender)? {
+                net.contracts.allowance_spender = Some(a);
+            }
+        }
+        if let Some(other) = self.networks.values().find(|n| n.name != name && n.chain_id == net.chain_id) {
+            return Err(format!("chain id {} is already used by network `{}`", net.chain_id, other.name));
+        }
+        self.networks.insert(name.to_owned(), net);
+        Ok(())
+    }
+
+    /// Finds a network by name, alias or CAIP-2 id. Never falls back to a default.
+    pub fn resolve(&self, name: &str) -> Result<&NetworkConfig, ToolError> {
+        self.networks.values().find(|n| n.answers_to(name)).ok_or_else(|| {
+            let known: Vec<&str> = self.networks.keys().map(String::as_str).collect();
+            ToolError::new(
+                ErrorCode::UnknownNetwork,
+                format!("`network`: {} is not configured (known: {})", crate::text::preview(name), known.join(", ")),
+            )
+        })
+    }
+
+    /// Finds a network by chain id.
+    pub fn by_chain_id(&self, chain_id: u64) -> Option<&NetworkConfig> {
+        self.networks.values().find(|n| n.chain_id == chain_id)
+    }
+
+    /// All networks in table order.
+    pub fn iter(&self) -> impl Iterator<Item = &NetworkConfig> {
+        self.networks.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_names_aliases_and_caip2_and_never_falls_back() {
+        let t = NetworkTable::builtin();
+        for name in ["base", "BASE", "base-mainnet", "Base Mainnet", "eip155:8453"] {
+            assert_eq!(t.resolve(name).unwrap().chain_id, 8453, "{name}");
+        }
+        let err = t.resolve("ethereum").unwrap_err();
+        assert_eq!(err.code, ErrorCode::UnknownNetwork);
+        assert!(err.message.contains("`network`") && err.message.contains("base"));
+    }
+
+    #[test]
+    fn merge_overrides_and_adds() {
+        let mut t = NetworkTable::builtin();
+        let spec = NetworkSpec { rpc_urls: Some(vec!["http://127.0.0.1:8545".into()]), ..Default::default() };
+        t.merge("base", spec).unwrap();
+        assert_eq!(t.resolve("base").unwrap().rpc_urls, vec!["http://127.0.0.1:8545"]);
+        assert_eq!(t.resolve("base").unwrap().contracts.swap_target, Some(ALLOWANCE_HOLDER));
+        assert!(t.merge("newnet", NetworkSpec::default()).unwrap_err().contains("chain_id"));
+        let dup = NetworkSpec { chain_id: Some(8453), ..Default::default() };
+        assert!(t.merge("other", dup).unwrap_err().contains("already used"));
+        let bad = NetworkSpec {
+            contracts: Some(ContractsSpec { swap_target: Some("0x12".into()), allowance_spender: None }),
+            ..Default::default()
+        };
+        assert!(t.merge("base", bad).unwrap_err().contains("contracts.swap_target"));
+    }
+}

@@ -1,0 +1,267 @@
+//! Stable error codes and the error every tool returns.
+//!
+//! Every failure that reaches a model, a replay transcript, an HTTP client or an MCP client is a [`ToolError`]: a
+//! stable snake_case [`ErrorCode`] plus a human message that names the offending field. The codes are a public
+//! contract (see `shared/design/interfaces.md`); add new ones, never rename old ones.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A stable, machine-readable error code.
+///
+/// Serialised in snake_case (`register_write_denied`). The set is append-only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// No tool with that name is registered.
+    UnknownTool,
+    /// The parameters did not match the tool's input schema.
+    InvalidParams,
+    /// A register key broke the key rules (ASCII letters, digits, `_`; 1–64 chars; starts with a letter).
+    InvalidRegisterKey,
+    /// The store refused a write (wrong writer, wrong origin, intrinsic register, bad value for the key's type).
+    RegisterWriteDenied,
+    /// A register that was needed holds no value.
+    RegisterMissing,
+    /// A register's value is older than its maximum age.
+    RegisterStale,
+    /// A string is not a well-formed Ethereum address.
+    InvalidAddress,
+    /// A mixed-case address whose EIP-55 checksum is wrong.
+    ChecksumMismatch,
+    /// An amount could not be parsed or converted exactly.
+    InvalidAmount,
+    /// The network is not in the network table.
+    UnknownNetwork,
+    /// The token is not in the token table for that network.
+    UnknownToken,
+    /// The preset is not configured.
+    UnknownPreset,
+    /// A value mixed a preset with custom fields.
+    PresetConflict,
+    /// A quote failed validation.
+    QuoteRejected,
+    /// A quote needs an ERC-20 approval first.
+    AllowanceRequired,
+    /// Simulating the transaction failed or its effects did not match the quote.
+    SimulationFailed,
+    /// The policy does not allow the action.
+    PolicyDenied,
+    /// The action waits for the user's approval.
+    ConfirmationRequired,
+    /// The user rejected the action.
+    ConfirmationDenied,
+    /// No offered payment requirement passed policy; nothing was signed.
+    PaymentRefused,
+    /// A payment was attempted and failed.
+    PaymentFailed,
+    /// A remote service answered with an error or something unparseable.
+    UpstreamError,
+    /// The memory block does not exist.
+    MemoryNotFound,
+    /// The memory block may not be changed that way.
+    MemoryReadOnly,
+    /// A replace found no match.
+    MemoryNoMatch,
+    /// A replace found several matches.
+    MemoryAmbiguousMatch,
+    /// A message target does not exist.
+    TargetNotFound,
+    /// A configuration file could not be loaded.
+    ConfigInvalid,
+    /// A transaction was sent but failed on chain, or could not be sent.
+    TransactionFailed,
+    /// A confirmation id is unknown or already resolved.
+    ConfirmationNotFound,
+    /// A task, reminder or other record was not found.
+    NotFound,
+    /// The runtime failed in a way that is not the caller's fault (storage, I/O).
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::UnknownTool,
+        Self::InvalidParams,
+        Self::InvalidRegisterKey,
+        Self::RegisterWriteDenied,
+        Self::RegisterMissing,
+        Self::RegisterStale,
+        Self::InvalidAddress,
+        Self::ChecksumMismatch,
+        Self::InvalidAmount,
+        Self::UnknownNetwork,
+        Self::UnknownToken,
+        Self::UnknownPreset,
+        Self::PresetConflict,
+        Self::QuoteRejected,
+        Self::AllowanceRequired,
+        Self::SimulationFailed,
+        Self::PolicyDenied,
+        Self::ConfirmationRequired,
+        Self::ConfirmationDenied,
+        Self::PaymentRefused,
+        Self::PaymentFailed,
+        Self::UpstreamError,
+        Self::MemoryNotFound,
+        Self::MemoryReadOnly,
+        Self::MemoryNoMatch,
+        Self::MemoryAmbiguousMatch,
+        Self::TargetNotFound,
+        Self::ConfigInvalid,
+        Self::TransactionFailed,
+        Self::ConfirmationNotFound,
+        Self::NotFound,
+        Self::Internal,
+    ];
+
+    /// The snake_case wire form of the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidParams => "invalid_params",
+            Self::InvalidRegisterKey => "invalid_register_key",
+            Self::RegisterWriteDenied => "register_write_denied",
+            Self::RegisterMissing => "register_missing",
+            Self::RegisterStale => "register_stale",
+            Self::InvalidAddress => "invalid_address",
+            Self::ChecksumMismatch => "checksum_mismatch",
+            Self::InvalidAmount => "invalid_amount",
+            Self::UnknownNetwork => "unknown_network",
+            Self::UnknownToken => "unknown_token",
+            Self::UnknownPreset => "unknown_preset",
+            Self::PresetConflict => "preset_conflict",
+            Self::QuoteRejected => "quote_rejected",
+            Self::AllowanceRequired => "allowance_required",
+            Self::SimulationFailed => "simulation_failed",
+            Self::PolicyDenied => "policy_denied",
+            Self::ConfirmationRequired => "confirmation_required",
+            Self::ConfirmationDenied => "confirmation_denied",
+            Self::PaymentRefused => "payment_refused",
+            Self::PaymentFailed => "payment_failed",
+            Self::UpstreamError => "upstream_error",
+            Self::MemoryNotFound => "memory_not_found",
+            Self::MemoryReadOnly => "memory_read_only",
+            Self::MemoryNoMatch => "memory_no_match",
+            Self::MemoryAmbiguousMatch => "memory_ambiguous_match",
+            Self::TargetNotFound => "target_not_found",
+            Self::ConfigInvalid => "config_invalid",
+            Self::TransactionFailed => "transaction_failed",
+            Self::ConfirmationNotFound => "confirmation_not_found",
+            Self::NotFound => "not_found",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// Parses the wire form back into a code.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error a tool call returns: a stable code, a message naming the offending field, and optional structured
+/// details (for example a pending confirmation's id and decoded summary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// A human message that names the offending field.
+    pub message: String,
+    /// Structured extra information, when the code has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+impl ToolError {
+    /// An error with a code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), details: None }
+    }
+
+    /// Attaches structured details.
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// `invalid_params` naming a field.
+    pub fn invalid_params(field: &str, reason: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::InvalidParams, format!("`{field}`: {reason}"))
+    }
+
+    /// `internal`, for failures of the runtime itself.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+}
+
+/// Anything that maps onto a stable error code.
+pub trait HasErrorCode {
+    /// The stable code of this error.
+    fn code(&self) -> ErrorCode;
+}
+
+impl HasErrorCode for ToolError {
+    fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+/// Prefix used to smuggle a stable code through `serde`'s string-only custom errors (see [`coded_de_error`]).
+const CODE_MARK: char = '\u{1}';
+
+/// Builds a `serde` deserialisation error that carries a stable code.
+///
+/// `serde` errors are strings; the registry recognises this marker and reports `code` instead of the generic
+/// `invalid_params`. Used by [`crate::PresetOrCustom`] to report `preset_conflict`.
+pub fn coded_de_error<E: serde::de::Error>(code: ErrorCode, message: impl fmt::Display) -> E {
+    E::custom(format_args!("{CODE_MARK}{code}{CODE_MARK}{message}"))
+}
+
+/// Splits a message produced by [`coded_de_error`] into its code and plain text. Messages without the marker are
+/// returned unchanged with no code. The marker may sit anywhere (serde prepends field paths).
+pub fn split_coded_message(message: &str) -> (Option<ErrorCode>, String) {
+    let Some(start) = message.find(CODE_MARK) else {
+        return (None, message.to_owned());
+    };
+    let rest = &message[start + CODE_MARK.len_utf8()..];
+    let Some(end) = rest.find(CODE_MARK) else {
+        return (None, message.replace(CODE_MARK, ""));
+    };
+    let code = ErrorCode::parse(&rest[..end]);
+    let text = format!("{}{}", &message[..start], &rest[end + CODE_MARK.len_utf8()..]);
+    (code, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_through_its_wire_form() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_value(code).unwrap_or_default();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
+        }
+    }
+
+    #[test]
+    fn coded_messages_survive_a_prefix() {
+        let err: serde_json::Error = coded_de_error(ErrorCode::PresetConflict, "mixed `url` with preset");
+        let wrapped = format!("mode: {err}");
+        let (code, text) = split_coded_message(&wrapped);
+        assert_eq!(code, Some(ErrorCode::PresetConflict));
+        assert_eq!(text, "mode: mixed `url` with preset");
+        assert_eq!(split_coded_message("plain"), (None, "plain".to_owned()));
+    }
+}

@@ -1,0 +1,136 @@
+//! The per-session event bus.
+//!
+//! Every session owns one [`EventBus`]. The register store, the context bank, the registry and the value-moving
+//! tools publish on it; the server forwards a session's events only to clients authenticated for that session
+//! (invariant 14). Publishing never blocks: a slow subscriber lags and is told how many events it missed.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Stable event names (see `interfaces.md`).
+pub mod names {
+    /// A register was written or removed.
+    pub const REGISTER_UPDATE: &str = "register.update";
+    /// The context bank changed.
+    pub const CONTEXT_BANK_UPDATE: &str = "context_bank.update";
+    /// A memory block changed.
+    pub const MEMORY_UPDATE: &str = "memory.update";
+    /// A tool call started.
+    pub const TOOL_CALL: &str = "tool.call";
+    /// A tool call finished (ok or error).
+    pub const TOOL_RESULT: &str = "tool.result";
+    /// The agent produced (part of) a message.
+    pub const AGENT_MESSAGE: &str = "agent.message";
+    /// A value-moving action waits for the user's approval.
+    pub const CONFIRMATION_REQUIRED: &str = "confirmation.required";
+    /// A pending confirmation was approved or denied.
+    pub const CONFIRMATION_RESOLVED: &str = "confirmation.resolved";
+    /// A transaction was broadcast.
+    pub const TX_PENDING: &str = "tx.pending";
+    /// A transaction was mined.
+    pub const TX_CONFIRMED: &str = "tx.confirmed";
+    /// An x402 payment was made.
+    pub const PAYMENT_MADE: &str = "payment.made";
+    /// A message was delivered to the session's user outbox.
+    pub const MESSAGE_OUTBOX: &str = "message.outbox";
+}
+
+/// One event, as delivered to subscribers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The event name, one of [`names`].
+    pub event: String,
+    /// The session the event belongs to.
+    pub session_id: String,
+    /// Event-specific payload.
+    pub data: serde_json::Value,
+    /// When the event was published.
+    pub at: DateTime<Utc>,
+}
+
+impl Event {
+    /// The WebSocket envelope `{"type":"event","event":…,"session_id":…,"data":…}`.
+    pub fn envelope(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "event",
+            "event": self.event,
+            "session_id": self.session_id,
+            "data": self.data,
+            "at": self.at,
+        })
+    }
+}
+
+/// A cheap-to-clone handle on one session's event stream.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    session_id: Arc<str>,
+    sender: broadcast::Sender<Arc<Event>>,
+}
+
+/// How many events a subscriber may fall behind before it starts losing the oldest ones.
+pub const EVENT_BUFFER: usize = 1024;
+
+impl EventBus {
+    /// A bus for one session.
+    pub fn new(session_id: impl Into<Arc<str>>) -> Self {
+        let (sender, _) = broadcast::channel(EVENT_BUFFER);
+        Self { session_id: session_id.into(), sender }
+    }
+
+    /// The session this bus belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// True when at least one subscriber is listening (lets publishers skip building payloads).
+    pub fn has_subscribers(&self) -> bool {
+        self.sender.receiver_count() > 0
+    }
+
+    /// Publishes an event. Never blocks; with no subscriber the event is dropped.
+    pub fn publish(&self, event: &str, data: serde_json::Value) {
+        if self.sender.receiver_count() == 0 {
+            return;
+        }
+        let event =
+            Arc::new(Event { event: event.to_owned(), session_id: self.session_id.to_string(), data, at: Utc::now() });
+        // An error only means nobody is listening any more.
+        let _ = self.sender.send(event);
+    }
+
+    /// Subscribes to every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.sender.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn subscribers_receive_events_in_order_with_the_session_id() {
+        let bus = EventBus::new("s1");
+        let mut rx = bus.subscribe();
+        bus.publish(names::REGISTER_UPDATE, serde_json::json!({"key": "a"}));
+        bus.publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({}));
+        let first = rx.recv().await.unwrap();
+        assert_eq!(first.event, "register.update");
+        assert_eq!(first.session_id, "s1");
+        assert_eq!(first.envelope()["type"], "event");
+        assert_eq!(rx.recv().await.unwrap().event, "context_bank.update");
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_lags_instead_of_blocking_the_publisher() {
+        let bus = EventBus::new("s1");
+        let mut rx = bus.subscribe();
+        for i in 0..(EVENT_BUFFER + 10) {
+            bus.publish(names::TOOL_CALL, serde_json::json!({ "i": i }));
+        }
+        assert!(matches!(rx.recv().await, Err(broadcast::error::RecvError::Lagged(10))));
+    }
+}

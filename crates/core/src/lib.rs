@@ -1,0 +1,39 @@
+//! # holdfast-core
+//!
+//! The safety core of holdfast, a runtime where the model *names* values and never *carries* them. This crate has
+//! no network or database I/O; the layers above (memory, web3, agent, server, MCP) build on it.
+//!
+//! - [`AiTool`] / [`DynTool`] / [`ToolRegistry`]: typed tools and the one path every call runs through.
+//! - [`schema`]: strict JSON schemas that MCP and OpenAI strict mode both accept.
+//! - [`RegisterStore`]: named values with provenance; the store enforces who may write what.
+//! - [`ContextBank`]: addresses, tokens, networks and amounts extracted from the user's own words.
+//! - [`config`]: networks, tokens, register overrides.
+//! - [`PresetOrCustom`]: a preset name or custom fields, never both.
+//! - [`builtin`]: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`.
+
+pub mod address;
+pub mod amount;
+pub mod builtin;
+pub mod config;
+pub mod context;
+pub mod context_bank;
+pub mod error;
+pub mod event;
+pub mod preset;
+pub mod registers;
+pub mod registry;
+pub mod schema;
+mod text;
+pub mod tool;
+
+pub use context::{CoreServices, Extensions, ToolContext};
+pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
+pub use error::{ErrorCode, HasErrorCode, ToolError};
+pub use event::{Event, EventBus};
+pub use preset::PresetOrCustom;
+pub use registers::{Origin, RegisterStore, RegisterWrite};
+pub use registry::{RegistryError, ToolInfo, ToolRegistry};
+pub use tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
+
+/// Re-exported so tool authors derive schemas with the same version.
+pub use schemars;

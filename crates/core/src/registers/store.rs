@@ -1,0 +1,469 @@
+//! The register store: one per session, shared by clones.
+//!
+//! Every rule about registers is enforced here and nowhere else: key syntax, declared writers and origins, intrinsic
+//! registers, value types and suffix rules, size limits, model taint, staleness, and which registers a value-moving
+//! tool may consume.
+
+use super::{
+    Origin, Provenance, RegisterDecl, RegisterDeclarations, RegisterEntry, SharedEntry, ValueType, lookup_path,
+    path::RegisterPath, validate_key,
+};
+use crate::error::{ErrorCode, ToolError};
+use crate::event::{EventBus, names};
+use chrono::Utc;
+use parking_lot::RwLock;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Resolves intrinsic registers (such as `wallet_address`) on first read.
+pub trait IntrinsicProvider: Send + Sync + fmt::Debug {
+    /// The value of `key`, or `None` when this provider does not know the key.
+    fn resolve(&self, key: &str) -> Option<Result<Value, ToolError>>;
+}
+
+/// A write request: the value plus everything the store needs to decide whether to accept it.
+#[derive(Debug, Clone)]
+pub struct RegisterWrite {
+    /// Target key.
+    pub key: String,
+    /// The value.
+    pub value: Value,
+    /// The origin the writer claims. The store lowers it to `model` when any source register is model-tainted.
+    pub origin: Origin,
+    /// The writing tool.
+    pub tool: String,
+    /// The preset the tool ran, if any.
+    pub preset: Option<String>,
+    /// Registers the value was derived from.
+    pub derived_from: Vec<String>,
+}
+
+impl RegisterWrite {
+    /// A write of `value` to `key` by `tool` with `origin`.
+    pub fn new(key: impl Into<String>, value: Value, origin: Origin, tool: impl Into<String>) -> Self {
+        Self { key: key.into(), value, origin, tool: tool.into(), preset: None, derived_from: Vec::new() }
+    }
+
+    /// Records the preset the tool ran.
+    pub fn preset(mut self, preset: impl Into<String>) -> Self {
+        self.preset = Some(preset.into());
+        self
+    }
+
+    /// Records the registers the value came from.
+    pub fn derived_from<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.derived_from = keys.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Size limits the store enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreLimits {
+    /// Most registers one session may hold.
+    pub max_registers: usize,
+    /// Largest serialised value a `model`-origin write may carry.
+    pub max_model_value_bytes: usize,
+    /// Largest serialised value any write may carry.
+    pub max_value_bytes: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self { max_registers: 256, max_model_value_bytes: 4096, max_value_bytes: 1 << 20 }
+    }
+}
+
+/// An ordered copy of every entry, cheap to take (entries are shared).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct RegisterSnapshot(pub BTreeMap<String, SharedEntry>);
+
+struct Inner {
+    entries: RwLock<HashMap<String, SharedEntry>>,
+    decls: Arc<RegisterDeclarations>,
+    intrinsics: RwLock<Option<Arc<dyn IntrinsicProvider>>>,
+    events: EventBus,
+    limits: StoreLimits,
+}
+
+/// The register store of one session. Clones share state.
+#[derive(Clone)]
+pub struct RegisterStore {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for RegisterStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisterStore").field("keys", &self.keys()).finish_non_exhaustive()
+    }
+}
+
+impl RegisterStore {
+    /// A store enforcing `decls`, publishing on `events`.
+    pub fn new(decls: Arc<RegisterDeclarations>, events: EventBus) -> Self {
+        Self::with_limits(decls, events, StoreLimits::default())
+    }
+
+    /// A store with explicit limits.
+    pub fn with_limits(decls: Arc<RegisterDeclarations>, events: EventBus, limits: StoreLimits) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                entries: RwLock::new(HashMap::new()),
+                decls,
+                intrinsics: RwLock::new(None),
+                events,
+                limits,
+            }),
+        }
+    }
+
+    /// Installs the provider that resolves intrinsic registers.
+    pub fn set_intrinsic_provider(&self, provider: Arc<dyn IntrinsicProvider>) {
+        *self.inner.intrinsics.write() = Some(provider);
+    }
+
+    /// The declarations this store enforces.
+    pub fn declarations(&self) -> &RegisterDeclarations {
+        &self.inner.decls
+    }
+
+    /// The declaration of `key`, if declared.
+    pub fn declaration(&self, key: &str) -> Option<&Arc<RegisterDecl>> {
+        self.inner.decls.get(key)
+    }
+
+    /// The event bus the store publishes on.
+    pub fn events(&self) -> &EventBus {
+        &self.inner.events
+    }
+
+    /// Writes a register, enforcing every rule. Returns the stored entry.
+    pub fn set(&self, write: RegisterWrite) -> Result<SharedEntry, ToolError> {
+        let RegisterWrite { key, value, origin, tool, preset, derived_from } = write;
+        validate_key("key", &key)?;
+        for source in &derived_from {
+            validate_key("derived_from", source)?;
+        }
+        // Taint: a value derived from a model value is model.
+        let tainted = derived_from.iter().any(|k| self.peek(k).is_some_and(|e| e.origin() == Origin::Model));
+        let origin = if tainted { Origin::Model } else { origin };
+
+        let decl = self.inner.decls.get(&key);
+        if let Some(decl) = decl {
+            decl.check_writer(&tool, preset.as_deref(), origin)?;
+        }
+        let value_type = decl.map_or_else(|| ValueType::for_scratch_key(&key), |d| d.value_type);
+        let value = value_type.check(&key, value)?;
+        self.check_size(&key, &value, origin)?;
+        if let Some(validator) = decl.and_then(|d| d.validator.as_ref()) {
+            validator.validate(&key, &value, self)?;
+        }
+
+        let entry = Arc::new(RegisterEntry {
+            value,
+            provenance: Provenance { origin, source: tool, preset, created_at: Utc::now(), derived_from },
+        });
+        {
+            let mut entries = self.inner.entries.write();
+            if !entries.contains_key(&key) && entries.len() >= self.inner.limits.max_registers {
+                return Err(ToolError::new(
+                    ErrorCode::RegisterWriteDenied,
+                    format!("`{key}`: this session already holds {} registers", entries.len()),
+                ));
+            }
+            entries.insert(key.clone(), Arc::clone(&entry));
+        }
+        self.publish_set(&key, &entry);
+        Ok(entry)
+    }
+
+    fn check_size(&self, key: &str, value: &Value, origin: Origin) -> Result<(), ToolError> {
+        let limit = if origin == Origin::Model {
+            self.inner.limits.max_model_value_bytes
+        } else {
+            self.inner.limits.max_value_bytes
+        };
+        let size = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
+        if size > limit {
+            return Err(ToolError::new(
+                ErrorCode::RegisterWriteDenied,
+                format!("`{key}`: value is {size} bytes; the limit for {} values is {limit}", origin.as_str()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn publish_set(&self, key: &str, entry: &RegisterEntry) {
+        let events = &self.inner.events;
+        if !events.has_subscribers() {
+            return;
+        }
+        let mut data = serde_json::to_value(entry).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut data {
+            map.insert("key".into(), Value::String(key.to_owned()));
+            map.insert("action".into(), Value::String("set".into()));
+        }
+        events.publish(names::REGISTER_UPDATE, data);
+    }
+
+    /// Reads an entry without resolving intrinsics.
+    fn peek(&self, key: &str) -> Option<SharedEntry> {
+        self.inner.entries.read().get(key).cloned()
+    }
+
+    /// Reads an entry. Intrinsic registers are resolved (and cached) on first read. O(1) in the value's size.
+    pub fn get(&self, key: &str) -> Option<SharedEntry> {
+        if let Some(entry) = self.peek(key) {
+            return Some(entry);
+        }
+        self.resolve_intrinsic(key).and_then(Result::ok)
+    }
+
+    fn resolve_intrinsic(&self, key: &str) -> Option<Result<SharedEntry, ToolError>> {
+        let provider = self.inner.intrinsics.read().clone()?;
+        let value = match provider.resolve(key)? {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let value_type = self.inner.decls.get(key).map_or_else(|| ValueType::for_scratch_key(key), |d| d.value_type);
+        let value = match value_type.check(key, value) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let entry = Arc::new(RegisterEntry {
+            value,
+            provenance: Provenance {
+                origin: Origin::Intrinsic,
+                source: "intrinsic".to_owned(),
+                preset: None,
+                created_at: Utc::now(),
+                derived_from: Vec::new(),
+            },
+        });
+        let stored = {
+            let mut entries = self.inner.entries.write();
+            Arc::clone(entries.entry(key.to_owned()).or_insert(entry))
+        };
+        self.publish_set(key, &stored);
+        Some(Ok(stored))
+    }
+
+    /// Reads an entry or fails with `register_missing` (or the intrinsic provider's error).
+    pub fn require(&self, key: &str) -> Result<SharedEntry, ToolError> {
+        if let Some(entry) = self.peek(key) {
+            return Ok(entry);
+        }
+        match self.resolve_intrinsic(key) {
+            Some(result) => result,
+            None => Err(ToolError::new(ErrorCode::RegisterMissing, format!("register `{key}` holds no value"))),
+        }
+    }
+
+    /// Reads a register that must be fresh: older than its declared maximum age → `register_stale`.
+    pub fn require_fresh(&self, key: &str) -> Result<SharedEntry, ToolError> {
+        let entry = self.require(key)?;
+        if let Some(max_age) = self.inner.decls.get(key).and_then(|d| d.max_age) {
+            let age = entry.age();
+            if age > max_age {
+                return Err(ToolError::new(
+                    ErrorCode::RegisterStale,
+                    format!("register `{key}` is {:.1}s old; the limit is {}s", age.as_secs_f64(), max_age.as_secs()),
+                ));
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Reads a register for a value-moving tool: it must be declared (scratch registers are never consumed), hold
+    /// a value, and be fresh.
+    pub fn require_declared(&self, field: &str, key: &str) -> Result<SharedEntry, ToolError> {
+        validate_key(field, key)?;
+        if self.inner.decls.get(key).is_none() {
+            return Err(ToolError::new(
+                ErrorCode::RegisterWriteDenied,
+                format!("`{field}`: `{key}` is a scratch register; value-moving tools read only declared registers"),
+            ));
+        }
+        self.require_fresh(key)
+    }
+
+    /// Reads a value below a register: `swap_quote.transaction.to`, `route.fills.0.source`.
+    pub fn get_path(&self, path: &str) -> Result<Value, ToolError> {
+        let parsed = RegisterPath::parse("path", path)?;
+        let entry = self.require(parsed.key)?;
+        lookup_path(&entry.value, &parsed.segments).cloned().map_err(|failed_at| {
+            let resolved = parsed.segments[..failed_at].join(".");
+            let prefix = if resolved.is_empty() { parsed.key.to_owned() } else { format!("{}.{resolved}", parsed.key) };
+            ToolError::new(
+                ErrorCode::RegisterMissing,
+                format!("`path`: {prefix} has no {:?}", parsed.segments[failed_at]),
+            )
+        })
+    }
+
+    /// True when `key` holds no value or its value is older than `max_age`.
+    pub fn is_stale(&self, key: &str, max_age: Duration) -> bool {
+        self.peek(key).is_none_or(|e| e.age() > max_age)
+    }
+
+    /// Removes a register, returning its last entry.
+    pub fn remove(&self, key: &str) -> Option<SharedEntry> {
+        let removed = self.inner.entries.write().remove(key);
+        if removed.is_some() {
+            self.inner.events.publish(
+                names::REGISTER_UPDATE,
+                serde_json::json!({"key": key, "action": "remove", "created_at": Utc::now()}),
+            );
+        }
+        removed
+    }
+
+    /// The keys currently held, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.inner.entries.read().keys().cloned().collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// A consistent copy of every entry.
+    pub fn snapshot(&self) -> RegisterSnapshot {
+        let entries = self.inner.entries.read();
+        RegisterSnapshot(entries.iter().map(|(k, v)| (k.clone(), Arc::clone(v))).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> RegisterStore {
+        RegisterStore::new(Arc::new(RegisterDeclarations::default()), EventBus::new("t"))
+    }
+
+    #[derive(Debug)]
+    struct Wallet;
+    impl IntrinsicProvider for Wallet {
+        fn resolve(&self, key: &str) -> Option<Result<Value, ToolError>> {
+            (key == "wallet_address").then(|| Ok(json!("0x742d35cc6634c0532925a3b844bc9e7595f8fdf0")))
+        }
+    }
+
+    #[test]
+    fn register_set_cannot_write_declared_registers_it_does_not_own() {
+        let s = store();
+        for key in ["wallet_address", "sell_token", "buy_token", "swap_quote", "token_price"] {
+            let err = s.set(RegisterWrite::new(key, json!("x"), Origin::Model, "register_set")).unwrap_err();
+            assert_eq!(err.code, ErrorCode::RegisterWriteDenied, "{key}");
+            assert!(s.get(key).is_none());
+        }
+        s.set(RegisterWrite::new("sell_amount", json!("1000"), Origin::Model, "register_set")).unwrap();
+        assert_eq!(s.get("sell_amount").unwrap().origin(), Origin::Model);
+    }
+
+    #[test]
+    fn intrinsic_registers_resolve_lazily_and_refuse_every_writer() {
+        let s = store();
+        assert!(s.get("wallet_address").is_none());
+        s.set_intrinsic_provider(Arc::new(Wallet));
+        let e = s.get("wallet_address").unwrap();
+        assert_eq!(e.value, json!("0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0"));
+        assert_eq!(e.origin(), Origin::Intrinsic);
+        for (tool, origin) in [("local_burner_wallet", Origin::Intrinsic), ("register_set", Origin::Model)] {
+            let w =
+                RegisterWrite::new("wallet_address", json!("0x0000000000000000000000000000000000000001"), origin, tool);
+            assert_eq!(s.set(w).unwrap_err().code, ErrorCode::RegisterWriteDenied);
+        }
+        assert_eq!(s.get("wallet_address").unwrap().value, e.value);
+    }
+
+    #[test]
+    fn model_taint_propagates_through_derived_from() {
+        let s = store();
+        s.set(RegisterWrite::new("note", json!("model said so"), Origin::Model, "register_set")).unwrap();
+        let derived = RegisterWrite::new("sell_token", token(), Origin::Config, "token_lookup").derived_from(["note"]);
+        assert_eq!(s.set(derived).unwrap_err().code, ErrorCode::RegisterWriteDenied);
+        let derived = RegisterWrite::new("scratch", json!(1), Origin::Tool, "some_tool").derived_from(["note"]);
+        assert_eq!(s.set(derived).unwrap().origin(), Origin::Model);
+    }
+
+    fn token() -> Value {
+        json!({"address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "symbol": "USDC", "decimals": 6, "network": "base"})
+    }
+
+    #[test]
+    fn scratch_suffix_rules_apply_to_every_writer() {
+        let s = store();
+        let bad = RegisterWrite::new("payout_address", json!("0x12"), Origin::Tool, "any_tool");
+        assert_eq!(s.set(bad).unwrap_err().code, ErrorCode::InvalidAddress);
+        let bad = RegisterWrite::new("fee_amount", json!("-3"), Origin::Model, "register_set");
+        assert_eq!(s.set(bad).unwrap_err().code, ErrorCode::InvalidAmount);
+    }
+
+    #[test]
+    fn model_values_are_size_limited() {
+        let s = store();
+        let big = RegisterWrite::new("note", json!("x".repeat(5000)), Origin::Model, "register_set");
+        let err = s.set(big).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RegisterWriteDenied);
+        assert!(err.message.contains("`note`"));
+    }
+
+    #[test]
+    fn path_access_and_staleness() {
+        let s = store();
+        s.set(RegisterWrite::new("route", json!({"fills": [{"source": "Venue"}]}), Origin::Tool, "t")).unwrap();
+        assert_eq!(s.get_path("route.fills.0.source").unwrap(), json!("Venue"));
+        let err = s.get_path("route.fills.3.source").unwrap_err();
+        assert_eq!(err.code, ErrorCode::RegisterMissing);
+        assert!(err.message.contains("route.fills has no \"3\""), "{}", err.message);
+        assert_eq!(s.get_path("nothing.x").unwrap_err().code, ErrorCode::RegisterMissing);
+        assert!(!s.is_stale("route", Duration::from_secs(60)));
+        assert!(s.is_stale("route", Duration::ZERO) || s.get("route").unwrap().age() == Duration::ZERO);
+        assert!(s.is_stale("absent", Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn value_moving_reads_refuse_scratch_and_missing_registers() {
+        let s = store();
+        s.set(RegisterWrite::new("my_quote", json!({}), Origin::Model, "register_set")).unwrap();
+        assert_eq!(s.require_declared("from_register", "my_quote").unwrap_err().code, ErrorCode::RegisterWriteDenied);
+        assert_eq!(s.require_declared("from_register", "swap_quote").unwrap_err().code, ErrorCode::RegisterMissing);
+    }
+
+    #[tokio::test]
+    async fn every_change_is_published() {
+        let s = store();
+        let mut rx = s.events().subscribe();
+        s.set(RegisterWrite::new("a", json!(1), Origin::Tool, "t")).unwrap();
+        s.remove("a");
+        let set = rx.recv().await.unwrap();
+        assert_eq!(
+            (set.event.as_str(), &set.data["key"], &set.data["action"]),
+            ("register.update", &json!("a"), &json!("set"))
+        );
+        assert_eq!(set.data["origin"], "tool");
+        let removed = rx.recv().await.unwrap();
+        assert_eq!(removed.data["action"], "remove");
+    }
+
+    #[test]
+    fn clones_share_state_and_snapshots_are_ordered() {
+        let s = store();
+        let c = s.clone();
+        c.set(RegisterWrite::new("b", json!(2), Origin::Tool, "t")).unwrap();
+        s.set(RegisterWrite::new("a", json!(1), Origin::Tool, "t")).unwrap();
+        let snap = serde_json::to_value(s.snapshot()).unwrap();
+        assert_eq!(snap.as_object().unwrap().keys().collect::<Vec<_>>(), vec!["a", "b"]);
+        assert_eq!(snap["a"]["source"], "t");
+    }
+}

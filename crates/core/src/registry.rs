@@ -1,0 +1,169 @@
+//! The tool registry: the one path through which every tool call runs, whoever makes it (model, replay, HTTP, MCP).
+
+use crate::context::ToolContext;
+use crate::error::{ErrorCode, ToolError};
+use crate::event::names;
+use crate::schema::check_strict;
+use crate::tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
+use futures::FutureExt;
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+use serde::Serialize;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+/// Registration failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// A tool with that name is already registered (use `replace` to swap it deliberately).
+    #[error("a tool named `{0}` is already registered; use replace to swap it")]
+    Duplicate(String),
+    /// The name breaks the rules shared by MCP and OpenAI (`[A-Za-z0-9_-]{1,64}`).
+    #[error("tool name {0:?} must be 1–64 of A-Z a-z 0-9 _ -")]
+    InvalidName(String),
+    /// A schema is not valid for every client.
+    #[error("tool `{tool}`: {which} schema is not strict: {problems}")]
+    NonStrictSchema {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// The violations.
+        problems: String,
+    },
+}
+
+/// A registered tool's public description (`holdfast tools list --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Strict input schema.
+    pub input_schema: Value,
+    /// Strict output schema.
+    pub output_schema: Value,
+    /// Whether the tool moves value.
+    pub kind: ToolKind,
+}
+
+/// The registry. Clones share the same set of tools.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Arc<RwLock<IndexMap<String, Arc<dyn DynTool>>>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry").field("tools", &self.names()).finish()
+    }
+}
+
+fn check_tool(tool: &dyn DynTool) -> Result<(), RegistryError> {
+    let name = tool.name();
+    if name.is_empty() || name.len() > 64 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(RegistryError::InvalidName(name.to_owned()));
+    }
+    for (which, schema) in [("input", tool.input_schema()), ("output", tool.output_schema())] {
+        check_strict(schema).map_err(|p| RegistryError::NonStrictSchema {
+            tool: name.to_owned(),
+            which,
+            problems: p.join("; "),
+        })?;
+    }
+    Ok(())
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a typed tool. A duplicate name is an error.
+    pub fn register<T: AiTool>(&self, tool: T) -> Result<(), RegistryError> {
+        self.register_dyn(Arc::new(DynamicToolAdapter::new(tool)))
+    }
+
+    /// Registers a dynamic tool. A duplicate name is an error.
+    pub fn register_dyn(&self, tool: Arc<dyn DynTool>) -> Result<(), RegistryError> {
+        check_tool(tool.as_ref())?;
+        let mut tools = self.tools.write();
+        if tools.contains_key(tool.name()) {
+            return Err(RegistryError::Duplicate(tool.name().to_owned()));
+        }
+        tools.insert(tool.name().to_owned(), tool);
+        Ok(())
+    }
+
+    /// Registers `tool`, replacing any tool of the same name. Returns the replaced tool.
+    pub fn replace<T: AiTool>(&self, tool: T) -> Result<Option<Arc<dyn DynTool>>, RegistryError> {
+        self.replace_dyn(Arc::new(DynamicToolAdapter::new(tool)))
+    }
+
+    /// Dynamic form of [`ToolRegistry::replace`].
+    pub fn replace_dyn(&self, tool: Arc<dyn DynTool>) -> Result<Option<Arc<dyn DynTool>>, RegistryError> {
+        check_tool(tool.as_ref())?;
+        Ok(self.tools.write().insert(tool.name().to_owned(), tool))
+    }
+
+    /// Removes a tool.
+    pub fn remove(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.tools.write().shift_remove(name)
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.tools.read().get(name).cloned()
+    }
+
+    /// Registered names, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.read().keys().cloned().collect()
+    }
+
+    /// Every tool's description and schemas, in registration order.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        self.tools
+            .read()
+            .values()
+            .map(|t| ToolInfo {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.input_schema().clone(),
+                output_schema: t.output_schema().clone(),
+                kind: t.kind(),
+            })
+            .collect()
+    }
+
+    /// Runs a tool by name. Unknown name → `unknown_tool`; bad params → `invalid_params` naming the field; a tool
+    /// that panics → `internal` (the runtime keeps going). Publishes `tool.call` and `tool.result`.
+    pub async fn call(&self, name: &str, params: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let Some(tool) = self.get(name) else {
+            return Err(ToolError::new(
+                ErrorCode::UnknownTool,
+                format!("no tool named {} is registered", crate::text::preview(name)),
+            ));
+        };
+        let observed = ctx.events.has_subscribers();
+        if observed {
+            ctx.events.publish(names::TOOL_CALL, serde_json::json!({"tool": name, "params": params}));
+        }
+        let result = match AssertUnwindSafe(tool.call(params, ctx)).catch_unwind().await {
+            Ok(result) => result,
+            Err(_) => Err(ToolError::internal(format!("tool `{name}` failed unexpectedly"))),
+        };
+        if observed {
+            let data = match &result {
+                Ok(output) => serde_json::json!({"tool": name, "ok": true, "output": output}),
+                Err(error) => serde_json::json!({"tool": name, "ok": false, "error": error}),
+            };
+            ctx.events.publish(names::TOOL_RESULT, data);
+        }
+        result
+    }
+}
