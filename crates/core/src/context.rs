@@ -5,6 +5,7 @@
 //! [`Extensions`] rather than widening this type.
 
 use crate::config::CoreConfig;
+use crate::confirm::Confirmations;
 use crate::context_bank::{ContextBank, ContextScanner, ScannerBuildError};
 use crate::event::EventBus;
 use crate::registers::{RegisterDeclarations, RegisterStore};
@@ -14,8 +15,15 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+/// Runs when a session is opened, so other layers can attach their per-session state (an intrinsic-register
+/// provider, a journal handle…).
+pub trait SessionHook: Send + Sync {
+    /// Prepares a freshly opened session.
+    fn on_new_session(&self, ctx: &ToolContext);
+}
+
 /// What every session of a runtime shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CoreServices {
     /// Networks, tokens and register declarations.
     pub config: Arc<CoreConfig>,
@@ -23,6 +31,13 @@ pub struct CoreServices {
     pub declarations: Arc<RegisterDeclarations>,
     /// The context-bank scanner built from the token and network tables.
     pub scanner: Arc<ContextScanner>,
+    hooks: Vec<Arc<dyn SessionHook>>,
+}
+
+impl fmt::Debug for CoreServices {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CoreServices").field("hooks", &self.hooks.len()).finish_non_exhaustive()
+    }
 }
 
 impl CoreServices {
@@ -30,7 +45,7 @@ impl CoreServices {
     pub fn new(config: CoreConfig) -> Result<Self, ScannerBuildError> {
         let scanner = Arc::new(ContextScanner::new(&config.tokens, &config.networks)?);
         let declarations = Arc::new(config.registers.clone());
-        Ok(Self { config: Arc::new(config), declarations, scanner })
+        Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new() })
     }
 
     /// Replaces the declarations (for example with validators installed).
@@ -39,17 +54,28 @@ impl CoreServices {
         self
     }
 
-    /// Opens a fresh session.
+    /// Adds a hook run on every new session.
+    pub fn with_hook(mut self, hook: Arc<dyn SessionHook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Opens a fresh session and runs every hook on it.
     pub fn new_session(&self, session_id: &str) -> ToolContext {
         let events = EventBus::new(session_id);
-        ToolContext {
+        let ctx = ToolContext {
             session_id: Arc::from(session_id),
             registers: RegisterStore::new(Arc::clone(&self.declarations), events.clone()),
             context_bank: ContextBank::new(Arc::clone(&self.scanner), events.clone()),
+            confirmations: Confirmations::new(events.clone()),
             events,
             config: Arc::clone(&self.config),
             extensions: Extensions::default(),
+        };
+        for hook in &self.hooks {
+            hook.on_new_session(&ctx);
         }
+        ctx
     }
 }
 
@@ -87,6 +113,8 @@ pub struct ToolContext {
     pub registers: RegisterStore,
     /// The session's context bank.
     pub context_bank: ContextBank,
+    /// The session's pending confirmations.
+    pub confirmations: Confirmations,
     /// The session's event bus.
     pub events: EventBus,
     /// Networks, tokens, declarations.

@@ -8,6 +8,7 @@
 //! - [`RegisterStore`]: named values with provenance; the store enforces who may write what.
 //! - [`ContextBank`]: addresses, tokens, networks and amounts extracted from the user's own words.
 //! - [`config`]: networks, tokens, register overrides.
+//! - [`Confirmations`]: value-moving actions waiting for the user's approval.
 //! - [`PresetOrCustom`]: a preset name or custom fields, never both.
 //! - [`builtin`]: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`.
 
@@ -15,6 +16,7 @@ pub mod address;
 pub mod amount;
 pub mod builtin;
 pub mod config;
+pub mod confirm;
 pub mod context;
 pub mod context_bank;
 pub mod error;
@@ -26,7 +28,8 @@ pub mod schema;
 mod text;
 pub mod tool;
 
-pub use context::{CoreServices, Extensions, ToolContext};
+pub use confirm::{Confirmation, Confirmations};
+pub use context::{CoreServices, Extensions, SessionHook, ToolContext};
 pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};
 pub use event::{Event, EventBus};

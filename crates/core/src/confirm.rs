@@ -1,0 +1,257 @@
+//! Pending confirmations: value-moving actions that wait for the user's approval (invariant 7).
+//!
+//! A value-moving tool that needs approval calls [`Confirmations::require`] with a *fingerprint* of the exact action
+//! (every input that decides what would be signed) and a decoded summary. Without a matching approval the action is
+//! recorded as pending and the tool fails with `confirmation_required` carrying the confirmation id and summary.
+//! When the user approves ([`Confirmations::approve`]) the caller re-runs the same tool call; the tool calls
+//! `require` again, finds the approval for the same fingerprint, consumes it and proceeds. If anything that feeds the
+//! fingerprint changed in between, the approval does not match and the user is asked again. Approvals are used once.
+
+use crate::error::{ErrorCode, ToolError};
+use crate::event::{EventBus, names};
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a confirmation ended (or that it has not yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmationState {
+    /// Waiting for the user.
+    Pending,
+    /// Approved; the next matching `require` consumes it.
+    Approved,
+    /// Rejected by the user.
+    Denied,
+    /// Approved and used.
+    Used,
+    /// Superseded or too old.
+    Expired,
+}
+
+/// One confirmation request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Confirmation {
+    /// Its id (`cf_…`).
+    pub id: String,
+    /// The tool that asked.
+    pub tool: String,
+    /// The tool call's params, to re-run it after approval.
+    pub params: Value,
+    /// What exactly would be approved: the decoded action for the user.
+    pub summary: Value,
+    /// The action's fingerprint.
+    #[serde(skip)]
+    pub fingerprint: String,
+    /// Why confirmation is needed.
+    pub reason: String,
+    /// The state.
+    pub state: ConfirmationState,
+    /// When it was requested.
+    pub created_at: DateTime<Utc>,
+}
+
+/// How long an approval or a pending request stays usable.
+pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
+
+/// One session's confirmations. Clones share state.
+#[derive(Debug, Clone)]
+pub struct Confirmations {
+    items: Arc<Mutex<Vec<Confirmation>>>,
+    events: EventBus,
+}
+
+impl Confirmations {
+    /// An empty set publishing on `events`.
+    pub fn new(events: EventBus) -> Self {
+        Self { items: Arc::default(), events }
+    }
+
+    /// Proceeds when an unexpired approval for `fingerprint` from `tool` exists (consuming it); otherwise records a
+    /// pending confirmation and returns `confirmation_required` with `{confirmation_id, summary, reason}` details.
+    pub fn require(
+        &self,
+        tool: &str,
+        params: &Value,
+        fingerprint: &str,
+        summary: Value,
+        reason: &str,
+    ) -> Result<(), ToolError> {
+        let now = Utc::now();
+        let mut items = self.items.lock();
+        expire(&mut items, now);
+        if let Some(approved) = items
+            .iter_mut()
+            .find(|c| c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint)
+        {
+            approved.state = ConfirmationState::Used;
+            return Ok(());
+        }
+        // A new request for the same tool supersedes older pending ones.
+        for c in items.iter_mut().filter(|c| c.state == ConfirmationState::Pending && c.tool == tool) {
+            c.state = ConfirmationState::Expired;
+        }
+        let id = format!("cf_{}", random_id());
+        let confirmation = Confirmation {
+            id: id.clone(),
+            tool: tool.to_owned(),
+            params: params.clone(),
+            summary: summary.clone(),
+            fingerprint: fingerprint.to_owned(),
+            reason: reason.to_owned(),
+            state: ConfirmationState::Pending,
+            created_at: now,
+        };
+        let event = serde_json::to_value(&confirmation).unwrap_or(Value::Null);
+        items.push(confirmation);
+        drop(items);
+        self.events.publish(names::CONFIRMATION_REQUIRED, event);
+        Err(ToolError::new(
+            ErrorCode::ConfirmationRequired,
+            format!("{tool} waits for the user's approval ({reason}); confirmation id {id}"),
+        )
+        .with_details(serde_json::json!({"confirmation_id": id, "summary": summary, "reason": reason})))
+    }
+
+    /// Approves a pending confirmation. Returns it so the caller can re-run its tool call.
+    pub fn approve(&self, id: &str) -> Result<Confirmation, ToolError> {
+        self.resolve(id, ConfirmationState::Approved)
+    }
+
+    /// Denies a pending confirmation.
+    pub fn deny(&self, id: &str) -> Result<Confirmation, ToolError> {
+        self.resolve(id, ConfirmationState::Denied)
+    }
+
+    fn resolve(&self, id: &str, to: ConfirmationState) -> Result<Confirmation, ToolError> {
+        let mut items = self.items.lock();
+        expire(&mut items, Utc::now());
+        let Some(c) = items.iter_mut().find(|c| c.id == id) else {
+            return Err(ToolError::new(ErrorCode::ConfirmationNotFound, format!("`id`: no confirmation {id:?}")));
+        };
+        if c.state != ConfirmationState::Pending {
+            return Err(ToolError::new(
+                ErrorCode::ConfirmationNotFound,
+                format!("`id`: confirmation {id} is no longer pending (it is {:?})", c.state),
+            ));
+        }
+        c.state = to;
+        let resolved = c.clone();
+        drop(items);
+        self.events.publish(
+            names::CONFIRMATION_RESOLVED,
+            serde_json::json!({"id": resolved.id, "tool": resolved.tool, "approved": to == ConfirmationState::Approved}),
+        );
+        Ok(resolved)
+    }
+
+    /// The most recent pending confirmation.
+    pub fn last_pending(&self) -> Option<Confirmation> {
+        let mut items = self.items.lock();
+        expire(&mut items, Utc::now());
+        items.iter().rev().find(|c| c.state == ConfirmationState::Pending).cloned()
+    }
+
+    /// Every confirmation still pending, oldest first.
+    pub fn pending(&self) -> Vec<Confirmation> {
+        let mut items = self.items.lock();
+        expire(&mut items, Utc::now());
+        items.iter().filter(|c| c.state == ConfirmationState::Pending).cloned().collect()
+    }
+
+    /// A confirmation by id, in any state.
+    pub fn get(&self, id: &str) -> Option<Confirmation> {
+        self.items.lock().iter().find(|c| c.id == id).cloned()
+    }
+}
+
+fn expire(items: &mut Vec<Confirmation>, now: DateTime<Utc>) {
+    let ttl = chrono::Duration::from_std(CONFIRMATION_TTL).unwrap_or(chrono::Duration::MAX);
+    for c in items.iter_mut() {
+        if matches!(c.state, ConfirmationState::Pending | ConfirmationState::Approved) && now - c.created_at > ttl {
+            c.state = ConfirmationState::Expired;
+        }
+    }
+    // Keep the list bounded: drop settled entries beyond the most recent 256.
+    let settled =
+        items.iter().filter(|c| !matches!(c.state, ConfirmationState::Pending | ConfirmationState::Approved)).count();
+    if settled > 256 {
+        let mut to_drop = settled - 256;
+        items.retain(|c| {
+            let drop_it = to_drop > 0 && !matches!(c.state, ConfirmationState::Pending | ConfirmationState::Approved);
+            if drop_it {
+                to_drop -= 1;
+            }
+            !drop_it
+        });
+    }
+}
+
+/// 16 hex chars from the OS-seeded hasher and a counter; ids need to be unique, not secret.
+pub fn random_id() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_i64(Utc::now().timestamp_nanos_opt().unwrap_or_default());
+    format!("{:016x}", h.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn confirmations() -> Confirmations {
+        Confirmations::new(EventBus::new("s"))
+    }
+
+    #[test]
+    fn approval_is_bound_to_the_fingerprint_and_used_once() {
+        let c = confirmations();
+        let params = json!({"from_register": "swap_quote"});
+        let err = c.require("web3_tx", &params, "fp1", json!({"sell": "0.001 ETH"}), "model-typed amount").unwrap_err();
+        assert_eq!(err.code, ErrorCode::ConfirmationRequired);
+        let id = err.details.as_ref().unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+        assert_eq!(c.last_pending().unwrap().id, id);
+        let approved = c.approve(&id).unwrap();
+        assert_eq!(approved.params, params);
+        // A different action does not ride on the approval.
+        assert!(c.require("web3_tx", &params, "fp2", json!({}), "r").is_err());
+        c.approve(&c.last_pending().unwrap().id).unwrap();
+        assert!(c.require("web3_tx", &params, "fp1", json!({}), "r").is_ok());
+        // Used once.
+        assert_eq!(
+            c.require("web3_tx", &params, "fp1", json!({}), "r").unwrap_err().code,
+            ErrorCode::ConfirmationRequired
+        );
+    }
+
+    #[test]
+    fn denial_and_unknown_ids() {
+        let c = confirmations();
+        let err = c.require("web3_tx", &json!({}), "fp", json!({}), "r").unwrap_err();
+        let id = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+        assert_eq!(c.deny(&id).unwrap().state, ConfirmationState::Denied);
+        assert_eq!(c.approve(&id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
+        assert_eq!(c.approve("cf_nope").unwrap_err().code, ErrorCode::ConfirmationNotFound);
+        assert!(c.require("web3_tx", &json!({}), "fp", json!({}), "r").is_err());
+    }
+
+    #[test]
+    fn a_new_request_supersedes_the_old_pending_one() {
+        let c = confirmations();
+        let first = c.require("t", &json!({}), "a", json!({}), "r").unwrap_err().details.unwrap();
+        let _second = c.require("t", &json!({}), "b", json!({}), "r").unwrap_err();
+        assert_eq!(c.pending().len(), 1);
+        assert_eq!(
+            c.approve(first["confirmation_id"].as_str().unwrap()).unwrap_err().code,
+            ErrorCode::ConfirmationNotFound
+        );
+    }
+}
