@@ -1,1 +1,102 @@
-fn main() {}
+//! The `holdfast` binary: one entry point for every command (see `docs/interfaces.md`).
+
+mod replay;
+mod runtime;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// holdfast — an agent runtime where the model names values and never carries them.
+#[derive(Debug, Parser)]
+#[command(name = "holdfast", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect the tool registry.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
+    /// Run a transcript of user messages and tool calls in one fresh session; JSONL results on stdout.
+    Replay {
+        /// Configuration file (default: built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Transcript file, or `-` for stdin.
+        transcript: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// List every registered tool with its schemas.
+    List {
+        /// Print JSON: `[{"name","description","input_schema","output_schema"}]`.
+        #[arg(long)]
+        json: bool,
+        /// Configuration file (default: built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("holdfast: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Tools { command: ToolsCommand::List { json, config } } => {
+            let runtime = runtime::Runtime::load(config.as_deref())?;
+            let tools = runtime.registry.list();
+            if json {
+                let listed: Vec<serde_json::Value> = tools
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "name": t.name,
+                            "description": t.description,
+                            "input_schema": t.input_schema,
+                            "output_schema": t.output_schema,
+                            "kind": t.kind,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&listed).context("serialising the tool list")?);
+            } else {
+                for t in tools {
+                    let params: Vec<&String> =
+                        t.input_schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+                    let params: Vec<&str> = params.iter().map(|s| s.as_str()).collect();
+                    println!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay { config, transcript } => {
+            let runtime = runtime::Runtime::load(config.as_deref())?;
+            replay::run(&runtime, &transcript).await
+        }
+    }
+}

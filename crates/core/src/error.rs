@@ -2,7 +2,7 @@
 //!
 //! Every failure that reaches a model, a replay transcript, an HTTP client or an MCP client is a [`ToolError`]: a
 //! stable snake_case [`ErrorCode`] plus a human message that names the offending field. The codes are a public
-//! contract (see `shared/design/interfaces.md`); add new ones, never rename old ones.
+//! contract (see `docs/interfaces.md`); add new ones, never rename old ones.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -78,6 +78,9 @@ pub enum ErrorCode {
     NotFound,
     /// The runtime failed in a way that is not the caller's fault (storage, I/O).
     Internal,
+    /// The call was refused because it came too soon after the same one (for example the anti-loop cooldown between
+    /// two agents); `details.retry_after_secs` says when it may be retried.
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -115,6 +118,7 @@ impl ErrorCode {
         Self::ConfirmationNotFound,
         Self::NotFound,
         Self::Internal,
+        Self::RateLimited,
     ];
 
     /// The snake_case wire form of the code.
@@ -152,6 +156,7 @@ impl ErrorCode {
             Self::ConfirmationNotFound => "confirmation_not_found",
             Self::NotFound => "not_found",
             Self::Internal => "internal",
+            Self::RateLimited => "rate_limited",
         }
     }
 

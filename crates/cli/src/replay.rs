@@ -1,0 +1,174 @@
+//! `holdfast replay`: a transcript of user messages and tool calls, run in one fresh session.
+//!
+//! The whole transcript is parsed before anything runs, so a malformed line never leaves half a transcript
+//! executed. A failing tool call is data (`"ok": false` with its coded error), not a crash.
+
+use crate::runtime::Runtime;
+use anyhow::{Context as _, bail};
+use holdfast_core::{ToolContext, ToolError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Longest accepted `sleep_ms` (ten minutes).
+const MAX_SLEEP_MS: u64 = 600_000;
+
+/// One transcript line.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+enum Line {
+    User { user: String },
+    Tool { tool: String, params: Value },
+    Confirm { confirm: String },
+    Deny { deny: String },
+    Sleep { sleep_ms: u64 },
+}
+
+fn parse_transcript(text: &str) -> anyhow::Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(raw).with_context(|| format!("line {n}: not valid JSON"))?;
+        let line: Line = serde_json::from_value(value.clone()).map_err(|_| {
+            anyhow::anyhow!(
+                "line {n}: expected one of {{\"user\"}}, {{\"tool\",\"params\"}}, {{\"confirm\"}}, {{\"deny\"}}, {{\"sleep_ms\"}}; got {}",
+                truncate(&value.to_string(), 120)
+            )
+        })?;
+        match &line {
+            Line::Tool { params, .. } if !params.is_object() => bail!("line {n}: \"params\" must be a JSON object"),
+            Line::Sleep { sleep_ms } if *sleep_ms > MAX_SLEEP_MS => bail!("line {n}: sleep_ms is at most {MAX_SLEEP_MS}"),
+            _ => {}
+        }
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max { s.to_owned() } else { format!("{}…", s.chars().take(max).collect::<String>()) }
+}
+
+fn error_json(e: &ToolError) -> Value {
+    serde_json::to_value(e).unwrap_or_else(|_| json!({"code": "internal", "message": e.message}))
+}
+
+/// Runs a transcript (`-` = stdin) and prints one JSON line per step, then the final state.
+pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode> {
+    let text = if transcript == "-" {
+        let mut s = String::new();
+        for line in std::io::stdin().lock().lines() {
+            s.push_str(&line.context("reading the transcript from stdin")?);
+            s.push('\n');
+        }
+        s
+    } else {
+        std::fs::read_to_string(transcript).with_context(|| format!("cannot read transcript {transcript}"))?
+    };
+    let lines = parse_transcript(&text)?;
+    let session_id = format!("replay_{}", holdfast_core::confirm::random_id());
+    let ctx = runtime.new_session(&session_id);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (i, line) in lines.into_iter().enumerate() {
+        let step = step(runtime, &ctx, line).await;
+        let mut record = json!({"step": i + 1});
+        if let (Value::Object(r), Value::Object(s)) = (&mut record, step) {
+            r.extend(s);
+        }
+        writeln!(out, "{record}").context("writing to stdout")?;
+    }
+    let final_line = json!({
+        "kind": "final",
+        "session_id": session_id,
+        "registers": ctx.registers.snapshot(),
+        "context_bank": ctx.context_bank.items(),
+        "journal": Vec::<Value>::new(),
+    });
+    writeln!(out, "{final_line}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn step(runtime: &Runtime, ctx: &ToolContext, line: Line) -> Value {
+    match line {
+        Line::User { user } => {
+            ctx.context_bank.scan_input(&user);
+            json!({"kind": "user", "context_bank": ctx.context_bank.items()})
+        }
+        Line::Tool { tool, params } => {
+            let result = runtime.registry.call(&tool, params, ctx).await;
+            tool_record("tool", &tool, result)
+        }
+        Line::Confirm { confirm } => {
+            let pending = if confirm == "last" {
+                ctx.confirmations.last_pending().map(|c| c.id)
+            } else {
+                Some(confirm.clone())
+            };
+            let approved = match pending {
+                Some(id) => ctx.confirmations.approve(&id),
+                None => Err(ToolError::new(
+                    holdfast_core::ErrorCode::ConfirmationNotFound,
+                    "`confirm`: no confirmation is pending",
+                )),
+            };
+            match approved {
+                Ok(c) => {
+                    let result = runtime.registry.call(&c.tool, c.params.clone(), ctx).await;
+                    let mut record = tool_record("confirm", &c.tool, result);
+                    record["confirmation_id"] = json!(c.id);
+                    record
+                }
+                Err(e) => json!({"kind": "confirm", "ok": false, "error": error_json(&e)}),
+            }
+        }
+        Line::Deny { deny } => {
+            let id = if deny == "last" { ctx.confirmations.last_pending().map(|c| c.id) } else { Some(deny) };
+            let denied = match id {
+                Some(id) => ctx.confirmations.deny(&id),
+                None => Err(ToolError::new(
+                    holdfast_core::ErrorCode::ConfirmationNotFound,
+                    "`deny`: no confirmation is pending",
+                )),
+            };
+            match denied {
+                Ok(c) => json!({"kind": "deny", "ok": true, "output": {"confirmation_id": c.id, "tool": c.tool, "denied": true}}),
+                Err(e) => json!({"kind": "deny", "ok": false, "error": error_json(&e)}),
+            }
+        }
+        Line::Sleep { sleep_ms } => {
+            tokio::time::sleep(Duration::from_millis(sleep_ms)).await;
+            json!({"kind": "sleep", "ok": true, "slept_ms": sleep_ms})
+        }
+    }
+}
+
+fn tool_record(kind: &str, tool: &str, result: Result<Value, ToolError>) -> Value {
+    match result {
+        Ok(output) => json!({"kind": kind, "tool": tool, "ok": true, "output": output}),
+        Err(e) => json!({"kind": kind, "tool": tool, "ok": false, "error": error_json(&e)}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_lines_name_their_number() {
+        let err = parse_transcript("{\"user\":\"hi\"}\n\n{\"tool\":\"x\"}\n").unwrap_err().to_string();
+        assert!(err.starts_with("line 3:"), "{err}");
+        let err = parse_transcript("{\"user\":\"hi\"}\nnot json\n").unwrap_err().to_string();
+        assert!(err.starts_with("line 2: not valid JSON"), "{err}");
+        let err = parse_transcript("{\"tool\":\"x\",\"params\":[]}").unwrap_err().to_string();
+        assert!(err.contains("params"), "{err}");
+        let err = parse_transcript("{\"user\":\"hi\",\"extra\":1}").unwrap_err().to_string();
+        assert!(err.starts_with("line 1:"), "{err}");
+        assert_eq!(parse_transcript("{\"sleep_ms\": 5}\n{\"confirm\":\"last\"}").unwrap().len(), 2);
+    }
+}

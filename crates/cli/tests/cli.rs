@@ -1,0 +1,131 @@
+//! The binary as users and scripts call it: `replay` and `tools list`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn holdfast(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn the_register_half_of_the_swap_replays_with_provenance() {
+    let out = holdfast(&["replay", "examples/swap-registers.jsonl"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = lines(&out);
+    assert_eq!(lines.len(), 7);
+    assert_eq!(lines[0]["kind"], "user");
+    assert!(lines[1..6].iter().all(|l| l["ok"] == true), "{lines:#?}");
+    let last = &lines[6];
+    assert_eq!(last["kind"], "final");
+    let regs = &last["registers"];
+    assert_eq!(regs["sell_token"]["value"]["symbol"], "ETH");
+    assert_eq!(regs["sell_token"]["origin"], "config");
+    assert_eq!(regs["buy_token"]["value"]["address"], "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+    assert_eq!(regs["sell_amount"]["value"], "1000000000000000");
+    assert_eq!(regs["sell_amount"]["origin"], "user", "the user wrote 0.001 ETH");
+    assert_eq!(regs["sell_amount"]["source"], "to_raw_amount");
+    assert!(regs["sell_amount"]["created_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(last["context_bank"][0], serde_json::json!({"value": "0.001", "item_type": "amount", "label": "ETH"}));
+    assert!(last["journal"].is_array());
+}
+
+#[test]
+fn refused_attempts_are_data_with_stable_codes() {
+    let out = holdfast(&["replay", "examples/refused.jsonl"], None);
+    assert!(out.status.success());
+    let codes: Vec<String> = lines(&out)
+        .iter()
+        .filter(|l| l["kind"] == "tool")
+        .map(|l| l["error"]["code"].as_str().unwrap_or("ok").to_owned())
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            "register_write_denied",
+            "register_write_denied",
+            "register_write_denied",
+            "checksum_mismatch",
+            "invalid_register_key",
+            "unknown_network",
+            "unknown_token",
+            "ok",
+            "invalid_amount",
+            "ok",
+            codes[10].as_str(), // web3_tx: unknown_tool without the web3 layer, invalid_params (`to`) with it
+            "invalid_params",
+        ]
+    );
+    assert!(["unknown_tool", "invalid_params"].contains(&codes[10].as_str()));
+    let final_line = lines(&out).pop().unwrap();
+    assert_eq!(final_line["registers"]["sell_amount"]["origin"], "model", "7 USDC was never written by the user");
+    assert!(final_line["registers"].get("swap_quote").is_none());
+    assert!(final_line["registers"].get("wallet_address").map_or(true, |w| w["origin"] == "intrinsic"));
+}
+
+#[test]
+fn replay_reads_stdin_and_sleeps() {
+    let transcript = "{\"user\": \"hi 0.5 WETH\"}\n{\"sleep_ms\": 5}\n{\"confirm\": \"last\"}\n";
+    let out = holdfast(&["replay", "-"], Some(transcript));
+    assert!(out.status.success());
+    let lines = lines(&out);
+    assert_eq!(lines[1]["slept_ms"], 5);
+    assert_eq!(lines[2]["error"]["code"], "confirmation_not_found");
+}
+
+#[test]
+fn a_malformed_transcript_fails_with_its_line_number_and_runs_nothing() {
+    let out = holdfast(&["replay", "-"], Some("{\"user\": \"hi\"}\n{\"tool\": \"register_set\"}\n"));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing runs before the whole transcript parsed");
+}
+
+#[test]
+fn a_bad_config_fails_with_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("holdfast-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, "[networks.base]\nchain_id = 8453\n\n[netwrks]\nx = 1\n").unwrap();
+    let out = holdfast(&["replay", "--config", cfg.to_str().unwrap(), "examples/swap-registers.jsonl"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:4") && err.contains("netwrks"), "{err}");
+}
+
+#[test]
+fn tools_list_json_has_every_tool_with_strict_schemas() {
+    let out = holdfast(&["tools", "list", "--json"], None);
+    assert!(out.status.success());
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for expected in ["register_set", "register_get", "token_lookup", "to_raw_amount"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    for t in &tools {
+        assert_eq!(t["input_schema"]["type"], "object");
+        assert_eq!(t["output_schema"]["type"], "object");
+        assert!(t["description"].as_str().unwrap().len() > 20);
+    }
+}

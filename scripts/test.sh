@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every holdfast test on a fresh machine, installing first what the tests need
+# (the npm devnet packages: anvil, solc-js, viem, the x402 reference implementation).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "npm packages for the devnet and interop tests (devnet/package-lock.json)"
+npm ci --prefix devnet --no-audit --no-fund --loglevel=error
+
+step "contract artifacts match their Solidity sources"
+node devnet/scripts/compile.mjs --check
+
+step "formatting"
+cargo fmt --all -- --check
+
+step "lints (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
+
+step "docs build without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
+step "all tests passed"
