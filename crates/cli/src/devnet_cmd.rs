@@ -1,0 +1,70 @@
+//! `holdfast devnet up|down --dir DIR`: the one-command local devnet (see the `holdfast-devnet` crate).
+//!
+//! `up` prints progress lines to stderr and a short summary to stdout; `down` prints what it stopped. The hidden
+//! `services` subcommand is the services process `up` starts (`holdfast devnet services --dir DIR`).
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `holdfast devnet …`.
+#[derive(Debug, Subcommand)]
+pub enum DevnetCommand {
+    /// Start a local devnet in DIR: anvil (chain id 8453) with USDC, WETH and a swap venue at their Base
+    /// addresses, a 0x-shaped quoter, a funded burner wallet, and DIR/holdfast.toml.
+    Up {
+        /// The devnet folder (created when missing).
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Stop the devnet in DIR (exactly the processes `up` started).
+    Down {
+        /// The devnet folder.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Run the devnet's services (quoter); started by `up`.
+    #[command(hide = true)]
+    Services {
+        /// The devnet folder.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+}
+
+/// Runs a `holdfast devnet` subcommand.
+pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
+    match cmd {
+        DevnetCommand::Up { dir } => {
+            let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
+            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
+            let opts = holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress };
+            let info = holdfast_devnet::up(opts).await?;
+            let dir = dir.canonicalize().unwrap_or(dir);
+            let config = dir.join(&info.config);
+            if info.already_up {
+                println!("The devnet in {} is already up; nothing was started.", dir.display());
+            } else {
+                println!("Devnet up in {}", dir.display());
+            }
+            println!("  RPC URL:   {} (chain id {})", info.rpc_url, info.chain_id);
+            println!("  Quoter:    {}/swap/allowance-holder/quote", info.services.url);
+            println!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
+            println!("  Config:    {}", config.display());
+            println!();
+            println!("Next: holdfast chat --config {}", config.display());
+            println!("Stop: holdfast devnet down --dir {}", dir.display());
+            Ok(())
+        }
+        DevnetCommand::Down { dir } => {
+            let report = holdfast_devnet::down(&dir).await?;
+            println!("{}", report.message);
+            Ok(())
+        }
+        DevnetCommand::Services { dir } => {
+            holdfast_devnet::run_services(&dir).await?;
+            Ok(())
+        }
+    }
+}

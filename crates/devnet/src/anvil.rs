@@ -1,0 +1,263 @@
+//! Finding, installing and starting anvil.
+//!
+//! anvil comes from the npm package `@foundry-rs/anvil-linux-amd64` (the real binary, needing only glibc), pinned
+//! by the repository's `devnet/package-lock.json`. [`anvil_path`] looks for it in this order:
+//!
+//! 1. `$HOLDFAST_ANVIL` (an error when set to a missing file: nothing falls back silently);
+//! 2. `<cache>/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil`, where `<cache>` is `$HOLDFAST_DEVNET_CACHE`,
+//!    else `$XDG_CACHE_HOME/holdfast/devnet`, else `~/.cache/holdfast/devnet` ([`cache_dir`]);
+//! 3. the source tree's own `devnet/node_modules/…` (when the binary runs from a checkout);
+//!
+//! and otherwise installs it into `<cache>` with `npm ci` (the embedded `package.json` and `package-lock.json`).
+
+use crate::contracts::{CHAIN_ID, USDC};
+use crate::error::DevnetError;
+use crate::process::{kill_child, log_tail, spawn_logged};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the anvil binary sits inside an npm install folder.
+pub const ANVIL_IN_NODE_MODULES: &str = "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil";
+
+const PACKAGE_JSON: &str = include_str!("../../../devnet/package.json");
+const PACKAGE_LOCK: &str = include_str!("../../../devnet/package-lock.json");
+
+/// The source tree's `devnet` folder (only present when running from a checkout).
+fn repo_devnet_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../devnet")
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// The devnet cache folder: `$HOLDFAST_DEVNET_CACHE`, else `$XDG_CACHE_HOME/holdfast/devnet`, else
+/// `$HOME/.cache/holdfast/devnet`.
+pub fn cache_dir() -> Result<PathBuf, DevnetError> {
+    if let Some(dir) = env_path("HOLDFAST_DEVNET_CACHE") {
+        return Ok(dir);
+    }
+    if let Some(xdg) = env_path("XDG_CACHE_HOME") {
+        return Ok(xdg.join("holdfast/devnet"));
+    }
+    env_path("HOME").map(|home| home.join(".cache/holdfast/devnet")).ok_or_else(|| {
+        DevnetError::AnvilNotFound(
+            "cannot tell where to cache anvil: set HOLDFAST_DEVNET_CACHE, XDG_CACHE_HOME or HOME \
+             (or point HOLDFAST_ANVIL at an anvil binary)"
+                .into(),
+        )
+    })
+}
+
+/// An anvil binary that is already there, without installing anything: `$HOLDFAST_ANVIL`, the cache, or the
+/// source tree's `devnet/node_modules`. `Ok(None)` when none exists; an error when `$HOLDFAST_ANVIL` names a missing
+/// file.
+pub fn find_anvil() -> Result<Option<PathBuf>, DevnetError> {
+    if let Some(path) = env_path("HOLDFAST_ANVIL") {
+        return if path.is_file() {
+            Ok(Some(path))
+        } else {
+            Err(DevnetError::AnvilNotFound(format!("HOLDFAST_ANVIL is set to {}, which is not a file", path.display())))
+        };
+    }
+    let cached = cache_dir()?.join(ANVIL_IN_NODE_MODULES);
+    if cached.is_file() {
+        return Ok(Some(cached));
+    }
+    let repo = repo_devnet_dir().join(ANVIL_IN_NODE_MODULES);
+    if repo.is_file() {
+        return Ok(Some(repo));
+    }
+    Ok(None)
+}
+
+/// The anvil binary to run ([`find_anvil`]), installing it into [`cache_dir`] with `npm ci` when there is none.
+/// Installation runs once per cache folder, also across concurrent callers (a lock file serialises them), and
+/// reports through `progress`; npm's own output goes to stderr.
+pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathBuf, DevnetError> {
+    if let Some(path) = find_anvil()? {
+        return Ok(path);
+    }
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        return Err(DevnetError::AnvilNotFound(
+            "the devnet installs anvil from npm only on Linux x86_64; install foundry's anvil and set HOLDFAST_ANVIL"
+                .into(),
+        ));
+    }
+    let cache = cache_dir()?;
+    progress(&format!("anvil not found; installing it with `npm ci` into {} (one time)…", cache.display()));
+    let installed = {
+        let cache = cache.clone();
+        tokio::task::spawn_blocking(move || install_blocking(&cache))
+            .await
+            .map_err(|e| DevnetError::io("installing anvil", std::io::Error::other(e.to_string())))??
+    };
+    progress(&format!("anvil installed at {}", installed.display()));
+    Ok(installed)
+}
+
+/// Installs anvil into `cache` under an exclusive file lock; returns the binary's path.
+fn install_blocking(cache: &Path) -> Result<PathBuf, DevnetError> {
+    std::fs::create_dir_all(cache).map_err(|e| DevnetError::io(format!("creating {}", cache.display()), e))?;
+    let lock_path = cache.join(".install.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| DevnetError::io(format!("opening {}", lock_path.display()), e))?;
+    lock.lock().map_err(|e| DevnetError::io(format!("locking {}", lock_path.display()), e))?;
+    let bin = cache.join(ANVIL_IN_NODE_MODULES);
+    if bin.is_file() {
+        // Someone else installed it while we waited for the lock.
+        return Ok(bin);
+    }
+    for (name, text) in [("package.json", PACKAGE_JSON), ("package-lock.json", PACKAGE_LOCK)] {
+        let path = cache.join(name);
+        std::fs::write(&path, text).map_err(|e| DevnetError::io(format!("writing {}", path.display()), e))?;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr()))
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => DevnetError::NpmMissing,
+            _ => DevnetError::io("running npm", e),
+        })?;
+    if !status.success() {
+        return Err(DevnetError::NpmFailed { dir: cache.to_path_buf(), status: status.to_string() });
+    }
+    if !bin.is_file() {
+        return Err(DevnetError::AnvilNotFound(format!(
+            "`npm ci` in {} succeeded but {} is missing",
+            cache.display(),
+            bin.display()
+        )));
+    }
+    Ok(bin)
+}
+
+/// A free TCP port on 127.0.0.1, chosen by the kernel (bound, read, released).
+pub fn free_port() -> Result<u16, DevnetError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| DevnetError::PortUnavailable(format!("cannot bind a loopback port: {e}")))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| DevnetError::PortUnavailable(format!("cannot read the bound port: {e}")))
+}
+
+/// A connected, fresh anvil.
+pub(crate) struct StartedAnvil {
+    /// The process.
+    pub child: Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// `http://127.0.0.1:PORT`.
+    pub rpc_url: String,
+    /// A provider for it.
+    pub provider: DynProvider,
+}
+
+/// A plain HTTP provider (no fillers, no wallet) for `url`.
+pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
+    let parsed = url.parse().map_err(|e| DevnetError::rpc(format!("parsing the RPC URL {url}"), e))?;
+    Ok(ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased())
+}
+
+/// The anvil command line: loopback only, Base's chain id, a Prague-or-later EVM (Base runs Isthmus, which
+/// includes Prague), no console output.
+fn anvil_command(bin: &Path, port: u16) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
+        "--chain-id",
+        &CHAIN_ID.to_string(),
+        "--hardfork",
+        "prague",
+        "--silent",
+    ]);
+    cmd
+}
+
+/// Why one start attempt failed.
+enum Attempt {
+    /// The port was taken between choosing and binding it; try another.
+    PortTaken(String),
+    /// Anything else.
+    Failed(DevnetError),
+}
+
+/// Starts anvil on a free port with its output in `log` and waits until it answers with chain id 8453 and an
+/// empty USDC address (so it is really the fresh node we started, not someone else's on a recycled port).
+/// Retries with another port when the chosen one was taken meanwhile.
+pub(crate) async fn start_anvil(bin: &Path, log: &Path, detached: bool) -> Result<StartedAnvil, DevnetError> {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let port = free_port()?;
+        match start_on(bin, port, log, detached).await {
+            Ok(started) => return Ok(started),
+            Err(Attempt::PortTaken(why)) => last = why,
+            Err(Attempt::Failed(e)) => return Err(e),
+        }
+    }
+    Err(DevnetError::PortUnavailable(format!(
+        "five loopback ports in a row were taken before anvil bound them ({last})"
+    )))
+}
+
+async fn start_on(bin: &Path, port: u16, log: &Path, detached: bool) -> Result<StartedAnvil, Attempt> {
+    let mut child = spawn_logged(anvil_command(bin, port), log, detached, "anvil").map_err(Attempt::Failed)?;
+    let rpc_url = format!("http://127.0.0.1:{port}");
+    let provider = match http_provider(&rpc_url) {
+        Ok(p) => p,
+        Err(e) => {
+            kill_child(&mut child);
+            return Err(Attempt::Failed(e));
+        }
+    };
+    let fail = |child: &mut Child, reason: String| {
+        kill_child(child);
+        let tail = log_tail(log, 20);
+        if tail.to_ascii_lowercase().contains("address already in use") {
+            Attempt::PortTaken(format!("port {port}: {}", tail.trim()))
+        } else {
+            Attempt::Failed(DevnetError::AnvilStart { reason, log: log.to_path_buf(), log_tail: tail })
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(fail(&mut child, format!("anvil exited during start-up ({status})")));
+        }
+        if let Ok(chain_id) = provider.get_chain_id().await {
+            // Our child must still be the one answering.
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(fail(&mut child, format!("anvil exited during start-up ({status})")));
+            }
+            if chain_id != CHAIN_ID {
+                kill_child(&mut child);
+                return Err(Attempt::PortTaken(format!("port {port} answers with chain id {chain_id}")));
+            }
+            match provider.get_code_at(USDC).await {
+                Ok(code) if code.is_empty() => {
+                    return Ok(StartedAnvil { child, port, rpc_url, provider });
+                }
+                Ok(_) => {
+                    kill_child(&mut child);
+                    return Err(Attempt::PortTaken(format!("port {port} answers with a node that is not fresh")));
+                }
+                Err(e) => return Err(fail(&mut child, format!("anvil answered eth_chainId but not eth_getCode: {e}"))),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(fail(&mut child, format!("no answer on {rpc_url} within 20 s")));
+        }
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+}

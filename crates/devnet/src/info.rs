@@ -1,0 +1,189 @@
+//! `DIR/devnet.json`: what a devnet folder holds — ports, process ids, contract addresses, the wallet's address and
+//! the generated config — as [`DevnetInfo`]. It never holds the wallet key.
+
+use crate::error::DevnetError;
+use alloy::primitives::Address;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The state file's name inside a devnet folder.
+pub const DEVNET_JSON: &str = "devnet.json";
+/// The generated config's name inside a devnet folder.
+pub const CONFIG_FILE: &str = "holdfast.toml";
+/// The generated preset file's name inside a devnet folder.
+pub const PRESETS_FILE: &str = "presets.ron";
+/// The burner key file's name inside a devnet folder.
+pub const KEY_FILE: &str = "wallet.key";
+/// anvil's log file inside a devnet folder.
+pub const ANVIL_LOG: &str = "anvil.log";
+/// The services process's log file inside a devnet folder.
+pub const SERVICES_LOG: &str = "services.log";
+
+/// Lifecycle of a devnet folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DevnetState {
+    /// `up` is still setting it up (processes may be running).
+    Starting,
+    /// Everything is running.
+    Up,
+    /// Stopped by `down`.
+    Down,
+}
+
+/// The anvil process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnvilProcess {
+    /// Its process id.
+    pub pid: u32,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+/// The services process (quoter, later the x402 paywall).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServicesProcess {
+    /// Its process id (0 while starting; the test process's own id for an in-process [`crate::TestDevnet`]).
+    pub pid: u32,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+/// Contract addresses (Base's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContractAddresses {
+    /// USDC (FiatTokenDevnet).
+    #[serde(with = "eip55")]
+    pub usdc: Address,
+    /// WETH (WETH9).
+    #[serde(with = "eip55")]
+    pub weth: Address,
+    /// The swap venue (at the 0x AllowanceHolder address).
+    #[serde(with = "eip55")]
+    pub venue: Address,
+}
+
+/// The burner wallet — its address and where the key file is, never the key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalletInfo {
+    /// The wallet's address.
+    #[serde(with = "eip55")]
+    pub address: Address,
+    /// The key file, relative to the devnet folder.
+    pub key_file: String,
+}
+
+/// The content of `DIR/devnet.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevnetInfo {
+    /// Chain id (8453).
+    pub chain_id: u64,
+    /// anvil's JSON-RPC URL.
+    pub rpc_url: String,
+    /// The anvil process.
+    pub anvil: AnvilProcess,
+    /// The services process.
+    pub services: ServicesProcess,
+    /// Contract addresses.
+    pub contracts: ContractAddresses,
+    /// The burner wallet.
+    pub wallet: WalletInfo,
+    /// The generated config, relative to the devnet folder.
+    pub config: String,
+    /// When `up` started it (RFC 3339).
+    pub started_at: String,
+    /// Lifecycle state.
+    pub state: DevnetState,
+    /// Set by [`crate::up`] when the folder was already up and nothing was started (not stored in the file).
+    #[serde(skip)]
+    pub already_up: bool,
+}
+
+impl DevnetInfo {
+    /// The quoter's base URL (the services URL).
+    pub fn quoter_url(&self) -> &str {
+        &self.services.url
+    }
+}
+
+/// Addresses in EIP-55 form (alloy's own serde writes lowercase hex).
+mod eip55 {
+    use alloy::primitives::Address;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(a: &Address, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&a.to_checksum(None))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Address, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// `DIR/devnet.json`.
+pub fn devnet_json_path(dir: &Path) -> PathBuf {
+    dir.join(DEVNET_JSON)
+}
+
+/// Reads `DIR/devnet.json`; `Ok(None)` when there is none.
+pub fn read_info(dir: &Path) -> Result<Option<DevnetInfo>, DevnetError> {
+    let path = devnet_json_path(dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(DevnetError::io(format!("reading {}", path.display()), e)),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| DevnetError::BadStateFile { path, reason: format!("not a devnet.json this version wrote: {e}") })
+}
+
+/// Writes `DIR/devnet.json` atomically.
+pub(crate) fn write_info(dir: &Path, info: &DevnetInfo) -> Result<(), DevnetError> {
+    let mut text = serde_json::to_string_pretty(info)
+        .map_err(|e| DevnetError::io("serialising devnet.json", std::io::Error::other(e)))?;
+    text.push('\n');
+    write_atomic(&devnet_json_path(dir), &text)
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder and a rename.
+pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), DevnetError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        DevnetError::io(format!("writing {}", path.display()), e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contracts::{USDC, VENUE, WETH};
+
+    #[test]
+    fn json_shape_is_stable() {
+        let info = DevnetInfo {
+            chain_id: 8453,
+            rpc_url: "http://127.0.0.1:1".into(),
+            anvil: AnvilProcess { pid: 10, port: 1 },
+            services: ServicesProcess { pid: 11, port: 2, url: "http://127.0.0.1:2".into() },
+            contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
+            wallet: WalletInfo { address: VENUE, key_file: KEY_FILE.into() },
+            config: CONFIG_FILE.into(),
+            started_at: "2026-11-01T00:00:00Z".into(),
+            state: DevnetState::Up,
+            already_up: true,
+        };
+        let v = serde_json::to_value(&info).unwrap();
+        assert_eq!(v["state"], "up");
+        assert_eq!(v["contracts"]["usdc"], "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+        assert_eq!(v["wallet"]["address"], "0x0000000000001fF3684f28c67538d4D072C22734");
+        assert!(v.get("already_up").is_none());
+        let back: DevnetInfo = serde_json::from_value(v).unwrap();
+        assert_eq!(back, DevnetInfo { already_up: false, ..info });
+    }
+}

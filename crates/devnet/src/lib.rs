@@ -1,0 +1,40 @@
+//! holdfast's one-command local devnet.
+//!
+//! `holdfast devnet up --dir DIR` ([`up`]) starts, on loopback and free ports:
+//!
+//! - an anvil node with chain id 8453 ([`anvil`]: found or installed from npm),
+//! - Base's USDC (an EIP-3009 `FiatTokenDevnet`), WETH (`WETH9`) and a swap venue at the 0x AllowanceHolder
+//!   address, placed with `anvil_setCode` and seeded with 100 ETH, 300,000 USDC and 100 WETH ([`contracts`]),
+//! - the services process ([`services`]): a quoter that answers the 0x Swap v2 `allowance-holder/quote` shape and
+//!   a token price endpoint ([`quoter`]),
+//!
+//! funds a fresh burner wallet (10 ETH, 10,000 USDC; key in `DIR/wallet.key`, mode 0600, never printed), and
+//! writes `DIR/holdfast.toml`, `DIR/presets.ron` ([`config`]) and `DIR/devnet.json` ([`info`]).
+//! `holdfast devnet down --dir DIR` ([`down`]) stops exactly the processes it started.
+//!
+//! [`TestDevnet`] is the same devnet in a temporary folder with the quoter in-process, for integration tests.
+//!
+//! Linux only: processes are identified through `/proc`, and anvil comes from the npm package for Linux x86_64
+//! unless `HOLDFAST_ANVIL` names another binary.
+
+pub mod anvil;
+pub mod config;
+pub mod contracts;
+pub mod error;
+pub mod info;
+pub mod lifecycle;
+mod process;
+pub mod quoter;
+pub mod services;
+pub mod testnet;
+pub mod wallet;
+
+pub use anvil::{anvil_path, cache_dir, find_anvil};
+pub use contracts::{CHAIN_ID, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
+pub use error::DevnetError;
+pub use info::{DevnetInfo, DevnetState, read_info};
+pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, up};
+pub use process::StopOutcome;
+pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};
+pub use services::{run_services, services_router};
+pub use testnet::TestDevnet;

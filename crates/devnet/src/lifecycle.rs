@@ -1,0 +1,303 @@
+//! `up` and `down`: the one-command devnet in a folder.
+//!
+//! [`up`] starts anvil and the services process detached (own process group, output in `DIR/anvil.log` and
+//! `DIR/services.log`), so they outlive the command; [`down`] stops exactly the recorded processes. `devnet.json`
+//! is written as soon as anvil runs (state `starting`), so even an interrupted `up` leaves the pids for `down`.
+//! Any failure during `up` kills what it started and removes `devnet.json` again.
+
+use crate::anvil::{anvil_path, free_port, start_anvil};
+use crate::config::write_config;
+use crate::contracts::{CHAIN_ID, USDC, VENUE, WETH, fund_wallet, place_and_seed};
+use crate::error::DevnetError;
+use crate::info::{
+    ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
+    ServicesProcess, WalletInfo, devnet_json_path, read_info, write_info,
+};
+use crate::process::{Expect, StopOutcome, is_ours, is_running, kill_child, log_tail, release, spawn_logged, stop};
+use crate::services::HEALTH_PATH;
+use crate::wallet::create_key_file;
+use alloy::primitives::Address;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Receives one human-readable progress line per step.
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How long a stopped process gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Options of [`up`].
+#[derive(Clone)]
+pub struct UpOptions {
+    /// The devnet folder (created when missing).
+    pub dir: PathBuf,
+    /// The executable re-run as `<services_exe> devnet services --dir DIR` for the services process (the
+    /// holdfast binary; tests use `holdfast-devnet-services`).
+    pub services_exe: PathBuf,
+    /// Progress lines.
+    pub progress: Progress,
+}
+
+impl UpOptions {
+    /// Options with silent progress.
+    pub fn new(dir: impl Into<PathBuf>, services_exe: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into(), services_exe: services_exe.into(), progress: Arc::new(|_| {}) }
+    }
+}
+
+impl std::fmt::Debug for UpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpOptions")
+            .field("dir", &self.dir)
+            .field("services_exe", &self.services_exe)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The processes `up` started, killed on drop unless released.
+struct Started {
+    anvil: Option<Child>,
+    services: Option<Child>,
+}
+
+impl Started {
+    /// Lets the processes run on after `up` returns.
+    fn release(&mut self) {
+        if let Some(child) = self.services.take() {
+            release(child);
+        }
+        if let Some(child) = self.anvil.take() {
+            release(child);
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        for child in [self.services.as_mut(), self.anvil.as_mut()].into_iter().flatten() {
+            kill_child(child);
+        }
+    }
+}
+
+fn canonical_dir(dir: &Path) -> Result<PathBuf, DevnetError> {
+    dir.canonicalize().map_err(|e| DevnetError::io(format!("resolving {}", dir.display()), e))
+}
+
+fn services_expect(dir: &Path) -> Expect {
+    Expect::Services { dir: dir.to_string_lossy().into_owned() }
+}
+
+/// Starts a devnet in `opts.dir` (see the crate docs). When the folder's `devnet.json` describes a devnet whose
+/// processes are all still running, nothing is started and that devnet is returned with `already_up` set.
+pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
+    let progress = opts.progress.clone();
+    std::fs::create_dir_all(&opts.dir).map_err(|e| DevnetError::io(format!("creating {}", opts.dir.display()), e))?;
+    let dir = canonical_dir(&opts.dir)?;
+
+    if let Some(existing) = read_info(&dir)?
+        && existing.state != DevnetState::Down
+    {
+        let anvil_alive = is_ours(existing.anvil.pid, &Expect::Anvil { port: existing.anvil.port });
+        let services_alive = existing.services.pid != 0 && is_ours(existing.services.pid, &services_expect(&dir));
+        match (anvil_alive, services_alive, existing.state) {
+            (true, true, DevnetState::Up) => {
+                progress(&format!(
+                    "the devnet in {} is already up (anvil pid {}, services pid {}); nothing to do",
+                    dir.display(),
+                    existing.anvil.pid,
+                    existing.services.pid
+                ));
+                return Ok(DevnetInfo { already_up: true, ..existing });
+            }
+            (false, false, _) => {
+                progress("found a devnet.json whose processes are gone; starting afresh");
+            }
+            (anvil, services, state) => {
+                let alive = |b: bool| if b { "running" } else { "not running" };
+                return Err(DevnetError::PartlyUp {
+                    dir,
+                    detail: format!(
+                        "state {state:?}, anvil pid {} {}, services pid {} {}",
+                        existing.anvil.pid,
+                        alive(anvil),
+                        existing.services.pid,
+                        alive(services)
+                    ),
+                });
+            }
+        }
+    }
+
+    let anvil_bin = anvil_path(&*progress).await?;
+    progress(&format!("starting anvil ({})…", anvil_bin.display()));
+    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true).await?;
+    let mut started = Started { anvil: None, services: None };
+    let anvil_pid = anvil.child.id();
+    let provider = anvil.provider.clone();
+    let (anvil_port, rpc_url) = (anvil.port, anvil.rpc_url.clone());
+    started.anvil = Some(anvil.child);
+    progress(&format!("anvil is up on {rpc_url} (pid {anvil_pid}, chain id {CHAIN_ID})"));
+
+    let result = async {
+        let services_port = free_port()?;
+        let services_url = format!("http://127.0.0.1:{services_port}");
+        let mut info = DevnetInfo {
+            chain_id: CHAIN_ID,
+            rpc_url: rpc_url.clone(),
+            anvil: AnvilProcess { pid: anvil_pid, port: anvil_port },
+            services: ServicesProcess { pid: 0, port: services_port, url: services_url.clone() },
+            contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
+            wallet: WalletInfo { address: Address::ZERO, key_file: KEY_FILE.into() },
+            config: CONFIG_FILE.into(),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            state: DevnetState::Starting,
+            already_up: false,
+        };
+        write_info(&dir, &info)?;
+
+        let dev = place_and_seed(&provider, &*progress).await?;
+        let wallet = create_key_file(&dir.join(KEY_FILE))?;
+        info.wallet.address = wallet;
+        progress(&format!("created a fresh burner wallet {wallet} (key in {KEY_FILE}, mode 0600)"));
+        fund_wallet(&provider, dev, wallet).await?;
+        progress("funded the wallet with 10 ETH and 10000 USDC");
+        write_config(&dir, anvil_port, &services_url)?;
+        progress(&format!("wrote {CONFIG_FILE} and presets.ron"));
+        write_info(&dir, &info)?;
+
+        progress(&format!("starting the services (quoter) on {services_url}…"));
+        let mut cmd = Command::new(&opts.services_exe);
+        cmd.args(["devnet", "services", "--dir"]).arg(&dir);
+        let services_log = dir.join(SERVICES_LOG);
+        let child = spawn_logged(cmd, &services_log, true, "the devnet services")?;
+        info.services.pid = child.id();
+        let child = started.services.insert(child);
+        wait_healthy(&services_url, child, &services_log).await?;
+        info.state = DevnetState::Up;
+        write_info(&dir, &info)?;
+        Ok(info)
+    }
+    .await;
+
+    match result {
+        Ok(info) => {
+            started.release();
+            progress(&format!("devnet up in {}", dir.display()));
+            Ok(info)
+        }
+        Err(e) => {
+            drop(started);
+            let _ = std::fs::remove_file(devnet_json_path(&dir));
+            progress("start-up failed; stopped what was started");
+            Err(e)
+        }
+    }
+}
+
+/// Polls `GET {url}/health` until it answers 200, the child exits, or 20 s pass.
+async fn wait_healthy(url: &str, child: &mut Child, log: &Path) -> Result<(), DevnetError> {
+    let client = alloy::transports::http::reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| DevnetError::Services(format!("building an HTTP client: {e}")))?;
+    let health = format!("{url}{HEALTH_PATH}");
+    let fail =
+        |reason: String| DevnetError::ServicesStart { reason, log: log.to_path_buf(), log_tail: log_tail(log, 20) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(fail(format!("the services process exited during start-up ({status})")));
+        }
+        let last = match client.get(&health).send().await {
+            Ok(resp) if resp.status().is_success() => return Ok(()),
+            Ok(resp) => format!("{health} answered {}", resp.status()),
+            Err(e) => format!("{health}: {e}"),
+        };
+        if Instant::now() >= deadline {
+            return Err(fail(format!("not healthy within 20 s ({last})")));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// One recorded process and what `down` did with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoppedProcess {
+    /// `anvil` or `services`.
+    pub name: String,
+    /// Its recorded pid.
+    pub pid: u32,
+    /// What happened.
+    pub outcome: StopOutcome,
+}
+
+/// What [`down`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DownReport {
+    /// The devnet folder.
+    pub dir: PathBuf,
+    /// Whether the folder described a devnet that was not already down.
+    pub was_up: bool,
+    /// The recorded processes and what happened to each.
+    pub processes: Vec<StoppedProcess>,
+    /// A one-line human summary.
+    pub message: String,
+}
+
+/// Stops the devnet in `dir`: exactly the pids in its `devnet.json` (services first, then anvil), each only if
+/// `/proc` still shows the command we started; SIGTERM, then SIGKILL after 5 s. Marks `devnet.json` as down. A
+/// folder without a running devnet is not an error: the report says so.
+pub async fn down(dir: &Path) -> Result<DownReport, DevnetError> {
+    let not_up = |dir: PathBuf, message: String| DownReport { dir, was_up: false, processes: vec![], message };
+    if !dir.exists() {
+        return Ok(not_up(dir.to_path_buf(), format!("no devnet in {} (the folder does not exist)", dir.display())));
+    }
+    let dir = canonical_dir(dir)?;
+    let Some(mut info) = read_info(&dir)? else {
+        return Ok(not_up(dir.clone(), format!("no devnet in {} (no devnet.json)", dir.display())));
+    };
+    if info.state == DevnetState::Down {
+        return Ok(not_up(dir.clone(), format!("the devnet in {} is already down", dir.display())));
+    }
+
+    let mut processes = Vec::new();
+    if info.services.pid != 0 {
+        let outcome = stop(info.services.pid, &services_expect(&dir), STOP_GRACE).await;
+        processes.push(StoppedProcess { name: "services".into(), pid: info.services.pid, outcome });
+    }
+    let outcome = stop(info.anvil.pid, &Expect::Anvil { port: info.anvil.port }, STOP_GRACE).await;
+    processes.push(StoppedProcess { name: "anvil".into(), pid: info.anvil.pid, outcome });
+
+    if let Some(p) = processes.iter().find(|p| p.outcome == StopOutcome::StillRunning && is_running(p.pid)) {
+        return Err(DevnetError::Services(format!(
+            "{} (pid {}) is still running after SIGKILL; devnet.json left as it was",
+            p.name, p.pid
+        )));
+    }
+    info.state = DevnetState::Down;
+    write_info(&dir, &info)?;
+
+    let parts: Vec<String> = processes
+        .iter()
+        .map(|p| {
+            let what = match p.outcome {
+                StopOutcome::Terminated => "stopped",
+                StopOutcome::Killed => "killed after ignoring SIGTERM",
+                StopOutcome::AlreadyGone => "was not running",
+                StopOutcome::NotOurs => "left alone: the pid now belongs to another program",
+                StopOutcome::StillRunning => "still running",
+            };
+            format!("{} (pid {}) {what}", p.name, p.pid)
+        })
+        .collect();
+    Ok(DownReport {
+        message: format!("devnet in {} is down: {}", dir.display(), parts.join("; ")),
+        dir,
+        was_up: true,
+        processes,
+    })
+}
