@@ -37,13 +37,18 @@ fn env_path(name: &str) -> Option<PathBuf> {
 /// The devnet cache folder: `$HOLDFAST_DEVNET_CACHE`, else `$XDG_CACHE_HOME/holdfast/devnet`, else
 /// `$HOME/.cache/holdfast/devnet`.
 pub fn cache_dir() -> Result<PathBuf, DevnetError> {
-    if let Some(dir) = env_path("HOLDFAST_DEVNET_CACHE") {
+    cache_dir_from(&env_path)
+}
+
+/// [`cache_dir`] with the environment given as a lookup function.
+fn cache_dir_from(env: &dyn Fn(&str) -> Option<PathBuf>) -> Result<PathBuf, DevnetError> {
+    if let Some(dir) = env("HOLDFAST_DEVNET_CACHE") {
         return Ok(dir);
     }
-    if let Some(xdg) = env_path("XDG_CACHE_HOME") {
+    if let Some(xdg) = env("XDG_CACHE_HOME") {
         return Ok(xdg.join("holdfast/devnet"));
     }
-    env_path("HOME").map(|home| home.join(".cache/holdfast/devnet")).ok_or_else(|| {
+    env("HOME").map(|home| home.join(".cache/holdfast/devnet")).ok_or_else(|| {
         DevnetError::AnvilNotFound(
             "cannot tell where to cache anvil: set HOLDFAST_DEVNET_CACHE, XDG_CACHE_HOME or HOME \
              (or point HOLDFAST_ANVIL at an anvil binary)"
@@ -56,18 +61,23 @@ pub fn cache_dir() -> Result<PathBuf, DevnetError> {
 /// source tree's `devnet/node_modules`. `Ok(None)` when none exists; an error when `$HOLDFAST_ANVIL` names a missing
 /// file.
 pub fn find_anvil() -> Result<Option<PathBuf>, DevnetError> {
-    if let Some(path) = env_path("HOLDFAST_ANVIL") {
+    find_anvil_from(&env_path, &repo_devnet_dir())
+}
+
+/// [`find_anvil`] with the environment and the source tree's `devnet` folder given.
+fn find_anvil_from(env: &dyn Fn(&str) -> Option<PathBuf>, repo: &Path) -> Result<Option<PathBuf>, DevnetError> {
+    if let Some(path) = env("HOLDFAST_ANVIL") {
         return if path.is_file() {
             Ok(Some(path))
         } else {
             Err(DevnetError::AnvilNotFound(format!("HOLDFAST_ANVIL is set to {}, which is not a file", path.display())))
         };
     }
-    let cached = cache_dir()?.join(ANVIL_IN_NODE_MODULES);
+    let cached = cache_dir_from(env)?.join(ANVIL_IN_NODE_MODULES);
     if cached.is_file() {
         return Ok(Some(cached));
     }
-    let repo = repo_devnet_dir().join(ANVIL_IN_NODE_MODULES);
+    let repo = repo.join(ANVIL_IN_NODE_MODULES);
     if repo.is_file() {
         return Ok(Some(repo));
     }
@@ -91,7 +101,7 @@ pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathB
     progress(&format!("anvil not found; installing it with `npm ci` into {} (one time)…", cache.display()));
     let installed = {
         let cache = cache.clone();
-        tokio::task::spawn_blocking(move || install_blocking(&cache))
+        tokio::task::spawn_blocking(move || install_blocking(&cache, "npm"))
             .await
             .map_err(|e| DevnetError::io("installing anvil", std::io::Error::other(e.to_string())))??
     };
@@ -99,8 +109,8 @@ pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathB
     Ok(installed)
 }
 
-/// Installs anvil into `cache` under an exclusive file lock; returns the binary's path.
-fn install_blocking(cache: &Path) -> Result<PathBuf, DevnetError> {
+/// Installs anvil into `cache` with the `npm` program under an exclusive file lock; returns the binary's path.
+fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
     std::fs::create_dir_all(cache).map_err(|e| DevnetError::io(format!("creating {}", cache.display()), e))?;
     let lock_path = cache.join(".install.lock");
     let lock = std::fs::OpenOptions::new()
@@ -119,7 +129,7 @@ fn install_blocking(cache: &Path) -> Result<PathBuf, DevnetError> {
         let path = cache.join(name);
         std::fs::write(&path, text).map_err(|e| DevnetError::io(format!("writing {}", path.display()), e))?;
     }
-    let status = Command::new("npm")
+    let status = Command::new(npm)
         .args(["ci", "--no-audit", "--no-fund"])
         .current_dir(cache)
         .stdin(Stdio::null())
@@ -259,5 +269,78 @@ async fn start_on(bin: &Path, port: u16, log: &Path, detached: bool) -> Result<S
             return Err(fail(&mut child, format!("no answer on {rpc_url} within 20 s")));
         }
         tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(vars: &[(&str, &Path)]) -> impl Fn(&str) -> Option<PathBuf> + use<> {
+        let map: HashMap<String, PathBuf> = vars.iter().map(|(k, v)| ((*k).to_owned(), v.to_path_buf())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn fake_anvil(root: &Path) -> PathBuf {
+        let bin = root.join(ANVIL_IN_NODE_MODULES);
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::write(&bin, "").unwrap();
+        bin
+    }
+
+    #[test]
+    fn cache_dir_precedence() {
+        let (a, b, c) = (Path::new("/a"), Path::new("/b"), Path::new("/c"));
+        let all = env_of(&[("HOLDFAST_DEVNET_CACHE", a), ("XDG_CACHE_HOME", b), ("HOME", c)]);
+        assert_eq!(cache_dir_from(&all).unwrap(), PathBuf::from("/a"));
+        let xdg = env_of(&[("XDG_CACHE_HOME", b), ("HOME", c)]);
+        assert_eq!(cache_dir_from(&xdg).unwrap(), PathBuf::from("/b/holdfast/devnet"));
+        let home = env_of(&[("HOME", c)]);
+        assert_eq!(cache_dir_from(&home).unwrap(), PathBuf::from("/c/.cache/holdfast/devnet"));
+        assert!(cache_dir_from(&env_of(&[])).is_err());
+    }
+
+    #[test]
+    fn holdfast_anvil_wins_and_must_exist() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope");
+        let err = find_anvil_from(&env_of(&[("HOLDFAST_ANVIL", &missing)]), tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("HOLDFAST_ANVIL"), "{err}");
+        let exe = tmp.path().join("anvil");
+        std::fs::write(&exe, "").unwrap();
+        let cache = tmp.path().join("cache");
+        fake_anvil(&cache);
+        let env = env_of(&[("HOLDFAST_ANVIL", &exe), ("HOLDFAST_DEVNET_CACHE", &cache)]);
+        assert_eq!(find_anvil_from(&env, tmp.path()).unwrap(), Some(exe));
+    }
+
+    #[test]
+    fn cache_before_repo_then_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, repo) = (tmp.path().join("cache"), tmp.path().join("repo"));
+        let env = env_of(&[("HOLDFAST_DEVNET_CACHE", &cache)]);
+        assert_eq!(find_anvil_from(&env, &repo).unwrap(), None);
+        let in_repo = fake_anvil(&repo);
+        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_repo));
+        let in_cache = fake_anvil(&cache);
+        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_cache));
+    }
+
+    #[test]
+    fn missing_npm_is_a_clear_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = install_blocking(tmp.path(), "holdfast-test-no-such-npm").unwrap_err();
+        assert!(matches!(err, DevnetError::NpmMissing), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("Node.js") && msg.contains("HOLDFAST_ANVIL"), "{msg}");
+        // The embedded package files were written for npm.
+        assert!(tmp.path().join("package-lock.json").is_file());
+    }
+
+    #[test]
+    fn embedded_package_files_pin_anvil() {
+        assert!(PACKAGE_JSON.contains("@foundry-rs/anvil-linux-amd64"));
+        assert!(PACKAGE_LOCK.contains("node_modules/@foundry-rs/anvil-linux-amd64"));
     }
 }

@@ -1,5 +1,6 @@
 //! TestDevnet and the quoter against a real anvil: funding, prices, honest quotes executed with the burner key,
 //! allowance issues, and refusals.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use alloy::network::{EthereumWallet, TransactionBuilder};
 use alloy::primitives::{Address, Bytes, U256};

@@ -1,5 +1,6 @@
 //! `up` / `down` end to end through the library, with `holdfast-devnet-services` standing in for the holdfast
 //! binary as the services process.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use alloy::transports::http::reqwest;
 use holdfast_devnet::{DevnetState, UpOptions, down, up};

@@ -1,0 +1,34 @@
+//! Compiles the CLI's `devnet` subcommand module (`crates/cli/src/devnet_cmd.rs`) against this crate and checks its
+//! argument parsing, so the glue the lead wires into `holdfast` is known to build.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+#[path = "../../cli/src/devnet_cmd.rs"]
+mod devnet_cmd;
+
+use clap::{CommandFactory, Parser};
+use devnet_cmd::DevnetCommand;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    devnet: DevnetCommand,
+}
+
+#[test]
+fn parses_up_down_and_hidden_services() {
+    let up = Cli::try_parse_from(["holdfast", "up", "--dir", "/tmp/x"]).unwrap();
+    assert!(matches!(up.devnet, DevnetCommand::Up { dir } if dir == std::path::Path::new("/tmp/x")));
+    let down = Cli::try_parse_from(["holdfast", "down", "--dir", "d"]).unwrap();
+    assert!(matches!(down.devnet, DevnetCommand::Down { .. }));
+    let services = Cli::try_parse_from(["holdfast", "services", "--dir", "d"]).unwrap();
+    assert!(matches!(services.devnet, DevnetCommand::Services { .. }));
+    assert!(Cli::try_parse_from(["holdfast", "up"]).is_err(), "--dir is required");
+    let help = Cli::command().render_help().to_string();
+    assert!(help.contains("up") && help.contains("down") && !help.contains("services"), "{help}");
+}
+
+#[tokio::test]
+async fn down_on_a_missing_folder_succeeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    devnet_cmd::run(DevnetCommand::Down { dir: tmp.path().join("none") }).await.unwrap();
+}
