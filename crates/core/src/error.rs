@@ -81,6 +81,8 @@ pub enum ErrorCode {
     /// The call was refused because it came too soon after the same one (for example the anti-loop cooldown between
     /// two agents); `details.retry_after_secs` says when it may be retried.
     RateLimited,
+    /// The same value-moving action was already signed; it is never sent twice.
+    DuplicateAction,
 }
 
 impl ErrorCode {
@@ -119,6 +121,7 @@ impl ErrorCode {
         Self::NotFound,
         Self::Internal,
         Self::RateLimited,
+        Self::DuplicateAction,
     ];
 
     /// The snake_case wire form of the code.
@@ -157,6 +160,7 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::Internal => "internal",
             Self::RateLimited => "rate_limited",
+            Self::DuplicateAction => "duplicate_action",
         }
     }
 

@@ -174,9 +174,18 @@ pub struct RegisterOverride {
     pub max_age_secs: Option<u64>,
 }
 
-/// The sections the core owns: `networks`, `tokens`, `registers`.
+/// `[storage]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StorageSection {
+    data_dir: Option<PathBuf>,
+}
+
+/// The sections the core owns: `storage`, `networks`, `tokens`, `registers`.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
+    /// `[storage] data_dir`, resolved against the file's folder; `None` when the file does not set it.
+    pub data_dir: Option<PathBuf>,
     /// The network table (built-ins merged with the file's `[networks.*]`).
     pub networks: NetworkTable,
     /// The token table (built-in, or the RON file named by `tokens = "…"`).
@@ -188,6 +197,7 @@ pub struct CoreConfig {
 impl Default for CoreConfig {
     fn default() -> Self {
         Self {
+            data_dir: None,
             networks: NetworkTable::builtin(),
             tokens: TokenTable::builtin(),
             registers: RegisterDeclarations::default(),
@@ -196,7 +206,7 @@ impl Default for CoreConfig {
 }
 
 /// The section names [`CoreConfig::from_document`] reads.
-pub const CORE_SECTIONS: &[&str] = &["networks", "tokens", "registers"];
+pub const CORE_SECTIONS: &[&str] = &["storage", "networks", "tokens", "registers"];
 
 impl CoreConfig {
     /// Reads the core sections of `doc` over the built-in defaults and checks them against each other.
@@ -227,7 +237,9 @@ impl CoreConfig {
                 return Err(doc.invalid(format!("[registers.{key}]: `{key}` is not a declared register")));
             }
         }
-        Ok(Self { networks, tokens, registers })
+        let storage: StorageSection = doc.section_or_default("storage")?;
+        let data_dir = storage.data_dir.map(|d| doc.resolve_path(&d));
+        Ok(Self { data_dir, networks, tokens, registers })
     }
 }
 

@@ -1,0 +1,196 @@
+//! The web3 sections of `holdfast.toml`: `[wallet]`, `[presets]`, `[policy.NETWORK]`, `[payments.NETWORK]`
+//! (see `docs/configuration.md`).
+//!
+//! Human amounts in the file are converted to base units with the token table's decimals at load, so a bad amount,
+//! an unknown token or an unknown network fails at start-up with the file and the reason — never at signing time.
+
+use crate::presets::Presets;
+use alloy::primitives::U256;
+use holdfast_core::amount::to_base_units;
+use holdfast_core::config::{ConfigDocument, ConfigError, CoreConfig, TokenInfo};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// The top-level sections this crate reads.
+pub const WEB3_SECTIONS: &[&str] = &["wallet", "presets", "policy", "payments"];
+
+/// `[wallet]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalletSection {
+    /// Key file (hex). Generated with mode 0600 when missing.
+    pub key_file: Option<PathBuf>,
+    /// Environment variable holding the key; wins over `key_file`.
+    pub key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetsSection {
+    file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkPolicySection {
+    native_per_tx: Option<String>,
+    native_per_day: Option<String>,
+    auto_native_per_tx: Option<String>,
+    #[serde(default)]
+    tokens: IndexMap<String, TokenPolicySection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenPolicySection {
+    per_tx: Option<String>,
+    per_day: Option<String>,
+    auto_per_tx: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PaymentsSection {
+    #[serde(default)]
+    assets: Vec<String>,
+    max_per_request: Option<String>,
+    daily_budget: Option<String>,
+}
+
+/// Limits for one asset, in base units. `None` means "not allowed" (deny by default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AssetLimits {
+    /// Largest amount one transaction may move.
+    pub per_tx: Option<U256>,
+    /// Largest total per UTC day.
+    pub per_day: Option<U256>,
+    /// At or below this, an action whose inputs are all non-model runs without asking.
+    pub auto_per_tx: Option<U256>,
+}
+
+/// Policy for one network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkPolicy {
+    /// Limits on the native token (keyed by the native placeholder's symbol).
+    pub native: AssetLimits,
+    /// Limits per token symbol (as in the token table).
+    pub tokens: HashMap<String, AssetLimits>,
+}
+
+/// x402 payment limits for one network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentPolicy {
+    /// Tokens that may be paid with.
+    pub assets: Vec<TokenInfo>,
+    /// Largest payment per request, per asset symbol, in base units.
+    pub max_per_request: HashMap<String, U256>,
+    /// Largest total per UTC day, per asset symbol, in base units.
+    pub daily_budget: HashMap<String, U256>,
+}
+
+/// Everything the web3 layer reads from configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Web3Config {
+    /// `[wallet]`.
+    pub wallet: WalletSection,
+    /// The fetch presets (`[presets] file`), empty when none are configured.
+    pub presets: Presets,
+    /// `[policy.NETWORK]`, keyed by canonical network name.
+    pub policy: HashMap<String, NetworkPolicy>,
+    /// `[payments.NETWORK]`, keyed by canonical network name.
+    pub payments: HashMap<String, PaymentPolicy>,
+}
+
+impl Web3Config {
+    /// Reads the web3 sections of `doc`, checking networks, tokens and amounts against `core`.
+    pub fn from_document(doc: &ConfigDocument, core: &CoreConfig) -> Result<Self, ConfigError> {
+        let mut wallet: WalletSection = doc.section_or_default("wallet")?;
+        if let Some(path) = &wallet.key_file {
+            wallet.key_file = Some(doc.resolve_path(path));
+        }
+        let presets = match doc.section_or_default::<PresetsSection>("presets")?.file {
+            Some(file) => Presets::load(&doc.resolve_path(&file))?,
+            None => Presets::default(),
+        };
+
+        let mut policy = HashMap::new();
+        let sections: IndexMap<String, NetworkPolicySection> = doc.section_or_default("policy")?;
+        for (name, section) in sections {
+            let network =
+                core.networks.resolve(&name).map_err(|e| doc.invalid(format!("[policy.{name}]: {}", e.message)))?;
+            let native = core.tokens.iter().find(|t| t.network == network.name && t.is_native());
+            let native_decimals = native.map_or(18, |t| t.decimals);
+            let amount = |field: &str, v: &Option<String>, decimals: u8, symbol: &str| {
+                v.as_deref()
+                    .map(|s| to_base_units(field, s, decimals, symbol))
+                    .transpose()
+                    .map_err(|e| doc.invalid(format!("[policy.{name}] {}", e.message)))
+            };
+            let native_symbol = network.native_symbol.clone();
+            let mut net = NetworkPolicy {
+                native: AssetLimits {
+                    per_tx: amount("native_per_tx", &section.native_per_tx, native_decimals, &native_symbol)?,
+                    per_day: amount("native_per_day", &section.native_per_day, native_decimals, &native_symbol)?,
+                    auto_per_tx: amount(
+                        "auto_native_per_tx",
+                        &section.auto_native_per_tx,
+                        native_decimals,
+                        &native_symbol,
+                    )?,
+                },
+                tokens: HashMap::new(),
+            };
+            for (symbol, t) in section.tokens {
+                let token = core
+                    .tokens
+                    .lookup(&network.name, &symbol)
+                    .map_err(|e| doc.invalid(format!("[policy.{name}.tokens.{symbol}]: {}", e.message)))?;
+                let limits = AssetLimits {
+                    per_tx: amount(&format!("tokens.{symbol}.per_tx"), &t.per_tx, token.decimals, &token.symbol)?,
+                    per_day: amount(&format!("tokens.{symbol}.per_day"), &t.per_day, token.decimals, &token.symbol)?,
+                    auto_per_tx: amount(
+                        &format!("tokens.{symbol}.auto_per_tx"),
+                        &t.auto_per_tx,
+                        token.decimals,
+                        &token.symbol,
+                    )?,
+                };
+                net.tokens.insert(token.symbol.clone(), limits);
+            }
+            policy.insert(network.name.clone(), net);
+        }
+
+        let mut payments = HashMap::new();
+        let sections: IndexMap<String, PaymentsSection> = doc.section_or_default("payments")?;
+        for (name, section) in sections {
+            let network =
+                core.networks.resolve(&name).map_err(|e| doc.invalid(format!("[payments.{name}]: {}", e.message)))?;
+            let mut assets = Vec::new();
+            let mut max_per_request = HashMap::new();
+            let mut daily_budget = HashMap::new();
+            for symbol in &section.assets {
+                let token = core
+                    .tokens
+                    .lookup(&network.name, symbol)
+                    .map_err(|e| doc.invalid(format!("[payments.{name}] assets: {}", e.message)))?;
+                let convert = |field: &str, v: &Option<String>| {
+                    v.as_deref()
+                        .map(|s| to_base_units(field, s, token.decimals, &token.symbol))
+                        .transpose()
+                        .map_err(|e| doc.invalid(format!("[payments.{name}] {}", e.message)))
+                };
+                if let Some(v) = convert("max_per_request", &section.max_per_request)? {
+                    max_per_request.insert(token.symbol.clone(), v);
+                }
+                if let Some(v) = convert("daily_budget", &section.daily_budget)? {
+                    daily_budget.insert(token.symbol.clone(), v);
+                }
+                assets.push(token.clone());
+            }
+            payments.insert(network.name.clone(), PaymentPolicy { assets, max_per_request, daily_budget });
+        }
+        Ok(Self { wallet, presets, policy, payments })
+    }
+}

@@ -1,0 +1,191 @@
+//! `x402_fetch {preset, network, cache_as}`: fetches a configured preset and stores the result in a register.
+//!
+//! The model picks a preset name; the URL is built by code from configuration and registers (invariant 13). A swap
+//! quote is validated by the store's validator as it is written (invariant 3) and stored with origin `tool` (or
+//! `model` when a register it was built from was typed by the model).
+
+use crate::Web3;
+use crate::presets::PresetKind;
+use crate::quote::validate_quote;
+use crate::tools::human;
+use holdfast_core::registers::{RegisterWrite, validate_key};
+use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Largest response body accepted.
+pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
+
+/// Parameters of `x402_fetch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchInput {
+    /// A configured preset: `swap_quote` or `token_price`.
+    pub preset: String,
+    /// The network, e.g. `base`.
+    pub network: String,
+    /// Register to store the result in (use the preset's own: `swap_quote`, `token_price`).
+    pub cache_as: String,
+}
+
+/// A stored swap quote, summarised.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct QuoteSummary {
+    /// What is sold, human units.
+    pub sell: String,
+    /// Expected amount bought, human units.
+    pub buy: String,
+    /// Minimum amount bought, human units.
+    pub min_buy: String,
+    /// True when an approval is needed first (`token_approve`).
+    pub allowance_required: bool,
+    /// True when the quoter reports the wallet's balance is too low.
+    pub balance_insufficient: bool,
+}
+
+/// Result of `x402_fetch`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FetchOutput {
+    /// The preset run.
+    pub preset: String,
+    /// The network.
+    pub network: String,
+    /// The URL built from configuration and registers.
+    pub url: String,
+    /// The register written.
+    pub cached_as: String,
+    /// The stored value's origin.
+    pub origin: Origin,
+    /// Registers the request was built from.
+    pub derived_from: Vec<String>,
+    /// For swap quotes: what the quote says.
+    pub quote: Option<QuoteSummary>,
+}
+
+/// The `x402_fetch` tool.
+#[derive(Debug, Clone)]
+pub struct X402Fetch(pub Arc<Web3>);
+
+async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, ToolError> {
+    if response.content_length().is_some_and(|n| n > MAX_RESPONSE_BYTES as u64) {
+        return Err(ToolError::new(ErrorCode::UpstreamError, "the response is larger than 1 MiB"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("reading the response: {e}")))?
+    {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(ToolError::new(ErrorCode::UpstreamError, "the response is larger than 1 MiB"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+impl AiTool for X402Fetch {
+    type Input = FetchInput;
+    type Output = FetchOutput;
+
+    fn name(&self) -> &str {
+        "x402_fetch"
+    }
+
+    fn description(&self) -> &str {
+        "Fetch a configured preset (e.g. `swap_quote`, which reads wallet_address, sell_token, buy_token and \
+         sell_amount) and store the result in a register. You choose the preset; the URL is built from \
+         configuration and registers. Swap quotes are validated before they are stored."
+    }
+
+    fn examples(&self) -> Vec<Value> {
+        vec![serde_json::json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})]
+    }
+
+    async fn execute(&self, input: FetchInput, ctx: &ToolContext) -> Result<FetchOutput, ToolError> {
+        validate_key("cache_as", &input.cache_as)?;
+        let network = ctx.config.networks.resolve(&input.network)?.clone();
+        let preset = self.0.presets().get(&input.preset)?;
+        let built = preset.build(&input.preset, &network, &ctx.registers)?;
+
+        let mut request = self.0.http().get(built.url.clone());
+        for (k, v) in &preset.headers {
+            request = request.header(k, v);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("preset `{}`: {e}", input.preset)))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::PAYMENT_REQUIRED {
+            return Err(ToolError::new(
+                ErrorCode::PaymentRefused,
+                format!("preset `{}`: the server asks for an x402 payment; this build does not pay", input.preset),
+            ));
+        }
+        let body = read_limited(response).await?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            return Err(ToolError::new(
+                ErrorCode::UpstreamError,
+                format!("preset `{}`: HTTP {}: {text}", input.preset, status.as_u16()),
+            ));
+        }
+        let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
+            ToolError::new(
+                ErrorCode::UpstreamError,
+                format!("preset `{}`: the response is not JSON: {e}", input.preset),
+            )
+        })?;
+        let Value::Object(map) = &mut value else {
+            return Err(ToolError::new(
+                ErrorCode::UpstreamError,
+                format!("preset `{}`: the response is not a JSON object", input.preset),
+            ));
+        };
+        if preset.kind == PresetKind::SwapQuote {
+            // The chain id and taker the request was built with, where the response does not echo them.
+            map.entry("chainId").or_insert_with(|| Value::from(network.chain_id));
+            if let Some(taker) = built.query.get("taker") {
+                map.entry("taker").or_insert_with(|| Value::String(taker.clone()));
+            }
+            if map.get("liquidityAvailable") == Some(&Value::Bool(false)) {
+                return Err(ToolError::new(
+                    ErrorCode::UpstreamError,
+                    format!("preset `{}`: the quoter has no liquidity for this pair and amount", input.preset),
+                ));
+            }
+        }
+
+        // Validate before anything is stored, whichever register the caller named.
+        let quote = match preset.kind {
+            PresetKind::SwapQuote => {
+                let q = validate_quote(&value, &ctx.registers, &ctx.config.networks, Some(&network))?;
+                Some(QuoteSummary {
+                    sell: human(q.sell_amount, q.sell.decimals, &q.sell.symbol),
+                    buy: human(q.buy_amount, q.buy.decimals, &q.buy.symbol),
+                    min_buy: human(q.min_buy_amount, q.buy.decimals, &q.buy.symbol),
+                    allowance_required: q.allowance_issue.is_some(),
+                    balance_insufficient: !matches!(value.pointer("/issues/balance"), None | Some(Value::Null)),
+                })
+            }
+            PresetKind::TokenPrice | PresetKind::Json => None,
+        };
+        let origin = if built.model_tainted { Origin::Model } else { Origin::Tool };
+        let write = RegisterWrite::new(&input.cache_as, value, origin, self.name())
+            .preset(&input.preset)
+            .derived_from(built.registers_read.clone());
+        let entry = ctx.registers.set(write)?;
+        Ok(FetchOutput {
+            preset: input.preset,
+            network: network.name,
+            url: built.url.to_string(),
+            cached_as: input.cache_as,
+            origin: entry.origin(),
+            derived_from: built.registers_read,
+            quote,
+        })
+    }
+}

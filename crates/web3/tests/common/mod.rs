@@ -1,0 +1,141 @@
+//! Shared harness: a real devnet (anvil + contracts + quoter), the web3 layer built from the devnet's generated
+//! config exactly as the binary builds it, and one session.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use axum::extract::{Query, State};
+use axum::routing::get;
+use holdfast_core::config::{ConfigDocument, CoreConfig};
+use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
+use holdfast_devnet::{QuoteRequest, QuoteState, TestDevnet, build_quote};
+use holdfast_web3::Web3;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub struct Env {
+    pub devnet: TestDevnet,
+    pub web3: Arc<Web3>,
+    pub services: CoreServices,
+    pub registry: ToolRegistry,
+    pub ctx: ToolContext,
+}
+
+/// Changes to make to the generated devnet files before loading them.
+#[derive(Default)]
+pub struct Tweaks {
+    /// Extra TOML appended to holdfast.toml.
+    pub toml: String,
+    /// Replace every `old` with `new` in holdfast.toml.
+    pub toml_replace: Vec<(String, String)>,
+    /// Point the presets at this quoter instead of the devnet's.
+    pub quoter_url: Option<String>,
+}
+
+impl Env {
+    pub async fn start() -> Env {
+        Self::start_with(Tweaks::default()).await
+    }
+
+    pub async fn start_with(tweaks: Tweaks) -> Env {
+        let devnet = TestDevnet::start().await.expect("devnet");
+        let path = devnet.config_path.clone();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (old, new) in &tweaks.toml_replace {
+            text = text.replace(old, new);
+        }
+        text.push_str(&tweaks.toml);
+        std::fs::write(&path, text).unwrap();
+        if let Some(url) = &tweaks.quoter_url {
+            let presets = devnet.dir.join("presets.ron");
+            let text = std::fs::read_to_string(&presets).unwrap().replace(&devnet.quoter_url, url);
+            std::fs::write(&presets, text).unwrap();
+        }
+        Self::load(devnet, "session-1")
+    }
+
+    /// Builds the runtime from the devnet's files (also used to "restart" over the same data dir).
+    pub fn load(devnet: TestDevnet, session: &str) -> Env {
+        let (web3, services, registry) = build(&devnet);
+        let ctx = services.new_session(session);
+        Env { devnet, web3, services, registry, ctx }
+    }
+
+    pub async fn call(&self, tool: &str, params: Value) -> Result<Value, ToolError> {
+        self.registry.call(tool, params, &self.ctx).await
+    }
+
+    pub async fn ok(&self, tool: &str, params: Value) -> Value {
+        match self.call(tool, params.clone()).await {
+            Ok(v) => v,
+            Err(e) => panic!("{tool} {params} failed: {e:?}"),
+        }
+    }
+
+    pub async fn err(&self, tool: &str, params: Value) -> ToolError {
+        match self.call(tool, params.clone()).await {
+            Ok(v) => panic!("{tool} {params} should have failed, got {v}"),
+            Err(e) => e,
+        }
+    }
+
+    /// The register half of the seed-001 swap flow, then the quote.
+    pub async fn quote(&self, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
+        self.ctx.context_bank.scan_input(user);
+        self.ok(
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        )
+        .await;
+        self.ok("token_lookup", json!({"symbol": sell, "network": "base", "cache_as": "sell_token"})).await;
+        self.ok("token_lookup", json!({"symbol": buy, "network": "base", "cache_as": "buy_token"})).await;
+        self.ok("to_raw_amount", json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"}))
+            .await;
+        self.call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}))
+            .await
+            .unwrap_or_else(|e| json!({"error": e}))
+    }
+
+    pub async fn balance(&self, token: alloy::primitives::Address) -> alloy::primitives::U256 {
+        self.devnet.balance_of(token, self.devnet.wallet_address).await.unwrap()
+    }
+
+    pub async fn nonce(&self) -> u64 {
+        use alloy::providers::Provider;
+        self.devnet.provider().get_transaction_count(self.devnet.wallet_address).await.unwrap()
+    }
+}
+
+pub fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
+    let doc = ConfigDocument::load(&devnet.config_path).unwrap();
+    let core = CoreConfig::from_document(&doc).unwrap();
+    let mut decls = core.registers.clone();
+    Web3::install_declarations(&mut decls, &core.networks);
+    let services = CoreServices::new(core).unwrap().with_declarations(decls);
+    let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
+    let services = services.with_hook(web3.session_hook());
+    let registry = ToolRegistry::new();
+    holdfast_core::builtin::register_core_tools(&registry).unwrap();
+    web3.register_tools(&registry).unwrap();
+    (web3, services, registry)
+}
+
+/// A quoter that answers with an honest devnet quote passed through `tamper`.
+pub async fn hostile_quoter(devnet: &TestDevnet, tamper: impl Fn(&mut Value) + Send + Sync + 'static) -> String {
+    type Tamper = Arc<dyn Fn(&mut Value) + Send + Sync>;
+    async fn handler(
+        State((state, tamper)): State<(QuoteState, Tamper)>,
+        Query(pairs): Query<Vec<(String, String)>>,
+    ) -> axum::Json<Value> {
+        let req = QuoteRequest::from_query(&pairs).unwrap();
+        let mut quote = build_quote(&state, &req).await.unwrap();
+        tamper(&mut quote);
+        axum::Json(quote)
+    }
+    let tamper: Tamper = Arc::new(tamper);
+    let app = axum::Router::new()
+        .route("/swap/allowance-holder/quote", get(handler))
+        .with_state((devnet.quote_state(), tamper));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}

@@ -1,0 +1,82 @@
+//! The seed-001 swap flow on a real devnet: wallet → tokens → amount → quote → web3_tx, both directions.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use alloy::primitives::U256;
+use common::Env;
+use holdfast_core::ErrorCode;
+use holdfast_devnet::{NATIVE, USDC, VENUE};
+use serde_json::json;
+
+#[tokio::test]
+async fn sells_eth_for_usdc_within_the_quote() {
+    let env = Env::start().await;
+    let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert_eq!(quote["origin"], "tool", "{quote}");
+    assert_eq!(quote["quote"]["allowance_required"], false);
+    let stored = env.ctx.registers.get("swap_quote").unwrap();
+    let min_buy = U256::from_str_radix(stored.value["minBuyAmount"].as_str().unwrap(), 10).unwrap();
+    let buy = U256::from_str_radix(stored.value["buyAmount"].as_str().unwrap(), 10).unwrap();
+    let (eth0, usdc0, nonce0) = (env.balance(NATIVE).await, env.balance(USDC).await, env.nonce().await);
+
+    let mut events = env.ctx.events.subscribe();
+    let out = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(out["summary"]["sell"], "0.001 ETH");
+    assert_eq!(out["summary"]["contract"], VENUE.to_checksum(None));
+
+    let (eth1, usdc1) = (env.balance(NATIVE).await, env.balance(USDC).await);
+    let received = usdc1 - usdc0;
+    assert!(received >= min_buy && received <= buy, "received {received}, quote {min_buy}..{buy}");
+    let gas_cost = eth0 - eth1 - U256::from(1_000_000_000_000_000u64);
+    assert!(gas_cost < U256::from(10_000_000_000_000_000u64), "only the sell amount and gas left the wallet");
+    assert_eq!(env.nonce().await, nonce0 + 1, "exactly one transaction");
+
+    // The journal has it, confirmed, written before broadcast; the quote was consumed.
+    let journal = env.web3.journal().for_session("session-1").await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].status, holdfast_web3::EntryStatus::Confirmed);
+    assert_eq!(journal[0].tx_hash.as_deref(), out["hash"].as_str());
+    assert!(env.ctx.registers.get("swap_quote").is_none());
+    let again = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(again.code, ErrorCode::RegisterMissing);
+
+    let mut names = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        names.push(e.event.clone());
+    }
+    let pending = names.iter().position(|n| n == "tx.pending").unwrap();
+    let confirmed = names.iter().position(|n| n == "tx.confirmed").unwrap();
+    assert!(pending < confirmed, "{names:?}");
+}
+
+#[tokio::test]
+async fn sells_usdc_for_eth_after_an_exact_approval() {
+    let env = Env::start().await;
+    let quote = env.quote("sell 25 USDC for ETH", "USDC", "ETH", "25").await;
+    assert_eq!(quote["quote"]["allowance_required"], true, "{quote}");
+
+    let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(err.code, ErrorCode::AllowanceRequired, "{err:?}");
+    assert!(err.message.contains("token_approve"));
+
+    let approved = env.ok("token_approve", json!({"for_quote": "swap_quote"})).await;
+    assert_eq!(approved["result"], "approved", "{approved}");
+    assert_eq!(approved["allowance"], "25 USDC", "exactly the sell amount, never unlimited");
+    assert_eq!(approved["spender"], VENUE.to_checksum(None));
+    let again = env.ok("token_approve", json!({"for_quote": "swap_quote"})).await;
+    assert_eq!(again["result"], "not_needed");
+
+    let (eth0, usdc0) = (env.balance(NATIVE).await, env.balance(USDC).await);
+    let min_buy =
+        U256::from_str_radix(env.ctx.registers.get("swap_quote").unwrap().value["minBuyAmount"].as_str().unwrap(), 10)
+            .unwrap();
+    let out = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    let (eth1, usdc1) = (env.balance(NATIVE).await, env.balance(USDC).await);
+    assert_eq!(usdc0 - usdc1, U256::from(25_000_000u64), "exactly the sell amount left");
+    let gas_allowance = U256::from(10_000_000_000_000_000u64);
+    assert!(eth1 + gas_allowance >= eth0 + min_buy, "received at least the minimum, less gas");
+    assert_eq!(env.web3.journal().for_session("session-1").await.unwrap().len(), 2, "approval + swap");
+}
