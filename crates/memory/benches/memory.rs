@@ -1,0 +1,164 @@
+//! Memory benchmarks, each with a naive baseline in the same run (results in docs/benchmarks-memory.md):
+//! - `update_memory` through the registry, persisted (SQLite file, WAL) vs the in-memory store;
+//! - `search_memory` over 10,000 blocks: FTS5 (through the tool, and the store alone) vs a naive `LIKE` scan
+//!   ranked in Rust, and vs the in-memory store's naive scan.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use holdfast_core::config::CoreConfig;
+use holdfast_core::{CoreServices, ToolRegistry};
+use holdfast_memory::search::{naive_score, naive_snippet, query_terms};
+use holdfast_memory::{AgentRuntime, BlockSpec, BuiltinTools, Database, InMemoryStore, MemoryConfig, MemoryStore};
+use serde_json::json;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const BLOCKS: usize = 10_000;
+const VOCABULARY: usize = 5_000;
+const WORDS_PER_BLOCK: usize = 30;
+
+/// A deterministic pseudo-word: `w` + base-26 letters (so no English stemming collisions).
+fn word(i: usize) -> String {
+    let mut s = String::from("w");
+    let mut n = i;
+    loop {
+        s.push(char::from(b'a' + (n % 26) as u8));
+        n /= 26;
+        if n == 0 {
+            break;
+        }
+    }
+    s
+}
+
+/// Block values with a skewed word distribution (low word numbers are common), from a fixed LCG seed.
+fn values() -> Vec<String> {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    (0..BLOCKS)
+        .map(|_| {
+            (0..WORDS_PER_BLOCK)
+                .map(|_| {
+                    let r = next() % VOCABULARY;
+                    word(r * r / VOCABULARY)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+fn registry_for(rt: &tokio::runtime::Runtime, runtime: &AgentRuntime) -> ToolRegistry {
+    rt.block_on(async {
+        let handle = runtime.agent("bench").await.unwrap();
+        BuiltinTools::default_for_agent(handle).into_registry().unwrap()
+    })
+}
+
+fn bench_update(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = CoreServices::new(CoreConfig::default()).unwrap().new_session("bench");
+    let sqlite = rt.block_on(AgentRuntime::open_dir(dir.path(), MemoryConfig::default())).unwrap();
+    let in_memory = rt
+        .block_on(
+            AgentRuntime::builder(Database::open_in_memory().unwrap())
+                .memory_store(Arc::new(InMemoryStore::new()))
+                .build(),
+        )
+        .unwrap();
+    let counter = AtomicU64::new(0);
+    let mut group = c.benchmark_group("update_memory");
+    for (name, runtime) in [("sqlite_file_wal", &sqlite), ("in_memory_store", &in_memory)] {
+        let registry = registry_for(&rt, runtime);
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| async {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let params =
+                    json!({"label": "human", "value": format!("The user's name is Alice ({n})"), "description": null});
+                black_box(registry.call("update_memory", params, &ctx).await.unwrap());
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_search(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = CoreServices::new(CoreConfig::default()).unwrap().new_session("bench");
+    let runtime = rt.block_on(AgentRuntime::open_dir(dir.path(), MemoryConfig::default())).unwrap();
+    let in_memory_store = Arc::new(InMemoryStore::new());
+    let in_memory = rt
+        .block_on(
+            AgentRuntime::builder(Database::open_in_memory().unwrap()).memory_store(in_memory_store.clone()).build(),
+        )
+        .unwrap();
+    let values = values();
+    rt.block_on(async {
+        for rt in [&runtime, &in_memory] {
+            let handle = rt.agent("bench").await.unwrap();
+            for (i, v) in values.iter().enumerate() {
+                handle.memory.put_block(BlockSpec::new(format!("block{i:05}"), v.clone())).await.unwrap();
+            }
+        }
+    });
+    let registry = registry_for(&rt, &runtime);
+    // Two mid-frequency words: a realistic query with a few dozen matching blocks.
+    let query = format!("{} {}", word(1500), word(2200));
+    let terms = query_terms(&query);
+    let db = runtime.database().clone();
+    let store = runtime.memory_store().clone();
+
+    let mut group = c.benchmark_group("search_memory_10k_blocks");
+    group.bench_function("fts5_through_tool", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(registry.call("search_memory", json!({"query": query, "limit": 10}), &ctx).await.unwrap());
+        })
+    });
+    group.bench_function("fts5_store_only", |b| b.iter(|| black_box(store.search("bench", &terms, 10).unwrap())));
+    group.bench_function("naive_like_scan", |b| {
+        b.iter(|| {
+            // The baseline: scan every value with LIKE, then rank and snippet the matches in Rust.
+            let hits = db
+                .with_conn(|c| {
+                    let mut stmt = c
+                        .prepare_cached(
+                            "SELECT label, value FROM memory_blocks WHERE agent_id = ?1 AND (value LIKE ?2 OR value LIKE ?3)",
+                        )
+                        .unwrap();
+                    let rows = stmt
+                        .query_map(
+                            rusqlite::params!["bench", format!("%{}%", terms[0]), format!("%{}%", terms[1])],
+                            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                        )
+                        .unwrap();
+                    let mut scored: Vec<(f64, String, String)> = rows
+                        .filter_map(Result::ok)
+                        .filter_map(|(l, v)| naive_score(&v, &terms).map(|s| (s, l, v)))
+                        .collect();
+                    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    scored.truncate(10);
+                    Ok(scored.into_iter().map(|(s, l, v)| (s, l, naive_snippet(&v, &terms))).collect::<Vec<_>>())
+                })
+                .unwrap();
+            black_box(hits)
+        })
+    });
+    group.bench_function("in_memory_store_naive_scan", |b| {
+        b.iter(|| black_box(in_memory_store.search("bench", &terms, 10).unwrap()))
+    });
+    group.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default().sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3))
+}
+
+criterion_group! { name = benches; config = config(); targets = bench_update, bench_search }
+criterion_main!(benches);

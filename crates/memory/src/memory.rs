@@ -1,0 +1,593 @@
+//! [`Memory`]: one agent's view of a [`MemoryStore`], and the only write path to it.
+//!
+//! Every edit (update, append, replace) runs as one atomic read-check-write inside the store: the permission check
+//! ([`crate::permission::authorize`]) and the new value are computed on the block as it is at that instant, so
+//! concurrent appends never lose each other and no tool can bypass the check. The soft budget never refuses a write;
+//! the outcome reports how far over it the block is.
+
+use crate::agent_id::{AgentId, validate_id};
+use crate::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, PendingWrite};
+use crate::clock::{SharedClock, SystemClock};
+use crate::embeddings::{Embedder, MAX_EMBED_CHARS, content_hash, cosine};
+use crate::error::{MemoryError, Result};
+use crate::permission::authorize;
+use crate::render::render_blocks;
+use crate::search::{HitSource, TextHit, naive_snippet, query_terms};
+use crate::store::{CachedEmbedding, EditFn, MemoryStore};
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `update_memory` and friends may not be given a description longer than this.
+pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+/// Largest `limit` of a search.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+/// Default `limit` of a search.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Values up to this many characters are quoted whole in a `memory_no_match` error; longer ones as a window.
+pub const NO_MATCH_FULL_VALUE_CHARS: usize = 1500;
+/// Characters on each side of the nearest partial match in a `memory_no_match` window.
+const NO_MATCH_WINDOW: usize = 500;
+
+/// One agent's memory. Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    agent: AgentId,
+    store: Arc<dyn MemoryStore>,
+    clock: SharedClock,
+    default_char_limit: usize,
+    embedder: Option<Embedder>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("agent", &self.agent)
+            .field("store", &self.store.kind())
+            .field("search_mode", &self.search_mode())
+            .finish()
+    }
+}
+
+/// Which ranking `search_memory` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// Full-text ranking only (FTS5/BM25 in SQLite; naive term counts in memory).
+    Text,
+    /// Text and embedding similarity combined (an embeddings endpoint is configured).
+    Hybrid,
+}
+
+/// The result of a successful edit.
+#[derive(Debug, Clone)]
+pub struct WriteOutcome {
+    /// The block as written.
+    pub block: MemoryBlock,
+    /// The value before (absent when the edit created the block).
+    pub previous_value: Option<String>,
+    /// True when the edit created the block.
+    pub created: bool,
+    /// For a replace: the 1-based line where the replaced text started.
+    pub line: Option<usize>,
+    /// The kind of edit.
+    pub op: EditOp,
+}
+
+impl WriteOutcome {
+    /// Characters over the soft budget, if any.
+    pub fn over_budget_by(&self) -> Option<usize> {
+        self.block.over_budget_by()
+    }
+
+    /// A sentence about the budget when the block is over it.
+    pub fn budget_warning(&self) -> Option<String> {
+        self.over_budget_by().map(|over| {
+            format!(
+                "Block '{}' is over its soft budget by {over} characters ({}/{}); the write was kept, but consider condensing it.",
+                self.block.label,
+                self.block.chars(),
+                self.block.char_limit
+            )
+        })
+    }
+}
+
+/// One ranked search hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// The block.
+    pub label: String,
+    /// Current value or history.
+    pub source: HitSource,
+    /// The matching passage, matches in `[brackets]`.
+    pub snippet: String,
+    /// The final score (higher is better): the text score in text mode, the hybrid score in hybrid mode.
+    pub score: f64,
+    /// The text (BM25) score, when the text search found the block.
+    pub text_score: Option<f64>,
+    /// The cosine similarity to the query, in hybrid mode.
+    pub vector_score: Option<f64>,
+    /// When the matching text was written.
+    pub at: DateTime<Utc>,
+}
+
+/// The result of a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResults {
+    /// The ranking used.
+    pub mode: SearchMode,
+    /// Why the mode differs from the configured one, if it does.
+    pub note: Option<String>,
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+}
+
+impl Memory {
+    /// `agent`'s memory in `store`, on the system clock, with the default budget and no embeddings.
+    pub fn new(agent: AgentId, store: Arc<dyn MemoryStore>) -> Self {
+        Self { agent, store, clock: Arc::new(SystemClock), default_char_limit: DEFAULT_CHAR_LIMIT, embedder: None }
+    }
+
+    /// Uses `clock` for timestamps.
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The soft budget of blocks created by tools.
+    pub fn with_default_char_limit(mut self, limit: usize) -> Self {
+        self.default_char_limit = limit;
+        self
+    }
+
+    /// Enables hybrid search.
+    pub fn with_embedder(mut self, embedder: Option<Embedder>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// The agent.
+    pub fn agent_id(&self) -> &AgentId {
+        &self.agent
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    /// The ranking `search` will use.
+    pub fn search_mode(&self) -> SearchMode {
+        if self.embedder.is_some() { SearchMode::Hybrid } else { SearchMode::Text }
+    }
+
+    async fn run<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn MemoryStore, &str) -> Result<R> + Send + 'static,
+    {
+        let store = Arc::clone(&self.store);
+        let agent = self.agent.clone();
+        if store.is_blocking() {
+            tokio::task::spawn_blocking(move || f(store.as_ref(), agent.as_str()))
+                .await
+                .map_err(|e| MemoryError::internal(format!("a memory task failed: {e}")))?
+        } else {
+            f(store.as_ref(), agent.as_str())
+        }
+    }
+
+    /// One block.
+    pub async fn get(&self, label: &str) -> Result<Option<MemoryBlock>> {
+        let label = label.to_owned();
+        self.run(move |s, a| s.get(a, &label)).await
+    }
+
+    /// Every block, ordered by label.
+    pub async fn blocks(&self) -> Result<Vec<MemoryBlock>> {
+        self.run(|s, a| s.list(a)).await
+    }
+
+    /// A block's history, newest first.
+    pub async fn history(&self, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
+        let label = label.to_owned();
+        self.run(move |s, a| s.history(a, &label, limit)).await
+    }
+
+    async fn labels(&self) -> Vec<String> {
+        self.blocks().await.map(|b| b.into_iter().map(|b| b.label).collect()).unwrap_or_default()
+    }
+
+    async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::block::Modified> {
+        let owned = label.to_owned();
+        let result = self.run(move |s, a| s.modify(a, &owned, edit)).await;
+        match result {
+            Err(MemoryError::BlockNotFound { label, .. }) => {
+                Err(MemoryError::BlockNotFound { label, existing: self.labels().await })
+            }
+            Ok(m) if m.after.is_none() && op != EditOp::System => Err(MemoryError::internal("the edit wrote nothing")),
+            other => other,
+        }
+    }
+
+    /// Sets a block's value (creating a read-write block with the default budget when missing). `description`, when
+    /// given, replaces the description (empty clears it). `via` names the tool for error messages.
+    pub async fn update(
+        &self,
+        label: &str,
+        value: String,
+        description: Option<String>,
+        via: &str,
+    ) -> Result<WriteOutcome> {
+        validate_id("label", label)?;
+        let description = check_description(description)?;
+        let now = self.clock.now();
+        let actor = self.agent.to_string();
+        let (via_owned, limit, label_owned) = (via.to_owned(), self.default_char_limit, label.to_owned());
+        let m = self
+            .edit(
+                label,
+                EditOp::Update,
+                Box::new(move |before| {
+                    authorize(before, EditOp::Update, &via_owned)?;
+                    let block = match before {
+                        Some(b) => MemoryBlock {
+                            value,
+                            description: description.unwrap_or_else(|| b.description.clone()),
+                            updated_at: now,
+                            ..b.clone()
+                        },
+                        None => MemoryBlock {
+                            label: label_owned,
+                            value,
+                            description: description.flatten(),
+                            permission: crate::block::Permission::ReadWrite,
+                            char_limit: limit,
+                            pinned: false,
+                            created_at: now,
+                            updated_at: now,
+                        },
+                    };
+                    let op = if before.is_some() { EditOp::Update } else { EditOp::Create };
+                    Ok(Some(PendingWrite { block, actor, op }))
+                }),
+            )
+            .await?;
+        outcome(m, EditOp::Update, None)
+    }
+
+    /// Appends `content` to a block, on a new line when the value does not end with one.
+    pub async fn append(&self, label: &str, content: String, via: &str) -> Result<WriteOutcome> {
+        validate_id("label", label)?;
+        if content.is_empty() {
+            return Err(MemoryError::invalid("content", "must not be empty"));
+        }
+        let now = self.clock.now();
+        let actor = self.agent.to_string();
+        let (via_owned, label_owned) = (via.to_owned(), label.to_owned());
+        let m = self
+            .edit(
+                label,
+                EditOp::Append,
+                Box::new(move |before| {
+                    let Some(b) = before else {
+                        return Err(MemoryError::BlockNotFound { label: label_owned, existing: Vec::new() });
+                    };
+                    authorize(Some(b), EditOp::Append, &via_owned)?;
+                    let mut value = b.value.clone();
+                    if !value.is_empty() && !value.ends_with('\n') {
+                        value.push('\n');
+                    }
+                    value.push_str(&content);
+                    let block = MemoryBlock { value, updated_at: now, ..b.clone() };
+                    Ok(Some(PendingWrite { block, actor, op: EditOp::Append }))
+                }),
+            )
+            .await?;
+        outcome(m, EditOp::Append, None)
+    }
+
+    /// Replaces the one occurrence of `old` with `new`. No occurrence → `memory_no_match` quoting the value (or the
+    /// window where `old` nearly matched); several → `memory_ambiguous_match` with their line numbers.
+    pub async fn replace(&self, label: &str, old: String, new: String, via: &str) -> Result<WriteOutcome> {
+        validate_id("label", label)?;
+        if old.is_empty() {
+            return Err(MemoryError::invalid("old", "must not be empty: say which text to replace"));
+        }
+        let now = self.clock.now();
+        let actor = self.agent.to_string();
+        let (via_owned, label_owned) = (via.to_owned(), label.to_owned());
+        let line_slot = Arc::new(parking_lot::Mutex::new(None));
+        let line_out = Arc::clone(&line_slot);
+        let m = self
+            .edit(
+                label,
+                EditOp::Replace,
+                Box::new(move |before| {
+                    let Some(b) = before else {
+                        return Err(MemoryError::BlockNotFound { label: label_owned, existing: Vec::new() });
+                    };
+                    authorize(Some(b), EditOp::Replace, &via_owned)?;
+                    let positions: Vec<usize> = b.value.match_indices(old.as_str()).map(|(i, _)| i).collect();
+                    match positions.as_slice() {
+                        [] => {
+                            let (value_window, truncated) = no_match_window(&b.value, &old);
+                            Err(MemoryError::NoMatch { label: label_owned, value_window, truncated })
+                        }
+                        [at] => {
+                            let at = *at;
+                            *line_out.lock() = Some(line_of(&b.value, at));
+                            let mut value = String::with_capacity(b.value.len() + new.len());
+                            value.push_str(&b.value[..at]);
+                            value.push_str(&new);
+                            value.push_str(&b.value[at + old.len()..]);
+                            let block = MemoryBlock { value, updated_at: now, ..b.clone() };
+                            Ok(Some(PendingWrite { block, actor, op: EditOp::Replace }))
+                        }
+                        many => Err(MemoryError::AmbiguousMatch {
+                            label: label_owned,
+                            count: many.len(),
+                            lines: many.iter().map(|&i| line_of(&b.value, i)).collect(),
+                        }),
+                    }
+                }),
+            )
+            .await?;
+        let line = *line_slot.lock();
+        outcome(m, EditOp::Replace, line)
+    }
+
+    /// Creates or overwrites a block as the runtime (not a tool): value, description, permission, budget and pin
+    /// all from `spec`, permissions not checked. Recorded in the history as a `system` edit.
+    pub async fn put_block(&self, spec: BlockSpec) -> Result<MemoryBlock> {
+        self.system_write(spec, true).await
+    }
+
+    /// Creates the block from `spec` when it does not exist; leaves an existing block untouched.
+    pub async fn ensure_block(&self, spec: BlockSpec) -> Result<MemoryBlock> {
+        self.system_write(spec, false).await
+    }
+
+    async fn system_write(&self, spec: BlockSpec, overwrite: bool) -> Result<MemoryBlock> {
+        validate_id("label", &spec.label)?;
+        let now = self.clock.now();
+        let label = spec.label.clone();
+        let m = self
+            .edit(
+                &label,
+                EditOp::System,
+                Box::new(move |before| {
+                    if before.is_some() && !overwrite {
+                        return Ok(None);
+                    }
+                    let block = MemoryBlock {
+                        label: spec.label,
+                        value: spec.value,
+                        description: spec.description,
+                        permission: spec.permission,
+                        char_limit: spec.char_limit,
+                        pinned: spec.pinned,
+                        created_at: before.map(|b| b.created_at).unwrap_or(now),
+                        updated_at: now,
+                    };
+                    Ok(Some(PendingWrite { block, actor: "system".to_owned(), op: EditOp::System }))
+                }),
+            )
+            .await?;
+        m.after.or(m.before).ok_or_else(|| MemoryError::internal("the block vanished"))
+    }
+
+    /// Deletes a block (runtime operation; its history is kept). Returns whether it existed.
+    pub async fn delete_block(&self, label: &str) -> Result<bool> {
+        let label = label.to_owned();
+        self.run(move |s, a| s.delete(a, &label)).await
+    }
+
+    /// Ranked search over block values and their history; hybrid when an embeddings endpoint is configured.
+    pub async fn search(&self, query: &str, limit: Option<usize>) -> Result<SearchResults> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Err(MemoryError::invalid("query", "contains no words to search for"));
+        }
+        let limit = limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
+        if limit == 0 || limit > MAX_SEARCH_LIMIT {
+            return Err(MemoryError::invalid("limit", format!("must be between 1 and {MAX_SEARCH_LIMIT}")));
+        }
+        let text_terms = terms.clone();
+        let text_hits = self.run(move |s, a| s.search(a, &text_terms, limit)).await?;
+        let Some(embedder) = &self.embedder else {
+            return Ok(SearchResults { mode: SearchMode::Text, note: None, hits: text_only(text_hits) });
+        };
+        match self.hybrid(embedder, query, &terms, text_hits.clone(), limit).await {
+            Ok(hits) => Ok(SearchResults { mode: SearchMode::Hybrid, note: None, hits }),
+            Err(e) => {
+                tracing::warn!(error = %e, "embeddings failed; falling back to text search");
+                Ok(SearchResults {
+                    mode: SearchMode::Text,
+                    note: Some(format!("hybrid ranking unavailable ({e}); results are text-ranked")),
+                    hits: text_only(text_hits),
+                })
+            }
+        }
+    }
+
+    async fn hybrid(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+        terms: &[String],
+        text_hits: Vec<TextHit>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>> {
+        let model = embedder.config().model.clone();
+        let blocks = self.blocks().await?;
+        let model_q = model.clone();
+        let cached = self.run(move |s, a| s.cached_embeddings(a, &model_q)).await?;
+        let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
+        let cache: HashMap<&str, &CachedEmbedding> = cached.iter().map(|c| (c.label.as_str(), c)).collect();
+        let mut stale = Vec::new();
+        for b in blocks.iter().filter(|b| !b.value.trim().is_empty()) {
+            let text: String = b.value.chars().take(MAX_EMBED_CHARS).collect();
+            let hash = content_hash(&text);
+            match cache.get(b.label.as_str()) {
+                Some(c) if c.content_hash == hash => {
+                    vectors.insert(b.label.clone(), c.vector.clone());
+                }
+                _ => stale.push((b.label.clone(), hash, text)),
+            }
+        }
+        if !stale.is_empty() {
+            let texts: Vec<String> = stale.iter().map(|(_, _, t)| t.clone()).collect();
+            let embedded = embedder.embed(&texts).await?;
+            let mut fresh = Vec::new();
+            for ((label, hash, _), vector) in stale.into_iter().zip(embedded) {
+                vectors.insert(label.clone(), vector.clone());
+                fresh.push(CachedEmbedding { label, content_hash: hash, vector });
+            }
+            let model_s = model.clone();
+            self.run(move |s, a| fresh.into_iter().try_for_each(|e| s.store_embedding(a, &model_s, e))).await?;
+        }
+        let query_vec = embedder.embed(&[query.to_owned()]).await?.into_iter().next().unwrap_or_default();
+        let similarity: HashMap<&str, f64> = vectors.iter().map(|(l, v)| (l.as_str(), cosine(&query_vec, v))).collect();
+
+        let weight = embedder.config().text_weight;
+        let best_text = text_hits.iter().map(|h| h.score).fold(0.0f64, f64::max);
+        let mut hits: Vec<SearchHit> = text_hits
+            .into_iter()
+            .map(|h| {
+                let vector = similarity.get(h.label.as_str()).copied();
+                let text_norm = if best_text > 0.0 { h.score / best_text } else { 0.0 };
+                SearchHit {
+                    score: weight * text_norm + (1.0 - weight) * vector.unwrap_or(0.0).max(0.0),
+                    text_score: Some(h.score),
+                    vector_score: vector,
+                    label: h.label,
+                    source: h.source,
+                    snippet: h.snippet,
+                    at: h.at,
+                }
+            })
+            .collect();
+        let mut by_similarity: Vec<(&str, f64)> = similarity.iter().map(|(l, s)| (*l, *s)).collect();
+        by_similarity.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        for (label, sim) in by_similarity.into_iter().take(limit) {
+            if sim <= 0.0 || sim < embedder.config().min_vector_score || hits.iter().any(|h| h.label == label) {
+                continue;
+            }
+            let Some(block) = blocks.iter().find(|b| b.label == label) else { continue };
+            hits.push(SearchHit {
+                label: label.to_owned(),
+                source: HitSource::Value,
+                snippet: naive_snippet(&block.value, terms),
+                score: (1.0 - weight) * sim,
+                text_score: None,
+                vector_score: Some(sim),
+                at: block.updated_at,
+            });
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.label.cmp(&b.label)));
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// The agent's system-context section: every block with its label, description, permission, used/limit and
+    /// value, pinned blocks first, then by label (see [`render_blocks`]).
+    pub async fn render(&self) -> Result<String> {
+        Ok(render_blocks(&self.blocks().await?))
+    }
+}
+
+fn text_only(hits: Vec<TextHit>) -> Vec<SearchHit> {
+    hits.into_iter()
+        .map(|h| SearchHit {
+            label: h.label,
+            source: h.source,
+            snippet: h.snippet,
+            score: h.score,
+            text_score: Some(h.score),
+            vector_score: None,
+            at: h.at,
+        })
+        .collect()
+}
+
+fn check_description(description: Option<String>) -> Result<Option<Option<String>>> {
+    match description {
+        None => Ok(None),
+        Some(d) if d.trim().is_empty() => Ok(Some(None)),
+        Some(d) if d.chars().count() > MAX_DESCRIPTION_CHARS => {
+            Err(MemoryError::invalid("description", format!("is longer than {MAX_DESCRIPTION_CHARS} characters")))
+        }
+        Some(d) => Ok(Some(Some(d))),
+    }
+}
+
+fn outcome(m: crate::block::Modified, op: EditOp, line: Option<usize>) -> Result<WriteOutcome> {
+    let block = m.after.ok_or_else(|| MemoryError::internal("the edit wrote nothing"))?;
+    let created = m.before.is_none();
+    Ok(WriteOutcome { block, previous_value: m.before.map(|b| b.value), created, line, op })
+}
+
+/// 1-based line number of a byte offset.
+fn line_of(text: &str, byte: usize) -> usize {
+    text.get(..byte).map(|s| s.matches('\n').count()).unwrap_or(0) + 1
+}
+
+/// The part of `value` to quote when `old` does not occur: the whole value when short, else a window around the
+/// longest prefix of `old` that does occur (or the start of the value).
+fn no_match_window(value: &str, old: &str) -> (String, bool) {
+    let chars: Vec<char> = value.chars().collect();
+    if chars.len() <= NO_MATCH_FULL_VALUE_CHARS {
+        return (value.to_owned(), false);
+    }
+    // Binary search the longest prefix of `old` (in chars) that occurs: occurrence is monotone in prefix length.
+    let old_chars: Vec<char> = old.chars().collect();
+    let (mut lo, mut hi) = (0usize, old_chars.len());
+    let mut found: Option<usize> = None;
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let prefix: String = old_chars[..mid].iter().collect();
+        match value.find(&prefix) {
+            Some(at) => {
+                lo = mid;
+                found = Some(at);
+            }
+            None => hi = mid - 1,
+        }
+    }
+    let center = match found {
+        Some(byte) if lo >= 3 => value.get(..byte).map(|s| s.chars().count()).unwrap_or(0),
+        _ => 0,
+    };
+    let start = center.saturating_sub(NO_MATCH_WINDOW);
+    let end = (center + NO_MATCH_WINDOW).min(chars.len());
+    let mut window = String::new();
+    if start > 0 {
+        window.push('…');
+    }
+    window.extend(&chars[start..end]);
+    if end < chars.len() {
+        window.push('…');
+    }
+    (window, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_windows() {
+        assert_eq!(line_of("a\nb\nc", 4), 3);
+        assert_eq!(line_of("abc", 0), 1);
+        let (w, t) = no_match_window("short value", "zzz");
+        assert_eq!((w.as_str(), t), ("short value", false));
+        let long = format!("{}The user lives in Paris.{}", "a".repeat(3000), "b".repeat(3000));
+        let (w, t) = no_match_window(&long, "The user lives in Berlin.");
+        assert!(t && w.contains("The user lives in Paris.") && w.starts_with('…') && w.ends_with('…'), "{w}");
+        assert!(w.chars().count() <= 2 * NO_MATCH_WINDOW + 2);
+    }
+}

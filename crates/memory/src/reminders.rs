@@ -1,0 +1,315 @@
+//! Reminders: persisted in `reminders_items`, delivered by a [`ReminderScheduler`] as a message to the agent (or
+//! another target) when due.
+//!
+//! Delivery is at most once: a reminder is claimed (`fired_at` set, only if still unset) before it is sent, so two
+//! schedulers, or a scheduler started twice, never deliver it twice. Reminders that came due while the process was
+//! down are delivered when the scheduler starts: its first pass runs at once. If the target no longer exists, the
+//! reminder goes to the agent's own inbox with a note instead of being lost.
+
+use crate::agent_id::AgentId;
+use crate::clock::{SharedClock, fmt_time, parse_time};
+use crate::db::Database;
+use crate::error::{MemoryError, Result};
+use crate::router::{MessageRouter, MessageTarget, TargetType};
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The longest the scheduler sleeps between checks (it also wakes when a reminder is scheduled).
+pub const MAX_NAP: Duration = Duration::from_secs(30);
+/// A reminder may be scheduled at most this far in the past (it then fires at once); earlier is refused.
+pub const PAST_GRACE_SECS: i64 = 60;
+
+/// A reminder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reminder {
+    /// `rem_<n>`.
+    pub id: String,
+    /// The agent that scheduled it.
+    pub agent_id: String,
+    /// When it is due.
+    pub due_at: DateTime<Utc>,
+    /// The message delivered, whole.
+    pub message: String,
+    /// Who receives it (the agent itself by default).
+    pub target: MessageTarget,
+    /// When it was scheduled.
+    pub created_at: DateTime<Utc>,
+    /// When it fired, if it has.
+    pub fired_at: Option<DateTime<Utc>>,
+}
+
+fn rem_id(n: i64) -> String {
+    format!("rem_{n}")
+}
+
+/// Parses `rem_<n>` (or a bare number).
+pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
+    id.trim()
+        .trim_start_matches("rem_")
+        .parse::<i64>()
+        .map_err(|_| MemoryError::invalid(field, "expected a reminder id like \"rem_3\""))
+}
+
+const SELECT: &str =
+    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at FROM reminders_items";
+
+type Row = (i64, String, String, String, String, Option<String>, String, Option<String>);
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+}
+
+fn to_reminder(row: Row) -> Result<Reminder> {
+    let (id, agent_id, due, message, kind, target_id, created, fired) = row;
+    let time = |s: &str| {
+        parse_time(s).ok_or_else(|| MemoryError::internal(format!("unreadable time {s:?} in reminders_items")))
+    };
+    let kind = TargetType::parse(&kind)
+        .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
+    Ok(Reminder {
+        id: rem_id(id),
+        agent_id,
+        due_at: time(&due)?,
+        message,
+        target: MessageTarget { kind, id: target_id },
+        created_at: time(&created)?,
+        fired_at: fired.as_deref().map(time).transpose()?,
+    })
+}
+
+/// One agent's reminders. Cheap to clone.
+#[derive(Clone)]
+pub struct Reminders {
+    agent: AgentId,
+    db: Database,
+    router: MessageRouter,
+    clock: SharedClock,
+    wake: Arc<Notify>,
+}
+
+impl std::fmt::Debug for Reminders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reminders").field("agent", &self.agent).finish()
+    }
+}
+
+impl Reminders {
+    /// `agent`'s reminders; `wake` is the scheduler's.
+    pub fn new(agent: AgentId, db: Database, router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
+        Self { agent, db, router, clock, wake }
+    }
+
+    /// Now, on the runtime's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Schedules a reminder. `target` defaults to the agent itself; it must exist now. A time more than
+    /// [`PAST_GRACE_SECS`] in the past is refused (naming `field`).
+    pub async fn schedule(
+        &self,
+        field: &'static str,
+        due_at: DateTime<Utc>,
+        message: String,
+        target: Option<MessageTarget>,
+    ) -> Result<Reminder> {
+        if message.trim().is_empty() {
+            return Err(MemoryError::invalid("message", "must not be empty"));
+        }
+        let now = self.clock.now();
+        if due_at < now - chrono::Duration::seconds(PAST_GRACE_SECS) {
+            return Err(MemoryError::invalid(
+                field,
+                format!("{} is in the past (now is {})", fmt_time(due_at), fmt_time(now)),
+            ));
+        }
+        let target = target.unwrap_or_else(|| MessageTarget::agent(self.agent.as_str()));
+        self.router.check_target(&self.agent, &target).await?;
+        let (agent, t) = (self.agent.to_string(), target.clone());
+        let (due, created, msg) = (fmt_time(due_at), fmt_time(now), message.clone());
+        let id = self
+            .db
+            .call(move |c| {
+                Ok(c.query_row(
+                    "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+                    params![agent, due, msg, t.kind.as_str(), t.id, created],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+            .await?;
+        self.wake.notify_one();
+        Ok(Reminder {
+            id: rem_id(id),
+            agent_id: self.agent.to_string(),
+            due_at,
+            message,
+            target,
+            created_at: now,
+            fired_at: None,
+        })
+    }
+
+    /// The agent's reminders, soonest first (fired ones only when asked).
+    pub async fn list(&self, include_fired: bool) -> Result<Vec<Reminder>> {
+        let agent = self.agent.to_string();
+        self.db
+            .call(move |c| {
+                let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
+                let mut stmt = c.prepare(&format!("{SELECT} WHERE agent_id = ?1{filter} ORDER BY due_at, id"))?;
+                let rows = stmt.query_map([&agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                rows.into_iter().map(to_reminder).collect()
+            })
+            .await
+    }
+
+    /// Cancels a pending reminder. Returns whether one was cancelled.
+    pub async fn cancel(&self, id: &str) -> Result<bool> {
+        let n = parse_reminder_id("id", id)?;
+        let agent = self.agent.to_string();
+        self.db
+            .call(move |c| {
+                Ok(c.execute(
+                    "DELETE FROM reminders_items WHERE id = ?1 AND agent_id = ?2 AND fired_at IS NULL",
+                    params![n, agent],
+                )? > 0)
+            })
+            .await
+    }
+}
+
+/// Delivers due reminders of every agent of a runtime.
+#[derive(Clone)]
+pub struct ReminderScheduler {
+    db: Database,
+    router: MessageRouter,
+    clock: SharedClock,
+    wake: Arc<Notify>,
+}
+
+impl std::fmt::Debug for ReminderScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReminderScheduler").finish_non_exhaustive()
+    }
+}
+
+/// A running scheduler task; dropping it (or [`SchedulerHandle::stop`]) stops the task.
+#[derive(Debug)]
+pub struct SchedulerHandle {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SchedulerHandle {
+    /// Stops the scheduler.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for SchedulerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ReminderScheduler {
+    /// A scheduler over `db`, delivering through `router`.
+    pub fn new(db: Database, router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
+        Self { db, router, clock, wake }
+    }
+
+    /// Delivers every reminder due now that has not fired, each exactly once, oldest due first. Returns them.
+    pub async fn fire_due(&self) -> Result<Vec<Reminder>> {
+        let now = fmt_time(self.clock.now());
+        let due: Vec<Reminder> = self
+            .db
+            .call(move |c| {
+                let mut stmt =
+                    c.prepare_cached(&format!("{SELECT} WHERE fired_at IS NULL AND due_at <= ?1 ORDER BY due_at, id"))?;
+                let rows = stmt.query_map([&now], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                rows.into_iter().map(to_reminder).collect()
+            })
+            .await?;
+        let mut fired = Vec::new();
+        for mut reminder in due {
+            let n = parse_reminder_id("id", &reminder.id)?;
+            let at = self.clock.now();
+            let stamp = fmt_time(at);
+            let claimed = self
+                .db
+                .call(move |c| {
+                    Ok(c.execute(
+                        "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
+                        params![stamp, n],
+                    )? == 1)
+                })
+                .await?;
+            if !claimed {
+                continue;
+            }
+            reminder.fired_at = Some(at);
+            self.deliver(&reminder).await;
+            fired.push(reminder);
+        }
+        Ok(fired)
+    }
+
+    async fn deliver(&self, r: &Reminder) {
+        let Ok(agent) = AgentId::new(&r.agent_id) else {
+            tracing::warn!(reminder = %r.id, "reminder of an invalid agent id dropped");
+            return;
+        };
+        let metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
+        let sent = self.router.send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone())).await;
+        if let Err(e) = sent {
+            tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
+            let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
+            let own = MessageTarget::agent(agent.as_str());
+            if let Err(e) = self.router.send_reminder(&agent, &own, note, Some(metadata)).await {
+                tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered");
+            }
+        }
+    }
+
+    /// When the next pending reminder is due.
+    pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
+        let next: Option<String> = self
+            .db
+            .call(|c| {
+                Ok(c.query_row("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL", [], |r| {
+                    r.get::<_, Option<String>>(0)
+                })
+                .optional()?
+                .flatten())
+            })
+            .await?;
+        Ok(next.as_deref().and_then(parse_time))
+    }
+
+    /// Starts the scheduler task: it delivers overdue reminders at once, then sleeps until the next is due (at
+    /// most [`MAX_NAP`], waking early when one is scheduled).
+    pub fn start(&self) -> SchedulerHandle {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Err(e) = this.fire_due().await {
+                    tracing::error!(error = %e, "reminder scheduler pass failed");
+                }
+                let nap = match this.next_due().await {
+                    Ok(Some(next)) => (next - this.clock.now()).to_std().unwrap_or(Duration::ZERO).min(MAX_NAP),
+                    Ok(None) => MAX_NAP,
+                    Err(_) => MAX_NAP,
+                };
+                tokio::select! {
+                    _ = tokio::time::sleep(nap.max(Duration::from_millis(5))) => {}
+                    _ = this.wake.notified() => {}
+                }
+            }
+        });
+        SchedulerHandle { task }
+    }
+}

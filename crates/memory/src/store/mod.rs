@@ -1,0 +1,88 @@
+//! Where memory blocks live: the [`MemoryStore`] trait and its two implementations, [`SqliteMemoryStore`] (the
+//! embedded default: a real file in WAL mode, full-text indexed) and [`InMemoryStore`].
+//!
+//! A store is storage only: it applies an edit atomically and keeps the history. Deciding whether an edit is allowed
+//! (permissions) and what the new value is happens in [`crate::Memory`], inside the store's atomic
+//! [`MemoryStore::modify`].
+
+mod in_memory;
+mod sqlite;
+
+pub use in_memory::InMemoryStore;
+pub use sqlite::SqliteMemoryStore;
+
+use crate::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
+use crate::error::Result;
+use crate::search::TextHit;
+
+/// The decision made inside an atomic edit: given the block as it is (absent: it does not exist), what to write
+/// (nothing: leave it), or an error that aborts the edit.
+pub type EditFn<'a> = Box<dyn FnOnce(Option<&MemoryBlock>) -> Result<Option<PendingWrite>> + Send + 'a>;
+
+/// A cached embedding of a block's value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedEmbedding {
+    /// The block.
+    pub label: String,
+    /// A hash of the text that was embedded.
+    pub content_hash: String,
+    /// The vector.
+    pub vector: Vec<f32>,
+}
+
+/// Storage for memory blocks, per agent. Methods are blocking; [`crate::Memory`] calls them off the async runtime
+/// when [`MemoryStore::is_blocking`] says so.
+pub trait MemoryStore: Send + Sync + 'static {
+    /// One block.
+    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>>;
+
+    /// Every block of an agent, ordered by label.
+    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>>;
+
+    /// Atomically: reads the block, calls `edit`, and when it returns a write, stores the new block and appends one
+    /// history entry (old value → new value, actor, op, time). No other edit of the same store interleaves.
+    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified>;
+
+    /// Deletes a block (its history stays). Returns whether it existed.
+    fn delete(&self, agent: &str, label: &str) -> Result<bool>;
+
+    /// A block's history, newest first, at most `limit` entries.
+    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>>;
+
+    /// Text search over the agent's block values and their history (see [`crate::search`]): one hit per block,
+    /// best first, at most `limit`. `terms` are [`crate::search::query_terms`] (never empty).
+    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>>;
+
+    /// Cached embeddings of the agent's block values for `model` (stores without a cache return none).
+    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
+        let _ = (agent, model);
+        Ok(Vec::new())
+    }
+
+    /// Caches an embedding (stores without a cache ignore it).
+    fn store_embedding(&self, agent: &str, model: &str, embedding: CachedEmbedding) -> Result<()> {
+        let _ = (agent, model, embedding);
+        Ok(())
+    }
+
+    /// True when calls block on I/O and should run on the blocking pool.
+    fn is_blocking(&self) -> bool {
+        true
+    }
+
+    /// A short name for documentation and diagnostics (`sqlite`, `in_memory`).
+    fn kind(&self) -> &'static str;
+}
+
+/// The history entry a write produces.
+pub(crate) fn edit_entry(id: i64, before: Option<&MemoryBlock>, write: &PendingWrite) -> BlockEdit {
+    BlockEdit {
+        id,
+        label: write.block.label.clone(),
+        actor: write.actor.clone(),
+        op: write.op,
+        old: before.map(|b| b.value.clone()),
+        new: write.block.value.clone(),
+        at: write.block.updated_at,
+    }
+}

@@ -1,0 +1,483 @@
+//! Tasks, ADHD-friendly: a title, notes, a due time, a priority, a status, and optional small steps. The next
+//! undone step is always shown first, so the next action is never buried. Persisted in `tasks_items`.
+
+use crate::agent_id::AgentId;
+use crate::clock::{SharedClock, fmt_time, parse_time};
+use crate::db::Database;
+use crate::error::{MemoryError, Result};
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Longest title.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Longest notes.
+pub const MAX_NOTES_CHARS: usize = 4000;
+/// Most steps per task.
+pub const MAX_STEPS: usize = 30;
+/// Longest step: steps are meant to be small.
+pub const MAX_STEP_CHARS: usize = 200;
+
+/// How urgent a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Whenever.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Soon.
+    High,
+    /// Now.
+    Urgent,
+}
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not started.
+    #[default]
+    Todo,
+    /// Started.
+    InProgress,
+    /// Waiting on something.
+    Blocked,
+    /// Finished.
+    Done,
+}
+
+fn enum_str<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn enum_parse<T: serde::de::DeserializeOwned>(s: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+}
+
+/// One small step of a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskStep {
+    /// What to do.
+    pub text: String,
+    /// Whether it is done.
+    pub done: bool,
+}
+
+/// A task.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Task {
+    /// Id (unique per database).
+    pub id: u64,
+    /// Title.
+    pub title: String,
+    /// Notes.
+    pub notes: Option<String>,
+    /// Due time.
+    pub due_at: Option<DateTime<Utc>>,
+    /// Priority.
+    pub priority: Priority,
+    /// Status.
+    pub status: TaskStatus,
+    /// Steps, in order.
+    pub steps: Vec<TaskStep>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// When it was completed.
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+impl Task {
+    /// The first step not done yet, with its 1-based number.
+    pub fn next_step(&self) -> Option<(usize, &TaskStep)> {
+        self.steps.iter().enumerate().find(|(_, s)| !s.done).map(|(i, s)| (i + 1, s))
+    }
+}
+
+/// A new task.
+#[derive(Debug, Clone, Default)]
+pub struct NewTask {
+    /// Title (required).
+    pub title: String,
+    /// Notes.
+    pub notes: Option<String>,
+    /// Due time.
+    pub due_at: Option<DateTime<Utc>>,
+    /// Priority.
+    pub priority: Priority,
+    /// Steps.
+    pub steps: Vec<String>,
+}
+
+/// Changes to a task; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPatch {
+    /// New title.
+    pub title: Option<String>,
+    /// New notes (`Some(None)` clears).
+    pub notes: Option<Option<String>>,
+    /// New due time (`Some(None)` clears).
+    pub due_at: Option<Option<DateTime<Utc>>>,
+    /// New priority.
+    pub priority: Option<Priority>,
+    /// New status.
+    pub status: Option<TaskStatus>,
+    /// New steps (replacing all, none done).
+    pub steps: Option<Vec<String>>,
+}
+
+/// Which tasks to list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskFilter {
+    /// Only this status.
+    pub status: Option<TaskStatus>,
+    /// Include finished tasks (when no status is given).
+    pub include_done: bool,
+}
+
+/// One agent's tasks. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskList {
+    agent: AgentId,
+    db: Database,
+    clock: SharedClock,
+}
+
+impl std::fmt::Debug for TaskList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskList").field("agent", &self.agent).finish()
+    }
+}
+
+/// Checks a title.
+pub fn check_title(title: &str) -> Result<String> {
+    let t = title.trim();
+    if t.is_empty() {
+        return Err(MemoryError::invalid("title", "must not be empty"));
+    }
+    if t.chars().count() > MAX_TITLE_CHARS {
+        return Err(MemoryError::invalid(
+            "title",
+            format!("is longer than {MAX_TITLE_CHARS} characters; put details in `notes`"),
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+/// Checks notes (empty clears them).
+pub fn check_notes(notes: &str) -> Result<Option<String>> {
+    if notes.chars().count() > MAX_NOTES_CHARS {
+        return Err(MemoryError::invalid("notes", format!("is longer than {MAX_NOTES_CHARS} characters")));
+    }
+    Ok(Some(notes.to_owned()).filter(|n| !n.trim().is_empty()))
+}
+
+/// Checks steps: at most [`MAX_STEPS`], each non-empty and at most [`MAX_STEP_CHARS`].
+pub fn check_steps(steps: &[String]) -> Result<Vec<TaskStep>> {
+    if steps.len() > MAX_STEPS {
+        return Err(MemoryError::invalid("steps", format!("has {} steps; at most {MAX_STEPS}", steps.len())));
+    }
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let t = s.trim();
+            if t.is_empty() {
+                Err(MemoryError::invalid(format!("steps.{i}"), "must not be empty"))
+            } else if t.chars().count() > MAX_STEP_CHARS {
+                Err(MemoryError::invalid(
+                    format!("steps.{i}"),
+                    format!("is longer than {MAX_STEP_CHARS} characters; split it into smaller steps"),
+                ))
+            } else {
+                Ok(TaskStep { text: t.to_owned(), done: false })
+            }
+        })
+        .collect()
+}
+
+const SELECT: &str =
+    "SELECT id, title, notes, due_at, priority, status, steps, created_at, updated_at, completed_at FROM tasks_items";
+
+type Row = (i64, String, Option<String>, Option<String>, String, String, String, String, String, Option<String>);
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
+}
+
+fn to_task(row: Row) -> Result<Task> {
+    let (id, title, notes, due, priority, status, steps, created, updated, completed) = row;
+    let bad = |what: &str| MemoryError::internal(format!("unreadable {what} in tasks_items row {id}"));
+    let time = |s: &str| parse_time(s).ok_or_else(|| bad("time"));
+    Ok(Task {
+        id: u64::try_from(id).map_err(|_| bad("id"))?,
+        title,
+        notes,
+        due_at: due.as_deref().map(time).transpose()?,
+        priority: enum_parse(&priority).ok_or_else(|| bad("priority"))?,
+        status: enum_parse(&status).ok_or_else(|| bad("status"))?,
+        steps: serde_json::from_str(&steps).map_err(|_| bad("steps"))?,
+        created_at: time(&created)?,
+        updated_at: time(&updated)?,
+        completed_at: completed.as_deref().map(time).transpose()?,
+    })
+}
+
+fn load(c: &rusqlite::Connection, agent: &str, id: u64) -> Result<Task> {
+    let n = i64::try_from(id).map_err(|_| MemoryError::invalid("id", "is too large"))?;
+    let row =
+        c.query_row(&format!("{SELECT} WHERE id = ?1 AND agent_id = ?2"), params![n, agent], read_row).optional()?;
+    row.map(to_task).transpose()?.ok_or(MemoryError::RecordNotFound { field: "id", what: "task", id: id.to_string() })
+}
+
+fn save(c: &rusqlite::Connection, agent: &str, t: &Task) -> Result<()> {
+    let steps = serde_json::to_string(&t.steps).map_err(|e| MemoryError::internal(e.to_string()))?;
+    c.execute(
+        "UPDATE tasks_items SET title = ?1, notes = ?2, due_at = ?3, priority = ?4, status = ?5, steps = ?6,
+         updated_at = ?7, completed_at = ?8 WHERE id = ?9 AND agent_id = ?10",
+        params![
+            t.title,
+            t.notes,
+            t.due_at.map(fmt_time),
+            enum_str(&t.priority),
+            enum_str(&t.status),
+            steps,
+            fmt_time(t.updated_at),
+            t.completed_at.map(fmt_time),
+            i64::try_from(t.id).unwrap_or(i64::MAX),
+            agent
+        ],
+    )?;
+    Ok(())
+}
+
+impl TaskList {
+    /// `agent`'s tasks in `db`.
+    pub fn new(agent: AgentId, db: Database, clock: SharedClock) -> Self {
+        Self { agent, db, clock }
+    }
+
+    /// Now, on the runtime's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Creates a task.
+    pub async fn create(&self, new: NewTask) -> Result<Task> {
+        let title = check_title(&new.title)?;
+        let notes = match new.notes {
+            Some(n) => check_notes(&n)?,
+            None => None,
+        };
+        let steps = check_steps(&new.steps)?;
+        let now = self.clock.now();
+        let mut task = Task {
+            id: 0,
+            title,
+            notes,
+            due_at: new.due_at,
+            priority: new.priority,
+            status: TaskStatus::Todo,
+            steps,
+            created_at: now,
+            updated_at: now,
+            completed_at: None,
+        };
+        let (agent, t) = (self.agent.to_string(), task.clone());
+        let id = self
+            .db
+            .call(move |c| {
+                let steps = serde_json::to_string(&t.steps).map_err(|e| MemoryError::internal(e.to_string()))?;
+                Ok(c.query_row(
+                    "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                    params![
+                        agent,
+                        t.title,
+                        t.notes,
+                        t.due_at.map(fmt_time),
+                        enum_str(&t.priority),
+                        enum_str(&t.status),
+                        steps,
+                        fmt_time(t.created_at),
+                        fmt_time(t.updated_at)
+                    ],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+            .await?;
+        task.id = u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))?;
+        Ok(task)
+    }
+
+    /// One task.
+    pub async fn get(&self, id: u64) -> Result<Task> {
+        let agent = self.agent.to_string();
+        self.db.call(move |c| load(c, &agent, id)).await
+    }
+
+    async fn mutate<R: Send + 'static>(
+        &self,
+        id: u64,
+        f: impl FnOnce(&mut Task, DateTime<Utc>) -> Result<R> + Send + 'static,
+    ) -> Result<(Task, R)> {
+        let (agent, now) = (self.agent.to_string(), self.clock.now());
+        self.db
+            .call(move |c| {
+                let tx = c.transaction()?;
+                let mut task = load(&tx, &agent, id)?;
+                let r = f(&mut task, now)?;
+                task.updated_at = now;
+                save(&tx, &agent, &task)?;
+                tx.commit()?;
+                Ok((task, r))
+            })
+            .await
+    }
+
+    /// Applies a patch. Setting the status to `done` records the completion time; any other status clears it.
+    pub async fn update(&self, id: u64, patch: TaskPatch) -> Result<Task> {
+        let title = patch.title.as_deref().map(check_title).transpose()?;
+        let notes = match patch.notes {
+            Some(Some(n)) => Some(check_notes(&n)?),
+            Some(None) => Some(None),
+            None => None,
+        };
+        let steps = patch.steps.as_deref().map(check_steps).transpose()?;
+        let (task, ()) = self
+            .mutate(id, move |t, now| {
+                if let Some(title) = title {
+                    t.title = title;
+                }
+                if let Some(notes) = notes {
+                    t.notes = notes;
+                }
+                if let Some(due) = patch.due_at {
+                    t.due_at = due;
+                }
+                if let Some(p) = patch.priority {
+                    t.priority = p;
+                }
+                if let Some(steps) = steps {
+                    t.steps = steps;
+                }
+                if let Some(s) = patch.status {
+                    set_status(t, s, now);
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(task)
+    }
+
+    /// Completes one step (1-based), or the whole task when `step` is `None`. Completing the last open step
+    /// completes the task. Returns the task and a sentence saying what happened and what is next.
+    pub async fn complete(&self, id: u64, step: Option<usize>) -> Result<(Task, String)> {
+        self.mutate(id, move |t, now| {
+            let Some(n) = step else {
+                t.steps.iter_mut().for_each(|s| s.done = true);
+                set_status(t, TaskStatus::Done, now);
+                return Ok(format!("Task {} '{}' is done.", t.id, t.title));
+            };
+            let count = t.steps.len();
+            let Some(s) = n.checked_sub(1).and_then(|i| t.steps.get_mut(i)) else {
+                return Err(MemoryError::invalid("step", format!("task {} has {count} steps; pick 1–{count}", t.id)));
+            };
+            let already = s.done;
+            s.done = true;
+            let mut msg = if already { format!("Step {n} was already done.") } else { format!("Step {n} done.") };
+            match t.next_step() {
+                Some((next, s)) => {
+                    msg.push_str(&format!(" Next step ({next}/{count}): {}", s.text));
+                    if t.status == TaskStatus::Todo {
+                        t.status = TaskStatus::InProgress;
+                    }
+                }
+                None => {
+                    set_status(t, TaskStatus::Done, now);
+                    msg.push_str(&format!(" That was the last step: task {} '{}' is done.", t.id, t.title));
+                }
+            }
+            Ok(msg)
+        })
+        .await
+    }
+
+    /// Tasks, open ones first, then by priority (urgent first), due time (soonest first, none last) and id.
+    pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>> {
+        let agent = self.agent.to_string();
+        let mut tasks = self
+            .db
+            .call(move |c| {
+                let mut stmt = c.prepare_cached(&format!("{SELECT} WHERE agent_id = ?1"))?;
+                let rows = stmt.query_map([&agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+                rows.into_iter().map(to_task).collect::<Result<Vec<_>>>()
+            })
+            .await?;
+        tasks.retain(|t| match filter.status {
+            Some(s) => t.status == s,
+            None => filter.include_done || t.status != TaskStatus::Done,
+        });
+        tasks.sort_by(|a, b| {
+            (a.status == TaskStatus::Done)
+                .cmp(&(b.status == TaskStatus::Done))
+                .then(b.priority.cmp(&a.priority))
+                .then_with(|| match (a.due_at, b.due_at) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                })
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(tasks)
+    }
+
+    /// Deletes a task; returns it as it was.
+    pub async fn delete(&self, id: u64) -> Result<Task> {
+        let agent = self.agent.to_string();
+        self.db
+            .call(move |c| {
+                let task = load(c, &agent, id)?;
+                c.execute(
+                    "DELETE FROM tasks_items WHERE id = ?1 AND agent_id = ?2",
+                    params![i64::try_from(id).unwrap_or(i64::MAX), agent],
+                )?;
+                Ok(task)
+            })
+            .await
+    }
+}
+
+fn set_status(t: &mut Task, s: TaskStatus, now: DateTime<Utc>) {
+    if s == TaskStatus::Done && t.status != TaskStatus::Done {
+        t.completed_at = Some(now);
+    } else if s != TaskStatus::Done {
+        t.completed_at = None;
+    }
+    t.status = s;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_store_as_snake_case() {
+        assert_eq!(enum_str(&TaskStatus::InProgress), "in_progress");
+        assert_eq!(enum_parse::<Priority>("urgent"), Some(Priority::Urgent));
+        assert!(Priority::Urgent > Priority::High && Priority::Normal > Priority::Low);
+    }
+
+    #[test]
+    fn steps_are_small() {
+        assert!(check_steps(&["a".into(), " ".into()]).unwrap_err().to_string().starts_with("`steps.1`"));
+        assert!(check_steps(&["x".repeat(MAX_STEP_CHARS + 1)]).is_err());
+        assert!(check_steps(&vec!["s".to_owned(); MAX_STEPS + 1]).is_err());
+        assert_eq!(check_steps(&[" call Bob ".into()]).unwrap()[0].text, "call Bob");
+    }
+}
