@@ -53,7 +53,7 @@ pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
             println!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
             println!("  Config:    {}", config.display());
             println!();
-            println!("Next: holdfast chat --config {}", config.display());
+            println!("Next: holdfast serve --config {}   (web UI; or `holdfast chat --config …`)", config.display());
             println!("Stop: holdfast devnet down --dir {}", dir.display());
             Ok(())
         }

@@ -79,7 +79,7 @@ fn find_anvil_from(env: &dyn Fn(&str) -> Option<PathBuf>, repo: &Path) -> Result
     }
     let repo = repo.join(ANVIL_IN_NODE_MODULES);
     if repo.is_file() {
-        return Ok(Some(repo));
+        return Ok(Some(repo.canonicalize().unwrap_or(repo)));
     }
     Ok(None)
 }
@@ -322,7 +322,7 @@ mod tests {
         let env = env_of(&[("HOLDFAST_DEVNET_CACHE", &cache)]);
         assert_eq!(find_anvil_from(&env, &repo).unwrap(), None);
         let in_repo = fake_anvil(&repo);
-        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_repo));
+        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_repo.canonicalize().unwrap()));
         let in_cache = fake_anvil(&cache);
         assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_cache));
     }
@@ -336,6 +336,20 @@ mod tests {
         assert!(msg.contains("Node.js") && msg.contains("HOLDFAST_ANVIL"), "{msg}");
         // The embedded package files were written for npm.
         assert!(tmp.path().join("package-lock.json").is_file());
+    }
+
+    /// Runs the real `npm ci` (network access to the npm registry, a few seconds): `cargo test -p holdfast-devnet
+    /// -- --ignored installs_anvil`.
+    #[test]
+    #[ignore = "downloads anvil from the npm registry"]
+    fn installs_anvil_with_npm() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = install_blocking(tmp.path(), "npm").unwrap();
+        assert_eq!(bin, tmp.path().join(ANVIL_IN_NODE_MODULES));
+        let out = Command::new(&bin).arg("--version").output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("1.7.1"));
+        // A second call finds it under the lock and does not run npm again.
+        assert_eq!(install_blocking(tmp.path(), "holdfast-test-no-such-npm").unwrap(), bin);
     }
 
     #[test]
