@@ -37,6 +37,10 @@ impl Env {
 
     pub async fn start_with(tweaks: Tweaks) -> Env {
         let devnet = TestDevnet::start().await.expect("devnet");
+        Self::apply(devnet, tweaks)
+    }
+
+    fn apply(devnet: TestDevnet, tweaks: Tweaks) -> Env {
         let path = devnet.config_path.clone();
         let mut text = std::fs::read_to_string(&path).unwrap();
         for (old, new) in &tweaks.toml_replace {
@@ -118,24 +122,36 @@ pub fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
     (web3, services, registry)
 }
 
-/// A quoter that answers with an honest devnet quote passed through `tamper`.
-pub async fn hostile_quoter(devnet: &TestDevnet, tamper: impl Fn(&mut Value) + Send + Sync + 'static) -> String {
-    type Tamper = Arc<dyn Fn(&mut Value) + Send + Sync>;
+/// How a hostile quoter changes an honest quote; swap it between calls.
+pub type Tamper = Arc<parking_lot::Mutex<Box<dyn Fn(&mut Value) + Send + Sync>>>;
+
+/// A quoter that answers with an honest devnet quote passed through the current tamper function.
+pub async fn hostile_quoter(devnet: &TestDevnet) -> (String, Tamper) {
     async fn handler(
         State((state, tamper)): State<(QuoteState, Tamper)>,
         Query(pairs): Query<Vec<(String, String)>>,
     ) -> axum::Json<Value> {
         let req = QuoteRequest::from_query(&pairs).unwrap();
         let mut quote = build_quote(&state, &req).await.unwrap();
-        tamper(&mut quote);
+        (tamper.lock())(&mut quote);
         axum::Json(quote)
     }
-    let tamper: Tamper = Arc::new(tamper);
+    let tamper: Tamper = Arc::new(parking_lot::Mutex::new(Box::new(|_: &mut Value| {})));
     let app = axum::Router::new()
         .route("/swap/allowance-holder/quote", get(handler))
-        .with_state((devnet.quote_state(), tamper));
+        .with_state((devnet.quote_state(), Arc::clone(&tamper)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    url
+    (url, tamper)
+}
+
+impl Env {
+    /// A devnet whose presets point at a hostile quoter.
+    pub async fn with_hostile_quoter(mut tweaks: Tweaks) -> (Env, Tamper) {
+        let devnet = TestDevnet::start().await.expect("devnet");
+        let (url, tamper) = hostile_quoter(&devnet).await;
+        tweaks.quoter_url = Some(url);
+        (Self::apply(devnet, tweaks), tamper)
+    }
 }
