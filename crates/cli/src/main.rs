@@ -1,5 +1,6 @@
 //! The `holdfast` binary: one entry point for every command (see `docs/interfaces.md`).
 
+mod devnet_cmd;
 mod replay;
 mod runtime;
 
@@ -18,6 +19,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start or stop the local devnet (anvil + contracts at Base addresses + quoter + funded burner wallet).
+    Devnet {
+        #[command(subcommand)]
+        command: devnet_cmd::DevnetCommand,
+    },
     /// Inspect the tool registry.
     Tools {
         #[command(subcommand)]
@@ -92,6 +98,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     println!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Devnet { command } => {
+            devnet_cmd::run(command).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { config, transcript } => {

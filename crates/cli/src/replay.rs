@@ -42,7 +42,9 @@ fn parse_transcript(text: &str) -> anyhow::Result<Vec<Line>> {
         })?;
         match &line {
             Line::Tool { params, .. } if !params.is_object() => bail!("line {n}: \"params\" must be a JSON object"),
-            Line::Sleep { sleep_ms } if *sleep_ms > MAX_SLEEP_MS => bail!("line {n}: sleep_ms is at most {MAX_SLEEP_MS}"),
+            Line::Sleep { sleep_ms } if *sleep_ms > MAX_SLEEP_MS => {
+                bail!("line {n}: sleep_ms is at most {MAX_SLEEP_MS}")
+            }
             _ => {}
         }
         lines.push(line);
@@ -71,6 +73,17 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
         std::fs::read_to_string(transcript).with_context(|| format!("cannot read transcript {transcript}"))?
     };
     let lines = parse_transcript(&text)?;
+    if runtime.services.config.data_dir.is_some() {
+        // Settle what an earlier run left unresolved before doing anything new.
+        match runtime.web3.reconcile().await {
+            Ok(done) => {
+                for r in done {
+                    eprintln!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
+                }
+            }
+            Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
+        }
+    }
     let session_id = format!("replay_{}", holdfast_core::confirm::random_id());
     let ctx = runtime.new_session(&session_id);
     let stdout = std::io::stdout();
@@ -88,7 +101,7 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
         "session_id": session_id,
         "registers": ctx.registers.snapshot(),
         "context_bank": ctx.context_bank.items(),
-        "journal": Vec::<Value>::new(),
+        "journal": runtime.web3.journal().for_session(&session_id).await.map_err(|e| anyhow::anyhow!("{e}"))?,
     });
     writeln!(out, "{final_line}").context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
@@ -105,11 +118,8 @@ async fn step(runtime: &Runtime, ctx: &ToolContext, line: Line) -> Value {
             tool_record("tool", &tool, result)
         }
         Line::Confirm { confirm } => {
-            let pending = if confirm == "last" {
-                ctx.confirmations.last_pending().map(|c| c.id)
-            } else {
-                Some(confirm.clone())
-            };
+            let pending =
+                if confirm == "last" { ctx.confirmations.last_pending().map(|c| c.id) } else { Some(confirm.clone()) };
             let approved = match pending {
                 Some(id) => ctx.confirmations.approve(&id),
                 None => Err(ToolError::new(
@@ -137,7 +147,9 @@ async fn step(runtime: &Runtime, ctx: &ToolContext, line: Line) -> Value {
                 )),
             };
             match denied {
-                Ok(c) => json!({"kind": "deny", "ok": true, "output": {"confirmation_id": c.id, "tool": c.tool, "denied": true}}),
+                Ok(c) => {
+                    json!({"kind": "deny", "ok": true, "output": {"confirmation_id": c.id, "tool": c.tool, "denied": true}})
+                }
                 Err(e) => json!({"kind": "deny", "ok": false, "error": error_json(&e)}),
             }
         }

@@ -3,10 +3,14 @@
 use anyhow::Context as _;
 use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, CoreConfig};
 use holdfast_core::{CoreServices, ToolContext, ToolRegistry};
+use holdfast_web3::{WEB3_SECTIONS, Web3};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Top-level sections this binary accepts: the core's plus those of the layers it links.
-const KNOWN_SECTIONS: &[&str] = CORE_SECTIONS;
+fn known_sections() -> Vec<&'static str> {
+    CORE_SECTIONS.iter().chain(WEB3_SECTIONS).copied().collect()
+}
 
 /// Everything a command needs: shared services and the registry.
 pub struct Runtime {
@@ -14,6 +18,8 @@ pub struct Runtime {
     pub services: CoreServices,
     /// The tool registry.
     pub registry: ToolRegistry,
+    /// The web3 layer (wallet, chains, policy, journal).
+    pub web3: Arc<Web3>,
 }
 
 impl Runtime {
@@ -23,12 +29,18 @@ impl Runtime {
             Some(path) => ConfigDocument::load(path)?,
             None => ConfigDocument::empty(),
         };
-        doc.check_sections(KNOWN_SECTIONS)?;
+        doc.check_sections(&known_sections())?;
         let core = CoreConfig::from_document(&doc)?;
-        let services = CoreServices::new(core).context("building the context-bank scanner")?;
+        let mut declarations = core.registers.clone();
+        Web3::install_declarations(&mut declarations, &core.networks);
+        let services =
+            CoreServices::new(core).context("building the context-bank scanner")?.with_declarations(declarations);
+        let web3 = Web3::from_document(&doc, Arc::clone(&services.config))?;
+        let services = services.with_hook(web3.session_hook());
         let registry = ToolRegistry::new();
         holdfast_core::builtin::register_core_tools(&registry).context("registering the core tools")?;
-        Ok(Self { services, registry })
+        web3.register_tools(&registry).context("registering the web3 tools")?;
+        Ok(Self { services, registry, web3 })
     }
 
     /// Opens a fresh session.

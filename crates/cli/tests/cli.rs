@@ -81,7 +81,7 @@ fn refused_attempts_are_data_with_stable_codes() {
     let final_line = lines(&out).pop().unwrap();
     assert_eq!(final_line["registers"]["sell_amount"]["origin"], "model", "7 USDC was never written by the user");
     assert!(final_line["registers"].get("swap_quote").is_none());
-    assert!(final_line["registers"].get("wallet_address").map_or(true, |w| w["origin"] == "intrinsic"));
+    assert!(final_line["registers"].get("wallet_address").is_none_or(|w| w["origin"] == "intrinsic"));
 }
 
 #[test]

@@ -1,0 +1,99 @@
+//! The binary end to end on its own devnet: `devnet up`, the golden swap transcripts through `replay`, `devnet down`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn holdfast(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_holdfast")).args(args).current_dir(repo_root()).output().unwrap()
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn replay(config: &Path, transcript: &str) -> Vec<Value> {
+    let out = holdfast(&["replay", "--config", config.to_str().unwrap(), transcript]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn pid_alive(pid: u64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+struct Down(PathBuf);
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = holdfast(&["devnet", "down", "--dir", self.0.to_str().unwrap()]);
+    }
+}
+
+#[test]
+fn devnet_up_replay_the_golden_swaps_and_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("devnet");
+    let dir_s = dir.to_str().unwrap();
+    let up = holdfast(&["devnet", "up", "--dir", dir_s]);
+    let _down = Down(dir.clone());
+    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    let summary = String::from_utf8_lossy(&up.stdout);
+    assert!(summary.contains("Devnet up") && summary.contains("holdfast.toml"), "{summary}");
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("devnet.json")).unwrap()).unwrap();
+    let pids = [info["anvil"]["pid"].as_u64().unwrap(), info["services"]["pid"].as_u64().unwrap()];
+    assert!(pids.iter().all(|p| pid_alive(*p)));
+
+    let again = holdfast(&["devnet", "up", "--dir", dir_s]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already up"));
+
+    let config = dir.join("holdfast.toml");
+    let eth = replay(&config, "examples/swap-eth-usdc.jsonl");
+    let tx = &eth[eth.len() - 2];
+    assert_eq!(tx["tool"], "web3_tx");
+    assert_eq!(tx["output"]["status"], "confirmed", "{tx}");
+    let final_line = eth.last().unwrap();
+    assert_eq!(final_line["journal"][0]["status"], "confirmed");
+    assert_eq!(final_line["registers"]["sell_amount"]["origin"], "user");
+    assert!(final_line["registers"].get("swap_quote").is_none(), "the quote was consumed");
+
+    let usdc = replay(&config, "examples/swap-usdc-eth.jsonl");
+    let kinds: Vec<String> = usdc
+        .iter()
+        .map(|l| {
+            let code = l["error"]["code"].as_str().unwrap_or(if l["ok"] == true { "ok" } else { "" });
+            format!("{}:{}", l["kind"].as_str().unwrap(), code)
+        })
+        .collect();
+    assert_eq!(
+        kinds[5..],
+        [
+            "tool:ok",
+            "tool:allowance_required",
+            "tool:confirmation_required",
+            "confirm:ok",
+            "tool:confirmation_required",
+            "confirm:ok",
+            "final:"
+        ],
+        "{usdc:#?}"
+    );
+    assert_eq!(usdc[10]["output"]["status"], "confirmed");
+    let journal = usdc.last().unwrap()["journal"].as_array().unwrap().clone();
+    assert_eq!(journal.iter().map(|j| j["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["approval", "swap"]);
+
+    let down = holdfast(&["devnet", "down", "--dir", dir_s]);
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    for _ in 0..50 {
+        if pids.iter().all(|p| !pid_alive(*p)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(pids.iter().all(|p| !pid_alive(*p)), "down leaves nothing running");
+    let key = std::fs::read_to_string(dir.join("wallet.key")).unwrap();
+    for out in [&up.stdout, &up.stderr, &down.stdout] {
+        assert_eq!(holdfast_testkit::find_secret(&String::from_utf8_lossy(out), key.trim()), None);
+    }
+}
