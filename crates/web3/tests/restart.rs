@@ -48,8 +48,7 @@ async fn crash_before_broadcast(env: &Env) -> holdfast_web3::chain::SignedTx {
         })
         .await;
     assert!(result.is_err());
-    let signed = captured.lock().take().unwrap();
-    signed
+    captured.lock().take().unwrap()
 }
 
 #[tokio::test]
