@@ -577,3 +577,22 @@ async fn the_example_transcript_runs_through_the_registry() {
     // The transcript shows one deliberate failure: a replace whose `old` does not match.
     assert_eq!(failures.iter().map(|(_, c)| *c).collect::<Vec<_>>(), [ErrorCode::MemoryNoMatch], "{failures:?}");
 }
+
+// ---------------------------------------------------------------- docs
+
+#[tokio::test]
+async fn the_readme_documents_every_builtin_with_its_fields() {
+    let (_f, h) = agent().await;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for info in registry(&h).list().into_iter().filter(|i| BUILTIN_TOOL_NAMES.contains(&i.name.as_str())) {
+        let heading = format!("### {}\n", info.name);
+        let start = readme.find(&heading).unwrap_or_else(|| panic!("README has no section for {}", info.name));
+        let section = &readme[start + heading.len()..];
+        let section = &section[..section.find("\n### ").or_else(|| section.find("\n## ")).unwrap_or(section.len())];
+        for schema in [&info.input_schema, &info.output_schema] {
+            for field in schema["properties"].as_object().unwrap().keys() {
+                assert!(section.contains(field.as_str()), "README section {} does not mention `{field}`", info.name);
+            }
+        }
+    }
+}
