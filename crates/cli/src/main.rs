@@ -74,7 +74,7 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools { command: ToolsCommand::List { json, config } } => {
-            let runtime = runtime::Runtime::load(config.as_deref())?;
+            let runtime = runtime::Runtime::load(config.as_deref()).await?;
             let tools = runtime.registry.list();
             if json {
                 let listed: Vec<serde_json::Value> = tools
@@ -105,7 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { config, transcript } => {
-            let runtime = runtime::Runtime::load(config.as_deref())?;
+            let runtime = runtime::Runtime::load(config.as_deref()).await?;
             replay::run(&runtime, &transcript).await
         }
     }

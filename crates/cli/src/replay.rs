@@ -86,9 +86,13 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
     }
     let session_id = format!("replay_{}", holdfast_core::confirm::random_id());
     let ctx = runtime.new_session(&session_id);
+    let agent = holdfast_memory::AgentContext::new(runtime.agent.clone());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (i, line) in lines.into_iter().enumerate() {
+        if let Line::User { user } = &line {
+            agent.record_turn(holdfast_memory::Role::User, user.clone());
+        }
         let step = step(runtime, &ctx, line).await;
         let mut record = json!({"step": i + 1});
         if let (Value::Object(r), Value::Object(s)) = (&mut record, step) {

@@ -129,3 +129,19 @@ fn tools_list_json_has_every_tool_with_strict_schemas() {
         assert!(t["description"].as_str().unwrap().len() > 20);
     }
 }
+
+#[test]
+fn the_memory_and_tasks_transcript_replays_with_one_intended_refusal() {
+    let out = holdfast(&["replay", "examples/memory-and-tasks.jsonl"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = lines(&out);
+    let failures: Vec<&Value> = lines.iter().filter(|l| l["ok"] == false).collect();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert_eq!(failures[0]["error"]["code"], "memory_no_match");
+    assert!(
+        failures[0]["error"]["message"].as_str().unwrap().contains("Lives in Paris."),
+        "the current value is shown"
+    );
+    let tasks = lines.iter().find(|l| l["tool"] == "track_task" && l["output"]["tasks"].is_array()).unwrap();
+    assert_eq!(tasks["output"]["tasks"][0]["next_step"], "Download bank statements");
+}
