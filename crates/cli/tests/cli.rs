@@ -142,6 +142,9 @@ fn the_memory_and_tasks_transcript_replays_with_one_intended_refusal() {
         failures[0]["error"]["message"].as_str().unwrap().contains("Lives in Paris."),
         "the current value is shown"
     );
-    let tasks = lines.iter().find(|l| l["tool"] == "track_task" && l["output"]["tasks"].is_array()).unwrap();
+    let tasks = lines
+        .iter()
+        .find(|l| l["tool"] == "track_task" && l["output"]["tasks"].as_array().is_some_and(|t| !t.is_empty()))
+        .unwrap();
     assert_eq!(tasks["output"]["tasks"][0]["next_step"], "Download bank statements");
 }
