@@ -143,7 +143,10 @@ async fn calls_and_results_are_published_on_the_session_bus() {
 #[tokio::test]
 async fn to_raw_amount_origin_follows_the_context_bank() {
     let (registry, ctx) = setup();
-    registry.call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "sell_token"}), &ctx).await.unwrap();
+    registry
+        .call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "sell_token"}), &ctx)
+        .await
+        .unwrap();
     let params = json!({"amount": "12.5", "token_register": "sell_token", "cache_as": "sell_amount"});
     let out = registry.call("to_raw_amount", params.clone(), &ctx).await.unwrap();
     assert_eq!((out["raw"].as_str(), out["origin"].as_str()), (Some("12500000"), Some("model")));
@@ -152,7 +155,10 @@ async fn to_raw_amount_origin_follows_the_context_bank() {
     assert_eq!(out["origin"], "user");
     assert_eq!(ctx.registers.get("sell_amount").unwrap().origin(), holdfast_core::Origin::User);
     // The user wrote 12.5 USDC, not 12.5 ETH.
-    registry.call("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"}), &ctx).await.unwrap();
+    registry
+        .call("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"}), &ctx)
+        .await
+        .unwrap();
     let out = registry
         .call("to_raw_amount", json!({"amount": "12.5", "token_register": "sell_token", "cache_as": null}), &ctx)
         .await

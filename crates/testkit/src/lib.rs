@@ -17,8 +17,22 @@ use serde_json::{Map, Value, json};
 
 /// Parameter names a value-moving tool must not take (invariant 1): it reads registers and presets instead.
 pub const FORBIDDEN_VALUE_PARAMS: &[&str] = &[
-    "to", "data", "value", "amount", "recipient", "url", "calldata", "address", "gas", "gas_price", "nonce",
-    "max_fee_per_gas", "max_priority_fee_per_gas", "pay_to", "payee", "price",
+    "to",
+    "data",
+    "value",
+    "amount",
+    "recipient",
+    "url",
+    "calldata",
+    "address",
+    "gas",
+    "gas_price",
+    "nonce",
+    "max_fee_per_gas",
+    "max_priority_fee_per_gas",
+    "pay_to",
+    "payee",
+    "price",
 ];
 
 /// Checks every registered tool's schemas and examples.
