@@ -2,7 +2,6 @@
 
 mod devnet_cmd;
 mod replay;
-mod runtime;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -74,7 +73,7 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools { command: ToolsCommand::List { json, config } } => {
-            let runtime = runtime::Runtime::load(config.as_deref()).await?;
+            let runtime = holdfast_agent::Runtime::load(config.as_deref()).await?;
             let tools = runtime.registry.list();
             if json {
                 let listed: Vec<serde_json::Value> = tools
@@ -105,7 +104,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { config, transcript } => {
-            let runtime = runtime::Runtime::load(config.as_deref()).await?;
+            let runtime = holdfast_agent::Runtime::load(config.as_deref()).await?;
             replay::run(&runtime, &transcript).await
         }
     }

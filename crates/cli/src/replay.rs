@@ -3,8 +3,8 @@
 //! The whole transcript is parsed before anything runs, so a malformed line never leaves half a transcript
 //! executed. A failing tool call is data (`"ok": false` with its coded error), not a crash.
 
-use crate::runtime::Runtime;
 use anyhow::{Context as _, bail};
+use holdfast_agent::{MessageRole, NewMessage, Runtime};
 use holdfast_core::{ToolContext, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -84,14 +84,17 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
             Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
         }
     }
-    let session_id = format!("replay_{}", holdfast_core::confirm::random_id());
-    let ctx = runtime.new_session(&session_id);
-    let agent = holdfast_memory::AgentContext::new(runtime.agent.clone());
+    let (info, ctx) = runtime.open_session("replay").await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let session_id = info.id;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for (i, line) in lines.into_iter().enumerate() {
         if let Line::User { user } = &line {
-            agent.record_turn(holdfast_memory::Role::User, user.clone());
+            runtime
+                .sessions
+                .append(&session_id, NewMessage::text(MessageRole::User, user.clone()))
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
         let step = step(runtime, &ctx, line).await;
         let mut record = json!({"step": i + 1});

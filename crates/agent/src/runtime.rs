@@ -1,0 +1,154 @@
+//! The runtime every front end runs on (`replay`, `chat`, `serve`, `mcp`): built once from a configuration file, it
+//! composes the layers — core services, the web3 layer, the memory layer and its agent — into one tool registry,
+//! and opens persisted sessions.
+
+use crate::sessions::{SessionInfo, SessionStore};
+use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, ConfigError, CoreConfig};
+use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
+use holdfast_memory::{AgentHandle, AgentRuntime, BuiltinTools, MemoryConfig, SchedulerHandle};
+use holdfast_web3::{WEB3_SECTIONS, Web3};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The agent id sessions act for.
+pub const AGENT_ID: &str = "assistant";
+
+/// Top-level sections the agent layer itself reads.
+pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "server", "mcp"];
+
+/// Every top-level section a configuration file may hold.
+pub fn known_sections() -> Vec<&'static str> {
+    CORE_SECTIONS.iter().chain(WEB3_SECTIONS).chain(AGENT_SECTIONS).copied().collect()
+}
+
+/// The runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A configuration file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The web3 layer could not be built.
+    #[error(transparent)]
+    Web3(#[from] holdfast_web3::BuildError),
+    /// The memory layer could not be opened.
+    #[error("memory: {0}")]
+    Memory(#[from] holdfast_memory::MemoryError),
+    /// A tool could not be registered.
+    #[error(transparent)]
+    Registry(#[from] holdfast_core::RegistryError),
+    /// The context-bank scanner could not be built.
+    #[error(transparent)]
+    Scanner(#[from] holdfast_core::context_bank::ScannerBuildError),
+    /// Storage failed.
+    #[error("{0}")]
+    Storage(#[from] ToolError),
+}
+
+/// Everything a front end needs. Cheap to share behind an `Arc`.
+pub struct Runtime {
+    /// The configuration document it was built from.
+    pub document: ConfigDocument,
+    /// Services shared by every session.
+    pub services: CoreServices,
+    /// The tool registry (core, memory and messaging, web3).
+    pub registry: ToolRegistry,
+    /// The web3 layer (wallet, chains, policy, journal).
+    pub web3: Arc<Web3>,
+    /// The agent every session acts for.
+    pub agent: AgentHandle,
+    /// Persisted sessions.
+    pub sessions: SessionStore,
+    live: Mutex<HashMap<String, ToolContext>>,
+    _scheduler: SchedulerHandle,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("registry", &self.registry).field("web3", &self.web3).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Loads `config` (or the built-in defaults) and builds every layer. Without a data dir, memory, sessions and
+    /// the journal live in memory and the wallet is ephemeral: nothing touches the disk.
+    pub async fn load(config: Option<&Path>) -> Result<Self, RuntimeError> {
+        let doc = match config {
+            Some(path) => ConfigDocument::load(path)?,
+            None => ConfigDocument::empty(),
+        };
+        Self::from_document(doc).await
+    }
+
+    /// Builds every layer from a parsed document.
+    pub async fn from_document(doc: ConfigDocument) -> Result<Self, RuntimeError> {
+        doc.check_sections(&known_sections())?;
+        let core = CoreConfig::from_document(&doc)?;
+        let mut declarations = core.registers.clone();
+        Web3::install_declarations(&mut declarations, &core.networks);
+        let services = CoreServices::new(core)?.with_declarations(declarations);
+        let web3 = Web3::from_document(&doc, Arc::clone(&services.config))?;
+
+        let memory_config: MemoryConfig = doc.section_or_default("memory")?;
+        let data_dir = services.config.data_dir.clone();
+        let memory = match &data_dir {
+            Some(dir) => AgentRuntime::open_dir(dir, memory_config).await?,
+            None => AgentRuntime::ephemeral(memory_config).await?,
+        };
+        let scheduler = memory.start_scheduler();
+        let agent = memory.agent(AGENT_ID).await?;
+        let sessions = match &data_dir {
+            Some(dir) => SessionStore::open(&dir.join("holdfast.db"))?,
+            None => SessionStore::in_memory()?,
+        };
+
+        let services = services.with_hook(web3.session_hook()).with_hook(agent.session_hook());
+        let registry = ToolRegistry::new();
+        BuiltinTools::default_for_agent(agent.clone()).register_all(&registry)?;
+        web3.register_tools(&registry)?;
+        Ok(Self {
+            document: doc,
+            services,
+            registry,
+            web3,
+            agent,
+            sessions,
+            live: Mutex::new(HashMap::new()),
+            _scheduler: scheduler,
+        })
+    }
+
+    /// The data dir, when one is configured.
+    pub fn data_dir(&self) -> Option<&PathBuf> {
+        self.services.config.data_dir.as_ref()
+    }
+
+    /// Opens a new persisted session of `kind` (`http`, `mcp`, `chat`, `replay`).
+    pub async fn open_session(&self, kind: &str) -> Result<(SessionInfo, ToolContext), ToolError> {
+        let id = format!("s_{}", holdfast_core::confirm::random_id());
+        let info = self.sessions.create(&id, kind).await?;
+        let ctx = self.services.new_session(&id);
+        self.live.lock().insert(id, ctx.clone());
+        Ok((info, ctx))
+    }
+
+    /// A session by id: the live one, or — for a session persisted by an earlier process — a fresh context with
+    /// the same id (its history is in the store; registers start empty). `None` when no such session exists.
+    pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
+        if let Some(ctx) = self.live.lock().get(id) {
+            return Ok(Some(ctx.clone()));
+        }
+        if self.sessions.get(id).await?.is_none() {
+            return Ok(None);
+        }
+        let mut live = self.live.lock();
+        let ctx = live.entry(id.to_owned()).or_insert_with(|| self.services.new_session(id)).clone();
+        Ok(Some(ctx))
+    }
+
+    /// Ids of the sessions open in this process.
+    pub fn live_sessions(&self) -> Vec<String> {
+        self.live.lock().keys().cloned().collect()
+    }
+}

@@ -1,0 +1,348 @@
+//! Persisted sessions: one row per session and its message history (user, assistant, tool calls and results) in
+//! SQLite, so a conversation survives a restart. Registers and the context bank live as long as the process keeps
+//! the session open; the history is what is durable.
+
+use chrono::{DateTime, Utc};
+use holdfast_core::ToolError;
+use parking_lot::Mutex;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Who speaks in a history entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    Tool,
+    /// The runtime (step limits, confirmations, cancellations).
+    System,
+}
+
+impl MessageRole {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+            Self::System => "system",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "assistant" => Self::Assistant,
+            "tool" => Self::Tool,
+            "system" => Self::System,
+            _ => Self::User,
+        }
+    }
+}
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The provider's call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model sent them (parsed JSON, or a string when they were not valid JSON).
+    pub arguments: Value,
+}
+
+/// One history entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Position in the session, from 1.
+    pub seq: i64,
+    /// Speaker.
+    pub role: MessageRole,
+    /// Text (for tool results: the JSON result or coded error as text).
+    pub content: String,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// For a tool result: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool result: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A new history entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    /// Speaker.
+    pub role: MessageRole,
+    /// Text.
+    pub content: String,
+    /// Tool calls (assistant).
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Call answered (tool).
+    pub tool_call_id: Option<String>,
+    /// Tool name (tool).
+    pub name: Option<String>,
+}
+
+impl NewMessage {
+    /// A plain message.
+    pub fn text(role: MessageRole, content: impl Into<String>) -> Self {
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, name: None }
+    }
+}
+
+/// A session's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Id.
+    pub id: String,
+    /// Where it was opened: `http`, `mcp`, `chat`, `replay`.
+    pub kind: String,
+    /// A title (the first user message, shortened).
+    pub title: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last activity.
+    pub updated_at: DateTime<Utc>,
+    /// Messages recorded.
+    pub message_count: i64,
+}
+
+/// The session store. Clones share the connection.
+#[derive(Clone)]
+pub struct SessionStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore").finish_non_exhaustive()
+    }
+}
+
+fn db_err(e: impl std::fmt::Display) -> ToolError {
+    ToolError::internal(format!("sessions: {e}"))
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    title TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_messages (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    name TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+";
+
+fn ts(s: String) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(&s).map(|d| d.with_timezone(&Utc)).unwrap_or_default()
+}
+
+impl SessionStore {
+    /// Opens (or creates) the store in the SQLite file at `path`.
+    pub fn open(path: &Path) -> Result<Self, ToolError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(db_err)?;
+        }
+        Self::init(Connection::open(path).map_err(db_err)?)
+    }
+
+    /// A store in memory.
+    pub fn in_memory() -> Result<Self, ToolError> {
+        Self::init(Connection::open_in_memory().map_err(db_err)?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, ToolError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || f(&conn.lock())).await.map_err(db_err)?.map_err(db_err)
+    }
+
+    /// Records a new session.
+    pub async fn create(&self, id: &str, kind: &str) -> Result<SessionInfo, ToolError> {
+        let (id, kind) = (id.to_owned(), kind.to_owned());
+        let now = Utc::now().to_rfc3339();
+        let id2 = id.clone();
+        self.with(move |c| {
+            c.execute(
+                "INSERT OR IGNORE INTO sessions (id, kind, title, created_at, updated_at) VALUES (?1, ?2, NULL, ?3, ?3)",
+                params![id2, kind, now],
+            )
+        })
+        .await?;
+        self.get(&id).await?.ok_or_else(|| db_err("session vanished after insert"))
+    }
+
+    /// One session's row.
+    pub async fn get(&self, id: &str) -> Result<Option<SessionInfo>, ToolError> {
+        let id = id.to_owned();
+        self.with(move |c| {
+            c.query_row(
+                "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
+                        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id)
+                 FROM sessions s WHERE s.id = ?1",
+                params![id],
+                |r| {
+                    Ok(SessionInfo {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        title: r.get(2)?,
+                        created_at: ts(r.get(3)?),
+                        updated_at: ts(r.get(4)?),
+                        message_count: r.get(5)?,
+                    })
+                },
+            )
+            .optional()
+        })
+        .await
+    }
+
+    /// Sessions, most recently active first.
+    pub async fn list(&self, limit: usize) -> Result<Vec<SessionInfo>, ToolError> {
+        let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
+        self.with(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
+                        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id)
+                 FROM sessions s ORDER BY s.updated_at DESC LIMIT ?1",
+            )?;
+            let rows = stmt.query_map(params![limit], |r| {
+                Ok(SessionInfo {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    title: r.get(2)?,
+                    created_at: ts(r.get(3)?),
+                    updated_at: ts(r.get(4)?),
+                    message_count: r.get(5)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Appends a message; the first user message becomes the title.
+    pub async fn append(&self, session_id: &str, message: NewMessage) -> Result<StoredMessage, ToolError> {
+        let id = session_id.to_owned();
+        let now = Utc::now();
+        let now_s = now.to_rfc3339();
+        let calls = if message.tool_calls.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&message.tool_calls).map_err(db_err)?)
+        };
+        let msg = message.clone();
+        let seq = self
+            .with(move |c| {
+                let tx = c.unchecked_transaction()?;
+                let seq: i64 = tx.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )?;
+                tx.execute(
+                    "INSERT INTO session_messages (session_id, seq, role, content, tool_calls, tool_call_id, name, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![id, seq, msg.role.as_str(), msg.content, calls, msg.tool_call_id, msg.name, now_s],
+                )?;
+                let title: String = msg.content.chars().take(80).collect();
+                if msg.role == MessageRole::User {
+                    tx.execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title])?;
+                }
+                tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![id, now_s])?;
+                tx.commit()?;
+                Ok(seq)
+            })
+            .await?;
+        Ok(StoredMessage {
+            seq,
+            role: message.role,
+            content: message.content,
+            tool_calls: message.tool_calls,
+            tool_call_id: message.tool_call_id,
+            name: message.name,
+            created_at: now,
+        })
+    }
+
+    /// A session's history, oldest first.
+    pub async fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>, ToolError> {
+        let id = session_id.to_owned();
+        self.with(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT seq, role, content, tool_calls, tool_call_id, name, created_at
+                 FROM session_messages WHERE session_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![id], |r| {
+                let calls: Option<String> = r.get(3)?;
+                Ok(StoredMessage {
+                    seq: r.get(0)?,
+                    role: MessageRole::parse(&r.get::<_, String>(1)?),
+                    content: r.get(2)?,
+                    tool_calls: calls.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default(),
+                    tool_call_id: r.get(4)?,
+                    name: r.get(5)?,
+                    created_at: ts(r.get(6)?),
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn history_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holdfast.db");
+        {
+            let store = SessionStore::open(&path).unwrap();
+            store.create("s1", "http").await.unwrap();
+            store.append("s1", NewMessage::text(MessageRole::User, "swap 0.001 ETH for USDC")).await.unwrap();
+            let call =
+                ToolCallRecord { id: "c1".into(), name: "token_lookup".into(), arguments: serde_json::json!({}) };
+            let msg = NewMessage { tool_calls: vec![call], ..NewMessage::text(MessageRole::Assistant, "") };
+            store.append("s1", msg).await.unwrap();
+        }
+        let store = SessionStore::open(&path).unwrap();
+        let info = store.get("s1").await.unwrap().unwrap();
+        assert_eq!((info.title.as_deref(), info.message_count), (Some("swap 0.001 ETH for USDC"), 2));
+        let history = store.history("s1").await.unwrap();
+        assert_eq!(history[1].tool_calls[0].name, "token_lookup");
+        assert_eq!(store.list(10).await.unwrap().len(), 1);
+    }
+}
