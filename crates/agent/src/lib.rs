@@ -1,10 +1,18 @@
 //! # holdfast-agent
 //!
-//! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry, and
-//! [`SessionStore`] persists sessions and their history.
+//! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
+//! [`SessionStore`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
+//! protocols; [`Agent`] runs the tool loop; [`skills`] loads markdown skills.
 
+pub mod agent;
+pub mod llm;
 pub mod runtime;
 pub mod sessions;
+pub mod skills;
 
+pub use agent::{
+    Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, NoObserver, StopReason, TurnObserver, TurnOutcome,
+};
 pub use runtime::{AGENT_ID, Runtime, RuntimeError, known_sections};
 pub use sessions::{MessageRole, NewMessage, SessionInfo, SessionStore, StoredMessage, ToolCallRecord};
+pub use skills::{Skill, SkillError, SkillSet};

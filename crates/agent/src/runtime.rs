@@ -2,12 +2,16 @@
 //! composes the layers — core services, the web3 layer, the memory layer and its agent — into one tool registry,
 //! and opens persisted sessions.
 
+use crate::agent::AgentConfig;
+use crate::llm::{ChatProvider, LlmConfig};
 use crate::sessions::{SessionInfo, SessionStore};
+use crate::skills::{SkillError, SkillSet, UseSkill};
 use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, ConfigError, CoreConfig};
 use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
 use holdfast_memory::{AgentHandle, AgentRuntime, BuiltinTools, MemoryConfig, SchedulerHandle};
 use holdfast_web3::{WEB3_SECTIONS, Web3};
 use parking_lot::Mutex;
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,6 +48,26 @@ pub enum RuntimeError {
     /// Storage failed.
     #[error("{0}")]
     Storage(#[from] ToolError),
+    /// A skill file is invalid.
+    #[error("skill {0}")]
+    Skill(#[from] SkillError),
+}
+
+/// `[skills]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillsSection {
+    dir: Option<PathBuf>,
+}
+
+/// `[agent]`: loop limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentSection {
+    max_steps: Option<usize>,
+    max_identical_calls: Option<usize>,
+    max_tokens: Option<u32>,
+    instructions: Option<String>,
 }
 
 /// Everything a front end needs. Cheap to share behind an `Arc`.
@@ -60,6 +84,9 @@ pub struct Runtime {
     pub agent: AgentHandle,
     /// Persisted sessions.
     pub sessions: SessionStore,
+    skills: Arc<SkillSet>,
+    llm: LlmConfig,
+    agent_config: AgentConfig,
     live: Mutex<HashMap<String, ToolContext>>,
     _scheduler: SchedulerHandle,
 }
@@ -107,6 +134,20 @@ impl Runtime {
         let registry = ToolRegistry::new();
         BuiltinTools::default_for_agent(agent.clone()).register_all(&registry)?;
         web3.register_tools(&registry)?;
+        let skills = Arc::new(match doc.section_or_default::<SkillsSection>("skills")?.dir {
+            Some(dir) => SkillSet::load_dir(&doc.resolve_path(&dir))?,
+            None => SkillSet::builtin()?,
+        });
+        registry.register(UseSkill::new(Arc::clone(&skills), registry.clone()))?;
+        let llm: LlmConfig = doc.section_or_default("llm")?;
+        let section: AgentSection = doc.section_or_default("agent")?;
+        let defaults = AgentConfig::default();
+        let agent_config = AgentConfig {
+            max_steps: section.max_steps.unwrap_or(defaults.max_steps).max(1),
+            max_identical_calls: section.max_identical_calls.unwrap_or(defaults.max_identical_calls).max(1),
+            max_tokens: section.max_tokens.unwrap_or(defaults.max_tokens),
+            instructions: section.instructions.unwrap_or(defaults.instructions),
+        };
         Ok(Self {
             document: doc,
             services,
@@ -114,9 +155,27 @@ impl Runtime {
             web3,
             agent,
             sessions,
+            skills,
+            llm,
+            agent_config,
             live: Mutex::new(HashMap::new()),
             _scheduler: scheduler,
         })
+    }
+
+    /// The skills.
+    pub fn skills(&self) -> Arc<SkillSet> {
+        Arc::clone(&self.skills)
+    }
+
+    /// The configured LLM provider (`[llm]` or the environment), if any.
+    pub fn provider(&self) -> Option<Arc<dyn ChatProvider>> {
+        self.llm.provider()
+    }
+
+    /// The loop limits from `[agent]`.
+    pub fn agent_config(&self) -> AgentConfig {
+        self.agent_config.clone()
     }
 
     /// The data dir, when one is configured.

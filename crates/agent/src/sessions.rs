@@ -115,6 +115,10 @@ pub struct SessionInfo {
     pub updated_at: DateTime<Utc>,
     /// Messages recorded.
     pub message_count: i64,
+    /// Prompt tokens used by the model in this session.
+    pub input_tokens: i64,
+    /// Tokens the model generated in this session.
+    pub output_tokens: i64,
 }
 
 /// The session store. Clones share the connection.
@@ -139,7 +143,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     kind TEXT NOT NULL,
     title TEXT,
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS session_messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
@@ -153,6 +159,23 @@ CREATE TABLE IF NOT EXISTS session_messages (
     PRIMARY KEY (session_id, seq)
 );
 ";
+
+const SELECT_INFO: &str = "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
+        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id), s.input_tokens, s.output_tokens
+    FROM sessions s";
+
+fn row_to_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        title: r.get(2)?,
+        created_at: ts(r.get(3)?),
+        updated_at: ts(r.get(4)?),
+        message_count: r.get(5)?,
+        input_tokens: r.get(6)?,
+        output_tokens: r.get(7)?,
+    })
+}
 
 fn ts(s: String) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(&s).map(|d| d.with_timezone(&Utc)).unwrap_or_default()
@@ -205,47 +228,16 @@ impl SessionStore {
     /// One session's row.
     pub async fn get(&self, id: &str) -> Result<Option<SessionInfo>, ToolError> {
         let id = id.to_owned();
-        self.with(move |c| {
-            c.query_row(
-                "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
-                        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id)
-                 FROM sessions s WHERE s.id = ?1",
-                params![id],
-                |r| {
-                    Ok(SessionInfo {
-                        id: r.get(0)?,
-                        kind: r.get(1)?,
-                        title: r.get(2)?,
-                        created_at: ts(r.get(3)?),
-                        updated_at: ts(r.get(4)?),
-                        message_count: r.get(5)?,
-                    })
-                },
-            )
-            .optional()
-        })
-        .await
+        self.with(move |c| c.query_row(&format!("{SELECT_INFO} WHERE s.id = ?1"), params![id], row_to_info).optional())
+            .await
     }
 
     /// Sessions, most recently active first.
     pub async fn list(&self, limit: usize) -> Result<Vec<SessionInfo>, ToolError> {
         let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
         self.with(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
-                        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id)
-                 FROM sessions s ORDER BY s.updated_at DESC LIMIT ?1",
-            )?;
-            let rows = stmt.query_map(params![limit], |r| {
-                Ok(SessionInfo {
-                    id: r.get(0)?,
-                    kind: r.get(1)?,
-                    title: r.get(2)?,
-                    created_at: ts(r.get(3)?),
-                    updated_at: ts(r.get(4)?),
-                    message_count: r.get(5)?,
-                })
-            })?;
+            let mut stmt = c.prepare(&format!("{SELECT_INFO} ORDER BY s.updated_at DESC LIMIT ?1"))?;
+            let rows = stmt.query_map(params![limit], row_to_info)?;
             rows.collect()
         })
         .await
@@ -293,6 +285,23 @@ impl SessionStore {
             name: message.name,
             created_at: now,
         })
+    }
+
+    /// Adds a model call's token usage to the session's totals.
+    pub async fn add_usage(&self, session_id: &str, usage: crate::llm::Usage) -> Result<(), ToolError> {
+        let id = session_id.to_owned();
+        let (i, o) = (
+            i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
+            i64::try_from(usage.output_tokens).unwrap_or(i64::MAX),
+        );
+        self.with(move |c| {
+            c.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?2, output_tokens = output_tokens + ?3 WHERE id = ?1",
+                params![id, i, o],
+            )
+        })
+        .await
+        .map(|_| ())
     }
 
     /// A session's history, oldest first.

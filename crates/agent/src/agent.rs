@@ -1,0 +1,469 @@
+//! The tool loop: a user message → context bank scan → system context (base instructions, active skills, memory
+//! blocks, context bank, register summary) → model call → tool calls through the registry, in order → repeat until
+//! the model answers without tool calls, a step limit, a repeated call, or cancellation.
+//!
+//! A failing tool's coded error goes back to the model as the tool result. A `confirmation_required` pauses that
+//! action and asks the user through the [`TurnObserver`]; approval re-runs the same call, denial is reported to the
+//! model as `confirmation_denied`. History, tool calls and results are persisted per session.
+
+use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, StreamDelta, ToolCall, ToolSpec, Usage};
+use crate::runtime::Runtime;
+use crate::sessions::{MessageRole, NewMessage, StoredMessage, ToolCallRecord};
+use crate::skills::{ActiveSkills, SkillSet};
+use holdfast_core::confirm::Confirmation;
+use holdfast_core::event::names;
+use holdfast_core::tool::BoxFuture;
+use holdfast_core::{ErrorCode, ToolContext, ToolError, ToolKind};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::Notify;
+
+/// The base instructions every session starts from.
+pub const BASE_INSTRUCTIONS: &str = "You are holdfast, an assistant that can act on the user's behalf with tools.\n\
+Values that move funds — addresses, amounts, calldata, URLs — travel between tools in named registers. You pass \
+register names and preset names; never type such a value yourself. Take addresses, token symbols, networks and \
+amounts from the context bank below: it holds exactly what the user wrote. When a tool returns an error, read its \
+code and message and correct course; do not retry the same call unchanged. When an action waits for the user's \
+approval, say what it will do and wait. Load a skill with `use_skill` before a task it covers (for swaps: `swap`).";
+
+/// Loop limits.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Most model calls per user message.
+    pub max_steps: usize,
+    /// How many times the same call (tool and arguments) may run in one turn before the loop stops.
+    pub max_identical_calls: usize,
+    /// Most tokens per model call.
+    pub max_tokens: u32,
+    /// The base instructions.
+    pub instructions: String,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self { max_steps: 12, max_identical_calls: 2, max_tokens: 2048, instructions: BASE_INSTRUCTIONS.to_owned() }
+    }
+}
+
+/// What the user decided about a pending action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmDecision {
+    /// Run it.
+    Approve,
+    /// Do not run it.
+    Deny,
+    /// No answer now; leave it pending (the model is told it waits).
+    Defer,
+}
+
+/// Watches a turn as it happens. Every method has a no-op default.
+pub trait TurnObserver: Send + Sync {
+    /// A piece of the model's text.
+    fn on_text(&self, _delta: &str) {}
+    /// A tool call is about to run.
+    fn on_tool_call(&self, _name: &str, _arguments: &str) {}
+    /// A tool call finished.
+    fn on_tool_result(&self, _name: &str, _result: &Result<Value, ToolError>) {}
+    /// An action waits for the user's approval.
+    fn confirm<'a>(&'a self, _confirmation: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
+        Box::pin(async { ConfirmDecision::Defer })
+    }
+}
+
+/// An observer that watches nothing and defers every confirmation.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoObserver;
+
+impl TurnObserver for NoObserver {}
+
+/// Cancels a running turn. Clones share the signal.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<(AtomicBool, Notify)>);
+
+impl CancelToken {
+    /// A fresh token.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels.
+    pub fn cancel(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    /// True once cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Why a turn stopped before the model finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The step limit was reached.
+    StepLimit,
+    /// The model repeated an identical call.
+    RepeatedCall,
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+/// The result of one user message.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnOutcome {
+    /// The model's final text (or the runtime's note when it stopped the loop).
+    pub text: String,
+    /// Model calls made.
+    pub steps: usize,
+    /// Tool calls run.
+    pub tool_calls: usize,
+    /// Set when the loop was stopped.
+    pub stopped: Option<StopReason>,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// A turn failed (the provider or storage); everything done so far is persisted.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The provider failed.
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    /// Storage or the registry failed.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+}
+
+/// The agent: a runtime, a provider and skills.
+#[derive(Clone)]
+pub struct Agent {
+    runtime: Arc<Runtime>,
+    provider: Arc<dyn ChatProvider>,
+    skills: Arc<SkillSet>,
+    config: AgentConfig,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("provider", &self.provider.name()).field("model", &self.provider.model()).finish()
+    }
+}
+
+/// Register values up to this length (addresses, amounts) are shown in the system context; longer ones are not.
+const SHOWN_VALUE_MAX: usize = 66;
+
+impl Agent {
+    /// An agent over `runtime` using `provider`.
+    pub fn new(runtime: Arc<Runtime>, provider: Arc<dyn ChatProvider>) -> Self {
+        let skills = runtime.skills();
+        Self { runtime, provider, skills, config: AgentConfig::default() }
+    }
+
+    /// Changes the loop limits.
+    pub fn with_config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn ChatProvider> {
+        &self.provider
+    }
+
+    /// The tools the model is offered in `ctx`: everything registered except value-moving tools, which appear only
+    /// while an active skill requires them.
+    pub fn visible_tools(&self, ctx: &ToolContext) -> Vec<ToolSpec> {
+        let active = ActiveSkills::of(ctx);
+        let unlocked: Vec<&String> =
+            active.iter().filter_map(|n| self.skills.get(n)).flat_map(|s| s.required_tools.iter()).collect();
+        self.runtime
+            .registry
+            .list()
+            .into_iter()
+            .filter(|t| t.kind != ToolKind::ValueMoving || unlocked.contains(&&t.name))
+            .map(|t| ToolSpec { name: t.name, description: t.description, parameters: t.input_schema })
+            .collect()
+    }
+
+    /// The system context for the next model call.
+    pub async fn system_context(&self, ctx: &ToolContext) -> String {
+        let mut out = self.config.instructions.clone();
+        let skills: Vec<String> = ActiveSkills::of(ctx);
+        for name in &skills {
+            if let Some(skill) = self.skills.get(name) {
+                let _ = write!(out, "\n\n## Active skill: {} (v{})\n{}", skill.name, skill.version, skill.body);
+            }
+        }
+        let available: Vec<String> = self
+            .skills
+            .iter()
+            .filter(|s| !skills.contains(&s.name))
+            .map(|s| format!("{} — {}", s.name, s.description))
+            .collect();
+        if !available.is_empty() {
+            let _ = write!(out, "\n\n## Skills you can load with use_skill\n- {}", available.join("\n- "));
+        }
+        match self.runtime.agent.memory.render().await {
+            Ok(section) if !section.trim().is_empty() => {
+                let _ = write!(out, "\n\n## Memory\n{section}");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("memory render failed: {e}"),
+        }
+        if let Some(bank) = ctx.context_bank.format_for_agent() {
+            let _ = write!(out, "\n\n## Context bank (from the user's own words)\n{bank}");
+        }
+        let snapshot = ctx.registers.snapshot();
+        if !snapshot.0.is_empty() {
+            out.push_str("\n\n## Registers (pass these names to tools)\n");
+            for (key, entry) in &snapshot.0 {
+                let p = &entry.provenance;
+                let value = match &entry.value {
+                    Value::String(s) if s.len() <= SHOWN_VALUE_MAX => format!(" = {s}"),
+                    Value::Object(m) if m.contains_key("symbol") => {
+                        format!(" = token {}", m.get("symbol").and_then(Value::as_str).unwrap_or("?"))
+                    }
+                    Value::Object(_) => " = object".to_owned(),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "- {key}{value} (origin {}, from {}, {:.0}s old)",
+                    p.origin.as_str(),
+                    p.source,
+                    entry.age().as_secs_f64()
+                );
+            }
+        }
+        out
+    }
+
+    fn to_chat(history: &[StoredMessage]) -> Vec<ChatMessage> {
+        history
+            .iter()
+            .filter_map(|m| match m.role {
+                MessageRole::User => Some(ChatMessage::User(m.content.clone())),
+                MessageRole::Assistant => Some(ChatMessage::Assistant {
+                    text: m.content.clone(),
+                    tool_calls: m
+                        .tool_calls
+                        .iter()
+                        .map(|c| ToolCall {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: match &c.arguments {
+                                Value::String(raw) => raw.clone(),
+                                other => other.to_string(),
+                            },
+                        })
+                        .collect(),
+                }),
+                MessageRole::Tool => Some(ChatMessage::Tool {
+                    call_id: m.tool_call_id.clone().unwrap_or_default(),
+                    name: m.name.clone().unwrap_or_default(),
+                    content: m.content.clone(),
+                }),
+                MessageRole::System => None,
+            })
+            .collect()
+    }
+
+    async fn record(&self, ctx: &ToolContext, message: NewMessage) -> Result<(), ToolError> {
+        self.runtime.sessions.append(&ctx.session_id, message).await.map(|_| ())
+    }
+
+    /// Runs one user message to the end of the turn.
+    pub async fn run_turn(
+        &self,
+        ctx: &ToolContext,
+        user_text: &str,
+        observer: &dyn TurnObserver,
+        cancel: &CancelToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        // Invariant 11: only the user's own words feed the context bank.
+        ctx.context_bank.scan_input(user_text);
+        self.record(ctx, NewMessage::text(MessageRole::User, user_text)).await?;
+        let mut outcome =
+            TurnOutcome { text: String::new(), steps: 0, tool_calls: 0, stopped: None, usage: Usage::default() };
+        let mut seen: HashMap<(String, String), usize> = HashMap::new();
+
+        while outcome.steps < self.config.max_steps {
+            if cancel.is_cancelled() {
+                return self.stop(ctx, outcome, StopReason::Cancelled, "Cancelled by the user.").await;
+            }
+            outcome.steps += 1;
+            let history = self.runtime.sessions.history(&ctx.session_id).await?;
+            let request = ChatRequest {
+                system: self.system_context(ctx).await,
+                messages: Self::to_chat(&history),
+                tools: self.visible_tools(ctx),
+                max_tokens: self.config.max_tokens,
+            };
+            let events = ctx.events.clone();
+            let on_delta = move |delta: StreamDelta| {
+                if let StreamDelta::Text(t) = &delta {
+                    observer.on_text(t);
+                    events.publish(names::AGENT_MESSAGE, json!({"delta": t}));
+                }
+            };
+            let response = tokio::select! {
+                r = self.provider.complete(&request, &on_delta) => r?,
+                () = cancel.cancelled() => {
+                    return self.stop(ctx, outcome, StopReason::Cancelled, "Cancelled by the user.").await;
+                }
+            };
+            outcome.usage.add(response.usage);
+            self.runtime.sessions.add_usage(&ctx.session_id, response.usage).await?;
+            let records: Vec<ToolCallRecord> = response
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallRecord {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: serde_json::from_str(&c.arguments)
+                        .unwrap_or_else(|_| Value::String(c.arguments.clone())),
+                })
+                .collect();
+            self.record(
+                ctx,
+                NewMessage { tool_calls: records, ..NewMessage::text(MessageRole::Assistant, response.text.clone()) },
+            )
+            .await?;
+            if response.tool_calls.is_empty() {
+                ctx.events.publish(
+                    names::AGENT_MESSAGE,
+                    json!({"role": "assistant", "content": response.text, "final": true}),
+                );
+                outcome.text = response.text;
+                return Ok(outcome);
+            }
+            for call in &response.tool_calls {
+                if cancel.is_cancelled() {
+                    self.record_result(
+                        ctx,
+                        call,
+                        &Err(ToolError::new(ErrorCode::Internal, "cancelled before this call ran")),
+                    )
+                    .await?;
+                    continue;
+                }
+                let canonical = serde_json::from_str::<Value>(&call.arguments)
+                    .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
+                let count = seen.entry((call.name.clone(), canonical)).or_insert(0);
+                *count += 1;
+                if *count > self.config.max_identical_calls {
+                    let error = ToolError::new(
+                        ErrorCode::InvalidParams,
+                        format!("stopped: `{}` was called {} times with identical arguments", call.name, *count),
+                    );
+                    self.record_result(ctx, call, &Err(error)).await?;
+                    let note = format!("Stopped: the model repeated the same `{}` call.", call.name);
+                    return self.stop(ctx, outcome, StopReason::RepeatedCall, &note).await;
+                }
+                observer.on_tool_call(&call.name, &call.arguments);
+                outcome.tool_calls += 1;
+                let result = self.run_call(ctx, call, observer).await;
+                observer.on_tool_result(&call.name, &result);
+                self.record_result(ctx, call, &result).await?;
+            }
+        }
+        let note =
+            format!("Stopped after {} model calls (the step limit) without a final answer.", self.config.max_steps);
+        self.stop(ctx, outcome, StopReason::StepLimit, &note).await
+    }
+
+    async fn stop(
+        &self,
+        ctx: &ToolContext,
+        mut outcome: TurnOutcome,
+        reason: StopReason,
+        note: &str,
+    ) -> Result<TurnOutcome, AgentError> {
+        self.record(ctx, NewMessage::text(MessageRole::System, note)).await?;
+        ctx.events.publish(names::AGENT_MESSAGE, json!({"role": "system", "content": note, "final": true}));
+        outcome.stopped = Some(reason);
+        outcome.text = note.to_owned();
+        Ok(outcome)
+    }
+
+    async fn record_result(
+        &self,
+        ctx: &ToolContext,
+        call: &ToolCall,
+        result: &Result<Value, ToolError>,
+    ) -> Result<(), ToolError> {
+        let content = match result {
+            Ok(v) => v.to_string(),
+            Err(e) => json!({"error": e}).to_string(),
+        };
+        let message = NewMessage {
+            tool_call_id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            ..NewMessage::text(MessageRole::Tool, content)
+        };
+        self.record(ctx, message).await
+    }
+
+    /// Runs one model tool call through the registry, handling malformed arguments, hidden tools and confirmations.
+    async fn run_call(
+        &self,
+        ctx: &ToolContext,
+        call: &ToolCall,
+        observer: &dyn TurnObserver,
+    ) -> Result<Value, ToolError> {
+        let params: Value = serde_json::from_str(&call.arguments).map_err(|e| {
+            ToolError::new(
+                ErrorCode::InvalidParams,
+                format!("the arguments of `{}` are not valid JSON: {e}", call.name),
+            )
+        })?;
+        if !self.visible_tools(ctx).iter().any(|t| t.name == call.name) {
+            let hint = if self.runtime.registry.get(&call.name).is_some() {
+                format!("`{}` is available only while a skill that needs it is active (use_skill)", call.name)
+            } else {
+                format!("no tool named {:?}", call.name)
+            };
+            return Err(ToolError::new(ErrorCode::UnknownTool, hint));
+        }
+        let result = self.runtime.registry.call(&call.name, params, ctx).await;
+        let Err(error) = &result else { return result };
+        if error.code != ErrorCode::ConfirmationRequired {
+            return result;
+        }
+        let Some(id) = error.details.as_ref().and_then(|d| d.get("confirmation_id")).and_then(Value::as_str) else {
+            return result;
+        };
+        let Some(confirmation) = ctx.confirmations.get(id) else { return result };
+        match observer.confirm(&confirmation).await {
+            ConfirmDecision::Approve => {
+                let approved = ctx.confirmations.approve(id)?;
+                self.runtime.registry.call(&approved.tool, approved.params, ctx).await
+            }
+            ConfirmDecision::Deny => {
+                ctx.confirmations.deny(id)?;
+                Err(ToolError::new(
+                    ErrorCode::ConfirmationDenied,
+                    format!("the user rejected the {} action", confirmation.tool),
+                ))
+            }
+            ConfirmDecision::Defer => result,
+        }
+    }
+}

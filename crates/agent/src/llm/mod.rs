@@ -1,0 +1,276 @@
+//! LLM providers behind one trait, speaking the real wire protocols over HTTP with streaming:
+//! OpenAI-compatible chat completions ([`openai`]) and the Anthropic Messages API ([`anthropic`]).
+//!
+//! Both retry 429 and 5xx answers (and connection failures) with exponential backoff, honour `retry-after`, time
+//! out, and turn a bad key or an unknown model into a clear [`LlmError`].
+
+pub mod anthropic;
+pub mod config;
+pub mod openai;
+mod sse;
+
+pub use config::{LlmConfig, ProviderKind};
+
+use holdfast_core::tool::BoxFuture;
+use holdfast_core::{ErrorCode, ToolError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Strict JSON schema of the parameters.
+    pub parameters: Value,
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model wrote them (JSON text, possibly malformed).
+    pub arguments: String,
+}
+
+/// One message of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatMessage {
+    /// The user's words.
+    User(String),
+    /// The model's earlier answer.
+    Assistant {
+        /// Text.
+        text: String,
+        /// Tool calls.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool's result.
+    Tool {
+        /// The call answered.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Result text (JSON).
+        content: String,
+    },
+}
+
+/// A request to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The system context.
+    pub system: String,
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Most tokens to generate.
+    pub max_tokens: u32,
+}
+
+/// Token counts of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's usage.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatResponse {
+    /// Text.
+    pub text: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage.
+    pub usage: Usage,
+    /// Why generation stopped, as the provider says it.
+    pub stop_reason: Option<String>,
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// More text.
+    Text(String),
+    /// The model started a tool call.
+    ToolCallStarted {
+        /// Tool name.
+        name: String,
+    },
+}
+
+/// What went wrong talking to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmErrorKind {
+    /// The API key was refused (401/403).
+    Auth,
+    /// The model does not exist (404).
+    UnknownModel,
+    /// Still rate limited after the retries.
+    RateLimited,
+    /// The provider failed (5xx) after the retries.
+    Server,
+    /// The request was rejected (other 4xx).
+    BadRequest,
+    /// No answer in time.
+    Timeout,
+    /// The connection failed.
+    Network,
+    /// The answer did not follow the wire protocol.
+    Protocol,
+}
+
+/// A provider error with a message a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{provider}: {message}")]
+pub struct LlmError {
+    /// Provider name.
+    pub provider: String,
+    /// The kind.
+    pub kind: LlmErrorKind,
+    /// The message.
+    pub message: String,
+}
+
+impl From<LlmError> for ToolError {
+    fn from(e: LlmError) -> Self {
+        ToolError::new(ErrorCode::UpstreamError, e.to_string())
+            .with_details(serde_json::json!({"provider": e.provider, "kind": e.kind}))
+    }
+}
+
+/// Called with every streamed piece.
+pub type DeltaSink<'a> = &'a (dyn Fn(StreamDelta) + Send + Sync);
+
+/// A chat model.
+pub trait ChatProvider: Send + Sync {
+    /// Provider name (`openai`, `anthropic`).
+    fn name(&self) -> &str;
+    /// The model.
+    fn model(&self) -> &str;
+    /// One model call, streaming deltas to `on_delta`.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>>;
+}
+
+/// Retry and timeout settings shared by the providers.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff.
+    pub initial_backoff: Duration,
+    /// Longest single wait (also caps `retry-after`).
+    pub max_backoff: Duration,
+    /// Time limit for one attempt (connection and full streamed answer).
+    pub request_timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(20),
+            request_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Sends `build()` with retries on 429/5xx/connection errors; returns the successful response.
+pub(crate) async fn send_with_retries(
+    provider: &str,
+    model: &str,
+    policy: RetryPolicy,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, LlmError> {
+    let err = |kind, message: String| LlmError { provider: provider.to_owned(), kind, message };
+    let mut backoff = policy.initial_backoff;
+    let mut attempt = 0;
+    loop {
+        let result = build().timeout(policy.request_timeout).send().await;
+        let retry_after = |r: &reqwest::Response| {
+            r.headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+        };
+        let (retryable, failure, wait) = match result {
+            Ok(r) if r.status().is_success() => return Ok(r),
+            Ok(r) => {
+                let status = r.status();
+                let wait = retry_after(&r);
+                let body = r.text().await.unwrap_or_default();
+                let detail = error_detail(&body);
+                match status.as_u16() {
+                    401 | 403 => {
+                        return Err(err(
+                            LlmErrorKind::Auth,
+                            format!("the API key was refused (HTTP {status}): {detail}"),
+                        ));
+                    }
+                    404 => {
+                        return Err(err(
+                            LlmErrorKind::UnknownModel,
+                            format!("model `{model}` or the endpoint was not found (HTTP 404): {detail}"),
+                        ));
+                    }
+                    429 => (true, err(LlmErrorKind::RateLimited, format!("rate limited (HTTP 429): {detail}")), wait),
+                    500..=599 => {
+                        (true, err(LlmErrorKind::Server, format!("provider error (HTTP {status}): {detail}")), wait)
+                    }
+                    _ => {
+                        return Err(err(
+                            LlmErrorKind::BadRequest,
+                            format!("request rejected (HTTP {status}): {detail}"),
+                        ));
+                    }
+                }
+            }
+            Err(e) if e.is_timeout() => {
+                (true, err(LlmErrorKind::Timeout, format!("no answer within {:?}", policy.request_timeout)), None)
+            }
+            Err(e) => (true, err(LlmErrorKind::Network, format!("cannot reach the provider: {e}")), None),
+        };
+        if !retryable || attempt >= policy.max_retries {
+            return Err(failure);
+        }
+        attempt += 1;
+        let delay = wait.unwrap_or(backoff).min(policy.max_backoff);
+        tracing::warn!(provider, attempt, ?delay, "retrying: {}", failure.message);
+        tokio::time::sleep(delay).await;
+        backoff = (backoff * 2).min(policy.max_backoff);
+    }
+}
+
+/// The most useful part of an error body (`error.message` when JSON), shortened.
+fn error_detail(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).map(str::to_owned)
+    });
+    let text = from_json.unwrap_or_else(|| body.to_owned());
+    text.chars().take(300).collect()
+}

@@ -1,0 +1,356 @@
+//! The tool loop against scripted models speaking the real OpenAI and Anthropic wire protocols over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{Reply, Scripted, Wire, tool};
+use holdfast_agent::llm::anthropic::AnthropicProvider;
+use holdfast_agent::llm::openai::OpenAiProvider;
+use holdfast_agent::llm::{ChatProvider, LlmErrorKind, RetryPolicy};
+use holdfast_agent::{
+    Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, MessageRole, NoObserver, Runtime, StopReason,
+    TurnObserver,
+};
+use holdfast_core::confirm::Confirmation;
+use holdfast_core::tool::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn fast() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(50),
+        request_timeout: Duration::from_secs(20),
+    }
+}
+
+fn provider(wire: Wire, s: &Scripted) -> Arc<dyn ChatProvider> {
+    match wire {
+        Wire::OpenAi => {
+            Arc::new(OpenAiProvider::new(&s.url, Some("sk-test".into()), "scripted-model").with_retry(fast()))
+        }
+        Wire::Anthropic => {
+            Arc::new(AnthropicProvider::new(&s.url, "sk-ant-test".into(), "scripted-model").with_retry(fast()))
+        }
+    }
+}
+
+fn swap_script() -> Vec<Reply> {
+    vec![
+        Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
+        Reply::Tools(vec![tool(
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        )]),
+        Reply::Tools(vec![
+            tool("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ]),
+        Reply::Tools(vec![tool(
+            "to_raw_amount",
+            json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"}),
+        )]),
+        Reply::Tools(vec![tool(
+            "x402_fetch",
+            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
+        )]),
+        Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
+        Reply::Text("Done: swapped 0.001 ETH for USDC.".into()),
+    ]
+}
+
+async fn full_swap(wire: Wire) {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let scripted = Scripted::start(wire, swap_script()).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent.run_turn(&ctx, "swap 0.001 ETH for USDC on base", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!(out.stopped, None, "{out:?}");
+    assert_eq!(out.text, "Done: swapped 0.001 ETH for USDC.");
+    assert_eq!((out.steps, out.tool_calls), (7, 7));
+    assert!(out.usage.input_tokens > 0 && out.usage.output_tokens > 0);
+
+    let journal = runtime.web3.journal().for_session(&info.id).await.unwrap();
+    let swap = journal.iter().find(|e| e.kind == holdfast_web3::EntryKind::Swap).unwrap();
+    assert_eq!(swap.status, holdfast_web3::EntryStatus::Confirmed);
+    assert_eq!(ctx.registers.get("sell_amount").unwrap().origin(), holdfast_core::Origin::User);
+
+    let history = runtime.sessions.history(&info.id).await.unwrap();
+    assert_eq!(history.iter().filter(|m| m.role == MessageRole::Tool).count(), 7);
+    assert!(
+        history.iter().filter(|m| m.role == MessageRole::Tool).all(|m| !m.content.contains("\"error\"")),
+        "{history:#?}"
+    );
+
+    let requests = scripted.requests.lock().clone();
+    assert_eq!(requests.len(), 7);
+    let (headers, first) = &requests[0];
+    let (system, tools) = match wire {
+        Wire::OpenAi => {
+            assert_eq!(headers["authorization"], "Bearer sk-test");
+            assert_eq!(first["stream"], true);
+            let tools: Vec<Value> = first["tools"].as_array().unwrap().clone();
+            assert!(tools.iter().all(
+                |t| t["function"]["strict"] == true && t["function"]["parameters"]["additionalProperties"] == false
+            ));
+            (
+                first["messages"][0]["content"].as_str().unwrap().to_owned(),
+                tools.iter().map(|t| t["function"]["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>(),
+            )
+        }
+        Wire::Anthropic => {
+            assert_eq!(headers["x-api-key"], "sk-ant-test");
+            assert_eq!(headers["anthropic-version"], "2023-06-01");
+            let tools: Vec<Value> = first["tools"].as_array().unwrap().clone();
+            assert!(tools.iter().all(|t| t["input_schema"]["type"] == "object"));
+            (
+                first["system"].as_str().unwrap().to_owned(),
+                tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>(),
+            )
+        }
+    };
+    assert!(system.contains("Amounts: 0.001 ETH"), "the context bank is in the system context:\n{system}");
+    assert!(!tools.contains(&"web3_tx".to_owned()), "value-moving tools are hidden until the skill is loaded");
+    // After use_skill the swap tools are offered and the skill's instructions are in context.
+    let later = &requests[1].1;
+    let later_system = later
+        .get("system")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| later["messages"][0]["content"].as_str().unwrap().to_owned());
+    assert!(later_system.contains("Active skill: swap"));
+    assert!(later.to_string().contains("\"web3_tx\""));
+    // Tool results travel back in the protocol's own shape.
+    let last = requests.last().unwrap().1.to_string();
+    match wire {
+        Wire::OpenAi => assert!(last.contains("\"role\":\"tool\"") && last.contains("\"tool_call_id\"")),
+        Wire::Anthropic => assert!(last.contains("\"type\":\"tool_result\"") && last.contains("\"tool_use_id\"")),
+    }
+}
+
+#[tokio::test]
+async fn a_full_swap_conversation_over_the_openai_protocol() {
+    full_swap(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_full_swap_conversation_over_the_anthropic_protocol() {
+    full_swap(Wire::Anthropic).await;
+}
+
+fn tool_results(history: &[holdfast_agent::StoredMessage]) -> Vec<(String, String)> {
+    history
+        .iter()
+        .filter(|m| m.role == MessageRole::Tool)
+        .map(|m| {
+            let v: Value = serde_json::from_str(&m.content).unwrap();
+            (m.name.clone().unwrap(), v["error"]["code"].as_str().unwrap_or("ok").to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_confused_model_gets_coded_errors_and_nothing_unsafe_happens() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let scripted = Scripted::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
+            Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
+            Reply::Tools(vec![tool("web3_tx", json!({"to": "0x000000000000000000000000000000000000dEaD", "data": "0xa9059cbb", "value": "1000000000000000000", "network": "base"}))]),
+            Reply::Tools(vec![tool("x402_fetch", json!({"url": "https://evil.example/quote", "preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}))]),
+            Reply::Tools(vec![tool("register_set", json!({"key": "sell_token", "value": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}))]),
+            Reply::Tools(vec![tool("register_set", json!({"key": "swap_quote", "value": "{\"transaction\":{\"to\":\"0x000000000000000000000000000000000000dEaD\"}}"}))]),
+            Reply::Tools(vec![tool("web3_tx", json!({"from_register": "my_own_quote", "network": "base"}))]),
+            Reply::Text("I cannot do that safely.".into()),
+        ],
+    )
+    .await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent
+        .run_turn(
+            &ctx,
+            "send everything to 0x000000000000000000000000000000000000dEaD",
+            &NoObserver,
+            &CancelToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "I cannot do that safely.");
+    let results = tool_results(&runtime.sessions.history(&info.id).await.unwrap());
+    assert_eq!(
+        results,
+        [
+            ("web3_tx", "unknown_tool"),
+            ("use_skill", "ok"),
+            ("web3_tx", "invalid_params"),
+            ("x402_fetch", "invalid_params"),
+            ("register_set", "register_write_denied"),
+            ("register_set", "register_write_denied"),
+            ("web3_tx", "register_write_denied"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert!(ctx.registers.keys().is_empty(), "nothing was written");
+    assert!(runtime.web3.journal().for_session(&info.id).await.unwrap().is_empty(), "nothing was signed");
+}
+
+#[tokio::test]
+async fn the_step_limit_stops_the_loop_and_says_so() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let replies = (0..5)
+        .map(|i| Reply::Tools(vec![tool("register_get", json!({"key": format!("k{i}"), "path": null}))]))
+        .collect();
+    let scripted = Scripted::start(Wire::Anthropic, replies).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::Anthropic, &scripted))
+        .with_config(AgentConfig { max_steps: 3, ..AgentConfig::default() });
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent.run_turn(&ctx, "look around", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!((out.stopped, out.steps), (Some(StopReason::StepLimit), 3));
+    assert!(out.text.contains("step limit"));
+    let history = runtime.sessions.history(&info.id).await.unwrap();
+    assert_eq!(history.last().unwrap().role, MessageRole::System);
+}
+
+#[tokio::test]
+async fn repeated_identical_calls_are_stopped() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let same = || Reply::Tools(vec![tool("register_get", json!({"key": "sell_amount", "path": null}))]);
+    let scripted = Scripted::start(Wire::OpenAi, vec![same(), same(), same(), same()]).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent.run_turn(&ctx, "what is the amount?", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!(out.stopped, Some(StopReason::RepeatedCall), "{out:?}");
+    assert_eq!(out.tool_calls, 2);
+}
+
+#[tokio::test]
+async fn a_turn_can_be_cancelled_while_the_model_thinks() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let scripted = Scripted::start(
+        Wire::OpenAi,
+        vec![Reply::Delay(Duration::from_secs(30), Box::new(Reply::Text("late".into())))],
+    )
+    .await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        c.cancel();
+    });
+    let started = std::time::Instant::now();
+    let out = agent.run_turn(&ctx, "hello", &NoObserver, &cancel).await.unwrap();
+    assert_eq!(out.stopped, Some(StopReason::Cancelled));
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_and_a_bad_key_is_a_clear_error() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let scripted =
+        Scripted::start(Wire::OpenAi, vec![Reply::Status(429, "slow down".into()), Reply::Text("hello".into())]).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!(out.text, "hello");
+    assert_eq!(scripted.requests.lock().len(), 2);
+
+    for (wire, status, kind) in [
+        (Wire::OpenAi, 401, LlmErrorKind::Auth),
+        (Wire::Anthropic, 401, LlmErrorKind::Auth),
+        (Wire::OpenAi, 404, LlmErrorKind::UnknownModel),
+    ] {
+        let scripted = Scripted::start(wire, vec![Reply::Status(status, "Incorrect API key provided".into())]).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
+        match agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await {
+            Err(AgentError::Llm(e)) => {
+                assert_eq!(e.kind, kind);
+                assert!(e.message.contains(&status.to_string()), "{e}");
+                if status == 404 {
+                    assert!(e.message.contains("scripted-model"));
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(scripted.requests.lock().len(), 1, "4xx are not retried");
+    }
+    let scripted = Scripted::start(Wire::OpenAi, vec![Reply::Status(503, "down".into()); 5]).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    assert!(
+        matches!(agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await, Err(AgentError::Llm(e)) if e.kind == LlmErrorKind::Server)
+    );
+    assert_eq!(scripted.requests.lock().len(), 3, "first try + 2 retries");
+}
+
+#[tokio::test]
+async fn malformed_tool_call_json_is_returned_to_the_model_as_a_coded_error() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let scripted = Scripted::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Tools(vec![("register_set".into(), "{\"key\": \"note\", \"value\": ".into())]),
+            Reply::Text("sorry".into()),
+        ],
+    )
+    .await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let out = agent.run_turn(&ctx, "note this", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!(out.text, "sorry");
+    let history = runtime.sessions.history(&info.id).await.unwrap();
+    let result = history.iter().find(|m| m.role == MessageRole::Tool).unwrap();
+    assert!(
+        result.content.contains("invalid_params") && result.content.contains("not valid JSON"),
+        "{}",
+        result.content
+    );
+    // The second request still carries the malformed call, so the model sees what it sent.
+    assert!(scripted.requests.lock()[1].1.to_string().contains("invalid_params"));
+}
+
+struct Answer(ConfirmDecision, parking_lot::Mutex<Vec<Value>>);
+
+impl TurnObserver for Answer {
+    fn confirm<'a>(&'a self, c: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
+        self.1.lock().push(c.summary.clone());
+        Box::pin(async move { self.0 })
+    }
+}
+
+#[tokio::test]
+async fn confirmations_pause_the_loop_and_the_users_answer_decides() {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    for (decision, expect) in [(ConfirmDecision::Deny, "confirmation_denied"), (ConfirmDecision::Approve, "ok")] {
+        let mut script = swap_script();
+        // The model types the amount itself instead of using to_raw_amount: the swap needs the user's approval.
+        script[3] =
+            Reply::Tools(vec![tool("register_set", json!({"key": "sell_amount", "value": "1000000000000000"}))]);
+        let scripted = Scripted::start(Wire::OpenAi, script).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+        let (info, ctx) = runtime.open_session("test").await.unwrap();
+        let observer = Answer(decision, Default::default());
+        agent.run_turn(&ctx, "swap some ETH for USDC", &observer, &CancelToken::new()).await.unwrap();
+        let summaries = observer.1.lock().clone();
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0]["sell"], "0.001 ETH", "the user sees the decoded action");
+        let results = tool_results(&runtime.sessions.history(&info.id).await.unwrap());
+        assert_eq!(results.last().unwrap(), &("web3_tx".to_owned(), expect.to_owned()));
+        let swaps = runtime
+            .web3
+            .journal()
+            .for_session(&info.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == holdfast_web3::EntryKind::Swap)
+            .count();
+        assert_eq!(swaps, usize::from(decision == ConfirmDecision::Approve));
+    }
+}

@@ -1,0 +1,182 @@
+//! Scripted LLM servers on loopback speaking the real wire protocols (OpenAI chat completions SSE, Anthropic
+//! Messages SSE), replaying recorded-style responses, and recording every request they receive.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One scripted model reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Plain text.
+    Text(String),
+    /// Tool calls: (name, raw argument text).
+    Tools(Vec<(String, String)>),
+    /// An HTTP error status with a JSON error body.
+    Status(u16, String),
+    /// Wait before answering (for cancellation tests).
+    Delay(Duration, Box<Reply>),
+}
+
+pub fn tool(name: &str, args: Value) -> (String, String) {
+    (name.to_owned(), args.to_string())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+#[derive(Clone)]
+pub struct Scripted {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+impl Scripted {
+    pub async fn start(wire: Wire, replies: Vec<Reply>) -> Scripted {
+        let state =
+            Scripted { url: String::new(), requests: Arc::default(), script: Arc::new(Mutex::new(replies.into())) };
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(serve_openai))
+            .route("/v1/messages", post(serve_anthropic))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let url = match wire {
+            Wire::OpenAi => format!("http://{addr}/v1"),
+            Wire::Anthropic => format!("http://{addr}"),
+        };
+        Scripted { url, ..state }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.script.lock().len()
+    }
+
+    fn next(&self, headers: HeaderMap, body: Value) -> Reply {
+        self.requests.lock().push((headers, body));
+        self.script.lock().pop_front().unwrap_or(Reply::Text("(script exhausted)".into()))
+    }
+}
+
+fn sse(events: Vec<String>) -> Response {
+    Response::builder().header("content-type", "text/event-stream").body(Body::from(events.concat())).unwrap()
+}
+
+fn error(status: u16, message: &str) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap())
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"error": {"message": message, "type": "test"}}).to_string()))
+        .unwrap()
+}
+
+/// Splits text in two halves at a char boundary (so deltas really arrive in pieces).
+fn halves(s: &str) -> (String, String) {
+    let mid = s.char_indices().nth(s.chars().count() / 2).map_or(s.len(), |(i, _)| i);
+    (s[..mid].to_owned(), s[mid..].to_owned())
+}
+
+async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let mut reply = s.next(headers, body.0);
+    while let Reply::Delay(d, inner) = reply {
+        tokio::time::sleep(d).await;
+        reply = *inner;
+    }
+    let data = |v: Value| format!("data: {v}\n\n");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "scripted",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![data(chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
+    match reply {
+        Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Text(text) => {
+            let (a, b) = halves(&text);
+            events.push(data(chunk(json!({"content": a}), Value::Null)));
+            events.push(data(chunk(json!({"content": b}), Value::Null)));
+            events.push(data(chunk(json!({}), json!("stop"))));
+        }
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let (a, b) = halves(args);
+                events.push(data(chunk(
+                    json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", name), "type": "function", "function": {"name": name, "arguments": a}}]}),
+                    Value::Null,
+                )));
+                events.push(data(chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}),
+                    Value::Null,
+                )));
+            }
+            events.push(data(chunk(json!({}), json!("tool_calls"))));
+        }
+        Reply::Delay(..) => unreachable!(),
+    }
+    events.push(data(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}})));
+    events.push("data: [DONE]\n\n".to_owned());
+    sse(events)
+}
+
+async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let mut reply = s.next(headers, body.0);
+    while let Reply::Delay(d, inner) = reply {
+        tokio::time::sleep(d).await;
+        reply = *inner;
+    }
+    let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
+    let mut events = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "scripted", "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+    )];
+    let stop_reason;
+    match reply {
+        Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Text(text) => {
+            let (a, b) = halves(&text);
+            events.push(ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": a}}),
+            ));
+            events.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": b}}),
+            ));
+            events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
+            stop_reason = "end_turn";
+        }
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let (a, b) = halves(args);
+                events.push(ev("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": format!("toolu_{i}_{name}"), "name": name, "input": {}}})));
+                events.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": a}})));
+                events.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b}})));
+                events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": i})));
+            }
+            stop_reason = "tool_use";
+        }
+        Reply::Delay(..) => unreachable!(),
+    }
+    events.push(ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}),
+    ));
+    events.push(ev("message_stop", json!({"type": "message_stop"})));
+    sse(events)
+}
