@@ -141,8 +141,7 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "scripted", "usage": {"input_tokens": 120, "output_tokens": 1}}}),
     )];
-    let stop_reason;
-    match reply {
+    let stop_reason = match reply {
         Reply::Status(code, msg) => return error(code, &msg),
         Reply::Text(text) => {
             let (a, b) = halves(&text);
@@ -159,7 +158,7 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
                 json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": b}}),
             ));
             events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
-            stop_reason = "end_turn";
+            "end_turn"
         }
         Reply::Tools(calls) => {
             for (i, (name, args)) in calls.iter().enumerate() {
