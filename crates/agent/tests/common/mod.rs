@@ -168,10 +168,10 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
                 events.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b}})));
                 events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": i})));
             }
-            stop_reason = "tool_use";
+            "tool_use"
         }
         Reply::Delay(..) => unreachable!(),
-    }
+    };
     events.push(ev(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}),
