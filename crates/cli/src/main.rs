@@ -1,5 +1,6 @@
 //! The `holdfast` binary: one entry point for every command (see `docs/interfaces.md`).
 
+mod chat;
 mod devnet_cmd;
 mod replay;
 
@@ -18,6 +19,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Chat with the agent in the terminal (needs an LLM provider: see docs/llm.md).
+    Chat {
+        /// Configuration file (default: built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Start or stop the local devnet (anvil + contracts at Base addresses + quoter + funded burner wallet).
     Devnet {
         #[command(subcommand)]
@@ -97,6 +104,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     println!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Chat { config } => {
+            chat::run(config.as_deref()).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Devnet { command } => {
