@@ -110,8 +110,19 @@ impl Runtime {
 
     /// Builds every layer from a parsed document.
     pub async fn from_document(doc: ConfigDocument) -> Result<Self, RuntimeError> {
+        Self::from_document_with_data_dir(doc, None).await
+    }
+
+    /// Builds every layer, with `data_dir` (when given) replacing the document's `[storage] data_dir`.
+    pub async fn from_document_with_data_dir(
+        doc: ConfigDocument,
+        data_dir: Option<PathBuf>,
+    ) -> Result<Self, RuntimeError> {
         doc.check_sections(&known_sections())?;
-        let core = CoreConfig::from_document(&doc)?;
+        let mut core = CoreConfig::from_document(&doc)?;
+        if data_dir.is_some() {
+            core.data_dir = data_dir;
+        }
         let mut declarations = core.registers.clone();
         Web3::install_declarations(&mut declarations, &core.networks);
         let services = CoreServices::new(core)?.with_declarations(declarations);

@@ -3,6 +3,7 @@
 mod chat;
 mod devnet_cmd;
 mod replay;
+mod serve;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The HTTP + WebSocket API and the web UI (with no --config: SQLite and a local devnet, no API key needed).
+    Serve(serve::ServeArgs),
     /// Chat with the agent in the terminal (needs an LLM provider: see docs/llm.md).
     Chat {
         /// Configuration file (default: built-in defaults).
@@ -104,6 +107,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     println!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve(args) => {
+            serve::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat { config } => {

@@ -1,0 +1,97 @@
+//! `holdfast mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token TOKEN]`: the MCP server over the
+//! whole tool registry (see the `holdfast-mcp` crate and `docs/mcp.md`).
+//!
+//! stdio is the default: the MCP client starts this command and speaks JSON-RPC on its stdin/stdout, so nothing
+//! else is ever printed to stdout; diagnostics go to stderr. With `--transport http` the server listens on
+//! `http://ADDR/mcp` (loopback by default) and requires a bearer token; it runs until Ctrl-C.
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use holdfast_mcp::{BearerToken, HttpServer, McpOptions, McpSection, TOKEN_ENV, TokenOrigin, TransportKind};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The transport `holdfast mcp` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum McpTransport {
+    /// JSON-RPC lines on stdin/stdout (the client starts `holdfast mcp`).
+    Stdio,
+    /// Streamable HTTP at http://ADDR/mcp with a bearer token.
+    Http,
+}
+
+/// `holdfast mcp …`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Configuration file (default: built-in defaults, everything in memory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The transport.
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: McpTransport,
+    /// HTTP listen address (default: [mcp] bind, else 127.0.0.1:8765). A non-loopback address needs a token you
+    /// choose.
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// HTTP bearer token (default: HOLDFAST_MCP_TOKEN, else DATA_DIR/mcp-token, generated on first start).
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+/// Runs `holdfast mcp` until the client disconnects (stdio) or Ctrl-C (http).
+pub async fn run(args: McpArgs) -> anyhow::Result<()> {
+    let runtime = Arc::new(holdfast_agent::Runtime::load(args.config.as_deref()).await?);
+    if runtime.data_dir().is_some() {
+        // Settle what an earlier run left unresolved before serving anything new.
+        match runtime.web3.reconcile().await {
+            Ok(done) => {
+                for r in done {
+                    eprintln!("holdfast mcp: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
+                }
+            }
+            Err(e) => eprintln!("holdfast mcp: could not reconcile the journal: {e}"),
+        }
+    }
+    let section = McpSection::from_document(&runtime.document)?;
+    let transport = match args.transport {
+        McpTransport::Stdio => TransportKind::Stdio,
+        McpTransport::Http => TransportKind::Http,
+    };
+    let options =
+        McpOptions { transport, bind: args.bind, token: args.token, max_message_bytes: None }.resolve(&section);
+    match options.transport {
+        TransportKind::Stdio => {
+            holdfast_mcp::serve_stdio(runtime, options.max_bytes()).await.context("serving MCP on stdio")?;
+        }
+        TransportKind::Http => {
+            let addr = options.bind_addr();
+            let env = std::env::var(TOKEN_ENV).ok();
+            let data_dir = runtime.data_dir().cloned();
+            let token = BearerToken::resolve(options.token.clone(), env, data_dir.as_deref(), addr)?;
+            let server = HttpServer::start(Arc::clone(&runtime), addr, token.clone(), options.max_bytes()).await?;
+            eprintln!("holdfast mcp: listening on {}", server.url());
+            match token.origin() {
+                TokenOrigin::File { path, created: true } => {
+                    eprintln!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());
+                }
+                TokenOrigin::File { path, created: false } => {
+                    eprintln!("holdfast mcp: bearer token in {}", path.display());
+                }
+                TokenOrigin::Ephemeral => {
+                    eprintln!("holdfast mcp: bearer token for this run (no data dir): {}", token.secret());
+                }
+                TokenOrigin::Flag | TokenOrigin::Env => eprintln!("holdfast mcp: bearer token as given"),
+            }
+            let stop = server.stop_handle();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("holdfast mcp: stopping");
+                    stop.cancel();
+                }
+            });
+            server.wait().await?;
+        }
+    }
+    Ok(())
+}

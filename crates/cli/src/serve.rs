@@ -1,0 +1,145 @@
+//! `holdfast serve`: the HTTP + WebSocket API and the web UI.
+//!
+//! With no `--config`, it runs on embedded defaults: SQLite under the data dir (`./holdfast-data`) and a local devnet
+//! started in `DATA_DIR/devnet` for it (stopped again on shutdown when this command started it), so the whole swap
+//! flow works in the browser without any API key. Binds to loopback unless told otherwise; every API call needs
+//! the access token generated into the data dir on first start.
+
+use anyhow::{Context as _, bail};
+use holdfast_agent::Runtime;
+use holdfast_core::config::ConfigDocument;
+use holdfast_server::{AppState, token};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Default data dir for `serve` without a config.
+pub const DEFAULT_DATA_DIR: &str = "holdfast-data";
+/// Default bind address.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8700";
+
+/// Options of `holdfast serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Configuration file (default: embedded defaults on a local devnet).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Data dir for SQLite, the wallet key and the access token.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = DEFAULT_BIND)]
+    pub bind: String,
+    /// Without --config: use the built-in Base mainnet defaults instead of starting a local devnet.
+    #[arg(long)]
+    pub no_devnet: bool,
+    /// Serve without an access token (refused on any address but loopback).
+    #[arg(long)]
+    pub insecure_no_token: bool,
+}
+
+async fn stop_devnet(dir: &Path) {
+    match holdfast_devnet::down(dir).await {
+        Ok(report) => eprintln!("holdfast: {}", report.message),
+        Err(e) => eprintln!("holdfast: stopping the devnet: {e}"),
+    }
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let bind: SocketAddr =
+        args.bind.parse().with_context(|| format!("--bind {:?} is not an address:port", args.bind))?;
+    if args.insecure_no_token && !bind.ip().is_loopback() {
+        bail!("refusing to serve on {bind} without an access token: only loopback addresses may run without one");
+    }
+
+    let mut started_devnet: Option<PathBuf> = None;
+    let (doc, data_dir) = match &args.config {
+        Some(path) => (ConfigDocument::load(path)?, args.data_dir.clone()),
+        None if args.no_devnet => {
+            (ConfigDocument::empty(), Some(args.data_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))))
+        }
+        None => {
+            let data_dir = args.data_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+            let dir = data_dir.join("devnet");
+            let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
+            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
+            let info =
+                holdfast_devnet::up(holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress }).await?;
+            if !info.already_up {
+                started_devnet = Some(dir.clone());
+            }
+            let doc = ConfigDocument::load(&dir.join(&info.config))?;
+            (doc, Some(data_dir))
+        }
+    };
+    let result = serve(doc, data_dir, bind, args.insecure_no_token).await;
+    if let Some(dir) = started_devnet {
+        stop_devnet(&dir).await;
+    }
+    result
+}
+
+async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
+    let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
+    let data_dir = runtime.data_dir().cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    match runtime.web3.reconcile().await {
+        Ok(done) => {
+            for r in done {
+                eprintln!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
+            }
+        }
+        Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
+    }
+    let token = if no_token {
+        None
+    } else {
+        let (token, created) = token::load_or_create(&data_dir)
+            .with_context(|| format!("creating the access token in {}", data_dir.display()))?;
+        Some((token, created))
+    };
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("cannot listen on {bind} (is another server running? try --bind 127.0.0.1:0)"))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let state = AppState::new(Arc::clone(&runtime), token.as_ref().map(|(t, _)| t.clone()));
+    let llm = match &state.agent {
+        Some(a) => format!("{} {}", a.provider().name(), a.provider().model()),
+        None => "none (the tool console works; set OPENAI_API_KEY or ANTHROPIC_API_KEY to chat)".to_owned(),
+    };
+    println!("holdfast serving on http://{addr}/");
+    match &token {
+        Some((t, true)) => {
+            println!("  open: http://{addr}/#token={t}   (token saved in {}/{})", data_dir.display(), token::TOKEN_FILE)
+        }
+        Some((_, false)) => println!("  access token: {}/{}", data_dir.display(), token::TOKEN_FILE),
+        None => println!("  no access token (loopback only)"),
+    }
+    println!("  wallet: {}", runtime.web3.wallet().address());
+    println!("  LLM: {llm}");
+    println!("  data: {}", data_dir.display());
+    axum::serve(listener, holdfast_server::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving")?;
+    eprintln!("holdfast: stopped; in-flight requests finished");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,119 @@
+//! `/ws`: a session's events, for clients subscribed to that session only (invariant 14).
+//!
+//! Each subscription forwards the session's broadcast into the client's bounded queue with `try_send`: the agent
+//! never waits for a client. A client whose queue fills up is disconnected (close code 1008, "too slow"); a
+//! subscription that lagged behind the broadcast buffer gets a `{"type":"lagged","missed":N}` notice.
+
+use crate::AppState;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use std::collections::HashSet;
+use std::sync::Arc;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{Notify, mpsc};
+
+/// Messages a client may fall behind before it is disconnected.
+pub const CLIENT_QUEUE: usize = 512;
+
+/// Largest message a client may send.
+const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
+
+pub async fn upgrade(
+    State(state): State<Arc<AppState>>,
+    Query(pairs): Query<Vec<(String, String)>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let sessions: Vec<String> = pairs.into_iter().filter(|(k, _)| k == "session").map(|(_, v)| v).collect();
+    ws.max_message_size(MAX_CLIENT_MESSAGE).on_upgrade(move |socket| client(state, socket, sessions))
+}
+
+async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<String>(CLIENT_QUEUE);
+    let slow = Arc::new(Notify::new());
+    let mut subscribed: HashSet<String> = HashSet::new();
+    let mut forwarders = Vec::new();
+
+    for id in initial {
+        forwarders.extend(subscribe(&state, &tx, &slow, &mut subscribed, id).await);
+    }
+    loop {
+        tokio::select! {
+            out = rx.recv() => {
+                let Some(text) = out else { break };
+                if sink.send(Message::Text(Utf8Bytes::from(text))).await.is_err() {
+                    break;
+                }
+            }
+            incoming = stream.next() => {
+                match incoming {
+                    Some(Ok(Message::Text(text))) => {
+                        let request: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                        match (request["type"].as_str(), request["session_id"].as_str()) {
+                            (Some("subscribe"), Some(id)) => {
+                                forwarders.extend(subscribe(&state, &tx, &slow, &mut subscribed, id.to_owned()).await);
+                            }
+                            _ => {
+                                let _ = tx.try_send(json!({"type": "error", "error": {"code": "invalid_params", "message": "expected {\"type\":\"subscribe\",\"session_id\":…}"}}).to_string());
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                    Some(Ok(_)) => {}
+                }
+            }
+            () = slow.notified() => {
+                let frame = CloseFrame { code: 1008, reason: Utf8Bytes::from_static("too slow: events were not read in time") };
+                let _ = sink.send(Message::Close(Some(frame))).await;
+                break;
+            }
+        }
+    }
+    for f in forwarders {
+        f.abort();
+    }
+}
+
+/// Starts forwarding session `id`'s events into the client's queue. `None` when already subscribed or unknown
+/// (the client is told).
+async fn subscribe(
+    state: &AppState,
+    tx: &mpsc::Sender<String>,
+    slow: &Arc<Notify>,
+    subscribed: &mut HashSet<String>,
+    id: String,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !subscribed.insert(id.clone()) {
+        return None;
+    }
+    let Ok(Some(ctx)) = state.runtime.session(&id).await else {
+        let error = json!({"type": "error", "error": {"code": "not_found", "message": format!("no session {id:?}")}});
+        let _ = tx.try_send(error.to_string());
+        return None;
+    };
+    let mut events = ctx.events.subscribe();
+    let _ = tx.try_send(json!({"type": "subscribed", "session_id": id}).to_string());
+    let (tx, slow) = (tx.clone(), Arc::clone(slow));
+    Some(tokio::spawn(async move {
+        loop {
+            let text = match events.recv().await {
+                Ok(event) => event.envelope().to_string(),
+                Err(RecvError::Lagged(missed)) => {
+                    json!({"type": "lagged", "session_id": id, "missed": missed}).to_string()
+                }
+                Err(RecvError::Closed) => return,
+            };
+            match tx.try_send(text) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    slow.notify_one();
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+        }
+    }))
+}

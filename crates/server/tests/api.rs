@@ -1,0 +1,217 @@
+//! The API over real HTTP and WebSocket against a running server on the devnet.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use futures::{SinkExt, StreamExt};
+use holdfast_agent::Runtime;
+use holdfast_server::AppState;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
+
+struct Server {
+    url: String,
+    http: reqwest::Client,
+    _devnet: holdfast_devnet::TestDevnet,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+        let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+        let state = AppState::with_agent(runtime, None, Some(TOKEN.into()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
+        Server { url, http: reqwest::Client::new(), _devnet: devnet }
+    }
+
+    async fn req(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut r = self.http.request(method, format!("{}{path}", self.url)).bearer_auth(TOKEN);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn tool(&self, session: &str, name: &str, params: Value) -> (u16, Value) {
+        self.req(reqwest::Method::POST, &format!("/api/sessions/{session}/tools/{name}"), Some(params)).await
+    }
+
+    async fn session(&self) -> String {
+        let (status, body) = self.req(reqwest::Method::POST, "/api/sessions", None).await;
+        assert_eq!(status, 201);
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn ws(
+        &self,
+        session: &str,
+    ) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+        let url = format!("{}/ws?token={TOKEN}&session={session}", self.url.replace("http", "ws"));
+        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let first = next_json(&mut ws).await.unwrap();
+        assert_eq!(first["type"], "subscribed");
+        ws
+    }
+}
+
+async fn next_json<S>(ws: &mut S) -> Option<Value>
+where
+    S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) => return Some(serde_json::from_str(&t).unwrap()),
+            Ok(Some(Ok(_))) => continue,
+            _ => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_token_no_access() {
+    let s = Server::start().await;
+    for path in ["/api/info", "/api/sessions", "/api/journal", "/ws"] {
+        let resp = s.http.get(format!("{}{path}", s.url)).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 401, "{path}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unauthorized");
+        let resp = s.http.get(format!("{}{path}", s.url)).bearer_auth("wrong").send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 401, "{path}");
+    }
+    let ws = tokio_tungstenite::connect_async(format!("{}/ws?session=x", s.url.replace("http", "ws"))).await;
+    assert!(ws.is_err(), "the WebSocket needs the token too");
+    assert_eq!(
+        s.http.get(format!("{}/", s.url)).send().await.unwrap().status().as_u16(),
+        200,
+        "the page itself is public"
+    );
+}
+
+#[tokio::test]
+async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_only() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    let b = s.session().await;
+    let mut ws_a = s.ws(&a).await;
+    let mut ws_b = s.ws(&b).await;
+
+    let (status, body) = s
+        .req(
+            reqwest::Method::POST,
+            &format!("/api/sessions/{a}/messages"),
+            Some(json!({"content": "swap 0.02 ETH for USDC"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["agent"], Value::Null);
+    assert_eq!(body["context_bank"][0]["value"], "0.02");
+
+    for (tool, params) in [
+        (
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        ),
+        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+        ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ("to_raw_amount", json!({"amount": "0.02", "token_register": "sell_token", "cache_as": "sell_amount"})),
+        ("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})),
+    ] {
+        let (status, body) = s.tool(&a, tool, params).await;
+        assert_eq!(status, 200, "{tool}: {body}");
+        assert_eq!(body["ok"], true);
+    }
+    // 0.02 ETH is above the devnet's auto-approve limit: the action waits for the user.
+    let (status, body) = s.tool(&a, "web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["error"]["code"], "confirmation_required");
+    let cid = body["error"]["details"]["confirmation_id"].as_str().unwrap().to_owned();
+    let (_, pending) = s.req(reqwest::Method::GET, &format!("/api/sessions/{a}/confirmations"), None).await;
+    assert_eq!(pending["pending"][0]["summary"]["sell"], "0.02 ETH");
+    let (status, approved) =
+        s.req(reqwest::Method::POST, &format!("/api/sessions/{a}/confirmations/{cid}/approve"), None).await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["output"]["status"], "confirmed");
+
+    let mut names = Vec::new();
+    while let Some(msg) = next_json(&mut ws_a).await {
+        assert_eq!(msg["session_id"], a.as_str());
+        names.push(msg["event"].as_str().unwrap().to_owned());
+    }
+    let at = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("no {n} in {names:?}"));
+    assert!(at("context_bank.update") < at("register.update"));
+    assert!(at("register.update") < at("confirmation.required"));
+    assert!(at("confirmation.required") < at("confirmation.resolved"));
+    assert!(at("confirmation.resolved") < at("tx.confirmed"));
+    assert_eq!(next_json(&mut ws_b).await, None, "the other session's client receives none of it");
+
+    let (_, regs) = s.req(reqwest::Method::GET, &format!("/api/sessions/{a}/registers"), None).await;
+    assert_eq!(regs["registers"]["sell_amount"]["origin"], "user");
+    assert_eq!(regs["registers"]["sell_token"]["declared"], true);
+    let (_, regs_b) = s.req(reqwest::Method::GET, &format!("/api/sessions/{b}/registers"), None).await;
+    assert_eq!(regs_b["registers"], json!({}));
+    let (_, journal) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={a}"), None).await;
+    assert!(journal["journal"].as_array().unwrap().iter().any(|e| e["kind"] == "swap" && e["status"] == "confirmed"));
+    let _ = ws_a.close(None).await;
+}
+
+#[tokio::test]
+async fn errors_carry_tool_codes_and_statuses() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    let (status, body) = s.tool(&a, "nope", json!({})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("unknown_tool")));
+    let (status, body) = s.tool(&a, "register_set", json!({"key": "sell_token", "value": "x"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("register_write_denied")));
+    let (status, body) = s.tool(&a, "token_lookup", json!({"symbol": 1})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("invalid_params")));
+    let (status, body) = s.req(reqwest::Method::GET, "/api/sessions/s_missing/registers", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, _) =
+        s.req(reqwest::Method::POST, &format!("/api/sessions/{a}/confirmations/cf_x/approve"), None).await;
+    assert_eq!(status, 404);
+    let (status, info) = s.req(reqwest::Method::GET, "/api/info", None).await;
+    assert_eq!(status, 200);
+    assert!(info["wallet_address"].as_str().unwrap().starts_with("0x"));
+    let (_, tools) = s.req(reqwest::Method::GET, "/api/tools", None).await;
+    assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "web3_tx"));
+}
+
+#[tokio::test]
+async fn a_slow_websocket_client_is_dropped_and_never_blocks_the_session() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    let mut slow = s.ws(&a).await;
+    // Flood the session with events without reading the socket.
+    let started = std::time::Instant::now();
+    for i in 0..3000 {
+        let (status, _) =
+            s.tool(&a, "register_set", json!({"key": format!("k{}", i % 200), "value": "x".repeat(2000)})).await;
+        assert_eq!(status, 200);
+    }
+    assert!(started.elapsed() < Duration::from_secs(120));
+    // The client is either disconnected for being slow or told it lagged; it never stalled the writes above.
+    let mut saw_end = false;
+    for _ in 0..10_000 {
+        match tokio::time::timeout(Duration::from_secs(2), slow.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => {
+                assert_eq!(frame.map(|f| u16::from(f.code)), Some(1008));
+                saw_end = true;
+                break;
+            }
+            Ok(Some(Ok(Message::Text(t)))) if t.contains("\"lagged\"") => {
+                saw_end = true;
+                break;
+            }
+            Ok(Some(Ok(_))) => {}
+            _ => break,
+        }
+    }
+    assert!(saw_end, "a slow client is cut off or told it lagged");
+    let _ = slow.send(Message::Close(None)).await;
+}
