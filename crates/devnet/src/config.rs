@@ -2,12 +2,14 @@
 //!
 //! Paths in them are relative to the folder, so the folder can be moved while the devnet is down. The config
 //! points network `base` at the devnet's anvil, pins the swap venue as swap target and allowance spender, names the
-//! burner key file and the preset file, and sets small policy and payment limits; the presets point `swap_quote`
-//! and `token_price` at the devnet's quoter.
+//! burner key file and the preset file, and sets small policy and payment limits (x402: USDC only, at most 0.05 per
+//! request and 5 per day; the devnet paywall asks 0.01); the presets point `swap_quote` and `token_price` at the
+//! devnet's quoter and allow only the paywall's payee.
 
 use crate::contracts::{CHAIN_ID, VENUE};
 use crate::error::DevnetError;
 use crate::info::{CONFIG_FILE, KEY_FILE, PRESETS_FILE, write_atomic};
+use crate::paywall::PAYEE;
 use std::path::Path;
 
 /// The text of `holdfast.toml` for a devnet whose anvil listens on `anvil_port`.
@@ -71,7 +73,7 @@ pub fn presets_ron(quoter_url: &str) -> String {
         headers: [("0x-version", "v2")],
         writes: "swap_quote",
         kind: SwapQuote,
-        payees: [],
+        payees: ["{PAYEE}"],
     ),
     "token_price": (
         url: "{quoter_url}/price/token",
@@ -82,7 +84,7 @@ pub fn presets_ron(quoter_url: &str) -> String {
         headers: [],
         writes: "token_price",
         kind: TokenPrice,
-        payees: [],
+        payees: ["{PAYEE}"],
     ),
 }}
 "#
@@ -124,5 +126,6 @@ mod tests {
         assert_eq!(map.len(), 2);
         assert!(text.contains(r#"url: "http://127.0.0.1:9999/swap/allowance-holder/quote""#));
         assert!(text.contains(r#"("token",   Register(key: "token_address", path: None))"#));
+        assert_eq!(text.matches(r#"payees: ["0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"]"#).count(), 2);
     }
 }

@@ -40,7 +40,7 @@ pub struct AnvilProcess {
     pub port: u16,
 }
 
-/// The services process (quoter, later the x402 paywall).
+/// The services process (quoter behind the x402 paywall, facilitator).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServicesProcess {
     /// Its process id (0 while starting; the test process's own id for an in-process [`crate::TestDevnet`]).
@@ -75,6 +75,26 @@ pub struct WalletInfo {
     pub key_file: String,
 }
 
+/// The x402 paywall in front of the quoter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct X402Info {
+    /// The facilitator API (`/verify`, `/settle`, `/supported`).
+    pub facilitator_url: String,
+    /// The CAIP-2 network paid on.
+    pub network: String,
+    /// The token paid with.
+    #[serde(with = "eip55")]
+    pub asset: Address,
+    /// The price per quote or price lookup, base units of the asset.
+    pub price: String,
+    /// The payee.
+    #[serde(with = "eip55")]
+    pub pay_to: Address,
+    /// The account that submits settlements.
+    #[serde(with = "eip55")]
+    pub facilitator_account: Address,
+}
+
 /// The content of `DIR/devnet.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DevnetInfo {
@@ -90,6 +110,9 @@ pub struct DevnetInfo {
     pub contracts: ContractAddresses,
     /// The burner wallet.
     pub wallet: WalletInfo,
+    /// The x402 paywall (absent in files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x402: Option<X402Info>,
     /// The generated config, relative to the devnet folder.
     pub config: String,
     /// When `up` started it (RFC 3339).
@@ -99,6 +122,21 @@ pub struct DevnetInfo {
     /// Set by [`crate::up`] when the folder was already up and nothing was started (not stored in the file).
     #[serde(skip)]
     pub already_up: bool,
+}
+
+impl X402Info {
+    /// The devnet paywall's terms, for services at `services_url`.
+    pub fn for_services(services_url: &str) -> Self {
+        let terms = crate::paywall::PaywallConfig::devnet();
+        Self {
+            facilitator_url: format!("{services_url}{}", crate::services::FACILITATOR_PATH),
+            network: format!("eip155:{}", terms.chain_id),
+            asset: terms.asset,
+            price: terms.price.to_string(),
+            pay_to: terms.pay_to,
+            facilitator_account: crate::facilitator::FACILITATOR_ACCOUNT,
+        }
+    }
 }
 
 impl DevnetInfo {
@@ -173,6 +211,7 @@ mod tests {
             services: ServicesProcess { pid: 11, port: 2, url: "http://127.0.0.1:2".into() },
             contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
             wallet: WalletInfo { address: VENUE, key_file: KEY_FILE.into() },
+            x402: Some(X402Info::for_services("http://127.0.0.1:2")),
             config: CONFIG_FILE.into(),
             started_at: "2026-11-01T00:00:00Z".into(),
             state: DevnetState::Up,
@@ -183,6 +222,8 @@ mod tests {
         assert_eq!(v["contracts"]["usdc"], "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
         assert_eq!(v["wallet"]["address"], "0x0000000000001fF3684f28c67538d4D072C22734");
         assert!(v.get("already_up").is_none());
+        assert_eq!(v["x402"]["facilitator_url"], "http://127.0.0.1:2/facilitator");
+        assert_eq!(v["x402"]["price"], "10000");
         let back: DevnetInfo = serde_json::from_value(v).unwrap();
         assert_eq!(back, DevnetInfo { already_up: false, ..info });
     }

@@ -6,13 +6,16 @@
 //! - Base's USDC (an EIP-3009 `FiatTokenDevnet`), WETH (`WETH9`) and a swap venue at the 0x AllowanceHolder
 //!   address, placed with `anvil_setCode` and seeded with 100 ETH, 300,000 USDC and 100 WETH ([`contracts`]),
 //! - the services process ([`services`]): a quoter that answers the 0x Swap v2 `allowance-holder/quote` shape and
-//!   a token price endpoint ([`quoter`]),
+//!   a token price endpoint ([`quoter`]), both behind an x402 v2 paywall ([`paywall`], 0.01 USDC per request)
+//!   whose facilitator really verifies and settles on the devnet chain ([`facilitator`], also served as the
+//!   facilitator API under `/facilitator`),
 //!
 //! funds a fresh burner wallet (10 ETH, 10,000 USDC; key in `DIR/wallet.key`, mode 0600, never printed), and
 //! writes `DIR/holdfast.toml`, `DIR/presets.ron` ([`config`]) and `DIR/devnet.json` ([`info`]).
 //! `holdfast devnet down --dir DIR` ([`down`]) stops exactly the processes it started.
 //!
-//! [`TestDevnet`] is the same devnet in a temporary folder with the quoter in-process, for integration tests.
+//! [`TestDevnet`] is the same devnet in a temporary folder with the services (paywall included) in-process, for
+//! integration tests.
 //!
 //! Linux only: processes are identified through `/proc`, and anvil comes from the npm package for Linux x86_64
 //! unless `HOLDFAST_ANVIL` names another binary.
@@ -21,8 +24,10 @@ pub mod anvil;
 pub mod config;
 pub mod contracts;
 pub mod error;
+pub mod facilitator;
 pub mod info;
 pub mod lifecycle;
+pub mod paywall;
 mod process;
 pub mod quoter;
 pub mod services;
@@ -32,9 +37,11 @@ pub mod wallet;
 pub use anvil::{anvil_path, cache_dir, find_anvil};
 pub use contracts::{CHAIN_ID, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
 pub use error::DevnetError;
+pub use facilitator::{FACILITATOR_ACCOUNT, Facilitator, facilitator_router};
 pub use info::{DevnetInfo, DevnetState, read_info};
 pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, up};
+pub use paywall::{PAYEE, Paywall, PaywallConfig, QUOTE_PRICE};
 pub use process::StopOutcome;
 pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};
-pub use services::{run_services, services_router};
+pub use services::{FACILITATOR_PATH, devnet_paywall, run_services, services_router};
 pub use testnet::TestDevnet;

@@ -11,7 +11,7 @@ use crate::contracts::{CHAIN_ID, USDC, VENUE, WETH, fund_wallet, place_and_seed}
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
-    ServicesProcess, WalletInfo, devnet_json_path, read_info, write_info,
+    ServicesProcess, WalletInfo, X402Info, devnet_json_path, read_info, write_info,
 };
 use crate::process::{Expect, StopOutcome, is_ours, is_running, kill_child, log_tail, release, spawn_logged, stop};
 use crate::services::HEALTH_PATH;
@@ -152,6 +152,7 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
             services: ServicesProcess { pid: 0, port: services_port, url: services_url.clone() },
             contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
             wallet: WalletInfo { address: Address::ZERO, key_file: KEY_FILE.into() },
+            x402: Some(X402Info::for_services(&services_url)),
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             state: DevnetState::Starting,
@@ -169,7 +170,8 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         progress(&format!("wrote {CONFIG_FILE} and presets.ron"));
         write_info(&dir, &info)?;
 
-        progress(&format!("starting the services (quoter) on {services_url}…"));
+        crate::services::check_facilitator_account(&provider).await?;
+        progress(&format!("starting the services (quoter behind an x402 paywall, facilitator) on {services_url}…"));
         let mut cmd = Command::new(&opts.services_exe);
         cmd.args(["devnet", "services", "--dir"]).arg(&dir);
         let services_log = dir.join(SERVICES_LOG);

@@ -1,5 +1,6 @@
-//! [`TestDevnet`]: the same devnet as [`crate::up`], in a fresh temporary folder, with the quoter served in-process
-//! on a tokio task — for integration tests of any crate, without the holdfast binary.
+//! [`TestDevnet`]: the same devnet as [`crate::up`], in a fresh temporary folder, with the services (the quoter
+//! behind the x402 paywall, and the facilitator) served in-process on a tokio task — for integration tests of any
+//! crate, without the holdfast binary.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), holdfast_devnet::DevnetError> {
@@ -16,13 +17,15 @@ use crate::anvil::{anvil_path, start_anvil};
 use crate::config::write_config;
 use crate::contracts::{self, CHAIN_ID, USDC, VENUE, WETH, fund_wallet, place_and_seed};
 use crate::error::DevnetError;
+use crate::facilitator::Facilitator;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, ServicesProcess,
-    WalletInfo, write_info,
+    WalletInfo, X402Info, write_info,
 };
+use crate::paywall::Paywall;
 use crate::process::kill_child;
 use crate::quoter::QuoteState;
-use crate::services::services_router;
+use crate::services::{FACILITATOR_PATH, check_facilitator_account, devnet_paywall, services_router};
 use crate::wallet::{create_key_file, load_key_file};
 use alloy::primitives::{Address, U256};
 use alloy::providers::DynProvider;
@@ -30,15 +33,18 @@ use alloy::signers::local::PrivateKeySigner;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Child;
+use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// A throw-away devnet for tests: anvil as a child process, the quoter on a tokio task, files in a temp folder.
+/// A throw-away devnet for tests: anvil as a child process, the services on a tokio task, files in a temp folder.
 pub struct TestDevnet {
     /// anvil's JSON-RPC URL.
     pub rpc_url: String,
-    /// The in-process quoter's base URL (`http://127.0.0.1:PORT`).
+    /// The in-process services' base URL (`http://127.0.0.1:PORT`): the paywalled quoter.
     pub quoter_url: String,
+    /// The in-process facilitator API (`{quoter_url}/facilitator`).
+    pub facilitator_url: String,
     /// The temporary devnet folder (deleted on drop).
     pub dir: PathBuf,
     /// `dir/holdfast.toml`.
@@ -51,6 +57,7 @@ pub struct TestDevnet {
     pub info: DevnetInfo,
     provider: DynProvider,
     dev: Address,
+    paywall: Arc<Paywall>,
     anvil: Option<Child>,
     quoter: Option<JoinHandle<()>>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -96,6 +103,7 @@ impl TestDevnet {
         let provider = anvil.provider;
 
         let dev = place_and_seed(&provider, &|_| {}).await?;
+        check_facilitator_account(&provider).await?;
         let key_path = dir.join(KEY_FILE);
         let wallet_address = create_key_file(&key_path)?;
         fund_wallet(&provider, dev, wallet_address).await?;
@@ -116,6 +124,7 @@ impl TestDevnet {
             services: ServicesProcess { pid: std::process::id(), port: quoter_port, url: quoter_url.clone() },
             contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
             wallet: WalletInfo { address: wallet_address, key_file: KEY_FILE.into() },
+            x402: Some(X402Info::for_services(&quoter_url)),
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             state: DevnetState::Up,
@@ -124,7 +133,9 @@ impl TestDevnet {
         write_info(&dir, &info)?;
 
         let (shutdown, stop_rx) = oneshot::channel::<()>();
-        let app = services_router(QuoteState::new(provider.clone()));
+        let state = QuoteState::new(provider.clone());
+        let paywall = devnet_paywall(&state);
+        let app = services_router(state, Arc::clone(&paywall));
         let quoter = tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(async {
@@ -138,6 +149,7 @@ impl TestDevnet {
 
         Ok(Self {
             rpc_url: anvil.rpc_url,
+            facilitator_url: format!("{quoter_url}{FACILITATOR_PATH}"),
             quoter_url,
             config_path: dir.join(CONFIG_FILE),
             dir,
@@ -146,6 +158,7 @@ impl TestDevnet {
             info,
             provider,
             dev,
+            paywall,
             anvil: guard.0.take(),
             quoter: Some(quoter),
             shutdown: Some(shutdown),
@@ -161,6 +174,16 @@ impl TestDevnet {
     /// The quoter's state, for calling [`crate::build_quote`] directly.
     pub fn quote_state(&self) -> QuoteState {
         QuoteState::new(self.provider.clone())
+    }
+
+    /// The paywall in front of the quoter (its terms and facilitator).
+    pub fn paywall(&self) -> Arc<Paywall> {
+        Arc::clone(&self.paywall)
+    }
+
+    /// The paywall's facilitator (verifies and settles on this devnet).
+    pub fn facilitator(&self) -> Arc<Facilitator> {
+        Arc::clone(&self.paywall.facilitator)
     }
 
     /// The burner wallet's signer, read back from the key file (tests execute quotes with it).

@@ -6,7 +6,6 @@ use alloy::network::{EthereumWallet, TransactionBuilder};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::{TransactionReceipt, TransactionRequest};
-use alloy::transports::http::reqwest;
 use holdfast_devnet::contracts::abi::{IDevnetToken, ISwapVenue};
 use holdfast_devnet::contracts::{ETHER, ONE_USDC};
 use holdfast_devnet::{NATIVE, QuoteRequest, TestDevnet, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
@@ -14,11 +13,27 @@ use serde_json::Value;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+mod common;
+
+/// GET through the x402 paywall, paying 0.01 USDC with the burner key (free endpoints answer directly).
 async fn get(url: &str) -> (u16, Value) {
-    let resp = reqwest::get(url).await.unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
+    let signer = SIGNER.with(|s| s.borrow().clone()).expect("set_payer first");
+    let answer =
+        if url.ends_with("/health") { common::get_with(url, None).await } else { common::paid_get(url, &signer).await };
+    assert!(!answer.body.is_null(), "not JSON: {url}");
+    (answer.status, answer.body)
+}
+
+thread_local! {
+    static SIGNER: std::cell::RefCell<Option<alloy::signers::local::PrivateKeySigner>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Starts a devnet and makes its burner wallet the payer of [`get`].
+async fn start() -> TestDevnet {
+    let dn = TestDevnet::start().await.unwrap();
+    let signer = dn.signer().unwrap();
+    SIGNER.with(|s| *s.borrow_mut() = Some(signer));
+    dn
 }
 
 fn quote_url(dn: &TestDevnet, sell: Address, buy: Address, amount: U256, extra: &str) -> String {
@@ -66,7 +81,7 @@ fn quote_tx(quote: &Value) -> TransactionRequest {
 #[tokio::test]
 async fn starts_fast_funded_and_prices_eth_near_3000() {
     let t0 = Instant::now();
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let elapsed = t0.elapsed();
     eprintln!("TestDevnet::start took {elapsed:?}");
     assert!(elapsed < Duration::from_secs(5), "start took {elapsed:?}");
@@ -111,7 +126,7 @@ async fn starts_fast_funded_and_prices_eth_near_3000() {
 
 #[tokio::test]
 async fn honest_eth_to_usdc_quote_executes_with_the_burner_key() {
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let sell = ETHER / U256::from(10); // 0.1 ETH
     let (status, quote) = get(&quote_url(&dn, NATIVE, USDC, sell, "&slippageBps=50")).await;
     assert_eq!(status, 200, "{quote}");
@@ -147,7 +162,7 @@ async fn honest_eth_to_usdc_quote_executes_with_the_burner_key() {
 
 #[tokio::test]
 async fn usdc_to_eth_reports_the_allowance_then_executes_after_an_exact_approval() {
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let sell = ONE_USDC * U256::from(300); // 300 USDC ≈ 0.1 ETH
     let (status, quote) = get(&quote_url(&dn, USDC, NATIVE, sell, "")).await;
     assert_eq!(status, 200, "{quote}");
@@ -181,7 +196,7 @@ async fn usdc_to_eth_reports_the_allowance_then_executes_after_an_exact_approval
 
 #[tokio::test]
 async fn refuses_bad_params_wrong_chain_and_reports_balance_and_liquidity() {
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let base = format!("{}/swap/allowance-holder/quote", dn.quoter_url);
     let taker = dn.wallet_address;
     let bad = [
@@ -229,7 +244,7 @@ async fn refuses_bad_params_wrong_chain_and_reports_balance_and_liquidity() {
 
 #[tokio::test]
 async fn build_quote_is_callable_directly_and_matches_the_http_answer() {
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let state = dn.quote_state();
     let req = QuoteRequest {
         chain_id: 8453,
@@ -258,7 +273,7 @@ async fn build_quote_is_callable_directly_and_matches_the_http_answer() {
 
 #[tokio::test]
 async fn helpers_fund_and_mint() {
-    let dn = TestDevnet::start().await.unwrap();
+    let dn = start().await;
     let someone = Address::repeat_byte(0x42);
     dn.fund_eth(someone, ETHER).await.unwrap();
     dn.fund_eth(someone, ETHER).await.unwrap();

@@ -9,6 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+mod common;
+
 const SERVICES_EXE: &str = env!("CARGO_BIN_EXE_holdfast-devnet-services");
 
 fn opts(dir: &Path, exe: &str, lines: &Arc<Mutex<Vec<String>>>) -> UpOptions {
@@ -53,17 +55,28 @@ async fn up_is_idempotent_down_leaves_nothing_and_the_key_stays_in_its_file() {
     // The detached services answer, and quote for the wallet.
     let health: Value = reqwest::get(format!("{}/health", info.services.url)).await.unwrap().json_text().await;
     assert_eq!(health["status"], "ok");
-    let quote: Value = reqwest::get(format!(
+    let url = format!(
         "{}/swap/allowance-holder/quote?chainId=8453&sellToken={}&buyToken={}&sellAmount=10000000000000000&taker={}",
         info.services.url,
         holdfast_devnet::NATIVE,
         holdfast_devnet::USDC,
         info.wallet.address
-    ))
-    .await
-    .unwrap()
-    .json_text()
-    .await;
+    );
+    // Behind the x402 paywall: 402 unpaid, 200 paid, settled on chain by the services' facilitator.
+    assert_eq!(common::get_with(&url, None).await.status, 402);
+    let signer = holdfast_devnet::wallet::load_key_file(&dir.join("wallet.key")).unwrap();
+    let paid = common::paid_get(&url, &signer).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert!(paid.settlement().unwrap()["transaction"].as_str().unwrap().starts_with("0x"));
+    let quote = paid.body;
+    assert_eq!(devnet_json["x402"]["price"], "10000");
+    let supported: Value =
+        reqwest::get(devnet_json["x402"]["facilitator_url"].as_str().unwrap().to_owned() + "/supported")
+            .await
+            .unwrap()
+            .json_text()
+            .await;
+    assert_eq!(supported["kinds"][0]["network"], "eip155:8453");
     assert_eq!(quote["buyAmount"], "29907018", "{quote}");
 
     // A second up does nothing.
