@@ -1,7 +1,7 @@
 //! # holdfast-agent
 //!
 //! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
-//! [`SessionStore`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
+//! [`SessionStorage`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
 //! protocols; [`Agent`] runs the tool loop; [`skills`] loads markdown skills.
 
 pub mod agent;
@@ -14,5 +14,8 @@ pub use agent::{
     Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, NoObserver, StopReason, TurnObserver, TurnOutcome,
 };
 pub use runtime::{AGENT_ID, Runtime, RuntimeError, known_sections};
-pub use sessions::{MessageRole, NewMessage, SessionInfo, SessionStore, StoredMessage, ToolCallRecord};
+pub use sessions::{
+    InMemorySessionStore, MessageRole, NewMessage, SessionInfo, SessionStorage, SqliteSessionStore, StoredMessage,
+    ToolCallRecord,
+};
 pub use skills::{Skill, SkillError, SkillSet};

@@ -4,7 +4,7 @@
 
 use crate::agent::AgentConfig;
 use crate::llm::{ChatProvider, LlmConfig};
-use crate::sessions::{SessionInfo, SessionStore};
+use crate::sessions::{InMemorySessionStore, SessionInfo, SessionStorage, SqliteSessionStore};
 use crate::skills::{SkillError, SkillSet, UseSkill};
 use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, ConfigError, CoreConfig};
 use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
@@ -83,7 +83,7 @@ pub struct Runtime {
     /// The agent every session acts for.
     pub agent: AgentHandle,
     /// Persisted sessions.
-    pub sessions: SessionStore,
+    pub sessions: Arc<dyn SessionStorage>,
     skills: Arc<SkillSet>,
     llm: LlmConfig,
     agent_config: AgentConfig,
@@ -136,9 +136,9 @@ impl Runtime {
         };
         let scheduler = memory.start_scheduler();
         let agent = memory.agent(AGENT_ID).await?;
-        let sessions = match &data_dir {
-            Some(dir) => SessionStore::open(&dir.join("holdfast.db"))?,
-            None => SessionStore::in_memory()?,
+        let sessions: Arc<dyn SessionStorage> = match &data_dir {
+            Some(dir) => Arc::new(SqliteSessionStore::open(&dir.join("holdfast.db"))?),
+            None => Arc::new(InMemorySessionStore::default()),
         };
 
         let services = services.with_hook(web3.session_hook()).with_hook(agent.session_hook());

@@ -1,9 +1,14 @@
-//! Persisted sessions: one row per session and its message history (user, assistant, tool calls and results) in
-//! SQLite, so a conversation survives a restart. Registers and the context bank live as long as the process keeps
-//! the session open; the history is what is durable.
+//! Persisted sessions: one row per session and its message history (user, assistant, tool calls and results), so a
+//! conversation survives a restart. Registers and the context bank live as long as the process keeps the session
+//! open; the history is what is durable.
+//!
+//! Storage sits behind [`SessionStorage`]: [`SqliteSessionStore`] (a real file, WAL; the default) and
+//! [`InMemorySessionStore`] (no data dir). A networked database for several instances implements the same trait.
 
+use crate::llm::Usage;
 use chrono::{DateTime, Utc};
 use holdfast_core::ToolError;
+use holdfast_core::tool::BoxFuture;
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -121,15 +126,35 @@ pub struct SessionInfo {
     pub output_tokens: i64,
 }
 
-/// The session store. Clones share the connection.
+/// Where sessions and their history are kept.
+pub trait SessionStorage: Send + Sync + std::fmt::Debug {
+    /// Records a new session (an existing id is left as it is).
+    fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>>;
+    /// One session's row.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionInfo>, ToolError>>;
+    /// Sessions, most recently active first.
+    fn list(&self, limit: usize) -> BoxFuture<'_, Result<Vec<SessionInfo>, ToolError>>;
+    /// Appends a message; the first user message becomes the title.
+    fn append<'a>(
+        &'a self,
+        session_id: &'a str,
+        message: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, ToolError>>;
+    /// A session's history, oldest first.
+    fn history<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, ToolError>>;
+    /// Adds a model call's token usage to the session's totals.
+    fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>>;
+}
+
+/// The SQLite session store. Clones share the connection.
 #[derive(Clone)]
-pub struct SessionStore {
+pub struct SqliteSessionStore {
     conn: Arc<Mutex<Connection>>,
 }
 
-impl std::fmt::Debug for SessionStore {
+impl std::fmt::Debug for SqliteSessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionStore").finish_non_exhaustive()
+        f.debug_struct("SqliteSessionStore").finish_non_exhaustive()
     }
 }
 
@@ -181,7 +206,7 @@ fn ts(s: String) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(&s).map(|d| d.with_timezone(&Utc)).unwrap_or_default()
 }
 
-impl SessionStore {
+impl SqliteSessionStore {
     /// Opens (or creates) the store in the SQLite file at `path`.
     pub fn open(path: &Path) -> Result<Self, ToolError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -288,7 +313,7 @@ impl SessionStore {
     }
 
     /// Adds a model call's token usage to the session's totals.
-    pub async fn add_usage(&self, session_id: &str, usage: crate::llm::Usage) -> Result<(), ToolError> {
+    pub async fn add_usage(&self, session_id: &str, usage: Usage) -> Result<(), ToolError> {
         let id = session_id.to_owned();
         let (i, o) = (
             i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
@@ -330,16 +355,167 @@ impl SessionStore {
     }
 }
 
+impl SessionStorage for SqliteSessionStore {
+    fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
+        Box::pin(SqliteSessionStore::create(self, id, kind))
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionInfo>, ToolError>> {
+        Box::pin(SqliteSessionStore::get(self, id))
+    }
+    fn list(&self, limit: usize) -> BoxFuture<'_, Result<Vec<SessionInfo>, ToolError>> {
+        Box::pin(SqliteSessionStore::list(self, limit))
+    }
+    fn append<'a>(
+        &'a self,
+        session_id: &'a str,
+        message: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, ToolError>> {
+        Box::pin(SqliteSessionStore::append(self, session_id, message))
+    }
+    fn history<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, ToolError>> {
+        Box::pin(SqliteSessionStore::history(self, session_id))
+    }
+    fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(SqliteSessionStore::add_usage(self, session_id, usage))
+    }
+}
+
+#[derive(Debug, Default)]
+struct MemSession {
+    info: Option<SessionInfo>,
+    messages: Vec<StoredMessage>,
+}
+
+/// Sessions kept in memory, for a runtime without a data dir.
+#[derive(Debug, Default)]
+pub struct InMemorySessionStore {
+    sessions: Mutex<std::collections::HashMap<String, MemSession>>,
+}
+
+impl InMemorySessionStore {
+    fn info(s: &MemSession) -> Option<SessionInfo> {
+        s.info.clone().map(|mut i| {
+            i.message_count = i64::try_from(s.messages.len()).unwrap_or(i64::MAX);
+            i
+        })
+    }
+}
+
+impl SessionStorage for InMemorySessionStore {
+    fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
+        Box::pin(async move {
+            let now = Utc::now();
+            let mut sessions = self.sessions.lock();
+            let s = sessions.entry(id.to_owned()).or_default();
+            s.info.get_or_insert_with(|| SessionInfo {
+                id: id.to_owned(),
+                kind: kind.to_owned(),
+                title: None,
+                created_at: now,
+                updated_at: now,
+                message_count: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+            });
+            Self::info(s).ok_or_else(|| db_err("session vanished after insert"))
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionInfo>, ToolError>> {
+        Box::pin(async move { Ok(self.sessions.lock().get(id).and_then(Self::info)) })
+    }
+
+    fn list(&self, limit: usize) -> BoxFuture<'_, Result<Vec<SessionInfo>, ToolError>> {
+        Box::pin(async move {
+            let mut all: Vec<SessionInfo> = self.sessions.lock().values().filter_map(Self::info).collect();
+            all.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+            all.truncate(limit);
+            Ok(all)
+        })
+    }
+
+    fn append<'a>(
+        &'a self,
+        session_id: &'a str,
+        message: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, ToolError>> {
+        Box::pin(async move {
+            let mut sessions = self.sessions.lock();
+            let s = sessions
+                .get_mut(session_id)
+                .filter(|s| s.info.is_some())
+                .ok_or_else(|| db_err(format!("no session {session_id:?}")))?;
+            let now = Utc::now();
+            let stored = StoredMessage {
+                seq: i64::try_from(s.messages.len()).unwrap_or(i64::MAX) + 1,
+                role: message.role,
+                content: message.content,
+                tool_calls: message.tool_calls,
+                tool_call_id: message.tool_call_id,
+                name: message.name,
+                created_at: now,
+            };
+            if let Some(info) = s.info.as_mut() {
+                if stored.role == MessageRole::User && info.title.is_none() {
+                    info.title = Some(stored.content.chars().take(80).collect());
+                }
+                info.updated_at = now;
+            }
+            s.messages.push(stored.clone());
+            Ok(stored)
+        })
+    }
+
+    fn history<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, ToolError>> {
+        Box::pin(
+            async move { Ok(self.sessions.lock().get(session_id).map(|s| s.messages.clone()).unwrap_or_default()) },
+        )
+    }
+
+    fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            if let Some(info) = self.sessions.lock().get_mut(session_id).and_then(|s| s.info.as_mut()) {
+                info.input_tokens += i64::try_from(usage.input_tokens).unwrap_or(i64::MAX);
+                info.output_tokens += i64::try_from(usage.output_tokens).unwrap_or(i64::MAX);
+            }
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn exercise(store: &dyn SessionStorage) {
+        store.create("a", "http").await.unwrap();
+        store.create("b", "mcp").await.unwrap();
+        store.append("a", NewMessage::text(MessageRole::User, "first words")).await.unwrap();
+        store.append("a", NewMessage::text(MessageRole::Assistant, "hi")).await.unwrap();
+        store.add_usage("a", Usage { input_tokens: 10, output_tokens: 3 }).await.unwrap();
+        let a = store.get("a").await.unwrap().unwrap();
+        assert_eq!(
+            (a.title.as_deref(), a.message_count, a.input_tokens, a.output_tokens),
+            (Some("first words"), 2, 10, 3)
+        );
+        assert_eq!(store.history("a").await.unwrap().iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(store.list(10).await.unwrap()[0].id, "a", "most recently active first");
+        assert!(store.get("zzz").await.unwrap().is_none());
+        assert!(store.append("zzz", NewMessage::text(MessageRole::User, "x")).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn both_stores_behave_alike() {
+        exercise(&SqliteSessionStore::in_memory().unwrap()).await;
+        exercise(&InMemorySessionStore::default()).await;
+    }
 
     #[tokio::test]
     async fn history_survives_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("holdfast.db");
         {
-            let store = SessionStore::open(&path).unwrap();
+            let store = SqliteSessionStore::open(&path).unwrap();
             store.create("s1", "http").await.unwrap();
             store.append("s1", NewMessage::text(MessageRole::User, "swap 0.001 ETH for USDC")).await.unwrap();
             let call =
@@ -347,7 +523,7 @@ mod tests {
             let msg = NewMessage { tool_calls: vec![call], ..NewMessage::text(MessageRole::Assistant, "") };
             store.append("s1", msg).await.unwrap();
         }
-        let store = SessionStore::open(&path).unwrap();
+        let store = SqliteSessionStore::open(&path).unwrap();
         let info = store.get("s1").await.unwrap().unwrap();
         assert_eq!((info.title.as_deref(), info.message_count), (Some("swap 0.001 ETH for USDC"), 2));
         let history = store.history("s1").await.unwrap();
