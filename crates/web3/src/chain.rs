@@ -24,6 +24,11 @@ sol! {
         function allowance(address owner, address spender) external view returns (uint256);
         function approve(address spender, uint256 amount) external returns (bool);
     }
+
+    /// The EIP-3009 read the x402 client makes to learn whether a payment authorization was settled.
+    interface IERC3009 {
+        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+    }
 }
 
 /// Where the simulation places its balance reader (code: `BALANCE(calldata[0:32])`, returned as 32 bytes).
@@ -171,6 +176,18 @@ impl Chain {
     pub async fn allowance(&self, token: Address, owner: Address, spender: Address) -> Result<U256, ToolError> {
         let out = self.call(token, IERC20::allowanceCall { owner, spender }.abi_encode().into()).await?;
         IERC20::allowanceCall::abi_decode_returns(&out).map_err(|e| upstream(&self.network.name, "allowance", e))
+    }
+
+    /// Whether `authorizer`'s EIP-3009 authorization `nonce` on `token` was used (settled) or canceled.
+    pub async fn authorization_state(
+        &self,
+        token: Address,
+        authorizer: Address,
+        nonce: B256,
+    ) -> Result<bool, ToolError> {
+        let out = self.call(token, IERC3009::authorizationStateCall { authorizer, nonce }.abi_encode().into()).await?;
+        IERC3009::authorizationStateCall::abi_decode_returns(&out)
+            .map_err(|e| upstream(&self.network.name, "authorizationState", e))
     }
 
     async fn call(&self, to: Address, data: Bytes) -> Result<Bytes, ToolError> {

@@ -280,6 +280,51 @@ fn row_to_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<JournalEntry> {
     })
 }
 
+fn duplicate(id: &str, status: &str) -> ToolError {
+    ToolError::new(
+        holdfast_core::ErrorCode::DuplicateAction,
+        format!("this exact action was already signed (journal {id}, status {status}); it is never sent twice"),
+    )
+}
+
+fn insert_row(
+    c: &Connection,
+    id: &str,
+    entry: &NewEntry,
+    status: EntryStatus,
+    summary: &str,
+    now: &str,
+    day: &str,
+) -> rusqlite::Result<()> {
+    c.execute(
+        &format!(
+            "INSERT INTO journal ({COLUMNS}, day) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, NULL, NULL, NULL, ?17, ?18, ?18, ?19)"
+        ),
+        params![
+            id,
+            entry.session_id,
+            entry.kind.as_str(),
+            entry.network,
+            i64::try_from(entry.chain_id).unwrap_or(i64::MAX),
+            entry.from,
+            entry.to,
+            entry.nonce.and_then(|n| i64::try_from(n).ok()),
+            entry.value,
+            entry.asset,
+            entry.asset_symbol,
+            entry.amount,
+            entry.fingerprint,
+            entry.raw_tx,
+            entry.tx_hash,
+            status.as_str(),
+            summary,
+            now,
+            day,
+        ],
+    )
+    .map(|_| ())
+}
+
 impl Journal {
     /// Opens (or creates) the journal in the SQLite file at `path`.
     pub fn open(path: &Path) -> Result<Self, ToolError> {
@@ -318,33 +363,39 @@ impl Journal {
         let now = Utc::now();
         let (id2, now_s, day) = (id.clone(), now.to_rfc3339(), now.format("%Y-%m-%d").to_string());
         let summary = entry.summary.to_string();
-        self.with(move |c| {
-            c.execute(
-                &format!("INSERT INTO journal ({COLUMNS}, day) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, NULL, NULL, NULL, ?17, ?18, ?18, ?19)"),
-                params![
-                    id2,
-                    entry.session_id,
-                    entry.kind.as_str(),
-                    entry.network,
-                    i64::try_from(entry.chain_id).unwrap_or(i64::MAX),
-                    entry.from,
-                    entry.to,
-                    entry.nonce.and_then(|n| i64::try_from(n).ok()),
-                    entry.value,
-                    entry.asset,
-                    entry.asset_symbol,
-                    entry.amount,
-                    entry.fingerprint,
-                    entry.raw_tx,
-                    entry.tx_hash,
-                    status.as_str(),
-                    summary,
-                    now_s,
-                    day,
-                ],
-            )
-        })
-        .await?;
+        self.with(move |c| insert_row(c, &id2, &entry, status, &summary, &now_s, &day)).await?;
+        self.get(&id).await?.ok_or_else(|| db_err("entry vanished after insert"))
+    }
+
+    /// Writes a new entry durably unless a live entry (signed, pending or confirmed) with the same fingerprint
+    /// exists — check and insert in one immediate transaction, so two concurrent sends of the same action cannot
+    /// both be journaled (and so cannot both be broadcast). A duplicate → `duplicate_action`.
+    pub async fn insert_unique(&self, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
+        let id = format!("j_{}", holdfast_core::confirm::random_id());
+        let now = Utc::now();
+        let (id2, now_s, day) = (id.clone(), now.to_rfc3339(), now.format("%Y-%m-%d").to_string());
+        let summary = entry.summary.to_string();
+        let outcome = self
+            .with(move |c| {
+                let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+                let existing: Option<(String, String)> = tx
+                    .query_row(
+                        "SELECT id, status FROM journal WHERE fingerprint = ?1 AND status IN ('signed','pending','confirmed') LIMIT 1",
+                        params![entry.fingerprint],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?;
+                if let Some(found) = existing {
+                    return Ok(Err(found));
+                }
+                insert_row(&tx, &id2, &entry, status, &summary, &now_s, &day)?;
+                tx.commit()?;
+                Ok(Ok(()))
+            })
+            .await?;
+        if let Err((id, status)) = outcome {
+            return Err(duplicate(&id, &status));
+        }
         self.get(&id).await?.ok_or_else(|| db_err("entry vanished after insert"))
     }
 

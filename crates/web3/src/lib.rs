@@ -3,13 +3,15 @@
 //! The value-moving layer. Its tools take register and preset names only (invariant 1):
 //!
 //! - `local_burner_wallet` — the wallet's address and balances; the address is the intrinsic `wallet_address`.
-//! - `x402_fetch` — fetches a configured preset; the URL is built by code from configuration and registers.
+//! - `x402_fetch` — fetches a configured preset; the URL is built by code from configuration and registers. When
+//!   the server answers HTTP 402, the [`x402`] client pays it within the payment policy.
 //! - `web3_tx` — sends only a validated swap quote from a register: re-validated, policy-checked, simulated with
 //!   balance deltas, confirmed when needed, journaled before broadcast.
 //! - `token_approve` — approves exactly the sell amount to the pinned spender when a quote needs it.
 //!
-//! Each rule has one home: [`quote`] (the validator), [`policy`] (caps and auto-vs-confirm), [`journal`]
-//! (durability), [`chain`] (the chain decides gas, fees and nonce), [`wallet`] (the key stays in).
+//! Each rule has one home: [`quote`] (the validator), [`policy`] (caps, payment requirements and auto-vs-confirm),
+//! [`journal`] (durability), [`chain`] (the chain decides gas, fees and nonce), [`wallet`] (the key stays in),
+//! [`x402`] (the payment flow and its wire format).
 
 pub mod chain;
 pub mod config;
@@ -20,6 +22,7 @@ pub mod quote;
 mod send;
 pub mod tools;
 pub mod wallet;
+pub mod x402;
 
 pub use config::{WEB3_SECTIONS, Web3Config};
 pub use journal::{EntryKind, EntryStatus, Journal, JournalEntry};
@@ -54,6 +57,7 @@ pub struct Web3 {
     http: reqwest::Client,
     chains: Mutex<HashMap<String, Arc<Chain>>>,
     receipt_timeout: Duration,
+    payment_lock: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Web3 {
@@ -110,6 +114,7 @@ impl Web3 {
             http,
             chains: Mutex::new(HashMap::new()),
             receipt_timeout: RECEIPT_TIMEOUT,
+            payment_lock: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -189,6 +194,11 @@ impl Web3 {
         self.receipt_timeout
     }
 
+    /// Held from reading today's payments to journaling a new one, so concurrent payments respect the budget.
+    pub(crate) fn payment_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.payment_lock
+    }
+
     /// The client of `network`, created on first use.
     pub fn chain(&self, network: &NetworkConfig) -> Result<Arc<Chain>, ToolError> {
         let mut chains = self.chains.lock();
@@ -203,11 +213,20 @@ impl Web3 {
     /// Settles every unresolved journal entry against the chain after a restart. Never signs anything: a mined
     /// transaction is recorded, a transaction whose nonce was used by another is marked dropped, and one that is
     /// still unknown is re-broadcast from its identical signed bytes (same hash, same nonce — it cannot be mined
-    /// twice).
+    /// twice). A payment is confirmed when the chain shows its authorization used and failed once it expired
+    /// unused; a payment is never re-sent.
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>, ToolError> {
         let mut out = Vec::new();
         for entry in self.journal.unresolved().await? {
             if entry.kind == EntryKind::Payment {
+                // A payment is settled when the chain shows its authorization used; expired and unused, never.
+                if let Some(status) = x402::reconcile_payment(self, &entry).await? {
+                    let note = match status {
+                        EntryStatus::Confirmed => "payment settled while we were away",
+                        _ => "payment authorization expired unsettled",
+                    };
+                    out.push(Reconciled { journal_id: entry.id, status, note: note.into() });
+                }
                 continue;
             }
             let network = self.core.networks.resolve(&entry.network)?.clone();

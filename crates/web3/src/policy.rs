@@ -3,10 +3,19 @@
 //! Deny by default: a network without a `[policy.NETWORK]` section, an asset without limits, or a missing cap is
 //! `policy_denied`. An action runs without asking only when it is within the asset's auto-approve limit *and* none of
 //! its inputs has a `model` origin; otherwise it waits for the user.
+//!
+//! x402 payments ([`Policy::choose_payment`], invariant 8): among the requirements a server offers, the policy picks
+//! the cheapest one that passes every rule — scheme `exact`, the request's network, the request's host, an asset on
+//! the `[payments.NETWORK] assets` allow-list, a payee on the preset's `payees` list when it has one, an amount
+//! within `max_per_request`, and today's payments plus this one within `daily_budget`. None passes →
+//! `payment_refused` naming each offer's reason, and nothing is signed. Payments that pass run without asking: they
+//! are capped per request and per day, and their terms come from the server and the configuration, never from the
+//! model.
 
 use crate::config::{AssetLimits, NetworkPolicy, PaymentPolicy};
-use alloy::primitives::U256;
+use alloy::primitives::{Address, U256};
 use holdfast_core::amount::from_base_units;
+use holdfast_core::config::TokenInfo;
 use holdfast_core::{ErrorCode, ToolError};
 use std::collections::HashMap;
 
@@ -132,6 +141,167 @@ impl Policy {
     pub fn payments(&self, network: &str) -> Option<&PaymentPolicy> {
         self.payments.get(network)
     }
+
+    /// Judges one offered payment requirement; `Err` is the reason it is refused.
+    pub fn check_payment<'p>(
+        &'p self,
+        req: &PaymentRequest<'_>,
+        offer: &PaymentOffer,
+    ) -> Result<&'p TokenInfo, String> {
+        if offer.scheme != "exact" {
+            return Err(format!("scheme {:?} is not supported (only `exact`)", offer.scheme));
+        }
+        match &offer.network {
+            Some(n) if n == req.network => {}
+            Some(n) => return Err(format!("network {} is not the request's network {}", n, req.network)),
+            None => return Err(format!("network {:?} is not configured", offer.network_raw)),
+        }
+        let preset_host = normalize_host(req.preset_host);
+        if normalize_host(req.request_host) != preset_host {
+            return Err(format!("the request went to {}, not the preset's host {}", req.request_host, req.preset_host));
+        }
+        if let Some(resource) = &offer.resource_url
+            && normalize_host(resource) != preset_host
+        {
+            return Err(format!("the resource is on {resource}, not the preset's host {}", req.preset_host));
+        }
+        let payments = self
+            .payments
+            .get(req.network)
+            .ok_or_else(|| format!("payments are not configured for {} (deny by default)", req.network))?;
+        let token = payments.assets.iter().find(|t| t.address == offer.asset).ok_or_else(|| {
+            let allowed: Vec<&str> = payments.assets.iter().map(|t| t.symbol.as_str()).collect();
+            format!(
+                "asset {} is not on the [payments.{}] allow-list ({})",
+                offer.asset,
+                req.network,
+                if allowed.is_empty() { "empty".to_owned() } else { allowed.join(", ") }
+            )
+        })?;
+        if !req.payees.is_empty() && !req.payees.contains(&offer.pay_to) {
+            return Err(format!("payee {} is not on preset `{}`'s payee list", offer.pay_to, req.preset));
+        }
+        let human = |v: U256| format!("{} {}", from_base_units(v, token.decimals), token.symbol);
+        let cap = payments
+            .max_per_request
+            .get(&token.symbol)
+            .ok_or_else(|| format!("no max_per_request is set for {} (deny by default)", token.symbol))?;
+        if offer.amount.is_zero() {
+            return Err("the amount is zero".into());
+        }
+        if offer.amount > *cap {
+            return Err(format!("{} exceeds the per-request cap of {}", human(offer.amount), human(*cap)));
+        }
+        let budget = payments
+            .daily_budget
+            .get(&token.symbol)
+            .ok_or_else(|| format!("no daily_budget is set for {} (deny by default)", token.symbol))?;
+        let spent = req.spent_today.get(&offer.asset).copied().unwrap_or_default();
+        let total = spent.saturating_add(offer.amount);
+        if total > *budget {
+            return Err(format!(
+                "{} would bring today's payments to {}, above the daily budget of {}",
+                human(offer.amount),
+                human(total),
+                human(*budget)
+            ));
+        }
+        Ok(token)
+    }
+
+    /// Chooses the cheapest offered requirement that passes [`Policy::check_payment`]. `offers` holds each offered
+    /// requirement or the reason it could not be read. None passes → `payment_refused` naming every reason.
+    pub fn choose_payment(
+        &self,
+        req: &PaymentRequest<'_>,
+        offers: &[Result<PaymentOffer, String>],
+    ) -> Result<ApprovedPayment, ToolError> {
+        let mut reasons = Vec::new();
+        let mut best: Option<ApprovedPayment> = None;
+        for (index, offer) in offers.iter().enumerate() {
+            let verdict = offer
+                .as_ref()
+                .map_err(|e| format!("unreadable: {e}"))
+                .and_then(|o| self.check_payment(req, o).map(|token| (o.amount, token)));
+            match verdict {
+                Ok((amount, token)) => {
+                    if best.as_ref().is_none_or(|b| amount < b.amount) {
+                        best = Some(ApprovedPayment { index, amount, token: token.clone() });
+                    }
+                }
+                Err(reason) => reasons.push(format!("#{}: {reason}", index + 1)),
+            }
+        }
+        best.ok_or_else(|| {
+            let detail =
+                if reasons.is_empty() { "the server offered no requirement".to_owned() } else { reasons.join("; ") };
+            ToolError::new(
+                ErrorCode::PaymentRefused,
+                format!("preset `{}`: no offered payment passes policy, nothing was signed: {detail}", req.preset),
+            )
+        })
+    }
+}
+
+/// Lower-cased `host:port` with the scheme's default port filled in (`http` when no scheme is given), for comparing
+/// hosts. Accepts a bare `host[:port]` or a URL.
+fn normalize_host(text: &str) -> String {
+    let with_scheme = if text.contains("://") { text.to_owned() } else { format!("http://{text}") };
+    match reqwest::Url::parse(&with_scheme) {
+        Ok(url) => format!(
+            "{}:{}",
+            url.host_str().unwrap_or_default().to_ascii_lowercase(),
+            url.port_or_known_default().unwrap_or_default()
+        ),
+        Err(_) => format!("unparseable:{text}"),
+    }
+}
+
+/// What the policy knows about the request a payment is for.
+#[derive(Debug, Clone)]
+pub struct PaymentRequest<'a> {
+    /// Canonical name of the request's network (the tool call's `network`).
+    pub network: &'a str,
+    /// The preset run.
+    pub preset: &'a str,
+    /// The preset's host (`Preset::host`).
+    pub preset_host: &'a str,
+    /// The host the request (and so the 402) went to.
+    pub request_host: &'a str,
+    /// The preset's payee allow-list (empty: any payee).
+    pub payees: &'a [Address],
+    /// Payments made today (live journal entries), per asset address, in base units.
+    pub spent_today: &'a HashMap<Address, U256>,
+}
+
+/// One offered payment requirement, as the policy judges it.
+#[derive(Debug, Clone)]
+pub struct PaymentOffer {
+    /// The scheme (`exact`).
+    pub scheme: String,
+    /// The canonical network the offer's network resolves to, `None` when it is not configured.
+    pub network: Option<String>,
+    /// The network as offered (for messages).
+    pub network_raw: String,
+    /// The token paid with.
+    pub asset: Address,
+    /// The amount in base units.
+    pub amount: U256,
+    /// The payee.
+    pub pay_to: Address,
+    /// The resource URL the offer names, if any (its host must be the preset's).
+    pub resource_url: Option<String>,
+}
+
+/// The requirement the policy chose.
+#[derive(Debug, Clone)]
+pub struct ApprovedPayment {
+    /// Its index among the offers.
+    pub index: usize,
+    /// Its amount in base units.
+    pub amount: U256,
+    /// The allow-listed token it pays with.
+    pub token: TokenInfo,
 }
 
 #[cfg(test)]
@@ -170,6 +340,132 @@ mod tests {
         assert_eq!(err.code, ErrorCode::PolicyDenied);
         assert!(err.message.contains("per-transaction"));
         assert!(p.check(&mv(60, 100, false)).unwrap_err().message.contains("daily cap"));
+    }
+
+    fn usdc() -> TokenInfo {
+        TokenInfo {
+            symbol: "USDC".into(),
+            address: Address::repeat_byte(0xc0),
+            decimals: 6,
+            name: "USD Coin".into(),
+            network: "base".into(),
+            word_like: false,
+        }
+    }
+
+    fn paying() -> Policy {
+        let payments = PaymentPolicy {
+            assets: vec![usdc()],
+            max_per_request: HashMap::from([("USDC".to_owned(), U256::from(50_000u64))]),
+            daily_budget: HashMap::from([("USDC".to_owned(), U256::from(100_000u64))]),
+        };
+        Policy::new(HashMap::new(), HashMap::from([("base".to_owned(), payments)]))
+    }
+
+    fn offer(amount: u64) -> PaymentOffer {
+        PaymentOffer {
+            scheme: "exact".into(),
+            network: Some("base".into()),
+            network_raw: "eip155:8453".into(),
+            asset: usdc().address,
+            amount: U256::from(amount),
+            pay_to: Address::repeat_byte(0xbe),
+            resource_url: Some("http://127.0.0.1:9/q?x=1".into()),
+        }
+    }
+
+    #[test]
+    fn the_cheapest_offer_that_passes_every_payment_rule_is_chosen() {
+        let p = paying();
+        let spent = HashMap::from([(usdc().address, U256::from(60_000u64))]);
+        let payees = [Address::repeat_byte(0xbe)];
+        let req = PaymentRequest {
+            network: "base",
+            preset: "swap_quote",
+            preset_host: "127.0.0.1:9",
+            request_host: "127.0.0.1:9",
+            payees: &payees,
+            spent_today: &spent,
+        };
+        let mut wrong_payee = offer(10);
+        wrong_payee.pay_to = Address::repeat_byte(0xee);
+        let mut wrong_asset = offer(10);
+        wrong_asset.asset = Address::repeat_byte(0xaa);
+        let mut wrong_network = offer(10);
+        wrong_network.network = Some("ethereum".into());
+        let mut unknown_network = offer(10);
+        unknown_network.network = None;
+        let mut other_host = offer(10);
+        other_host.resource_url = Some("http://evil.example/q".into());
+        let mut upto = offer(10);
+        upto.scheme = "upto".into();
+        let offers = vec![
+            Ok(offer(50_001)),
+            Ok(wrong_payee),
+            Ok(wrong_asset),
+            Ok(wrong_network),
+            Ok(unknown_network),
+            Ok(other_host),
+            Ok(upto),
+            Err("`amount` is missing".to_owned()),
+            Ok(offer(45_000)),
+            Ok(offer(30_000)),
+            Ok(offer(40_000)),
+        ];
+        let chosen = p.choose_payment(&req, &offers).unwrap();
+        assert_eq!((chosen.index, chosen.amount), (9, U256::from(30_000u64)), "the cheapest passing offer");
+        let err = p.choose_payment(&req, &offers[..9]).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PaymentRefused);
+        for needle in [
+            "#1: 0.050001 USDC exceeds the per-request cap of 0.05 USDC",
+            "#2: payee",
+            "#3: asset",
+            "#4: network ethereum is not the request's network base",
+            "#5: network \"eip155:8453\" is not configured",
+            "#6: the resource is on http://evil.example/q",
+            "#7: scheme",
+            "#8: unreadable: `amount` is missing",
+            "#9: 0.045 USDC would bring today's payments to 0.105 USDC, above the daily budget of 0.1 USDC",
+        ] {
+            assert!(err.message.contains(needle), "{needle}: {}", err.message);
+        }
+        let elsewhere = PaymentRequest { request_host: "127.0.0.1:10", ..req.clone() };
+        assert!(p.check_payment(&elsewhere, &offer(1)).unwrap_err().contains("not the preset's host"));
+        let default_port = PaymentRequest { preset_host: "example.com", request_host: "EXAMPLE.com:80", ..req.clone() };
+        let mut on_default = offer(1);
+        on_default.resource_url = Some("http://example.com/q".into());
+        assert!(p.check_payment(&default_port, &on_default).is_ok());
+        assert!(p.choose_payment(&req, &[]).unwrap_err().message.contains("offered no requirement"));
+    }
+
+    #[test]
+    fn payments_without_configuration_are_refused() {
+        let spent = HashMap::new();
+        let req = PaymentRequest {
+            network: "base",
+            preset: "p",
+            preset_host: "h:1",
+            request_host: "h:1",
+            payees: &[],
+            spent_today: &spent,
+        };
+        let err = policy().check_payment(&req, &PaymentOffer { resource_url: None, ..offer(1) }).unwrap_err();
+        assert!(err.contains("not configured for base"), "{err}");
+        let mut p = paying();
+        if let Some(pp) = p.payments.get_mut("base") {
+            pp.daily_budget.clear();
+        }
+        assert!(
+            p.check_payment(&req, &PaymentOffer { resource_url: None, ..offer(1) })
+                .unwrap_err()
+                .contains("daily_budget")
+        );
+        assert!(
+            paying()
+                .check_payment(&req, &PaymentOffer { resource_url: None, ..offer(0) })
+                .unwrap_err()
+                .contains("zero")
+        );
     }
 
     #[test]

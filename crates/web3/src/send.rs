@@ -96,7 +96,8 @@ pub(crate) async fn confirm_and_send(web3: &Web3, ctx: &ToolContext, out: Outgoi
                 tx_hash: Some(signed.hash.to_string()),
                 ..entry_template
             };
-            journal.insert(entry, EntryStatus::Signed).await.map(|e| e.id)
+            // Atomic with the duplicate check: a concurrent send of the same action stops here, unbroadcast.
+            journal.insert_unique(entry, EntryStatus::Signed).await.map(|e| e.id)
         })
         .await;
     let (signed, journal_id) = match sent {

@@ -1,11 +1,15 @@
 //! The burner wallet: one private key, generated on first use (mode 0600) or imported from an environment variable.
 //!
 //! The key never leaves this module except as the signer other modules of this crate sign with: it has no `Debug`
-//! output, appears in no error, log line or event, and there is no "sign this message" tool (invariant 10).
+//! output, appears in no error, log line or event, and there is no "sign this message" tool (invariant 10). The
+//! only typed data it signs is an EIP-3009 `TransferWithAuthorization` from this wallet, for the x402 client
+//! ([`Wallet::sign_transfer_authorization`], crate-private).
 
 use crate::config::WalletSection;
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, Signature};
+use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{Eip712Domain, SolStruct};
 use holdfast_core::ToolError;
 use holdfast_core::registers::IntrinsicProvider;
 use serde_json::Value;
@@ -128,9 +132,38 @@ impl Wallet {
         &self.source
     }
 
-    /// The signer, for this crate's transaction and payment code only.
+    /// The signer, for this crate's transaction code only.
     pub(crate) fn signer(&self) -> &PrivateKeySigner {
         &self.signer
+    }
+
+    /// Signs an EIP-3009 `TransferWithAuthorization` as EIP-712 typed data under `domain` (the token's). Only an
+    /// authorization *from this wallet* is signed; the x402 client is the only caller, after the policy chose the
+    /// requirement the authorization carries.
+    pub(crate) fn sign_transfer_authorization(
+        &self,
+        auth: &TransferWithAuthorization,
+        domain: &Eip712Domain,
+    ) -> Result<Signature, ToolError> {
+        if auth.from != self.address() {
+            return Err(ToolError::internal("a payment authorization must be from this wallet"));
+        }
+        let hash = auth.eip712_signing_hash(domain);
+        self.signer.sign_hash_sync(&hash).map_err(|_| ToolError::internal("signing the payment authorization failed"))
+    }
+}
+
+alloy::sol! {
+    /// EIP-3009 `TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,
+    /// uint256 validBefore,bytes32 nonce)`, signed as EIP-712 typed data with the token's domain.
+    #[derive(Debug, PartialEq, Eq)]
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
     }
 }
 

@@ -266,7 +266,8 @@ async fn a_denied_confirmation_sends_nothing() {
     let again = env.err("web3_tx", tx()).await;
     assert_eq!(again.code, ErrorCode::ConfirmationRequired, "a denial is not an approval");
     assert_eq!(env.nonce().await, nonce);
-    assert!(env.web3.journal().for_session("session-1").await.unwrap().is_empty());
+    let journal = env.web3.journal().for_session("session-1").await.unwrap();
+    assert!(journal.iter().all(|e| e.kind == holdfast_web3::EntryKind::Payment), "only the paid quote: {journal:?}");
 }
 
 #[tokio::test]

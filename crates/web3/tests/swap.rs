@@ -15,6 +15,9 @@ async fn sells_eth_for_usdc_within_the_quote() {
     let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert_eq!(quote["origin"], "tool", "{quote}");
     assert_eq!(quote["quote"]["allowance_required"], false);
+    assert_eq!(quote["payment"]["amount"], "0.01 USDC", "the quote was paid: {quote}");
+    assert_eq!(quote["payment"]["status"], "confirmed");
+    assert_eq!(quote["payment"]["payee"], holdfast_devnet::PAYEE.to_checksum(None));
     let stored = env.ctx.registers.get("swap_quote").unwrap();
     let min_buy = U256::from_str_radix(stored.value["minBuyAmount"].as_str().unwrap(), 10).unwrap();
     let buy = U256::from_str_radix(stored.value["buyAmount"].as_str().unwrap(), 10).unwrap();
@@ -33,11 +36,16 @@ async fn sells_eth_for_usdc_within_the_quote() {
     assert!(gas_cost < U256::from(10_000_000_000_000_000u64), "only the sell amount and gas left the wallet");
     assert_eq!(env.nonce().await, nonce0 + 1, "exactly one transaction");
 
-    // The journal has it, confirmed, written before broadcast; the quote was consumed.
+    // The journal has the paid quote and the swap, both confirmed, written before they left; the quote was consumed.
     let journal = env.web3.journal().for_session("session-1").await.unwrap();
-    assert_eq!(journal.len(), 1);
+    assert_eq!(journal.len(), 2, "{journal:?}");
+    assert_eq!(journal[0].kind, holdfast_web3::EntryKind::Payment);
     assert_eq!(journal[0].status, holdfast_web3::EntryStatus::Confirmed);
-    assert_eq!(journal[0].tx_hash.as_deref(), out["hash"].as_str());
+    assert_eq!(journal[0].amount, "10000", "0.01 USDC for the quote");
+    assert_eq!(journal[0].tx_hash.as_deref(), quote["payment"]["transaction"].as_str());
+    assert_eq!(journal[1].kind, holdfast_web3::EntryKind::Swap);
+    assert_eq!(journal[1].status, holdfast_web3::EntryStatus::Confirmed);
+    assert_eq!(journal[1].tx_hash.as_deref(), out["hash"].as_str());
     assert!(env.ctx.registers.get("swap_quote").is_none());
     let again = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
     assert_eq!(again.code, ErrorCode::RegisterMissing);
@@ -78,5 +86,7 @@ async fn sells_usdc_for_eth_after_an_exact_approval() {
     assert_eq!(usdc0 - usdc1, U256::from(25_000_000u64), "exactly the sell amount left");
     let gas_allowance = U256::from(10_000_000_000_000_000u64);
     assert!(eth1 + gas_allowance >= eth0 + min_buy, "received at least the minimum, less gas");
-    assert_eq!(env.web3.journal().for_session("session-1").await.unwrap().len(), 2, "approval + swap");
+    let kinds: Vec<_> = env.web3.journal().for_session("session-1").await.unwrap().iter().map(|e| e.kind).collect();
+    use holdfast_web3::EntryKind::{Approval, Payment, Swap};
+    assert_eq!(kinds, [Payment, Approval, Swap], "paid quote + approval + swap");
 }

@@ -1,13 +1,15 @@
 //! `x402_fetch {preset, network, cache_as}`: fetches a configured preset and stores the result in a register.
 //!
-//! The model picks a preset name; the URL is built by code from configuration and registers (invariant 13). A swap
-//! quote is validated by the store's validator as it is written (invariant 3) and stored with origin `tool` (or
-//! `model` when a register it was built from was typed by the model).
+//! The model picks a preset name; the URL is built by code from configuration and registers (invariant 13). When the
+//! server answers HTTP 402, the x402 client ([`crate::x402`]) pays it if — and only if — one offered requirement
+//! passes the payment policy. A swap quote is validated by the store's validator as it is written (invariant 3) and
+//! stored with origin `tool` (or `model` when a register it was built from was typed by the model).
 
 use crate::Web3;
 use crate::presets::PresetKind;
 use crate::quote::validate_quote;
 use crate::tools::human;
+use crate::x402::{PaymentSummary, PresetRequest};
 use holdfast_core::registers::{RegisterWrite, validate_key};
 use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError};
 use schemars::JsonSchema;
@@ -62,29 +64,13 @@ pub struct FetchOutput {
     pub derived_from: Vec<String>,
     /// For swap quotes: what the quote says.
     pub quote: Option<QuoteSummary>,
+    /// The x402 payment made for this request, if the server asked for one.
+    pub payment: Option<PaymentSummary>,
 }
 
 /// The `x402_fetch` tool.
 #[derive(Debug, Clone)]
 pub struct X402Fetch(pub Arc<Web3>);
-
-async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, ToolError> {
-    if response.content_length().is_some_and(|n| n > MAX_RESPONSE_BYTES as u64) {
-        return Err(ToolError::new(ErrorCode::UpstreamError, "the response is larger than 1 MiB"));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("reading the response: {e}")))?
-    {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(ToolError::new(ErrorCode::UpstreamError, "the response is larger than 1 MiB"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
 
 impl AiTool for X402Fetch {
     type Input = FetchInput;
@@ -97,7 +83,10 @@ impl AiTool for X402Fetch {
     fn description(&self) -> &str {
         "Fetch a configured preset (e.g. `swap_quote`, which reads wallet_address, sell_token, buy_token and \
          sell_amount) and store the result in a register. You choose the preset; the URL is built from \
-         configuration and registers. Swap quotes are validated before they are stored."
+         configuration and registers. If the server asks for an x402 payment, it is paid automatically when it \
+         fits the payment policy (per-request cap, daily budget, allowed asset and payee); otherwise \
+         `payment_refused` and nothing is paid. `payment_failed` means a payment was sent but bought nothing; do \
+         not retry in a loop. Swap quotes are validated before they are stored (`quote_rejected`)."
     }
 
     fn examples(&self) -> Vec<Value> {
@@ -110,22 +99,9 @@ impl AiTool for X402Fetch {
         let preset = self.0.presets().get(&input.preset)?;
         let built = preset.build(&input.preset, &network, &ctx.registers)?;
 
-        let mut request = self.0.http().get(built.url.clone());
-        for (k, v) in &preset.headers {
-            request = request.header(k, v);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("preset `{}`: {e}", input.preset)))?;
-        let status = response.status();
-        if status == reqwest::StatusCode::PAYMENT_REQUIRED {
-            return Err(ToolError::new(
-                ErrorCode::PaymentRefused,
-                format!("preset `{}`: the server asks for an x402 payment; this build does not pay", input.preset),
-            ));
-        }
-        let body = read_limited(response).await?;
+        let request = PresetRequest { preset_name: &input.preset, preset, network: &network, url: &built.url };
+        let fetched = crate::x402::fetch(&self.0, ctx, &request, MAX_RESPONSE_BYTES).await?;
+        let (status, body, payment) = (fetched.status, fetched.body, fetched.payment);
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
             return Err(ToolError::new(
@@ -186,6 +162,7 @@ impl AiTool for X402Fetch {
             origin: entry.origin(),
             derived_from: built.registers_read,
             quote,
+            payment,
         })
     }
 }

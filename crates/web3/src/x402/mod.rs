@@ -1,0 +1,606 @@
+//! The x402 client: how `x402_fetch` pays a preset's server that answers HTTP 402.
+//!
+//! One paid request, in order:
+//!
+//! 1. The unpaid `GET` answers 402. Its offer is read defensively ([`wire`]): v2 `PAYMENT-REQUIRED` header or a v1
+//!    JSON body, every header capped at 16 KiB. Anything unreadable → `payment_refused`, nothing signed.
+//! 2. Under the payment lock (so concurrent payments cannot overrun the daily budget together), today's payments
+//!    are read from the journal and the policy chooses the cheapest requirement that passes every rule
+//!    ([`crate::policy::Policy::choose_payment`]); none passes → `payment_refused` naming each reason.
+//! 3. The wallet signs an EIP-3009 `TransferWithAuthorization` carrying exactly that requirement's amount, asset,
+//!    payee and network (the EIP-712 domain is the token's on that chain), a validity window no longer than its
+//!    `maxTimeoutSeconds` (and never above [`MAX_WINDOW_SECS`]), and 32 random nonce bytes (invariant 8).
+//! 4. The payment is journaled durably (`payment`, status `signed`) before the header leaves the process
+//!    (invariant 9).
+//! 5. The same URL is requested once more with the payment header. A 2xx is the content; the settlement is read
+//!    from `PAYMENT-RESPONSE` and checked on chain (`authorizationState`): settled → `confirmed` with the
+//!    transaction. Another 402 is never paid again (`payment_failed`, naming changed terms when the server changed
+//!    them). Any answer leaves the entry live until the chain shows it settled or it expires unsettled, so a server
+//!    that sits on a signed authorization cannot push today's payments past the budget.
+//! 6. `payment.made` is published on the session's bus.
+//!
+//! Payments run without a confirmation: each is capped per request and per day by configuration, and its terms come
+//! from the server and the configuration, never from the model.
+
+pub mod wire;
+
+use crate::Web3;
+use crate::journal::{EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry};
+use crate::policy::{PaymentOffer, PaymentRequest};
+use crate::presets::Preset;
+use crate::tools::{fingerprint, human};
+use crate::wallet::TransferWithAuthorization;
+use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::sol_types::Eip712Domain;
+use holdfast_core::config::NetworkConfig;
+use holdfast_core::event::names;
+use holdfast_core::{ErrorCode, ToolContext, ToolError};
+use reqwest::StatusCode;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+use wire::{PaymentRequired, Requirement, SignedAuthorization, WireError};
+
+/// The longest validity window the client signs, whatever the server allows (seconds).
+pub const MAX_WINDOW_SECS: u64 = 300;
+/// How far before "now" the window opens, at most (seconds), so the token's `block.timestamp > validAfter` holds
+/// on a chain whose clock lags a little.
+const MAX_SKEW_SECS: u64 = 30;
+
+/// What an x402 payment did, as `x402_fetch` reports it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaymentSummary {
+    /// Amount paid (human units with the symbol).
+    pub amount: String,
+    /// The payee.
+    pub payee: String,
+    /// The network (canonical name).
+    pub network: String,
+    /// The x402 version spoken (1 or 2).
+    pub x402_version: u8,
+    /// `confirmed` (settled on chain) or `pending` (not yet seen settled; counted against the budget until it
+    /// settles or expires).
+    pub status: String,
+    /// The settlement transaction, once known.
+    pub transaction: Option<String>,
+    /// The journal entry.
+    pub journal_id: String,
+}
+
+/// The answer to a preset request, paid or not.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    /// HTTP status of the final answer.
+    pub status: StatusCode,
+    /// Its body (capped).
+    pub body: Vec<u8>,
+    /// The payment made, if one was.
+    pub payment: Option<PaymentSummary>,
+}
+
+/// A preset request about to be sent.
+pub(crate) struct PresetRequest<'a> {
+    pub preset_name: &'a str,
+    pub preset: &'a Preset,
+    pub network: &'a NetworkConfig,
+    pub url: &'a reqwest::Url,
+}
+
+/// Why a payment was refused or failed; each maps to one stable code.
+#[derive(Debug, thiserror::Error)]
+pub enum X402Error {
+    /// The server's offer could not be read; nothing was signed.
+    #[error("preset `{preset}`: the 402 offer is malformed, nothing was signed: {source}")]
+    MalformedOffer {
+        /// The preset.
+        preset: String,
+        /// What was wrong.
+        #[source]
+        source: WireError,
+    },
+    /// The payment was signed and sent, and did not buy the content.
+    #[error("preset `{preset}`: {reason}")]
+    Failed {
+        /// The preset.
+        preset: String,
+        /// What happened, including the payment's state.
+        reason: String,
+    },
+}
+
+impl X402Error {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::MalformedOffer { .. } => ErrorCode::PaymentRefused,
+            Self::Failed { .. } => ErrorCode::PaymentFailed,
+        }
+    }
+}
+
+impl From<X402Error> for ToolError {
+    fn from(e: X402Error) -> Self {
+        ToolError::new(e.code(), e.to_string())
+    }
+}
+
+fn upstream(preset: &str, e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(ErrorCode::UpstreamError, format!("preset `{preset}`: {e}"))
+}
+
+/// Reads a response body, refusing more than `cap` bytes.
+pub(crate) async fn read_limited(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, ToolError> {
+    let too_large = || ToolError::new(ErrorCode::UpstreamError, format!("the response is larger than {cap} bytes"));
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("reading the response: {e}")))?
+    {
+        if body.len() + chunk.len() > cap {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}
+
+/// The validity window signed for a requirement allowing `max_timeout` seconds: it opens at most
+/// [`MAX_SKEW_SECS`] before `now` and its whole length never exceeds `max_timeout` (nor [`MAX_WINDOW_SECS`]).
+pub fn validity_window(now: u64, max_timeout: u64) -> (u64, u64) {
+    let window = max_timeout.min(MAX_WINDOW_SECS);
+    let skew = (window / 4).min(MAX_SKEW_SECS);
+    let after = now.saturating_sub(skew);
+    (after, after.saturating_add(window))
+}
+
+fn host_of(url: &reqwest::Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// The requirement as the policy sees it.
+fn to_offer(ctx: &ToolContext, r: &Requirement) -> PaymentOffer {
+    PaymentOffer {
+        scheme: r.scheme.clone(),
+        network: ctx.config.networks.resolve(&r.network).ok().map(|n| n.name.clone()),
+        network_raw: r.network.clone(),
+        asset: r.asset,
+        amount: r.amount,
+        pay_to: r.pay_to,
+        resource_url: r.resource.clone(),
+    }
+}
+
+async fn send(
+    web3: &Web3,
+    req: &PresetRequest<'_>,
+    payment: Option<(&str, &str)>,
+) -> Result<reqwest::Response, ToolError> {
+    let mut request = web3.http().get(req.url.clone());
+    for (k, v) in &req.preset.headers {
+        request = request.header(k, v);
+    }
+    if let Some((name, value)) = payment {
+        request = request.header(name, value);
+    }
+    request.send().await.map_err(|e| upstream(req.preset_name, e))
+}
+
+/// Fetches a preset, paying its server when it answers 402 and the policy allows it.
+pub(crate) async fn fetch(
+    web3: &Web3,
+    ctx: &ToolContext,
+    req: &PresetRequest<'_>,
+    cap: usize,
+) -> Result<Fetched, ToolError> {
+    let first = send(web3, req, None).await?;
+    if first.status() != StatusCode::PAYMENT_REQUIRED {
+        let status = first.status();
+        let body = read_limited(first, cap).await?;
+        return Ok(Fetched { status, body, payment: None });
+    }
+    let headers = first.headers().clone();
+    let body = read_limited(first, wire::MAX_BODY_BYTES).await.unwrap_or_default();
+    let offer = wire::parse_402(&headers, &body)
+        .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
+    pay_and_fetch(web3, ctx, req, offer, cap).await
+}
+
+/// A signed payment, journaled.
+struct Journaled {
+    entry: JournalEntry,
+    requirement: Requirement,
+    auth: SignedAuthorization,
+    symbol: String,
+    decimals: u8,
+    header: (&'static str, String),
+}
+
+async fn choose_sign_journal(
+    web3: &Web3,
+    ctx: &ToolContext,
+    req: &PresetRequest<'_>,
+    offer: &PaymentRequired,
+) -> Result<Journaled, ToolError> {
+    let network = req.network;
+    let wallet = web3.wallet().address();
+    // Settle what can be settled first, so expired unsettled payments stop counting against the budget.
+    refresh_payments(web3, Some(&network.name)).await;
+
+    let _guard = web3.payment_lock().lock().await;
+    let mut spent_today = HashMap::new();
+    if let Some(payments) = web3.policy().payments(&network.name) {
+        for token in &payments.assets {
+            let spent =
+                web3.journal().spent_today(&network.name, &token.address.to_checksum(None), EntryKind::Payment).await?;
+            spent_today.insert(token.address, spent);
+        }
+    }
+    let payees: Vec<Address> =
+        req.preset.payees.iter().filter_map(|p| holdfast_core::address::parse_address("payees", p).ok()).collect();
+    let preset_host = req.preset.host().unwrap_or_default();
+    let request_host = host_of(req.url);
+    let offers: Vec<Result<PaymentOffer, String>> =
+        offer.accepts.iter().map(|r| r.as_ref().map(|r| to_offer(ctx, r)).map_err(Clone::clone)).collect();
+    let policy_req = PaymentRequest {
+        network: &network.name,
+        preset: req.preset_name,
+        preset_host: &preset_host,
+        request_host: &request_host,
+        payees: &payees,
+        spent_today: &spent_today,
+    };
+    let approved = web3.policy().choose_payment(&policy_req, &offers)?;
+    let requirement = offer
+        .accepts
+        .get(approved.index)
+        .and_then(|r| r.as_ref().ok())
+        .cloned()
+        .ok_or_else(|| ToolError::internal("the chosen requirement vanished"))?;
+
+    // Exactly the chosen requirement's amount, asset, payee and network.
+    let (valid_after, valid_before) = validity_window(now_secs(), requirement.max_timeout_seconds);
+    let nonce = B256::random();
+    let typed = TransferWithAuthorization {
+        from: wallet,
+        to: requirement.pay_to,
+        value: requirement.amount,
+        validAfter: U256::from(valid_after),
+        validBefore: U256::from(valid_before),
+        nonce,
+    };
+    let domain = Eip712Domain::new(
+        Some(requirement.domain_name.clone().into()),
+        Some(requirement.domain_version.clone().into()),
+        Some(U256::from(network.chain_id)),
+        Some(requirement.asset),
+        None,
+    );
+    let signature = web3.wallet().sign_transfer_authorization(&typed, &domain)?;
+    let auth = SignedAuthorization {
+        from: wallet,
+        to: requirement.pay_to,
+        value: requirement.amount,
+        valid_after,
+        valid_before,
+        nonce,
+        signature: Bytes::from(signature.as_bytes().to_vec()),
+    };
+    let header = wire::payment_header(offer, &requirement, &auth);
+    let token = &approved.token;
+    let summary = json!({
+        "action": "payment",
+        "preset": req.preset_name,
+        "url": req.url.as_str(),
+        "x402_version": offer.version.number(),
+        "scheme": requirement.scheme,
+        "network": requirement.network,
+        "amount": human(requirement.amount, token.decimals, &token.symbol),
+        "payee": requirement.pay_to.to_checksum(None),
+        "resource": requirement.resource,
+        "authorization": {
+            "nonce": nonce.to_string(),
+            "valid_after": valid_after,
+            "valid_before": valid_before,
+        },
+    });
+    let entry = NewEntry {
+        session_id: ctx.session_id.to_string(),
+        kind: EntryKind::Payment,
+        network: network.name.clone(),
+        chain_id: network.chain_id,
+        from: wallet.to_checksum(None),
+        to: requirement.pay_to.to_checksum(None),
+        nonce: None,
+        value: "0".into(),
+        asset: token.address.to_checksum(None),
+        asset_symbol: token.symbol.clone(),
+        amount: requirement.amount.to_string(),
+        fingerprint: fingerprint(&[
+            "x402",
+            &network.name,
+            &token.address.to_string(),
+            &wallet.to_string(),
+            &nonce.to_string(),
+        ]),
+        raw_tx: None,
+        tx_hash: None,
+        summary,
+    };
+    // Durable before the header leaves the process (invariant 9).
+    let entry = web3.journal().insert_unique(entry, EntryStatus::Signed).await?;
+    Ok(Journaled { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals, header })
+}
+
+async fn pay_and_fetch(
+    web3: &Web3,
+    ctx: &ToolContext,
+    req: &PresetRequest<'_>,
+    offer: PaymentRequired,
+    cap: usize,
+) -> Result<Fetched, ToolError> {
+    let paid = choose_sign_journal(web3, ctx, req, &offer).await?;
+    let journal_id = paid.entry.id.clone();
+    let failed = |reason: String| X402Error::Failed { preset: req.preset_name.to_owned(), reason };
+
+    let retry = send(web3, req, Some((paid.header.0, paid.header.1.as_str()))).await;
+    let response = match retry {
+        Ok(r) => r,
+        Err(e) => {
+            let state = settle_state(web3, req.network, &paid, None).await;
+            let state =
+                record(web3, &paid, state, Some(format!("sending the paid request failed: {}", e.message))).await?;
+            publish(ctx, req, &paid, &state);
+            return Err(failed(format!(
+                "sending the paid request failed ({}); the payment is {} (journal {journal_id})",
+                e.message,
+                state.status.as_str()
+            ))
+            .into());
+        }
+    };
+    let status = response.status();
+    let settlement = wire::parse_settlement(response.headers(), offer.version);
+    let again = (status == StatusCode::PAYMENT_REQUIRED).then(|| response.headers().clone());
+    let body = read_limited(response, if again.is_some() { wire::MAX_BODY_BYTES } else { cap }).await;
+
+    let claimed = match &settlement {
+        Some(Ok(s)) if s.success => s.transaction,
+        _ => None,
+    };
+    let state = settle_state(web3, req.network, &paid, claimed).await;
+
+    if let Some(headers) = again {
+        let second = wire::parse_402(&headers, body.as_deref().unwrap_or_default());
+        let why = match &second {
+            Ok(second) if !same_terms(second, &paid.requirement) => {
+                "the server changed its terms between the offer and the retry".to_owned()
+            }
+            Ok(second) => {
+                format!("the server refused the payment ({})", second.error.as_deref().unwrap_or("no reason given"))
+            }
+            Err(e) => format!("the server answered the payment with another 402 ({e})"),
+        };
+        let state = record(web3, &paid, state, Some(why.clone())).await?;
+        publish(ctx, req, &paid, &state);
+        return Err(failed(format!(
+            "{why}; not paying twice. The signed payment is {} (journal {journal_id}){}",
+            state.status.as_str(),
+            if state.status == EntryStatus::Confirmed {
+                ": the server settled it and still refused the content"
+            } else {
+                ""
+            }
+        ))
+        .into());
+    }
+
+    let note = match &settlement {
+        None => Some(format!("the server sent no {} header", offer.version.response_header().to_uppercase())),
+        Some(Err(e)) => Some(e.to_string()),
+        Some(Ok(s)) if !s.success => Some(format!(
+            "the server reports a failed settlement: {}",
+            s.error_reason.as_deref().unwrap_or("no reason")
+        )),
+        Some(Ok(_)) => None,
+    };
+    let why = if !status.is_success() {
+        Some(format!("the paid request answered HTTP {}", status.as_u16()))
+    } else if state.status != EntryStatus::Confirmed {
+        note
+    } else {
+        None
+    };
+    let state = record(web3, &paid, state, why).await?;
+    publish(ctx, req, &paid, &state);
+    let summary = PaymentSummary {
+        amount: human(paid.requirement.amount, paid.decimals, &paid.symbol),
+        payee: paid.requirement.pay_to.to_checksum(None),
+        network: req.network.name.clone(),
+        x402_version: offer.version.number(),
+        status: state.status.as_str().to_owned(),
+        transaction: state.tx_hash.clone(),
+        journal_id: journal_id.clone(),
+    };
+    let body = body?;
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+        return Err(failed(format!(
+            "the paid request answered HTTP {}: {text}; the payment is {} (journal {journal_id})",
+            status.as_u16(),
+            state.status.as_str()
+        ))
+        .into());
+    }
+    Ok(Fetched { status, body, payment: Some(summary) })
+}
+
+/// Whether a second 402 offers the same terms as the requirement that was paid.
+fn same_terms(second: &PaymentRequired, paid: &Requirement) -> bool {
+    second.accepts.iter().filter_map(|r| r.as_ref().ok()).any(|r| {
+        r.scheme == paid.scheme
+            && r.network == paid.network
+            && r.amount == paid.amount
+            && r.asset == paid.asset
+            && r.pay_to == paid.pay_to
+    })
+}
+
+/// Where a sent payment stands.
+struct SettleState {
+    status: EntryStatus,
+    tx_hash: Option<String>,
+    block_number: Option<u64>,
+    note: Option<String>,
+}
+
+/// Asks the chain whether the payment's authorization was used: the chain decides, not the server's header.
+async fn settle_state(web3: &Web3, network: &NetworkConfig, paid: &Journaled, claimed: Option<B256>) -> SettleState {
+    let pending = |note: String| SettleState {
+        status: EntryStatus::Pending,
+        tx_hash: None,
+        block_number: None,
+        note: Some(note),
+    };
+    let chain = match web3.chain(network) {
+        Ok(c) => c,
+        Err(e) => return pending(format!("cannot check the settlement: {}", e.message)),
+    };
+    match chain.authorization_state(paid.requirement.asset, paid.auth.from, paid.auth.nonce).await {
+        Ok(true) => {
+            let mut state =
+                SettleState { status: EntryStatus::Confirmed, tx_hash: None, block_number: None, note: None };
+            if let Some(hash) = claimed {
+                match chain.receipt(hash).await {
+                    Ok(Some(r)) if r.status() => {
+                        state.tx_hash = Some(hash.to_string());
+                        state.block_number = r.block_number;
+                    }
+                    _ => {
+                        state.note = Some(format!("the reported settlement transaction {hash} was not found on chain"))
+                    }
+                }
+            }
+            state
+        }
+        Ok(false) => pending(format!(
+            "not settled on chain yet; counted against the daily budget until it settles or expires at {}",
+            paid.auth.valid_before
+        )),
+        Err(e) => pending(format!("cannot check the settlement: {}", e.message)),
+    }
+}
+
+async fn record(
+    web3: &Web3,
+    paid: &Journaled,
+    state: SettleState,
+    why: Option<String>,
+) -> Result<SettleState, ToolError> {
+    let error = match (why, &state.note) {
+        (Some(w), Some(n)) => Some(format!("{w}; {n}")),
+        (Some(w), None) => Some(w),
+        (None, Some(n)) if state.status != EntryStatus::Confirmed => Some(n.clone()),
+        (None, _) => None,
+    };
+    let update =
+        EntryUpdate { tx_hash: state.tx_hash.clone(), block_number: state.block_number, gas_used: None, error };
+    web3.journal().update(&paid.entry.id, state.status, update).await?;
+    Ok(state)
+}
+
+fn publish(ctx: &ToolContext, req: &PresetRequest<'_>, paid: &Journaled, state: &SettleState) {
+    ctx.events.publish(
+        names::PAYMENT_MADE,
+        json!({
+            "journal_id": paid.entry.id,
+            "preset": req.preset_name,
+            "network": req.network.name,
+            "amount": human(paid.requirement.amount, paid.decimals, &paid.symbol),
+            "asset": paid.symbol,
+            "payee": paid.requirement.pay_to.to_checksum(None),
+            "status": state.status.as_str(),
+            "transaction": state.tx_hash,
+        }),
+    );
+}
+
+/// The authorization fields a payment entry's summary records.
+fn authorization_of(entry: &JournalEntry) -> Option<(B256, u64)> {
+    let auth = entry.summary.get("authorization")?;
+    let nonce = auth.get("nonce")?.as_str()?.parse().ok()?;
+    let valid_before = auth.get("valid_before")?.as_u64()?;
+    Some((nonce, valid_before))
+}
+
+/// Settles one unresolved payment entry against the chain: authorization used → `confirmed`; unused and expired →
+/// `failed` (it can never settle now); otherwise unchanged. Returns the new status when it changed.
+pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Result<Option<EntryStatus>, ToolError> {
+    let Some((nonce, valid_before)) = authorization_of(entry) else {
+        let update =
+            EntryUpdate { error: Some("the journal entry lacks its authorization".into()), ..Default::default() };
+        web3.journal().update(&entry.id, EntryStatus::Failed, update).await?;
+        return Ok(Some(EntryStatus::Failed));
+    };
+    let network = web3.core().networks.resolve(&entry.network)?.clone();
+    let chain = web3.chain(&network)?;
+    let asset = holdfast_core::address::parse_address("asset", &entry.asset)?;
+    let from = holdfast_core::address::parse_address("from", &entry.from)?;
+    if chain.authorization_state(asset, from, nonce).await? {
+        web3.journal().update(&entry.id, EntryStatus::Confirmed, EntryUpdate::default()).await?;
+        return Ok(Some(EntryStatus::Confirmed));
+    }
+    if now_secs() > valid_before {
+        let update = EntryUpdate {
+            error: Some(format!("the authorization expired at {valid_before} without being settled")),
+            ..Default::default()
+        };
+        web3.journal().update(&entry.id, EntryStatus::Failed, update).await?;
+        return Ok(Some(EntryStatus::Failed));
+    }
+    Ok(None)
+}
+
+/// Reconciles unresolved payments whose window has closed (on `network`, or everywhere), best effort.
+async fn refresh_payments(web3: &Web3, network: Option<&str>) {
+    let Ok(unresolved) = web3.journal().unresolved().await else { return };
+    let now = now_secs();
+    for entry in unresolved {
+        let due = entry.kind == EntryKind::Payment
+            && network.is_none_or(|n| n == entry.network)
+            && authorization_of(&entry).is_none_or(|(_, before)| now > before);
+        if due {
+            let _ = reconcile_payment(web3, &entry).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_never_exceeds_the_servers_timeout() {
+        for max in [1u64, 5, 10, 60, 299, 300, 301, 86_400, u64::MAX] {
+            let now = 1_700_000_000;
+            let (after, before) = validity_window(now, max);
+            assert!(before - after <= max.min(MAX_WINDOW_SECS), "{max}");
+            assert!(after <= now && now - after <= MAX_SKEW_SECS, "{max}");
+            assert!(before > now, "{max}");
+        }
+        assert_eq!(validity_window(1_000, 60), (985, 1_045));
+    }
+}
