@@ -4,6 +4,7 @@ mod chat;
 mod devnet_cmd;
 mod replay;
 mod serve;
+mod tools_doc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -53,8 +54,11 @@ enum ToolsCommand {
     /// List every registered tool with its schemas.
     List {
         /// Print JSON: `[{"name","description","input_schema","output_schema"}]`.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "markdown")]
         json: bool,
+        /// Print a markdown reference (docs/tools.md).
+        #[arg(long)]
+        markdown: bool,
         /// Configuration file (default: built-in defaults).
         #[arg(long)]
         config: Option<PathBuf>,
@@ -82,10 +86,12 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Tools { command: ToolsCommand::List { json, config } } => {
+        Command::Tools { command: ToolsCommand::List { json, markdown, config } } => {
             let runtime = holdfast_agent::Runtime::load(config.as_deref()).await?;
             let tools = runtime.registry.list();
-            if json {
+            if markdown {
+                print!("{}", tools_doc::render(&tools));
+            } else if json {
                 let listed: Vec<serde_json::Value> = tools
                     .iter()
                     .map(|t| {

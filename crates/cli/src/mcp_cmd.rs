@@ -34,7 +34,7 @@ pub struct McpArgs {
     /// choose.
     #[arg(long)]
     pub bind: Option<SocketAddr>,
-    /// HTTP bearer token (default: HOLDFAST_MCP_TOKEN, else DATA_DIR/mcp-token, generated on first start).
+    /// HTTP bearer token (default: HOLDFAST_MCP_TOKEN, else DATA_DIR/mcp.token, generated on first start).
     #[arg(long)]
     pub token: Option<String>,
 }
@@ -70,7 +70,6 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
             let data_dir = runtime.data_dir().cloned();
             let token = BearerToken::resolve(options.token.clone(), env, data_dir.as_deref(), addr)?;
             let server = HttpServer::start(Arc::clone(&runtime), addr, token.clone(), options.max_bytes()).await?;
-            eprintln!("holdfast mcp: listening on {}", server.url());
             match token.origin() {
                 TokenOrigin::File { path, created: true } => {
                     eprintln!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());
@@ -83,6 +82,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
                 }
                 TokenOrigin::Flag | TokenOrigin::Env => eprintln!("holdfast mcp: bearer token as given"),
             }
+            eprintln!("holdfast mcp: listening on {}", server.url());
             let stop = server.stop_handle();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {

@@ -148,3 +148,22 @@ fn the_memory_and_tasks_transcript_replays_with_one_intended_refusal() {
         .unwrap();
     assert_eq!(tasks["output"]["tasks"][0]["next_step"], "Download bank statements");
 }
+
+#[test]
+fn docs_tools_md_lists_every_tool_as_registered() {
+    let out = holdfast(&["tools", "list", "--markdown"], None);
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = repo_root().join("docs/tools.md");
+    if std::env::var_os("HOLDFAST_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/tools.md is out of date: run `HOLDFAST_UPDATE_DOCS=1 cargo test -p holdfast --test cli docs_tools_md` and commit it"
+    );
+    for name in ["web3_tx", "update_memory", "send_message", "track_task", "use_skill", "register_set"] {
+        assert!(generated.contains(&format!("\n## {name}\n")), "{name}");
+    }
+}
