@@ -21,6 +21,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests"
 cargo test --workspace --locked
 
+step "examples run"
+cargo run --quiet --locked -p holdfast-memory --example logging_memory_tool > /dev/null
+
 step "docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
