@@ -1,0 +1,38 @@
+//! `holdfast-mcp-test mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token TOKEN]`: the `holdfast mcp`
+//! command on its own, compiled from the CLI's own glue (`crates/cli/src/mcp_cmd.rs`), so this crate's integration
+//! tests run exactly what `holdfast mcp` runs without building the whole binary.
+
+#[path = "../../../cli/src/mcp_cmd.rs"]
+mod mcp_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// The `holdfast` command line, reduced to `mcp`.
+#[derive(Debug, Parser)]
+#[command(name = "holdfast-mcp-test")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the tool registry over MCP.
+    Mcp(mcp_cmd::McpArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let Command::Mcp(args) = Cli::parse().command;
+    match mcp_cmd::run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("holdfast: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
