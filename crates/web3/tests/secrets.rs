@@ -1,4 +1,5 @@
-//! Invariant 10: the private key appears in no tool output, event, log line, error or file the runtime writes.
+//! Invariant 10: the private key appears in no tool output, event, log line, error or file the runtime writes —
+//! swaps, approvals and x402 payments (paid quotes and a paid price lookup, their journal entries and events) included.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -61,6 +62,13 @@ async fn the_key_never_leaves_the_wallet() {
             Err(e) => format!("{e} {:?} {e:?}", e.details),
         });
     }
+    // Payments: a paid price lookup, and its journal entry and payment.made event below.
+    let usdc = holdfast_devnet::USDC.to_checksum(None);
+    seen.push(format!("{:?}", env.call("register_set", json!({"key": "token_address", "value": usdc})).await));
+    let price =
+        env.ok("x402_fetch", json!({"preset": "token_price", "network": "base", "cache_as": "token_price"})).await;
+    assert_eq!(price["payment"]["status"], "confirmed", "{price}");
+    seen.push(price.to_string());
     let sell = env.quote("sell 5 USDC for ETH", "USDC", "ETH", "5").await;
     seen.push(sell.to_string());
     seen.push(env.ok("token_approve", json!({"for_quote": "swap_quote"})).await.to_string());

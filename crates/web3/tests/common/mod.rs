@@ -2,6 +2,8 @@
 //! config exactly as the binary builds it, and one session.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod server;
+
 use axum::extract::{Query, State};
 use axum::routing::get;
 use holdfast_core::config::{ConfigDocument, CoreConfig};
@@ -40,7 +42,7 @@ impl Env {
         Self::apply(devnet, tweaks)
     }
 
-    fn apply(devnet: TestDevnet, tweaks: Tweaks) -> Env {
+    pub fn apply(devnet: TestDevnet, tweaks: Tweaks) -> Env {
         let path = devnet.config_path.clone();
         let mut text = std::fs::read_to_string(&path).unwrap();
         for (old, new) in &tweaks.toml_replace {
