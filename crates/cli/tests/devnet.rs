@@ -23,6 +23,24 @@ fn pid_alive(pid: u64) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// One JSON-RPC call to the devnet's anvil (through `curl`-free std networking: a tiny HTTP/1.0 POST).
+fn rpc(info: &Value, method: &str, param: Value) -> Value {
+    use std::io::{Read, Write};
+    let port = info["anvil"]["port"].as_u64().unwrap();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": [param]}).to_string();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    write!(
+        stream,
+        "POST / HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let json = response.split("\r\n\r\n").nth(1).unwrap();
+    serde_json::from_str::<Value>(json).unwrap()["result"].clone()
+}
+
 struct Down(PathBuf);
 impl Drop for Down {
     fn drop(&mut self) {
@@ -53,8 +71,23 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
     let tx = &eth[eth.len() - 2];
     assert_eq!(tx["tool"], "web3_tx");
     assert_eq!(tx["output"]["status"], "confirmed", "{tx}");
+    let quote = &eth[eth.len() - 3];
+    assert_eq!(quote["tool"], "x402_fetch");
+    assert_eq!(quote["output"]["payment"]["amount"], "0.01 USDC", "the quote was paid: {quote}");
+    assert_eq!(quote["output"]["payment"]["status"], "confirmed", "{quote}");
     let final_line = eth.last().unwrap();
-    assert_eq!(final_line["journal"][0]["status"], "confirmed");
+    let journal = final_line["journal"].as_array().unwrap();
+    let kinds: Vec<&str> = journal.iter().map(|j| j["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["payment", "swap"], "{journal:?}");
+    assert_eq!(journal[0]["status"], "confirmed");
+    assert_eq!(journal[0]["amount"], "10000");
+    assert_eq!(journal[0]["tx_hash"], quote["output"]["payment"]["transaction"], "the settlement transaction");
+    assert_eq!(journal[1]["status"], "confirmed", "receipt status 1");
+    assert_eq!(journal[1]["tx_hash"], tx["output"]["hash"]);
+    for entry in journal {
+        let receipt = rpc(&info, "eth_getTransactionReceipt", entry["tx_hash"].clone());
+        assert_eq!(receipt["status"], "0x1", "{entry}");
+    }
     assert_eq!(final_line["registers"]["sell_amount"]["origin"], "user");
     assert!(final_line["registers"].get("swap_quote").is_none(), "the quote was consumed");
 
@@ -81,7 +114,10 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
     );
     assert_eq!(usdc[10]["output"]["status"], "confirmed");
     let journal = usdc.last().unwrap()["journal"].as_array().unwrap().clone();
-    assert_eq!(journal.iter().map(|j| j["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["approval", "swap"]);
+    assert_eq!(
+        journal.iter().map(|j| j["kind"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["payment", "approval", "swap"]
+    );
 
     let down = holdfast(&["devnet", "down", "--dir", dir_s]);
     assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
