@@ -1,0 +1,307 @@
+#!/usr/bin/env node
+// The web UI in real headless Chromium (Debian's /usr/bin/chromium), driven by playwright-core from devnet/node_modules.
+//
+//   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN --out target/ui-screenshots
+//
+// Opens the UI with the token, types "swap 0.02 ETH for USDC" (no LLM: it goes to the context bank), runs the swap step
+// by step from the tool console, checks that the registers panel updates live (from WebSocket events) with origins,
+// approves the confirmation dialog, and checks the receipt and the journal. Prints one JSON line per step; exits 0 when
+// every step passed, 1 otherwise (with a failure screenshot). Never downloads a browser.
+//
+// Development: HOLDFAST_UI_FILE=path/to/index.html serves that file instead of the server's embedded page, so the UI
+// can be iterated on against a running `holdfast serve` without rebuilding.
+
+import { createRequire } from "node:module";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../../../..");
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf("--" + name);
+  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+}
+const base = (arg("url") || "").replace(/\/$/, "");
+const token = arg("token");
+const out = path.resolve(arg("out", path.join(repo, "target", "ui-screenshots")));
+const executablePath = arg("chromium", process.env.HOLDFAST_CHROMIUM || "/usr/bin/chromium");
+if (!base || !token) {
+  console.error("usage: ui.mjs --url http://127.0.0.1:PORT --token TOKEN [--out DIR] [--chromium PATH]");
+  process.exit(2);
+}
+if (!existsSync(executablePath)) {
+  console.error(`chromium not found at ${executablePath}: install it (apt-get install -y chromium) or run scripts/test.sh`);
+  process.exit(3);
+}
+let chromium;
+try {
+  ({ chromium } = createRequire(path.join(repo, "devnet", "package.json"))("playwright-core"));
+} catch (e) {
+  console.error(`playwright-core is not installed in devnet/node_modules (run: npm ci --prefix devnet): ${e.message}`);
+  process.exit(3);
+}
+mkdirSync(out, { recursive: true });
+
+const T = (id) => `[data-testid="${id}"]`;
+const log = (o) => console.log(JSON.stringify(o));
+const fail = (msg) => { throw new Error(msg); };
+const shots = [];
+
+const override = process.env.HOLDFAST_UI_FILE;
+const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+// A page fulfilled by interception has no IP address space, so Chromium's local-network checks would block its
+// WebSocket to loopback; only the development override needs this.
+if (override) args.push("--disable-features=LocalNetworkAccessChecks");
+const userDataDir = mkdtempSync(path.join(tmpdir(), "holdfast-ui-"));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath,
+  headless: true,
+  args,
+  viewport: { width: 1500, height: 1000 },
+  colorScheme: "light",
+});
+context.setDefaultTimeout(30_000);
+if (override) {
+  const html = readFileSync(override, "utf8");
+  await context.route(base + "/", (route) => route.fulfill({ status: 200, contentType: "text/html; charset=utf-8", body: html }));
+}
+
+const problems = [];
+function watch(page, name) {
+  page.on("pageerror", (e) => problems.push(`${name}: page error: ${e.message}`));
+  page.on("console", (m) => {
+    // Chromium logs every HTTP error status of a fetch; the coded errors this test provokes are expected.
+    if (m.type() === "error" && !/Failed to load resource: the server responded with a status of (401|422)\b/.test(m.text())) {
+      problems.push(`${name}: console error: ${m.text()}`);
+    }
+  });
+}
+
+let page;
+let current = "launch";
+async function step(name, fn) {
+  current = name;
+  const t0 = Date.now();
+  await fn();
+  log({ step: name, ok: true, ms: Date.now() - t0 });
+}
+async function shot(file, target) {
+  const p = path.join(out, file);
+  await (target || page).screenshot({ path: p, animations: "disabled" });
+  shots.push(p);
+  log({ screenshot: p });
+}
+
+/** Fills the generated form of `tool` (null → left empty) and runs it; returns the HTTP status and body. */
+async function runTool(tool, values, expectStatus) {
+  await page.selectOption(T("tool-select"), tool);
+  await page.waitForSelector(`${T("tool-form")} ${T("field-" + Object.keys(values)[0])}`);
+  for (const [name, value] of Object.entries(values)) {
+    const el = page.locator(`${T("tool-form")} ${T("field-" + name)}`);
+    const tag = await el.evaluate((e) => e.tagName + (e.type === "checkbox" ? ":checkbox" : ""));
+    if (tag === "SELECT") await el.selectOption(value === null ? "" : String(value));
+    else if (tag === "INPUT:checkbox") await el.setChecked(Boolean(value));
+    else await el.fill(value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
+  }
+  const preview = JSON.parse(await page.textContent(T("tool-body-preview")));
+  for (const [k, v] of Object.entries(values)) {
+    if (JSON.stringify(preview[k]) !== JSON.stringify(v)) fail(`${tool}: form sends ${k}=${JSON.stringify(preview[k])}, expected ${JSON.stringify(v)}`);
+  }
+  const [resp] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith(`/tools/${tool}`) && r.request().method() === "POST"),
+    page.click(T("tool-run")),
+  ]);
+  const status = resp.status();
+  const body = await resp.json();
+  if (expectStatus !== undefined && status !== expectStatus) fail(`${tool}: HTTP ${status}, expected ${expectStatus}: ${JSON.stringify(body)}`);
+  await page.waitForFunction(([sel, st]) => document.querySelector(sel)?.dataset.status === st,
+    [T("tool-result"), status === 200 ? "ok" : status === 202 ? "confirmation" : "error"]);
+  return { status, body };
+}
+
+/** Waits until the registers panel shows `key` with `origin`, written by a live WebSocket event. */
+async function register(key, origin, extra = "") {
+  const sel = `${T("register")}[data-key="${key}"][data-origin="${origin}"][data-via="event"]${extra}`;
+  await page.waitForSelector(sel);
+  const badge = (await page.textContent(`${sel} ${T("register-origin")}`)).trim();
+  if (badge !== origin) fail(`${key}: origin badge ${badge}, expected ${origin}`);
+  return sel;
+}
+
+try {
+  await step("a page without the token asks for it", async () => {
+    page = await context.newPage();
+    watch(page, "no-token page");
+    const r = await page.goto(base + "/");
+    if (!r || r.status() !== 200) fail(`GET / → ${r && r.status()}`);
+    await page.waitForSelector(`${T("token-prompt")}.show`);
+    await page.close();
+  });
+
+  await step("open the UI with #token=…", async () => {
+    page = await context.newPage();
+    watch(page, "ui");
+    // The page's clock runs normally until the staleness step fast-forwards it.
+    await page.clock.install();
+    await page.goto(`${base}/#token=${token}`);
+    await page.waitForFunction((sel) => /^0x[0-9a-fA-F]{40}$/.test(document.querySelector(sel)?.textContent || ""), T("wallet-address"));
+    await page.waitForSelector(`${T("ws-status")}[data-state="open"]`);
+    const hash = await page.evaluate(() => location.hash);
+    if (hash !== "") fail(`the token stays in the address bar: ${hash}`);
+    const stored = await page.evaluate(() => sessionStorage.getItem("holdfast.token"));
+    if (stored !== token) fail("the token is not kept in sessionStorage");
+    const llm = await page.textContent(T("llm-status"));
+    if (!/none/.test(llm)) fail(`LLM status: ${llm}`);
+    if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
+    await page.waitForSelector(`${T("session-item")}`);
+  });
+
+  await step("chat without an LLM fills the context bank", async () => {
+    await page.fill(T("chat-input"), "swap 0.02 ETH for USDC");
+    await page.click(T("chat-send"));
+    await page.waitForSelector(T("chat-note"));
+    const note = await page.textContent(T("chat-note"));
+    if (!/context bank/.test(note) || !/tool console/.test(note)) fail(`chat note: ${note}`);
+    for (const [type, value] of [["amount", "0.02"], ["token_symbol", "ETH"], ["token_symbol", "USDC"]]) {
+      await page.waitForSelector(`${T("context-bank-panel")} ${T("cb-item")}[data-type="${type}"][data-value="${value}"]`);
+    }
+    await shot("01-context-bank.png");
+  });
+
+  await step("a coded error from the tool console", async () => {
+    const { body } = await runTool("register_set", { key: "sell_token", value: "0xdead" }, 422);
+    if (body.error.code !== "register_write_denied") fail(JSON.stringify(body));
+    const code = await page.textContent(`${T("tool-result")} ${T("tool-error-code")}`);
+    if (code.trim() !== "register_write_denied") fail(`shown code: ${code}`);
+  });
+
+  await step("1. wallet address → wallet_address (intrinsic)", async () => {
+    await runTool("local_burner_wallet", { action: "address", token_register: null, network: null, cache_as: "wallet_address" }, 200);
+    await register("wallet_address", "intrinsic");
+    const chatTool = `${T("chat-tool")}[data-tool="local_burner_wallet"][data-status="ok"]`;
+    await page.waitForSelector(chatTool);
+  });
+
+  await step("2. token_lookup ETH → sell_token (config)", async () => {
+    await runTool("token_lookup", { symbol: "ETH", network: "base", cache_as: "sell_token" }, 200);
+    const sel = await register("sell_token", "config");
+    const src = await page.textContent(`${sel} ${T("register-source")}`);
+    if (!/token_lookup/.test(src)) fail(`sell_token source: ${src}`);
+  });
+
+  await step("3. token_lookup USDC → buy_token (config)", async () => {
+    await runTool("token_lookup", { symbol: "USDC", network: "base", cache_as: "buy_token" }, 200);
+    await register("buy_token", "config");
+  });
+
+  await step("4. to_raw_amount 0.02 → sell_amount (user)", async () => {
+    await runTool("to_raw_amount", { amount: "0.02", token_register: "sell_token", cache_as: "sell_amount" }, 200);
+    const sel = await register("sell_amount", "user");
+    const value = await page.textContent(`${sel} ${T("register-value")}`);
+    if (!value.includes("20000000000000000") || !value.includes("0.02 ETH")) fail(`sell_amount shows ${value}`);
+  });
+
+  await step("5. x402_fetch swap_quote → swap_quote (tool, preset, max age)", async () => {
+    await runTool("x402_fetch", { preset: "swap_quote", network: "base", cache_as: "swap_quote" }, 200);
+    const sel = await register("swap_quote", "tool", '[data-stale="false"]');
+    const preset = await page.textContent(`${sel} ${T("register-preset")}`);
+    if (!/swap_quote/.test(preset)) fail(`preset: ${preset}`);
+    const age = await page.textContent(`${sel} ${T("register-age")}`);
+    if (!/\/ 60s/.test(age)) fail(`swap_quote age shows no max age: ${age}`);
+    const summary = await page.textContent(`${sel} ${T("register-value")}`);
+    if (!/sell 0\.02 ETH → buy [\d.]+ USDC \(min [\d.]+ USDC\)/.test(summary)) fail(`quote summary: ${summary}`);
+    const count = await page.locator(`${T("registers-panel")} ${T("register")}`).count();
+    if (count !== 5) fail(`${count} registers shown, expected 5`);
+    await page.waitForSelector(`${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
+    await page.locator(T("registers-panel")).scrollIntoViewIfNeeded();
+    await shot("02-registers-after-quote.png");
+    await shot("02b-registers-panel.png", page.locator(T("registers-panel")));
+  });
+
+  await step("6. web3_tx → the confirmation dialog with the decoded action", async () => {
+    const { body } = await runTool("web3_tx", { from_register: "swap_quote", network: "base" }, 202);
+    if (body.error.code !== "confirmation_required") fail(JSON.stringify(body));
+    await page.waitForSelector(`${T("confirm-dialog")}[open]`);
+    const summary = body.error.details.summary;
+    for (const k of ["sell", "buy_expected", "buy_minimum", "buy_simulated", "contract", "value", "gas_limit", "max_network_fee"]) {
+      if (summary[k] === undefined) fail(`the API summary lacks ${k}`);
+    }
+    for (const [k, v] of Object.entries(summary)) {
+      const shown = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-field")}[data-field="${k}"] td`)).trim();
+      if (shown !== String(v)) fail(`dialog ${k}: ${shown}, expected ${v}`);
+    }
+    if ((await page.textContent(`${T("confirm-field")}[data-field="sell"] td`)).trim() !== "0.02 ETH") fail("sell is not 0.02 ETH");
+    const reason = await page.textContent(T("confirm-reason"));
+    if (!/auto-approve/.test(reason)) fail(`reason: ${reason}`);
+    await page.waitForSelector(`${T("pending-item")}`, { state: "attached" });
+    await shot("03-confirmation-dialog.png");
+  });
+
+  await step("7. approve → the receipt", async () => {
+    const [resp] = await Promise.all([
+      page.waitForResponse((r) => /\/confirmations\/[^/]+\/approve$/.test(r.url())),
+      page.click(T("confirm-approve")),
+    ]);
+    if (resp.status() !== 200) fail(`approve → HTTP ${resp.status()}: ${await resp.text()}`);
+    await page.waitForSelector(T("receipt"));
+    const status = (await page.textContent(T("receipt-status"))).trim();
+    if (status !== "confirmed") fail(`receipt status: ${status}`);
+    const hash = (await page.textContent(T("receipt-hash"))).trim();
+    if (!/^0x[0-9a-f]{64}$/.test(hash)) fail(`receipt hash: ${hash}`);
+    await shot("04-receipt.png");
+    await page.click(T("confirm-close"));
+    await page.waitForSelector(`${T("confirm-dialog")}[open]`, { state: "detached" }).catch(() => {});
+    await page.waitForFunction((sel) => !document.querySelector(sel).open, T("confirm-dialog"));
+    const consoleStatus = (await page.textContent(`${T("tool-result")} ${T("tool-result-status")}`)).trim();
+    if (consoleStatus !== "confirmed") fail(`tool console result status: ${consoleStatus}`);
+    await page.waitForFunction((sel) => document.querySelectorAll(sel).length === 0, T("pending-item"));
+  });
+
+  await step("8. the journal shows the swap; the used quote is cleared", async () => {
+    await page.waitForSelector(`${T("journal-entry")}[data-kind="swap"][data-status="confirmed"]`);
+    await page.waitForSelector(`${T("register-removed")}[data-key="swap_quote"]`);
+    if (await page.locator(`${T("register")}[data-key="swap_quote"]`).count()) fail("swap_quote is still shown after it was used");
+    await page.waitForSelector(`${T("chat-tool")}[data-tool="web3_tx"][data-status="ok"]`);
+    await page.locator(T("activity-panel")).scrollIntoViewIfNeeded();
+    await shot("05-journal.png");
+  });
+
+  await step("memory blocks update live", async () => {
+    await runTool("update_memory", { label: "human", value: "Prefers ETH; wants low fees.", description: null }, 200);
+    await page.click(T("tab-memory"));
+    await page.waitForSelector(`${T("memory-block")}[data-label="human"]`);
+  });
+
+  await step("a quote older than its max age is marked stale", async () => {
+    await runTool("x402_fetch", { preset: "swap_quote", network: "base", cache_as: "swap_quote" }, 200);
+    const fresh = await register("swap_quote", "tool", '[data-stale="false"]');
+    if (await page.isVisible(`${fresh} ${T("register-stale")}`)) fail("a fresh quote is marked stale");
+    await page.clock.fastForward("01:05");
+    const stale = `${T("register")}[data-key="swap_quote"][data-stale="true"]`;
+    await page.waitForSelector(`${stale} ${T("register-stale")}`);
+    await shot("06-stale-quote.png", page.locator(T("registers-panel")));
+  });
+
+  if (problems.length) fail("browser errors:\n" + problems.join("\n"));
+  log({ ok: true, screenshots: shots });
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+  process.exit(0);
+} catch (e) {
+  log({ step: current, ok: false, error: String(e && e.stack || e) });
+  if (problems.length) log({ browser_errors: problems });
+  if (page) {
+    const p = path.join(out, "failure.png");
+    await page.screenshot({ path: p }).catch(() => {});
+    log({ screenshot: p });
+  }
+  await context.close().catch(() => {});
+  rmSync(userDataDir, { recursive: true, force: true });
+  process.exit(1);
+}
