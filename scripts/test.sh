@@ -9,6 +9,13 @@ step() { printf '\n==> %s\n' "$*"; }
 step "npm packages for the devnet and interop tests (devnet/package-lock.json)"
 npm ci --prefix devnet --no-audit --no-fund --loglevel=error
 
+step "Chromium for the browser test (Debian's chromium package)"
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+if [ ! -x /usr/bin/chromium ]; then
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+fi
+
 step "contract artifacts match their Solidity sources"
 node devnet/scripts/compile.mjs --check
 
