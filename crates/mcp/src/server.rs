@@ -13,11 +13,12 @@ use holdfast_agent::{MessageRole, NewMessage, Runtime, ToolCallRecord};
 use holdfast_core::confirm::CONFIRMATION_TTL;
 use holdfast_core::{ToolContext, ToolError};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents, Role, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
+    CustomResult, ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -149,11 +150,13 @@ impl HoldfastMcp {
         name: &str,
         params: Value,
     ) -> Result<Value, ToolError> {
-        let result = self.run_tool(session, name, params).await;
-        let Err(error) = &result else { return result };
-        let Some(id) = confirm::confirmation_id(error) else { return result };
-        let Some(pending) = session.ctx.confirmations.get(&id) else { return result };
-        let Err(error) = result else { return result };
+        let error = match self.run_tool(session, name, params).await {
+            Err(error) => error,
+            done => return done,
+        };
+        let pending = confirm::confirmation_id(&error).and_then(|id| session.ctx.confirmations.get(&id));
+        let Some(pending) = pending else { return Err(error) };
+        let id = pending.id.clone();
         if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             return Err(confirm::with_instructions(error, &id));
         }
@@ -233,6 +236,7 @@ impl HoldfastMcp {
 impl ServerHandler for HoldfastMcp {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_completions()
             .enable_tools()
             .enable_prompts()
             .enable_resources()
@@ -305,6 +309,27 @@ impl ServerHandler for HoldfastMcp {
             other => return Err(ErrorData::invalid_params(format!("no prompt named {other:?}"), None)),
         };
         Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let session = self.session(&context.peer).await?;
+        let values: Vec<String> = match &request.r#ref {
+            Reference::Prompt(prompt)
+                if [confirm::CONFIRM_PROMPT, confirm::DENY_PROMPT].contains(&prompt.name.as_str())
+                    && request.argument.name == "confirmation_id" =>
+            {
+                let typed = request.argument.value.trim();
+                let pending = session.ctx.confirmations.pending().into_iter().rev().map(|c| c.id);
+                pending.filter(|id| id.starts_with(typed)).take(CompletionInfo::MAX_VALUES).collect()
+            }
+            _ => Vec::new(),
+        };
+        let info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
     }
 
     async fn list_resources(

@@ -99,3 +99,12 @@ async fn a_public_bind_without_a_chosen_token_is_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("refusing to listen on 0.0.0.0:0"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_bind_with_a_chosen_token_serves() {
+    let server =
+        HttpChild::start(&["--bind", "0.0.0.0:0"], &[("HOLDFAST_MCP_TOKEN", "a-token-the-operator-chose")]).await;
+    assert!(server.url.starts_with("http://0.0.0.0:"), "{}", server.url);
+    assert!(server.stderr.iter().any(|l| l.contains("bearer token as given")), "{:?}", server.stderr);
+    assert!(!server.stderr.iter().any(|l| l.contains("a-token-the-operator-chose")), "a chosen token is never echoed");
+}
