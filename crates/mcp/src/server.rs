@@ -1,7 +1,9 @@
 //! [`HoldfastMcp`]: one MCP session, served over any transport, as one persisted holdfast session.
 //!
 //! The holdfast session (`runtime.open_session("mcp")`: its own registers, context bank, confirmations, memory hooks
-//! and journal) is opened when the client initializes and lives as long as the MCP session. Tool calls, the user's
+//! and journal) is opened on the session's first use of state — a tool call, a prompt, a resource read or
+//! subscription — so a client that only lists tools leaves no empty session behind; it lives as long as the MCP
+//! session. Tool calls, the user's
 //! prompts and confirmation decisions are appended to the session's history in the session store, like any other
 //! front end's.
 
@@ -15,10 +17,9 @@ use holdfast_core::{ToolContext, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
     CustomResult, ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptMessage,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, ResourceContents,
+    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -82,7 +83,7 @@ fn rpc_error(code: RpcCode, error: &ToolError) -> ErrorData {
 }
 
 impl HoldfastMcp {
-    /// A handler serving `runtime`'s registry; its holdfast session opens when the client initializes.
+    /// A handler serving `runtime`'s registry; its holdfast session opens on first use.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
@@ -252,16 +253,6 @@ impl ServerHandler for HoldfastMcp {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(supported_versions())
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        self.session(&context.peer).await?;
-        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(

@@ -6,7 +6,7 @@
 //!
 //! Reads are cancellation-safe (the service polls `receive` in a `select!`): bytes are taken from the reader only
 //! in the same synchronous step that stores them, so a dropped read resumes where it stopped. Error answers are
-//! written by a spawned task, so a cancelled read never leaves half a line on the output.
+//! written, in order, by a writer task, so a cancelled read never leaves half a line on the output.
 
 use crate::jsonrpc::{ID_SNIFF_BYTES, Inbound, ProtocolError, classify};
 use rmcp::RoleServer;
@@ -25,7 +25,12 @@ pub struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Set while skipping the rest of an oversized line: its first bytes and its size so far.
     oversized: Option<(Vec<u8>, usize)>,
+    /// Protocol errors waiting to be written, in order.
+    errors: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
 }
+
+/// How many protocol-error answers may wait for the client to read them.
+const ERROR_QUEUE: usize = 64;
 
 impl<R, W> std::fmt::Debug for LineTransport<R, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,6 +57,7 @@ where
             max,
             line: Vec::new(),
             oversized: None,
+            errors: None,
         }
     }
 
@@ -93,21 +99,33 @@ where
         }
     }
 
-    fn answer(&self, error: ProtocolError) {
-        let writer = Arc::clone(&self.writer);
-        tokio::spawn(async move {
-            let mut line = error.to_json().to_string().into_bytes();
-            line.push(b'\n');
-            let mut w = writer.lock().await;
-            if let Err(e) = async {
-                w.write_all(&line).await?;
-                w.flush().await
-            }
-            .await
-            {
-                tracing::debug!("could not write a protocol error: {e}");
-            }
+    /// Queues a protocol error for the writer task (started on first use), which writes the answers in order. A
+    /// flood of bad input that the client does not read fills the queue; further answers are then dropped rather
+    /// than buffered without bound.
+    fn answer(&mut self, error: ProtocolError) {
+        let queue = self.errors.get_or_insert_with(|| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(ERROR_QUEUE);
+            let writer = Arc::clone(&self.writer);
+            tokio::spawn(async move {
+                while let Some(line) = rx.recv().await {
+                    let mut w = writer.lock().await;
+                    let written = async {
+                        w.write_all(&line).await?;
+                        w.flush().await
+                    };
+                    if let Err(e) = written.await {
+                        tracing::debug!("could not write a protocol error: {e}");
+                        return;
+                    }
+                }
+            });
+            tx
         });
+        let mut line = error.to_json().to_string().into_bytes();
+        line.push(b'\n');
+        if queue.try_send(line).is_err() {
+            tracing::warn!("dropped a protocol error answer: the client is not reading");
+        }
     }
 }
 
@@ -163,5 +181,42 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.writer.lock().await.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use tokio::io::AsyncReadExt as _;
+
+    #[tokio::test]
+    async fn oversized_lines_arriving_in_pieces_are_skipped_and_answered_in_order() {
+        let (mut client_in, server_in) = tokio::io::duplex(1024);
+        let (server_out, mut client_out) = tokio::io::duplex(64 * 1024);
+        let mut transport = LineTransport::new(server_in, server_out, 4096);
+        let writer = tokio::spawn(async move {
+            for id in 1..=3 {
+                let big = json!({"jsonrpc": "2.0", "id": id, "method": "ping", "params": {"pad": "x".repeat(10_000)}});
+                for piece in big.to_string().as_bytes().chunks(700) {
+                    client_in.write_all(piece).await.unwrap();
+                }
+                client_in.write_all(b"\n").await.unwrap();
+            }
+            client_in.write_all(b"\r\n  \n{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}\r\n").await.unwrap();
+            client_in
+        });
+        let message = transport.receive().await.unwrap();
+        assert!(matches!(message, ClientJsonRpcMessage::Request(ref r) if r.id.to_string() == "4"), "{message:?}");
+        drop(writer.await.unwrap());
+        assert!(transport.receive().await.is_none(), "end of input ends the session");
+        drop(transport);
+
+        let mut out = String::new();
+        client_out.read_to_string(&mut out).await.unwrap();
+        let answers: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let ids: Vec<i64> = answers.iter().map(|a| a["id"].as_i64().unwrap()).collect();
+        assert_eq!(ids, [1, 2, 3], "{out}");
+        assert!(answers.iter().all(|a| a["error"]["code"] == -32600), "{out}");
     }
 }

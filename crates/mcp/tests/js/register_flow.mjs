@@ -64,6 +64,8 @@ run(async () => {
   check(raw.raw === '1000000000000000' && raw.origin === 'user', 'the amount the user wrote keeps origin user', raw);
   const typed = await ok(client, 'to_raw_amount', { amount: '0.5', token_register: 'sell_token', cache_as: null });
   check(typed.origin === 'model', 'an amount the user never wrote is origin model', typed);
+  const bankAfter = await readJson(client, BANK);
+  check(!bankAfter.items.some((i) => i.value === '0.5'), 'what the model typed never reaches the bank', bankAfter);
 
   const registers = (await readJson(client, REGISTERS)).registers;
   check(registers.sell_amount?.origin === 'user' && registers.sell_amount?.value === '1000000000000000',
