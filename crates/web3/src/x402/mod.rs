@@ -213,9 +213,13 @@ pub(crate) async fn fetch(
         return Ok(Fetched { status, body, payment: None });
     }
     let headers = first.headers().clone();
-    let body = read_limited(first, wire::MAX_BODY_BYTES).await.unwrap_or_default();
-    let offer = wire::parse_402(&headers, &body)
-        .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
+    let offer = match read_limited(first, wire::MAX_BODY_BYTES).await {
+        Ok(body) => wire::parse_402(&headers, &body),
+        // A v2 offer travels in its header; the body does not matter then.
+        Err(_) if headers.contains_key(wire::PAYMENT_REQUIRED) => wire::parse_402(&headers, &[]),
+        Err(_) => Err(WireError::BodyTooLarge { max: wire::MAX_BODY_BYTES }),
+    }
+    .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
     pay_and_fetch(web3, ctx, req, offer, cap).await
 }
 

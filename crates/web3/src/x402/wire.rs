@@ -84,6 +84,12 @@ pub enum WireError {
         /// The cap.
         max: usize,
     },
+    /// The 402 body is larger than its cap.
+    #[error("the 402 body is larger than the {max}-byte cap")]
+    BodyTooLarge {
+        /// The cap.
+        max: usize,
+    },
     /// A header is not ASCII text.
     #[error("the {0} header is not ASCII text")]
     NotText(String),
@@ -314,7 +320,7 @@ pub fn parse_402(headers: &HeaderMap, body: &[u8]) -> Result<PaymentRequired, Wi
         return parse_payment_required("PAYMENT-REQUIRED header", &doc, Some(Version::V2));
     }
     if body.len() > MAX_BODY_BYTES {
-        return Err(WireError::TooLarge { what: "402 body".into(), len: body.len(), max: MAX_BODY_BYTES });
+        return Err(WireError::BodyTooLarge { max: MAX_BODY_BYTES });
     }
     let doc: Value = match serde_json::from_slice(body) {
         Ok(doc) => doc,

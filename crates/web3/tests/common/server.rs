@@ -141,21 +141,30 @@ pub fn offer_v1(accepts: Vec<Value>) -> Response {
     (StatusCode::PAYMENT_REQUIRED, axum::Json(doc)).into_response()
 }
 
+/// An honest devnet quote for the call's query, or why there is none.
+pub async fn try_quote(ctx: &Ctx, call: &Call) -> Result<Value, String> {
+    let req = QuoteRequest::from_query(&call.query).map_err(|e| e.to_string())?;
+    build_quote(&ctx.quotes, &req).await.map_err(|e| e.to_string())
+}
+
 /// An honest devnet quote for the call's query.
 pub async fn quote(ctx: &Ctx, call: &Call) -> Value {
-    let req = QuoteRequest::from_query(&call.query).unwrap();
-    build_quote(&ctx.quotes, &req).await.unwrap()
+    try_quote(ctx, call).await.unwrap()
 }
 
 /// Settles the call's payment for `requirement` through the devnet facilitator, then answers with an honest quote
 /// and the settlement header (`payment-response` or `x-payment-response`); a failed settlement → 402.
 pub async fn settle_and_quote(ctx: &Ctx, call: &Call, requirement: &Value, url: &str) -> Response {
     let Some(payload) = call.payload() else { return offer_v2(url, vec![requirement.clone()], Some("no payment")) };
+    // Like the reference server: the content first; a request that cannot be served is not charged.
+    let body = match try_quote(ctx, call).await {
+        Ok(body) => body,
+        Err(e) => return (StatusCode::BAD_REQUEST, e).into_response(),
+    };
     let settled = ctx.facilitator.settle(&payload, requirement).await;
     if !settled.success {
         return offer_v2(url, vec![requirement.clone()], settled.error_reason.as_deref());
     }
-    let body = quote(ctx, call).await;
     let header = if call.payment.as_ref().is_some_and(|(n, _)| n == "x-payment") {
         "x-payment-response"
     } else {
