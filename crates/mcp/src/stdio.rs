@@ -10,7 +10,7 @@
 
 use crate::jsonrpc::{ID_SNIFF_BYTES, Inbound, ProtocolError, classify};
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use std::future::Future;
 use std::sync::Arc;
@@ -27,6 +27,8 @@ pub struct LineTransport<R, W> {
     oversized: Option<(Vec<u8>, usize)>,
     /// Protocol errors waiting to be written, in order.
     errors: Option<tokio::sync::mpsc::Sender<Vec<u8>>>,
+    /// Whether an `initialize` request has been passed on.
+    initialized: bool,
 }
 
 /// How many protocol-error answers may wait for the client to read them.
@@ -58,6 +60,7 @@ where
             line: Vec::new(),
             oversized: None,
             errors: None,
+            initialized: false,
         }
     }
 
@@ -169,7 +172,21 @@ where
                 continue;
             }
             match classify(trimmed, self.max) {
-                Inbound::Message(message) => return Some(*message),
+                // Before `initialize`, only requests mean anything (the service answers them); a stray notification
+                // or response would end the session before it began, so it is dropped.
+                Inbound::Message(message)
+                    if !self.initialized && !matches!(*message, ClientJsonRpcMessage::Request(_)) =>
+                {
+                    tracing::debug!("dropped a notification or response that came before initialize");
+                }
+                Inbound::Message(message) => {
+                    if let ClientJsonRpcMessage::Request(request) = &*message
+                        && matches!(request.request, ClientRequest::InitializeRequest(_))
+                    {
+                        self.initialized = true;
+                    }
+                    return Some(*message);
+                }
                 Inbound::Ignore(why) => tracing::debug!("dropped an incoming message: {why}"),
                 Inbound::Reject(error) => {
                     tracing::debug!(code = error.code, "protocol error: {}", error.message);

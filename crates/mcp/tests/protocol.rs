@@ -1,6 +1,6 @@
 //! Bad input on the stdio transport — not JSON, batches, wrong versions, unknown methods, params of the wrong shape,
-//! messages over the cap, requests before `initialize` — each gets its JSON-RPC error, and the same session goes on
-//! serving.
+//! messages over the cap, notifications and requests before `initialize` — each gets its JSON-RPC error (or is
+//! dropped, for notifications), and the same session goes on serving.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -30,6 +30,7 @@ async fn malformed_unknown_and_oversized_messages_get_protocol_errors_and_the_se
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
     let oversized = json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "x".repeat(20_000)}});
     let lines = [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
         json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}).to_string(),
         init.to_string(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
