@@ -89,7 +89,7 @@ async fn the_typescript_sdk_runs_the_register_flow_over_streamable_http_behind_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_public_bind_without_a_chosen_token_is_refused() {
-    let output = tokio::process::Command::new(common::BIN)
+    let output = tokio::process::Command::new(common::bin())
         .args(["mcp", "--transport", "http", "--bind", "0.0.0.0:0"])
         .env_remove("HOLDFAST_MCP_TOKEN")
         .output()

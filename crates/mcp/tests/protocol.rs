@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 async fn malformed_unknown_and_oversized_messages_get_protocol_errors_and_the_server_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let config = common::config_in(dir.path(), "[mcp]\nmax_message_bytes = 8192\n");
-    let mut child = tokio::process::Command::new(common::BIN)
+    let mut child = tokio::process::Command::new(common::bin())
         .args(["mcp", "--config", config.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -9,8 +9,11 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
-/// `holdfast-mcp-test`: `holdfast mcp` compiled from crates/cli/src/mcp_cmd.rs.
-pub const BIN: &str = env!("CARGO_BIN_EXE_holdfast-mcp-test");
+/// The server binary: `holdfast-mcp-test` (`holdfast mcp` compiled from crates/cli/src/mcp_cmd.rs), or the binary
+/// named by `HOLDFAST_MCP_BIN` (e.g. `target/debug/holdfast`, to run these tests against the real CLI).
+pub fn bin() -> String {
+    std::env::var("HOLDFAST_MCP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_holdfast-mcp-test").to_owned())
+}
 
 /// How long one SDK script may run.
 pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -60,15 +63,11 @@ pub async fn run_script(name: &str, env: &[(&str, String)]) -> Value {
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{name} printed no findings ({e}):\n{stdout}\n{stderr}"))
 }
 
-/// The environment for a stdio script: the server is `BIN mcp` with `args`.
+/// The environment for a stdio script: the server is `bin() mcp ARGS`.
 pub fn stdio_env(args: &[&str]) -> Vec<(&'static str, String)> {
     let mut all = vec!["mcp".to_owned()];
     all.extend(args.iter().map(|s| (*s).to_owned()));
-    vec![
-        ("MCP_TRANSPORT", "stdio".into()),
-        ("MCP_COMMAND", BIN.into()),
-        ("MCP_ARGS", serde_json::to_string(&all).unwrap()),
-    ]
+    vec![("MCP_TRANSPORT", "stdio".into()), ("MCP_COMMAND", bin()), ("MCP_ARGS", serde_json::to_string(&all).unwrap())]
 }
 
 /// `holdfast mcp --transport http` running as a child process.
@@ -81,7 +80,7 @@ pub struct HttpChild {
 impl HttpChild {
     /// Starts the server and waits for its `listening on URL` line.
     pub async fn start(args: &[&str], envs: &[(&str, &str)]) -> HttpChild {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(bin());
         cmd.arg("mcp").args(["--transport", "http"]).args(args);
         cmd.env_remove("HOLDFAST_MCP_TOKEN").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (k, v) in envs {
