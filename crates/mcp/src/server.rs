@@ -3,9 +3,8 @@
 //! The holdfast session (`runtime.open_session("mcp")`: its own registers, context bank, confirmations, memory hooks
 //! and journal) is opened on the session's first use of state — a tool call, a prompt, a resource read or
 //! subscription — so a client that only lists tools leaves no empty session behind; it lives as long as the MCP
-//! session. Tool calls, the user's
-//! prompts and confirmation decisions are appended to the session's history in the session store, like any other
-//! front end's.
+//! session. Tool calls, the user's prompts and confirmation decisions are appended to the session's history in the
+//! session store, like any other front end's.
 
 use crate::confirm;
 use crate::prompts::{self, MAX_USER_TEXT, USER_REQUEST_PROMPT};
