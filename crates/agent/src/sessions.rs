@@ -428,7 +428,7 @@ impl SessionStorage for InMemorySessionStore {
     fn list(&self, limit: usize) -> BoxFuture<'_, Result<Vec<SessionInfo>, ToolError>> {
         Box::pin(async move {
             let mut all: Vec<SessionInfo> = self.sessions.lock().values().filter_map(Self::info).collect();
-            all.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+            all.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
             all.truncate(limit);
             Ok(all)
         })

@@ -2,6 +2,7 @@
 
 mod chat;
 mod devnet_cmd;
+mod mcp_cmd;
 mod replay;
 mod serve;
 mod tools_doc;
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// The HTTP + WebSocket API and the web UI (with no --config: SQLite and a local devnet, no API key needed).
     Serve(serve::ServeArgs),
+    /// Serve the tool registry over MCP (stdio by default, --transport http for streamable HTTP); see docs/mcp.md.
+    Mcp(mcp_cmd::McpArgs),
     /// Chat with the agent in the terminal (needs an LLM provider: see docs/llm.md).
     Chat {
         /// Configuration file (default: built-in defaults).
@@ -117,6 +120,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Serve(args) => {
             serve::run(args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp(args) => {
+            mcp_cmd::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat { config } => {

@@ -27,7 +27,10 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let open = lines.next().unwrap().unwrap();
     assert!(open.contains("#token="), "the token is printed once, on first start: {open}");
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
-    assert!(open.ends_with(&format!("#token={token}   (token saved in {}/server.token)", data.display())) || open.contains(&token));
+    assert!(
+        open.ends_with(&format!("#token={token}   (token saved in {}/server.token)", data.display()))
+            || open.contains(&token)
+    );
 
     let info = std::fs::read_to_string(data.join("devnet/devnet.json")).unwrap();
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
