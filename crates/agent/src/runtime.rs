@@ -217,6 +217,12 @@ impl Runtime {
         Ok(Some(ctx))
     }
 
+    /// Forgets a session's in-process state (registers, context bank, pending confirmations); its persisted history
+    /// stays. Front ends call this when the client that owned the session goes away.
+    pub fn close_session(&self, id: &str) {
+        self.live.lock().remove(id);
+    }
+
     /// Ids of the sessions open in this process.
     pub fn live_sessions(&self) -> Vec<String> {
         self.live.lock().keys().cloned().collect()

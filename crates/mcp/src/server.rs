@@ -74,6 +74,9 @@ impl Drop for HoldfastMcp {
         if let Some(task) = self.forwarder.lock().take() {
             task.abort();
         }
+        if let Some(id) = self.session_id() {
+            self.runtime.close_session(&id);
+        }
     }
 }
 
