@@ -1,6 +1,10 @@
 //! The swap from quote-in-register to mined receipt on a real devnet (`web3_tx`: re-validation, allowance and
 //! policy checks, eth_simulateV1 with balance deltas, gas/fee estimation, journal write, broadcast, receipt), against
 //! the floor of the same chain round trips: signing and sending a plain transfer and waiting for its receipt.
+//!
+//! And the paid quote (`x402_fetch` through the devnet's x402 paywall: 402, policy, EIP-3009 signature, journal,
+//! the facilitator's verify, the quote, settlement on chain, the client's on-chain check) against the same tool
+//! fetching the same quote from the quoter without a paywall.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use alloy::primitives::{Bytes, U256};
@@ -20,6 +24,22 @@ fn swap(c: &mut Criterion) {
     // Generous caps so the benchmark never hits the daily limit; auto-approve the benchmark's size.
     let mut toml = std::fs::read_to_string(&devnet.config_path).unwrap();
     toml = toml.replace("native_per_day = \"5\"", "native_per_day = \"1000\"");
+    toml = toml.replace("daily_budget = \"5\"", "daily_budget = \"1000\"");
+    // The same quoter without the paywall, as a second preset (the baseline of the paid quote).
+    let free = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = holdfast_devnet::quote_router(devnet.quote_state());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    });
+    let presets_path = devnet.dir.join("presets.ron");
+    let presets = std::fs::read_to_string(&presets_path).unwrap();
+    let free_preset = holdfast_devnet::config::presets_ron(&free).replacen("\"swap_quote\": (", "\"free_quote\": (", 1);
+    let free_entry =
+        &free_preset[free_preset.find("\"free_quote\"").unwrap()..free_preset.find("\"token_price\"").unwrap()];
+    let presets = presets.replacen("{\n    \"swap_quote\"", &format!("{{\n    {free_entry}\"swap_quote\""), 1);
+    std::fs::write(&presets_path, presets).unwrap();
     std::fs::write(&devnet.config_path, toml).unwrap();
     let doc = ConfigDocument::load(&devnet.config_path).unwrap();
     let core = CoreConfig::from_document(&doc).unwrap();
@@ -93,6 +113,29 @@ fn swap(c: &mut Criterion) {
                 }
                 start.elapsed()
             })
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("x402_paid_quote");
+    g.sample_size(30);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("x402_fetch_paid_quote", |b| {
+        b.to_async(&rt).iter(|| async {
+            let out = registry
+                .call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}), &ctx)
+                .await
+                .unwrap();
+            assert_eq!(out["payment"]["status"], "confirmed");
+        })
+    });
+    g.bench_function("baseline_x402_fetch_unpaid_quote", |b| {
+        b.to_async(&rt).iter(|| async {
+            let out = registry
+                .call("x402_fetch", json!({"preset": "free_quote", "network": "base", "cache_as": "free_quote"}), &ctx)
+                .await
+                .unwrap();
+            assert!(out["payment"].is_null());
         })
     });
     g.finish();
