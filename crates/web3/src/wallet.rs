@@ -3,7 +3,7 @@
 //! The key never leaves this module except as the signer other modules of this crate sign with: it has no `Debug`
 //! output, appears in no error, log line or event, and there is no "sign this message" tool (invariant 10). The
 //! only typed data it signs is an EIP-3009 `TransferWithAuthorization` from this wallet, for the x402 client
-//! ([`Wallet::sign_transfer_authorization`], crate-private).
+//! (`Wallet::sign_transfer_authorization`, crate-private).
 
 use crate::config::WalletSection;
 use alloy::primitives::{Address, B256, Signature};

@@ -155,7 +155,7 @@ fn now_secs() -> u64 {
 }
 
 /// The validity window signed for a requirement allowing `max_timeout` seconds: it opens at most
-/// [`MAX_SKEW_SECS`] before `now` and its whole length never exceeds `max_timeout` (nor [`MAX_WINDOW_SECS`]).
+/// 30 seconds before `now` and its whole length never exceeds `max_timeout` (nor [`MAX_WINDOW_SECS`]).
 pub fn validity_window(now: u64, max_timeout: u64) -> (u64, u64) {
     let window = max_timeout.min(MAX_WINDOW_SECS);
     let skew = (window / 4).min(MAX_SKEW_SECS);
