@@ -253,8 +253,16 @@ async fn choose_sign_journal(
             spent_today.insert(token.address, spent);
         }
     }
-    let payees: Vec<Address> =
-        req.preset.payees.iter().filter_map(|p| holdfast_core::address::parse_address("payees", p).ok()).collect();
+    // Checked when the preset file was loaded; a bad entry here still fails closed (never "any payee").
+    let payees: Vec<Address> = req
+        .preset
+        .payees
+        .iter()
+        .map(|p| holdfast_core::address::parse_address("payees", p))
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            ToolError::new(ErrorCode::PaymentRefused, format!("preset `{}`: {}", req.preset_name, e.message))
+        })?;
     let preset_host = req.preset.host().unwrap_or_default();
     let request_host = host_of(req.url);
     let offers: Vec<Result<PaymentOffer, String>> =
