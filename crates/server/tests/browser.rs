@@ -1,13 +1,17 @@
 //! The web UI in real headless Chromium (Debian's `chromium`, driven by `playwright-core` from `devnet/node_modules`)
-//! against a running server on the devnet: the swap done step by step in the browser, screenshots saved under
-//! `target/ui-screenshots/`. The browser script is `tests/js/ui.mjs`; `scripts/test.sh` installs what it needs.
+//! against a running server: the swap done step by step in the browser on the devnet without an LLM, and a chat with a
+//! scripted model whose reply streams in. Screenshots are saved under `target/ui-screenshots/`. The browser script is
+//! `tests/js/ui.mjs`; `scripts/test.sh` installs what it needs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use holdfast_agent::Runtime;
+use holdfast_agent::llm::{ChatProvider, ChatRequest, ChatResponse, DeltaSink, LlmError, StreamDelta, ToolCall, Usage};
+use holdfast_agent::{Agent, Runtime};
+use holdfast_core::tool::BoxFuture;
 use holdfast_server::AppState;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 const TOKEN: &str = "f00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeedf00dfeed";
@@ -49,31 +53,27 @@ fn screenshot_dir(root: &Path) -> PathBuf {
         .join("ui-screenshots")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_swap_step_by_step_in_a_real_browser() {
+/// Serves `state` on a free loopback port and runs the browser script's `scenario` against it; asserts it passed and
+/// left the named screenshots.
+async fn run_scenario(scenario: &str, state: Arc<AppState>, screenshots: &[&str]) {
     let root = repo_root();
     if let Err(missing) = prerequisites(&root) {
         panic!("browser test cannot run: {missing}");
     }
-    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
-    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-    let state = AppState::with_agent(runtime, None, Some(TOKEN.into()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
 
     let out = screenshot_dir(&root);
     std::fs::create_dir_all(&out).unwrap();
-    for entry in std::fs::read_dir(&out).unwrap().flatten() {
-        if entry.path().extension().is_some_and(|e| e == "png") {
-            std::fs::remove_file(entry.path()).unwrap();
-        }
+    for name in screenshots {
+        let _ = std::fs::remove_file(out.join(name));
     }
 
     let script = root.join("crates/server/tests/js/ui.mjs");
     let child = tokio::process::Command::new("node")
         .arg(&script)
-        .args(["--url", &url, "--token", TOKEN, "--out"])
+        .args(["--url", &url, "--token", TOKEN, "--scenario", scenario, "--out"])
         .arg(&out)
         .arg("--chromium")
         .arg(chromium())
@@ -93,19 +93,93 @@ async fn the_swap_step_by_step_in_a_real_browser() {
     println!("{stdout}");
     eprintln!("{stderr}");
     assert!(output.status.success(), "the browser test failed ({}):\n{stdout}\n{stderr}", output.status);
-
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["ok"], true, "{stdout}");
-    for name in [
-        "01-context-bank.png",
-        "02-registers-after-quote.png",
-        "03-confirmation-dialog.png",
-        "04-receipt.png",
-        "05-journal.png",
-    ] {
+    for name in screenshots {
         let shot = out.join(name);
         let bytes = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
         assert!(bytes > 10_000, "screenshot {} is missing or empty", shot.display());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_swap_step_by_step_in_a_real_browser() {
+    if let Err(missing) = prerequisites(&repo_root()) {
+        panic!("browser test cannot run: {missing}");
+    }
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let state = AppState::with_agent(runtime, None, Some(TOKEN.into()));
+    let shots = [
+        "01-context-bank.png",
+        "02-registers-after-quote.png",
+        "02b-registers-panel.png",
+        "03-confirmation-dialog.png",
+        "04-receipt.png",
+        "05-journal.png",
+        "06-stale-quote.png",
+    ];
+    run_scenario("swap", state, &shots).await;
     drop(devnet);
+}
+
+/// A model that looks a token up, then answers, streaming its words with pauses so the browser sees a partial reply.
+struct ScriptedModel {
+    calls: AtomicUsize,
+}
+
+impl ScriptedModel {
+    async fn stream(on_delta: DeltaSink<'_>, text: &str, pause: Duration) {
+        for (i, word) in text.split(' ').enumerate() {
+            on_delta(StreamDelta::Text(if i == 0 { word.to_owned() } else { format!(" {word}") }));
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+impl ChatProvider for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "browser-test"
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+        on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move {
+            let usage = Usage { input_tokens: 10, output_tokens: 10 };
+            if self.calls.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+                let text = "Let me look USDC up in the token table.";
+                Self::stream(on_delta, text, Duration::from_millis(30)).await;
+                Ok(ChatResponse {
+                    text: text.to_owned(),
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "token_lookup".into(),
+                        arguments: r#"{"symbol":"USDC","network":"base","cache_as":"buy_token"}"#.into(),
+                    }],
+                    usage,
+                    stop_reason: Some("tool_calls".into()),
+                })
+            } else {
+                let text = "USDC is in the register buy_token now (6 decimals, origin config). I pass its name; I never \
+                            type its address.";
+                Self::stream(on_delta, text, Duration::from_millis(150)).await;
+                Ok(ChatResponse { text: text.to_owned(), tool_calls: vec![], usage, stop_reason: Some("stop".into()) })
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_with_a_model_streams_in_the_browser() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let agent = Agent::new(Arc::clone(&runtime), Arc::new(ScriptedModel { calls: AtomicUsize::new(0) }));
+    let state = AppState::with_agent(runtime, Some(agent), Some(TOKEN.into()));
+    run_scenario("chat", state, &["chat-1-streaming.png", "chat-2-final.png"]).await;
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // The web UI in real headless Chromium (Debian's /usr/bin/chromium), driven by playwright-core from devnet/node_modules.
 //
-//   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN --out target/ui-screenshots
+//   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN [--scenario swap|chat] [--out DIR]
 //
-// Opens the UI with the token, types "swap 0.02 ETH for USDC" (no LLM: it goes to the context bank), runs the swap step
-// by step from the tool console, checks that the registers panel updates live (from WebSocket events) with origins,
-// approves the confirmation dialog, and checks the receipt and the journal. Prints one JSON line per step; exits 0 when
-// every step passed, 1 otherwise (with a failure screenshot). Never downloads a browser.
+// Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
+// (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
+// panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
+// the journal. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
+// inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
+// failure screenshot). Never downloads a browser.
 //
 // Development: HOLDFAST_UI_FILE=path/to/index.html serves that file instead of the server's embedded page, so the UI
 // can be iterated on against a running `holdfast serve` without rebuilding.
@@ -28,6 +30,7 @@ function arg(name, fallback) {
 }
 const base = (arg("url") || "").replace(/\/$/, "");
 const token = arg("token");
+const scenario = arg("scenario", "swap");
 const out = path.resolve(arg("out", path.join(repo, "target", "ui-screenshots")));
 const executablePath = arg("chromium", process.env.HOLDFAST_CHROMIUM || "/usr/bin/chromium");
 if (!base || !token) {
@@ -134,7 +137,7 @@ async function register(key, origin, extra = "") {
   return sel;
 }
 
-try {
+async function openUi() {
   await step("a page without the token asks for it", async () => {
     page = await context.newPage();
     watch(page, "no-token page");
@@ -156,13 +159,48 @@ try {
     if (hash !== "") fail(`the token stays in the address bar: ${hash}`);
     const stored = await page.evaluate(() => sessionStorage.getItem("holdfast.token"));
     if (stored !== token) fail("the token is not kept in sessionStorage");
-    const llm = await page.textContent(T("llm-status"));
-    if (!/none/.test(llm)) fail(`LLM status: ${llm}`);
     if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
     await page.waitForSelector(`${T("session-item")}`);
   });
+}
 
+async function chatScenario() {
+  const final = "USDC is in the register buy_token now (6 decimals, origin config). I pass its name; I never type its address.";
+  await step("a configured model is shown", async () => {
+    const llm = await page.textContent(T("llm-status"));
+    if (!/scripted/.test(llm)) fail(`LLM status: ${llm}`);
+  });
+  await step("the reply streams in, with the model's tool call inline", async () => {
+    await page.fill(T("chat-input"), "what is USDC on base?");
+    await page.click(T("chat-send"));
+    await page.waitForSelector("#typing");
+    const streaming = `${T("chat-msg")}[data-role="assistant"].streaming`;
+    await page.waitForFunction((sel) => /^USDC is in/.test(document.querySelector(sel)?.textContent || ""), streaming);
+    const partial = await page.textContent(streaming);
+    if (partial === final) fail("the reply arrived whole, not streamed");
+    await shot("chat-1-streaming.png");
+    await page.waitForSelector(`${T("chat-tool")}[data-tool="token_lookup"][data-status="ok"]`);
+    await page.waitForFunction(([sel, text]) => {
+      const msgs = [...document.querySelectorAll(sel)];
+      const last = msgs[msgs.length - 1];
+      return last && last.textContent === text && !last.classList.contains("streaming");
+    }, [`${T("chat-msg")}[data-role="assistant"]`, final]);
+    await page.waitForSelector("#typing", { state: "detached" });
+    const order = await page.$$eval(`${T("chat-log")} > *`, (els) => els.map((e) => e.dataset.testid + ":" + (e.dataset.role || e.dataset.tool)));
+    const want = ["chat-msg:user", "chat-msg:assistant", "chat-tool:token_lookup", "chat-msg:assistant"];
+    if (JSON.stringify(order) !== JSON.stringify(want)) fail(`chat order ${JSON.stringify(order)}`);
+    if (await page.isDisabled(T("chat-send"))) fail("send stays disabled after the turn");
+  });
+  await step("the model's register shows up live", async () => {
+    await register("buy_token", "config");
+    await shot("chat-2-final.png");
+  });
+}
+
+async function swapScenario() {
   await step("chat without an LLM fills the context bank", async () => {
+    const llm = await page.textContent(T("llm-status"));
+    if (!/none/.test(llm)) fail(`LLM status: ${llm}`);
     await page.fill(T("chat-input"), "swap 0.02 ETH for USDC");
     await page.click(T("chat-send"));
     await page.waitForSelector(T("chat-note"));
@@ -287,7 +325,12 @@ try {
     await page.waitForSelector(`${stale} ${T("register-stale")}`);
     await shot("06-stale-quote.png", page.locator(T("registers-panel")));
   });
+}
 
+try {
+  await openUi();
+  if (scenario === "chat") await chatScenario();
+  else await swapScenario();
   if (problems.length) fail("browser errors:\n" + problems.join("\n"));
   log({ ok: true, screenshots: shots });
   await context.close();
