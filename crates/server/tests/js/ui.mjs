@@ -219,6 +219,12 @@ async function swapScenario() {
     if (code.trim() !== "register_write_denied") fail(`shown code: ${code}`);
   });
 
+  await step("a value typed through register_set is a model-origin scratch register", async () => {
+    await runTool("register_set", { key: "memo", value: "swap before noon" }, 200);
+    const sel = await register("memo", "model");
+    await page.waitForSelector(`${sel} ${T("register-scratch")}`);
+  });
+
   await step("1. wallet address → wallet_address (intrinsic)", async () => {
     await runTool("local_burner_wallet", { action: "address", token_register: null, network: null, cache_as: "wallet_address" }, 200);
     await register("wallet_address", "intrinsic");
@@ -255,7 +261,8 @@ async function swapScenario() {
     const summary = await page.textContent(`${sel} ${T("register-value")}`);
     if (!/sell 0\.02 ETH → buy [\d.]+ USDC \(min [\d.]+ USDC\)/.test(summary)) fail(`quote summary: ${summary}`);
     const count = await page.locator(`${T("registers-panel")} ${T("register")}`).count();
-    if (count !== 5) fail(`${count} registers shown, expected 5`);
+    if (count !== 6) fail(`${count} registers shown, expected 6`);
+    if (await page.locator(`${T("register")}[data-key="swap_quote"] ${T("register-scratch")}`).count()) fail("swap_quote is declared, not scratch");
     await page.waitForSelector(`${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
     await page.locator(T("registers-panel")).scrollIntoViewIfNeeded();
     await shot("02-registers-after-quote.png");
@@ -279,6 +286,17 @@ async function swapScenario() {
     if (!/auto-approve/.test(reason)) fail(`reason: ${reason}`);
     await page.waitForSelector(`${T("pending-item")}`, { state: "attached" });
     await shot("03-confirmation-dialog.png");
+  });
+
+  await step("decide later keeps it in \"About to do\"; Review reopens it", async () => {
+    await page.click(T("confirm-later"));
+    await page.waitForFunction((sel) => !document.querySelector(sel).open, T("confirm-dialog"));
+    await page.waitForTimeout(300);
+    if (await page.evaluate((sel) => document.querySelector(sel).open, T("confirm-dialog"))) fail("the dialog reopened by itself");
+    const item = await page.textContent(T("pending-item"));
+    if (!/sell 0\.02 ETH → at least [\d.]+ USDC/.test(item)) fail(`pending item: ${item}`);
+    await page.click(T("pending-review"));
+    await page.waitForSelector(`${T("confirm-dialog")}[open]`);
   });
 
   await step("7. approve → the receipt", async () => {
