@@ -57,7 +57,7 @@ fn chat_text(bytes: usize) -> String {
             15 => out.push_str("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"),
             _ => out.push_str(words[r % words.len()]),
         }
-        out.push(if r % 17 == 0 { '\n' } else { ' ' });
+        out.push(if r.is_multiple_of(17) { '\n' } else { ' ' });
         i += 1;
     }
     out
