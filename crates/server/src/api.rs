@@ -197,39 +197,37 @@ pub async fn confirmations(State(state): State<Arc<AppState>>, Path(id): Path<St
     ok(json!({"pending": ctx.confirmations.pending()}))
 }
 
-pub async fn approve(State(state): State<Arc<AppState>>, Path((id, cid)): Path<(String, String)>) -> ApiResult {
-    let ctx = session(&state, &id).await?;
-    if ctx.confirmations.get(&cid).is_none() {
+/// Resolves a pending confirmation: an agent turn waiting for it resumes itself; an action started from the tool
+/// console is approved and re-run here (or denied).
+async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecision) -> ApiResult {
+    let ctx = session(state, id).await?;
+    if ctx.confirmations.get(cid).is_none() {
         return Err(ApiError::Tool(ToolError::new(
             ErrorCode::ConfirmationNotFound,
             format!("no confirmation {cid:?} in this session"),
         )));
     }
-    let waiter = state.waiters.lock().remove(&cid);
+    let approve = decision == ConfirmDecision::Approve;
+    let waiter = state.waiters.lock().remove(cid);
     if let Some(tx) = waiter {
-        // The agent's turn is waiting: it approves and re-runs the action itself.
-        let _ = tx.send(ConfirmDecision::Approve);
-        return ok(json!({"id": cid, "approved": true, "resumed": "agent"}));
+        let _ = tx.send(decision);
+        return ok(json!({"id": cid, "approved": approve, "denied": !approve, "resumed": "agent"}));
     }
-    let c = ctx.confirmations.approve(&cid)?;
-    tool_response(state.runtime.registry.call(&c.tool, c.params, &ctx).await)
+    if approve {
+        let c = ctx.confirmations.approve(cid)?;
+        tool_response(state.runtime.registry.call(&c.tool, c.params, &ctx).await)
+    } else {
+        let c = ctx.confirmations.deny(cid)?;
+        ok(json!({"id": c.id, "denied": true, "tool": c.tool}))
+    }
+}
+
+pub async fn approve(State(state): State<Arc<AppState>>, Path((id, cid)): Path<(String, String)>) -> ApiResult {
+    resolve(&state, &id, &cid, ConfirmDecision::Approve).await
 }
 
 pub async fn deny(State(state): State<Arc<AppState>>, Path((id, cid)): Path<(String, String)>) -> ApiResult {
-    let ctx = session(&state, &id).await?;
-    if ctx.confirmations.get(&cid).is_none() {
-        return Err(ApiError::Tool(ToolError::new(
-            ErrorCode::ConfirmationNotFound,
-            format!("no confirmation {cid:?} in this session"),
-        )));
-    }
-    let waiter = state.waiters.lock().remove(&cid);
-    if let Some(tx) = waiter {
-        let _ = tx.send(ConfirmDecision::Deny);
-        return ok(json!({"id": cid, "denied": true, "resumed": "agent"}));
-    }
-    let c = ctx.confirmations.deny(&cid)?;
-    ok(json!({"id": c.id, "denied": true, "tool": c.tool}))
+    resolve(&state, &id, &cid, ConfirmDecision::Deny).await
 }
 
 pub async fn memory(State(state): State<Arc<AppState>>) -> ApiResult {
