@@ -80,14 +80,28 @@ struct Server {
     ctx: ToolContext,
 }
 
-async fn start_server() -> Server {
+/// Serves `app` on a free loopback port, setting TCP_NODELAY on every accepted socket when `nodelay`.
+async fn serve(app: axum::Router, nodelay: bool) -> std::net::SocketAddr {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    if nodelay {
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    } else {
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    }
+    addr
+}
+
+async fn start_server(nodelay: bool) -> Server {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());
     let (info, ctx) = runtime.open_session("bench").await.unwrap();
     runtime.registry.call("register_set", json!({"key": "probe", "value": "1"}), &ctx).await.unwrap();
     let state = AppState::with_agent(Arc::clone(&runtime), None, Some(TOKEN.into()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
+    let url = format!("http://{}", serve(holdfast_server::router(state), nodelay).await);
     Server { url, runtime, session: info.id, ctx }
 }
 
@@ -369,9 +383,15 @@ async fn naive_upgrade(
     ws: WebSocketUpgrade,
 ) -> axum::response::Response {
     ws.on_upgrade(move |socket| async move {
-        let (mut sink, mut stream) = socket.split();
-        let _ = sink.send(AxMessage::Text(Utf8Bytes::from_static(r#"{"type":"subscribed"}"#))).await;
-        hub.sinks.lock().await.push(sink);
+        let (sink, mut stream) = socket.split();
+        {
+            // Registered before the client is told it is subscribed, so it misses no event.
+            let mut sinks = hub.sinks.lock().await;
+            sinks.push(sink);
+            if let Some(s) = sinks.last_mut() {
+                let _ = s.send(AxMessage::Text(Utf8Bytes::from_static(r#"{"type":"subscribed"}"#))).await;
+            }
+        }
         while let Some(Ok(_)) = stream.next().await {}
     })
 }
@@ -426,22 +446,16 @@ async fn shared_upgrade(
     })
 }
 
-async fn start_shared() -> (String, SharedFrames) {
+async fn start_shared(nodelay: bool) -> (String, SharedFrames) {
     let hub = SharedFrames { tx: tokio::sync::broadcast::channel(1024).0 };
     let app = axum::Router::new().route("/ws", axum::routing::get(shared_upgrade)).with_state(hub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, hub)
+    (format!("ws://{}/ws", serve(app, nodelay).await), hub)
 }
 
-async fn start_naive() -> (String, NaiveHub) {
+async fn start_naive(nodelay: bool) -> (String, NaiveHub) {
     let hub = NaiveHub::default();
     let app = axum::Router::new().route("/ws", axum::routing::get(naive_upgrade)).with_state(hub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, hub)
+    (format!("ws://{}/ws", serve(app, nodelay).await), hub)
 }
 
 /// Publishes the phase's events; returns the time the publisher spent inside `publish` (blocked by the fan-out).
@@ -556,7 +570,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let server = server_rt.block_on(start_server());
+    let server = server_rt.block_on(start_server(false));
 
     println!("\n## tool calls: register_get (a trivial tool), {secs} s each\n");
     println!("| path | calls/s | p50 | p99 | calls |");
@@ -572,38 +586,43 @@ fn main() {
     row(&format!("HTTP/1.1 keep-alive, {conns} connections, reqwest client"), &rq);
 
     println!("\n## WebSocket fan-out: {clients} clients on one session\n");
-    let ws_url = format!("{}/ws?token={TOKEN}&session={}", server.url.replace("http://", "ws://"), server.session);
-    let bus: Arc<dyn Publisher> = Arc::new(BusPublisher(server.ctx.clone()));
-    let hf = fan_out(&client_rt, &server_rt, &ws_url, bus, clients, events, burst);
-    let (naive_url, hub) = server_rt.block_on(start_naive());
-    let naive = fan_out(&client_rt, &server_rt, &naive_url, Arc::new(hub), clients, events, burst);
-    let (shared_url, frames) = server_rt.block_on(start_shared());
-    let shared = fan_out(&client_rt, &server_rt, &shared_url, Arc::new(frames), clients, events, burst);
-
     println!(
-        "| server | connect {clients} | paced {events} events at 50/s: p50 | p99 | max | delivered | \
+        "| server | TCP_NODELAY | connect {clients} | paced {events} events at 50/s: p50 | p99 | max | delivered | \
          burst {burst} events: delivered/s | p50 | p99 | publisher blocked | cut off |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (name, f) in [
-        ("holdfast `/ws` (forwarder task + queue per client)", &hf),
-        ("naive: the publisher sends to each client in turn", &naive),
-        ("sketch: serialise once, one task per client", &shared),
-    ] {
-        println!(
-            "| {name} | {:.2} s | {} | {} | {} | {}/{} | {:.0} | {} | {} | {} | {} |",
-            f.connect_secs,
-            fmt_us(f.paced.p50),
-            fmt_us(f.paced.p99),
-            fmt_us(f.paced.max),
-            f.paced.n,
-            f.paced_expected,
-            f.burst_delivered as f64 / f.burst_secs.max(1e-9),
-            fmt_us(f.burst_lat.p50),
-            fmt_us(f.burst_lat.p99),
-            fmt_us(f.burst_blocked.as_secs_f64() * 1e6),
-            f.cut_off,
-        );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for nodelay in [false, true] {
+        let hf_server = server_rt.block_on(start_server(nodelay));
+        let ws_url =
+            format!("{}/ws?token={TOKEN}&session={}", hf_server.url.replace("http://", "ws://"), hf_server.session);
+        let bus: Arc<dyn Publisher> = Arc::new(BusPublisher(hf_server.ctx.clone()));
+        let hf = fan_out(&client_rt, &server_rt, &ws_url, bus, clients, events, burst);
+        let (naive_url, hub) = server_rt.block_on(start_naive(nodelay));
+        let naive = fan_out(&client_rt, &server_rt, &naive_url, Arc::new(hub), clients, events, burst);
+        let (shared_url, frames) = server_rt.block_on(start_shared(nodelay));
+        let shared = fan_out(&client_rt, &server_rt, &shared_url, Arc::new(frames), clients, events, burst);
+        for (name, f) in [
+            ("holdfast `/ws` (forwarder task + queue per client)", &hf),
+            ("naive: the publisher sends to each client in turn", &naive),
+            ("sketch: serialise once, one task per client", &shared),
+        ] {
+            println!(
+                "| {name} | {} | {:.2} s | {} | {} | {} | {}/{} | {:.0} | {} | {} | {} | {} |",
+                if nodelay { "on" } else { "off" },
+                f.connect_secs,
+                fmt_us(f.paced.p50),
+                fmt_us(f.paced.p99),
+                fmt_us(f.paced.max),
+                f.paced.n,
+                f.paced_expected,
+                f.burst_delivered as f64 / f.burst_secs.max(1e-9),
+                fmt_us(f.burst_lat.p50),
+                fmt_us(f.burst_lat.p99),
+                fmt_us(f.burst_blocked.as_secs_f64() * 1e6),
+                f.cut_off,
+            );
+        }
+        drop(hf_server);
     }
     drop(server);
     client_rt.shutdown_timeout(Duration::from_secs(1));
