@@ -50,6 +50,13 @@ pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
             }
             println!("  RPC URL:   {} (chain id {})", info.rpc_url, info.chain_id);
             println!("  Quoter:    {}/swap/allowance-holder/quote", info.services.url);
+            if let Some(x402) = &info.x402 {
+                let price = holdfast_core::amount::from_base_units(x402.price.parse().unwrap_or_default(), 6);
+                println!(
+                    "  Paywall:   x402 v2, {price} USDC per quote to {} (facilitator {})",
+                    x402.pay_to, x402.facilitator_url
+                );
+            }
             println!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
             println!("  Config:    {}", config.display());
             println!();
