@@ -175,8 +175,11 @@ async function chatScenario() {
     await page.click(T("chat-send"));
     await page.waitForSelector("#typing");
     const streaming = `${T("chat-msg")}[data-role="assistant"].streaming`;
-    await page.waitForFunction((sel) => /^USDC is in/.test(document.querySelector(sel)?.textContent || ""), streaming);
-    const partial = await page.textContent(streaming);
+    // Read the partial text in the same poll that sees it, so the stream finishing in between cannot race the test.
+    const partial = await (await page.waitForFunction((sel) => {
+      const text = document.querySelector(sel)?.textContent || "";
+      return /^USDC is in/.test(text) && text;
+    }, streaming, { polling: 20 })).jsonValue();
     if (partial === final) fail("the reply arrived whole, not streamed");
     await shot("chat-1-streaming.png");
     await page.waitForSelector(`${T("chat-tool")}[data-tool="token_lookup"][data-status="ok"]`);
