@@ -118,6 +118,10 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     println!("  wallet: {}", runtime.web3.wallet().address());
     println!("  LLM: {llm}");
     println!("  data: {}", data_dir.display());
+    // Events are small and latency matters more than packet count: no Nagle delay on client sockets.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, holdfast_server::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await
