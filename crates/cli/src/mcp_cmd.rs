@@ -30,7 +30,7 @@ pub struct McpArgs {
     /// The transport.
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: McpTransport,
-    /// HTTP listen address (default: [mcp] bind, else 127.0.0.1:8765). A non-loopback address needs a token you
+    /// HTTP listen address (default: `[mcp] bind`, else 127.0.0.1:8765). A non-loopback address needs a token you
     /// choose.
     #[arg(long)]
     pub bind: Option<SocketAddr>,
