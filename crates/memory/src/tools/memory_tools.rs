@@ -345,7 +345,7 @@ pub struct SearchHitView {
     pub label: String,
     /// `value` (the current value matched) or `history` (an earlier value matched).
     pub source: HitSource,
-    /// The matching passage, matches in [brackets].
+    /// The matching passage, matches in `[brackets]`.
     pub snippet: String,
     /// Final score, higher is better.
     pub score: f64,
