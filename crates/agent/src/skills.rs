@@ -305,6 +305,22 @@ mod tests {
     }
 
     #[test]
+    fn a_skills_folder_adds_and_overrides_skills_and_a_bad_file_fails_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("swap.md"), "---\nname: swap\ndescription: mine\nversion: 9\n---\nbody")
+            .unwrap();
+        std::fs::write(dir.path().join("notes.md"), "---\nname: notes\ndescription: d\nversion: 1\n---\n").unwrap();
+        std::fs::write(dir.path().join("readme.txt"), "not a skill").unwrap();
+        let set = SkillSet::load_dir(dir.path()).unwrap();
+        assert_eq!(set.get("swap").unwrap().version, "9", "a file overrides the built-in");
+        assert!(set.get("notes").is_some());
+        std::fs::write(dir.path().join("bad.md"), "---\nname: bad\nversion 1\n---\n").unwrap();
+        let err = SkillSet::load_dir(dir.path()).unwrap_err();
+        assert!(err.file.ends_with("bad.md") && err.line == 3, "{err}");
+        assert!(SkillSet::builtin().unwrap().get("swap").unwrap().required_tools.contains(&"web3_tx".to_owned()));
+    }
+
+    #[test]
     fn bad_frontmatter_names_the_file_and_line() {
         let cases = [
             ("# no frontmatter", 1, "starts with"),
