@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// The agent id sessions act for.
 pub const AGENT_ID: &str = "assistant";
 
-/// Top-level sections the agent layer itself reads.
-pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "server", "mcp"];
+/// Top-level sections the agent layer and the front ends above it read (`mcp` is read by the MCP server).
+pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "mcp"];
 
 /// Every top-level section a configuration file may hold.
 pub fn known_sections() -> Vec<&'static str> {
