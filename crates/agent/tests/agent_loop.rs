@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Reply, Scripted, Wire, tool};
+use common::{Reply, Scripted, Wire, swap_script, tool};
 use holdfast_agent::llm::anthropic::AnthropicProvider;
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::llm::{ChatProvider, LlmErrorKind, RetryPolicy};
@@ -37,34 +37,10 @@ fn provider(wire: Wire, s: &Scripted) -> Arc<dyn ChatProvider> {
     }
 }
 
-fn swap_script() -> Vec<Reply> {
-    vec![
-        Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
-        Reply::Tools(vec![tool(
-            "local_burner_wallet",
-            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-        )]),
-        Reply::Tools(vec![
-            tool("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-        ]),
-        Reply::Tools(vec![tool(
-            "to_raw_amount",
-            json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"}),
-        )]),
-        Reply::Tools(vec![tool(
-            "x402_fetch",
-            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
-        )]),
-        Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
-        Reply::Text("Done: swapped 0.001 ETH for USDC.".into()),
-    ]
-}
-
 async fn full_swap(wire: Wire) {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-    let scripted = Scripted::start(wire, swap_script()).await;
+    let scripted = Scripted::start(wire, swap_script("0.001")).await;
     let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
     let (info, ctx) = runtime.open_session("test").await.unwrap();
     let out = agent.run_turn(&ctx, "swap 0.001 ETH for USDC on base", &NoObserver, &CancelToken::new()).await.unwrap();
@@ -328,7 +304,7 @@ async fn confirmations_pause_the_loop_and_the_users_answer_decides() {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
     for (decision, expect) in [(ConfirmDecision::Deny, "confirmation_denied"), (ConfirmDecision::Approve, "ok")] {
-        let mut script = swap_script();
+        let mut script = swap_script("0.001");
         // The model types the amount itself instead of using to_raw_amount: the swap needs the user's approval.
         script[3] =
             Reply::Tools(vec![tool("register_set", json!({"key": "sell_amount", "value": "1000000000000000"}))]);

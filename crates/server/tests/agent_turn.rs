@@ -5,7 +5,7 @@
 #[path = "../../agent/tests/common/mod.rs"]
 mod common;
 
-use common::{Reply, Scripted, Wire, tool};
+use common::{Scripted, Wire, swap_script};
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::{Agent, Runtime};
 use holdfast_server::AppState;
@@ -15,34 +15,19 @@ use std::time::Duration;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
 
-fn script() -> Vec<Reply> {
-    vec![
-        Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
-        Reply::Tools(vec![tool(
-            "local_burner_wallet",
-            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-        )]),
-        Reply::Tools(vec![
-            tool("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-        ]),
-        Reply::Tools(vec![tool(
-            "to_raw_amount",
-            json!({"amount": "0.02", "token_register": "sell_token", "cache_as": "sell_amount"}),
-        )]),
-        Reply::Tools(vec![tool(
-            "x402_fetch",
-            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
-        )]),
-        Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
-        Reply::Text("Done.".into()),
-    ]
+/// One authenticated API call; the JSON answer.
+async fn api(http: &reqwest::Client, method: reqwest::Method, url: String, body: Option<Value>) -> Value {
+    let mut request = http.request(method, url).bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap().json().await.unwrap()
 }
 
 async fn run(decision: &str) -> (Value, Value, String) {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-    let scripted = Scripted::start(Wire::OpenAi, script()).await;
+    let scripted = Scripted::start(Wire::OpenAi, swap_script("0.02")).await;
     let agent = Agent::new(Arc::clone(&runtime), Arc::new(OpenAiProvider::new(&scripted.url, None, "scripted")));
     let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(TOKEN.into()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -56,28 +41,14 @@ async fn run(decision: &str) -> (Value, Value, String) {
     let turn = {
         let (http, url, id) = (http.clone(), url.clone(), id.clone());
         tokio::spawn(async move {
-            let resp = http
-                .post(format!("{url}/api/sessions/{id}/messages"))
-                .bearer_auth(TOKEN)
-                .json(&json!({"content": "swap 0.02 ETH for USDC"}))
-                .send()
-                .await
-                .unwrap();
-            resp.json::<Value>().await.unwrap()
+            let message = json!({"content": "swap 0.02 ETH for USDC"});
+            api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/messages"), Some(message)).await
         })
     };
     // 0.02 ETH is above the devnet's auto-approve limit: the turn waits for the user.
     let mut pending = Value::Null;
     for _ in 0..200 {
-        let p: Value = http
-            .get(format!("{url}/api/sessions/{id}/confirmations"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let p = api(&http, reqwest::Method::GET, format!("{url}/api/sessions/{id}/confirmations"), None).await;
         if p["pending"].as_array().is_some_and(|a| !a.is_empty()) {
             pending = p["pending"][0].clone();
             break;
@@ -86,28 +57,13 @@ async fn run(decision: &str) -> (Value, Value, String) {
     }
     assert_eq!(pending["summary"]["sell"], "0.02 ETH", "{pending}");
     let cid = pending["id"].as_str().unwrap();
-    let resolved: Value = http
-        .post(format!("{url}/api/sessions/{id}/confirmations/{cid}/{decision}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let resolved =
+        api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/confirmations/{cid}/{decision}"), None)
+            .await;
     assert_eq!(resolved["resumed"], "agent", "{resolved}");
     let outcome = tokio::time::timeout(Duration::from_secs(60), turn).await.unwrap().unwrap();
-    let journal: Value = http
-        .get(format!("{url}/api/journal?session_id={id}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session: Value =
-        http.get(format!("{url}/api/sessions/{id}")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    let journal = api(&http, reqwest::Method::GET, format!("{url}/api/journal?session_id={id}"), None).await;
+    let session = api(&http, reqwest::Method::GET, format!("{url}/api/sessions/{id}"), None).await;
     (outcome, journal, session["history"].to_string())
 }
 
@@ -124,14 +80,14 @@ fn swaps(journal: &Value) -> Vec<&str> {
 #[tokio::test]
 async fn an_approved_action_resumes_the_waiting_turn() {
     let (outcome, journal, _) = run("approve").await;
-    assert_eq!(outcome["agent"]["text"], "Done.", "{outcome}");
+    assert_eq!(outcome["agent"]["text"], "Done: swapped 0.02 ETH for USDC.", "{outcome}");
     assert_eq!(swaps(&journal), ["confirmed"]);
 }
 
 #[tokio::test]
 async fn a_denied_action_is_reported_to_the_model_and_nothing_is_sent() {
     let (outcome, journal, history) = run("deny").await;
-    assert_eq!(outcome["agent"]["text"], "Done.", "{outcome}");
+    assert_eq!(outcome["agent"]["text"], "Done: swapped 0.02 ETH for USDC.", "{outcome}");
     assert!(swaps(&journal).is_empty());
     assert!(history.contains("confirmation_denied"), "the model was told: {history}");
 }

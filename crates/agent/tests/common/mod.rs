@@ -30,6 +30,31 @@ pub fn tool(name: &str, args: Value) -> (String, String) {
     (name.to_owned(), args.to_string())
 }
 
+/// The golden swap as a model would run it: load the skill, fill the registers, fetch the quote, send it, answer.
+pub fn swap_script(amount: &str) -> Vec<Reply> {
+    vec![
+        Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
+        Reply::Tools(vec![tool(
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        )]),
+        Reply::Tools(vec![
+            tool("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ]),
+        Reply::Tools(vec![tool(
+            "to_raw_amount",
+            json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"}),
+        )]),
+        Reply::Tools(vec![tool(
+            "x402_fetch",
+            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
+        )]),
+        Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
+        Reply::Text(format!("Done: swapped {amount} ETH for USDC.")),
+    ]
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Wire {
     OpenAi,

@@ -310,6 +310,11 @@ impl RegisterStore {
         })
     }
 
+    /// True when any of `keys` holds a `model`-origin (or model-tainted) value — the input test of invariant 7.
+    pub fn any_model_origin(&self, keys: &[&str]) -> bool {
+        keys.iter().any(|k| self.peek(k).is_some_and(|e| e.origin() == Origin::Model))
+    }
+
     /// True when `key` holds no value or its value is older than `max_age`.
     pub fn is_stale(&self, key: &str, max_age: Duration) -> bool {
         self.peek(key).is_none_or(|e| e.age() > max_age)
@@ -384,6 +389,17 @@ mod tests {
             assert_eq!(s.set(w).unwrap_err().code, ErrorCode::RegisterWriteDenied);
         }
         assert_eq!(s.get("wallet_address").unwrap().value, e.value);
+    }
+
+    #[test]
+    fn any_model_origin_sees_typed_and_tainted_values() {
+        let s = store();
+        s.set(RegisterWrite::new("note", json!("typed"), Origin::Model, "register_set")).unwrap();
+        s.set(RegisterWrite::new("fetched", json!(1), Origin::Tool, "t")).unwrap();
+        assert!(!s.any_model_origin(&["fetched", "absent"]));
+        assert!(s.any_model_origin(&["fetched", "note"]));
+        s.set(RegisterWrite::new("derived", json!(2), Origin::Tool, "t").derived_from(["note"])).unwrap();
+        assert!(s.any_model_origin(&["derived"]));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::quote::validate_quote;
 use crate::send::{Outgoing, TxOutcome, confirm_and_send};
 use crate::tools::{fingerprint, human};
 use alloy::sol_types::SolCall;
-use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError, ToolKind};
+use holdfast_core::{AiTool, ErrorCode, ToolContext, ToolError, ToolKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -94,9 +94,7 @@ impl AiTool for TokenApprove {
                 journal_id: None,
             });
         }
-        let model_inputs = ["sell_amount", "sell_token", "wallet_address"]
-            .iter()
-            .any(|k| ctx.registers.get(k).is_some_and(|e| e.origin() == Origin::Model));
+        let model_inputs = ctx.registers.any_model_origin(&["sell_amount", "sell_token", "wallet_address"]);
         let decision = self.0.policy().check_approval(&AssetMove {
             network: &network.name,
             symbol: &q.sell.symbol,

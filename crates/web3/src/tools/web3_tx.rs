@@ -125,8 +125,7 @@ impl AiTool for Web3Tx {
             }
         }
 
-        let model_inputs = entry.origin() == Origin::Model
-            || SWAP_INPUTS.iter().any(|k| ctx.registers.get(k).is_some_and(|e| e.origin() == Origin::Model));
+        let model_inputs = entry.origin() == Origin::Model || ctx.registers.any_model_origin(SWAP_INPUTS);
         let asset = q.sell.address.to_checksum(None);
         let spent_today = self.0.journal().spent_today(&network.name, &asset, EntryKind::Swap).await?;
         let decision = self.0.policy().check(&AssetMove {
