@@ -42,6 +42,9 @@ pub enum RuntimeError {
     /// A tool could not be registered.
     #[error(transparent)]
     Registry(#[from] holdfast_core::RegistryError),
+    /// The web3 layer could not be installed (a tool name taken, or an override of an undeclared register).
+    #[error(transparent)]
+    Install(#[from] holdfast_web3::InstallError),
     /// The context-bank scanner could not be built.
     #[error(transparent)]
     Scanner(#[from] holdfast_core::context_bank::ScannerBuildError),
@@ -123,9 +126,7 @@ impl Runtime {
         if data_dir.is_some() {
             core.data_dir = data_dir;
         }
-        let mut declarations = core.registers.clone();
-        Web3::install_declarations(&mut declarations, &core.networks);
-        let services = CoreServices::new(core)?.with_declarations(declarations);
+        let services = CoreServices::new(core)?;
         let web3 = Web3::from_document(&doc, Arc::clone(&services.config))?;
 
         let memory_config: MemoryConfig = doc.section_or_default("memory")?;
@@ -141,10 +142,9 @@ impl Runtime {
             None => Arc::new(InMemorySessionStore::default()),
         };
 
-        let services = services.with_hook(web3.session_hook()).with_hook(agent.session_hook());
         let registry = ToolRegistry::new();
         BuiltinTools::default_for_agent(agent.clone()).register_all(&registry)?;
-        web3.register_tools(&registry)?;
+        let services = web3.install(services, &registry)?.with_hook(agent.session_hook());
         let skills = Arc::new(match doc.section_or_default::<SkillsSection>("skills")?.dir {
             Some(dir) => SkillSet::load_dir(&doc.resolve_path(&dir))?,
             None => SkillSet::builtin()?,

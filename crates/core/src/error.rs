@@ -83,6 +83,11 @@ pub enum ErrorCode {
     RateLimited,
     /// The same value-moving action was already signed; it is never sent twice.
     DuplicateAction,
+    /// A register holds a value of another type than the parameter needs (a price where a swap quote is expected).
+    RegisterTypeMismatch,
+    /// An earlier transaction of the wallet has an unknown broadcast outcome; nothing new is signed until it is
+    /// reconciled.
+    OutcomeUnknown,
 }
 
 impl ErrorCode {
@@ -122,6 +127,8 @@ impl ErrorCode {
         Self::Internal,
         Self::RateLimited,
         Self::DuplicateAction,
+        Self::RegisterTypeMismatch,
+        Self::OutcomeUnknown,
     ];
 
     /// The snake_case wire form of the code.
@@ -161,6 +168,8 @@ impl ErrorCode {
             Self::Internal => "internal",
             Self::RateLimited => "rate_limited",
             Self::DuplicateAction => "duplicate_action",
+            Self::RegisterTypeMismatch => "register_type_mismatch",
+            Self::OutcomeUnknown => "outcome_unknown",
         }
     }
 

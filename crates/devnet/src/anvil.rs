@@ -182,8 +182,8 @@ pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
 }
 
 /// The anvil command line: loopback only, Base's chain id, a Prague-or-later EVM (Base runs Isthmus, which
-/// includes Prague), no console output.
-fn anvil_command(bin: &Path, port: u16) -> Command {
+/// includes Prague), no console output; the genesis block at `genesis_timestamp` when given.
+fn anvil_command(bin: &Path, port: u16, genesis_timestamp: Option<u64>) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
         "--chain-id",
@@ -192,6 +192,9 @@ fn anvil_command(bin: &Path, port: u16) -> Command {
         "prague",
         "--silent",
     ]);
+    if let Some(timestamp) = genesis_timestamp {
+        cmd.arg("--timestamp").arg(timestamp.to_string());
+    }
     cmd
 }
 
@@ -207,10 +210,21 @@ enum Attempt {
 /// empty USDC address (so it is really the fresh node we started, not someone else's on a recycled port).
 /// Retries with another port when the chosen one was taken meanwhile.
 pub(crate) async fn start_anvil(bin: &Path, log: &Path, detached: bool) -> Result<StartedAnvil, DevnetError> {
+    start_anvil_at(bin, log, detached, None).await
+}
+
+/// [`start_anvil`] with the genesis block stamped `genesis_timestamp` (anvil's `--timestamp`) when given: anvil's
+/// clock starts there and runs on in real time, so every block is stamped that far behind the wall clock.
+pub(crate) async fn start_anvil_at(
+    bin: &Path,
+    log: &Path,
+    detached: bool,
+    genesis_timestamp: Option<u64>,
+) -> Result<StartedAnvil, DevnetError> {
     let mut last = String::new();
     for _ in 0..5 {
         let port = free_port()?;
-        match start_on(bin, port, log, detached).await {
+        match start_on(bin, port, log, detached, genesis_timestamp).await {
             Ok(started) => return Ok(started),
             Err(Attempt::PortTaken(why)) => last = why,
             Err(Attempt::Failed(e)) => return Err(e),
@@ -221,8 +235,15 @@ pub(crate) async fn start_anvil(bin: &Path, log: &Path, detached: bool) -> Resul
     )))
 }
 
-async fn start_on(bin: &Path, port: u16, log: &Path, detached: bool) -> Result<StartedAnvil, Attempt> {
-    let mut child = spawn_logged(anvil_command(bin, port), log, detached, "anvil").map_err(Attempt::Failed)?;
+async fn start_on(
+    bin: &Path,
+    port: u16,
+    log: &Path,
+    detached: bool,
+    genesis_timestamp: Option<u64>,
+) -> Result<StartedAnvil, Attempt> {
+    let command = anvil_command(bin, port, genesis_timestamp);
+    let mut child = spawn_logged(command, log, detached, "anvil").map_err(Attempt::Failed)?;
     let rpc_url = format!("http://127.0.0.1:{port}");
     let provider = match http_provider(&rpc_url) {
         Ok(p) => p,

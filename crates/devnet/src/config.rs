@@ -2,15 +2,19 @@
 //!
 //! Paths in them are relative to the folder, so the folder can be moved while the devnet is down. The config
 //! points network `base` at the devnet's anvil, pins the swap venue as swap target and allowance spender, names the
-//! burner key file and the preset file, and sets small policy and payment limits (x402: USDC only, at most 0.05 per
-//! request and 5 per day; the devnet paywall asks 0.01); the presets point `swap_quote` and `token_price` at the
-//! devnet's quoter and allow only the paywall's payee.
+//! burner key file and the preset file, sets small policy and payment limits (x402: USDC only, at most 0.05 per
+//! request and 5 per day; the devnet paywall asks 0.01), names the devnet's price feeds as the independent price and
+//! one address-book entry; the presets point `swap_quote` (slippage 50 bps) and `token_price` at the devnet's
+//! quoter and allow only the paywall's payee.
 
-use crate::contracts::{CHAIN_ID, VENUE};
+use crate::contracts::{CHAIN_ID, ETH_USD_FEED, USDC_USD_FEED, VENUE};
 use crate::error::DevnetError;
 use crate::info::{CONFIG_FILE, KEY_FILE, PRESETS_FILE, write_atomic};
 use crate::paywall::PAYEE;
 use std::path::Path;
+
+/// The address-book entry `alice` of the generated config (anvil's dev account #3).
+pub const ALICE: &str = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 /// The text of `holdfast.toml` for a devnet whose anvil listens on `anvil_port`.
 pub fn holdfast_toml(anvil_port: u16) -> String {
@@ -36,6 +40,7 @@ file = "{PRESETS_FILE}"
 native_per_tx = "1"
 native_per_day = "5"
 auto_native_per_tx = "0.01"
+max_slippage_bps = 100
 
 [policy.base.tokens.USDC]
 per_tx = "5000"
@@ -51,6 +56,15 @@ auto_per_tx = "0.01"
 assets = ["USDC"]
 max_per_request = "0.05"
 daily_budget = "5"
+
+# The independent price every swap quote is checked against: Chainlink-style feeds at Base's ETH/USD and USDC/USD
+# feed addresses (on the devnet they follow the swap venue's reserves).
+[price_feeds.base]
+feeds = {{ ETH = "{ETH_USD_FEED}", WETH = "{ETH_USD_FEED}", USDC = "{USDC_USD_FEED}" }}
+
+# Names `transfer` may send to (dev account #3).
+[address_book]
+alice = "{ALICE}"
 "#
     )
 }
@@ -68,7 +82,7 @@ pub fn presets_ron(quoter_url: &str) -> String {
             ("buyToken",   Register(key: "buy_token",  path: Some("address"))),
             ("sellAmount", Register(key: "sell_amount", path: None)),
             ("taker",      Register(key: "wallet_address", path: None)),
-            ("slippageBps", Literal("100")),
+            ("slippageBps", Literal("50")),
         ],
         headers: [("0x-version", "v2")],
         writes: "swap_quote",

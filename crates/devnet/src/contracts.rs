@@ -1,12 +1,12 @@
 //! The devnet's contracts: their Base addresses, their ABIs (alloy `sol!`), their committed runtime bytecode, and
-//! the steps that place them on a fresh anvil, seed the swap venue and fund a wallet.
+//! the steps that place them on a fresh anvil, configure the price feeds, seed the swap venue and fund a wallet.
 //!
 //! The bytecode comes from `devnet/artifacts/*.json` (compiled by `devnet/scripts/compile.mjs`, see
 //! `devnet/NOTES.md`), embedded at build time, so starting a devnet needs neither solc nor npm once anvil is there.
 
 use crate::error::DevnetError;
 use alloy::network::TransactionBuilder;
-use alloy::primitives::{Address, Bytes, U256, address, uint};
+use alloy::primitives::{Address, B256, Bytes, I256, U256, address, uint};
 use alloy::providers::ext::AnvilApi;
 use alloy::providers::{DynProvider, Provider};
 use alloy::rpc::types::{TransactionReceipt, TransactionRequest};
@@ -22,6 +22,26 @@ pub const WETH: Address = address!("0x4200000000000000000000000000000000000006")
 pub const VENUE: Address = address!("0x0000000000001fF3684f28c67538d4D072C22734");
 /// The native-ether placeholder swap APIs use for ETH.
 pub const NATIVE: Address = address!("0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE");
+/// Chainlink's ETH / USD feed on Base; the devnet places a `DevnetPriceFeed` here that answers the swap venue's mid
+/// price (its USDC reserve over its ether reserve, 8 decimals), computed at read time, so it always matches the venue.
+pub const ETH_USD_FEED: Address = address!("0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70");
+/// Chainlink's USDC / USD feed on Base; the devnet places a `DevnetPriceFeed` here that answers a fixed 1e8 ($1).
+pub const USDC_USD_FEED: Address = address!("0x7e860098F58bBFC8648a4311b374B1D669a2bc6B");
+
+/// Decimals of every devnet price feed's answer (as Chainlink's USD feeds).
+pub const FEED_DECIMALS: u8 = 8;
+/// `DevnetPriceFeed` storage slot 0: what the feed answers ([`FEED_MODE_ETH_USD`] or [`FEED_MODE_USDC_USD`]; 0 =
+/// not configured, every price read reverts).
+pub const FEED_MODE_SLOT: U256 = U256::ZERO;
+/// `DevnetPriceFeed` storage slot 1: an int256 that, when non-zero, is answered instead of the feed's own price.
+pub const FEED_ANSWER_OVERRIDE_SLOT: U256 = uint!(1_U256);
+/// `DevnetPriceFeed` storage slot 2: a timestamp that, when non-zero, is answered as `startedAt` and `updatedAt`
+/// instead of `block.timestamp` (a stale feed).
+pub const FEED_UPDATED_AT_OVERRIDE_SLOT: U256 = uint!(2_U256);
+/// Feed mode: ETH / USD from the swap venue's reserves.
+pub const FEED_MODE_ETH_USD: U256 = uint!(1_U256);
+/// Feed mode: USDC / USD fixed at 1e8.
+pub const FEED_MODE_USDC_USD: U256 = uint!(2_U256);
 
 /// One ether in wei.
 pub const ETHER: U256 = uint!(1_000_000_000_000_000_000_U256);
@@ -90,6 +110,30 @@ pub mod abi {
             function deposit() external payable;
             function withdraw(uint256 amount) external;
         }
+
+        /// The devnet price feed (`devnet/contracts/DevnetPriceFeed.sol`): Chainlink's AggregatorV3Interface read
+        /// surface, plus its configuration getters, placed at Base's ETH / USD and USDC / USD feed addresses.
+        #[sol(rpc, all_derives)]
+        interface IDevnetPriceFeed {
+            error NotConfigured();
+            error UnknownMode(uint256 mode);
+            error NoMidPrice(uint256 ethReserve, uint256 usdcReserve);
+            error AnswerOverflow(uint256 answer);
+
+            function decimals() external view returns (uint8);
+            function description() external view returns (string);
+            function version() external view returns (uint256);
+            function latestRoundData() external view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound);
+            function getRoundData(uint80 _roundId) external view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound);
+
+            function mode() external view returns (uint256);
+            function answerOverride() external view returns (int256);
+            function updatedAtOverride() external view returns (uint256);
+            function MODE_VENUE_ETH_USD() external view returns (uint256);
+            function MODE_FIXED_USDC_USD() external view returns (uint256);
+            function VENUE() external view returns (address);
+            function USDC() external view returns (address);
+        }
     }
 }
 
@@ -98,6 +142,7 @@ use abi::{IDevnetToken, IWETH9};
 const FIAT_TOKEN_ARTIFACT: &str = include_str!("../../../devnet/artifacts/FiatTokenDevnet.json");
 const WETH9_ARTIFACT: &str = include_str!("../../../devnet/artifacts/WETH9.json");
 const SWAP_VENUE_ARTIFACT: &str = include_str!("../../../devnet/artifacts/SwapVenue.json");
+const PRICE_FEED_ARTIFACT: &str = include_str!("../../../devnet/artifacts/DevnetPriceFeed.json");
 
 /// The part of an artifact the devnet needs.
 #[derive(serde::Deserialize)]
@@ -116,13 +161,50 @@ fn runtime_code(name: &'static str, json: &str) -> Result<Bytes, DevnetError> {
     Ok(artifact.deployed_bytecode)
 }
 
-/// The runtime bytecode placed at each address: `[(name, address, code)]`.
-pub fn placements() -> Result<[(&'static str, Address, Bytes); 3], DevnetError> {
+/// The runtime bytecode placed at each address: `[(name, address, code)]`. The two price feeds share one code and
+/// differ by the mode [`place_and_seed`] writes into their storage ([`feed_modes`]).
+pub fn placements() -> Result<[(&'static str, Address, Bytes); 5], DevnetError> {
+    let feed = runtime_code("DevnetPriceFeed", PRICE_FEED_ARTIFACT)?;
     Ok([
         ("FiatTokenDevnet (USDC)", USDC, runtime_code("FiatTokenDevnet", FIAT_TOKEN_ARTIFACT)?),
         ("WETH9", WETH, runtime_code("WETH9", WETH9_ARTIFACT)?),
         ("SwapVenue", VENUE, runtime_code("SwapVenue", SWAP_VENUE_ARTIFACT)?),
+        ("DevnetPriceFeed (ETH / USD)", ETH_USD_FEED, feed.clone()),
+        ("DevnetPriceFeed (USDC / USD)", USDC_USD_FEED, feed),
     ])
+}
+
+/// The mode (storage slot [`FEED_MODE_SLOT`]) of each price feed: `[(address, mode)]`.
+pub fn feed_modes() -> [(Address, U256); 2] {
+    [(ETH_USD_FEED, FEED_MODE_ETH_USD), (USDC_USD_FEED, FEED_MODE_USDC_USD)]
+}
+
+/// Writes `value` into storage slot `slot` of `at` with `anvil_setStorageAt`.
+async fn set_slot(provider: &DynProvider, at: Address, slot: U256, value: B256, step: &str) -> Result<(), DevnetError> {
+    let done = provider.anvil_set_storage_at(at, slot, value).await.map_err(|e| DevnetError::rpc(step, e))?;
+    if done {
+        Ok(())
+    } else {
+        Err(DevnetError::Rpc { step: step.into(), message: "anvil_setStorageAt returned false".into() })
+    }
+}
+
+/// Makes the price feed at `feed` answer `answer` instead of its own price ([`FEED_ANSWER_OVERRIDE_SLOT`]); zero
+/// restores the feed's own price. Applies from the next read on; no block is mined.
+pub async fn set_feed_answer_override(provider: &DynProvider, feed: Address, answer: I256) -> Result<(), DevnetError> {
+    let step = format!("setting the answer override of the price feed at {feed}");
+    set_slot(provider, feed, FEED_ANSWER_OVERRIDE_SLOT, B256::from(answer.into_raw()), &step).await
+}
+
+/// Makes the price feed at `feed` report `timestamp` as `startedAt` and `updatedAt` instead of the block's
+/// timestamp ([`FEED_UPDATED_AT_OVERRIDE_SLOT`]); zero restores `block.timestamp`.
+pub async fn set_feed_updated_at_override(
+    provider: &DynProvider,
+    feed: Address,
+    timestamp: u64,
+) -> Result<(), DevnetError> {
+    let step = format!("setting the updatedAt override of the price feed at {feed}");
+    set_slot(provider, feed, FEED_UPDATED_AT_OVERRIDE_SLOT, B256::from(U256::from(timestamp)), &step).await
 }
 
 /// Sends `tx` from `from`, an account the node has unlocked (anvil's dev accounts), and waits for a successful
@@ -160,8 +242,8 @@ pub(crate) async fn dev_account(provider: &DynProvider) -> Result<Address, Devne
     })
 }
 
-/// Places USDC, WETH and the venue at their Base addresses and seeds the venue with [`VENUE_ETH`],
-/// [`VENUE_USDC`] and [`VENUE_WETH`]. Returns the dev account that paid.
+/// Places USDC, WETH, the venue and the two price feeds at their Base addresses, sets each feed's mode, and seeds
+/// the venue with [`VENUE_ETH`], [`VENUE_USDC`] and [`VENUE_WETH`]. Returns the dev account that paid.
 pub(crate) async fn place_and_seed(
     provider: &DynProvider,
     progress: &(dyn Fn(&str) + Send + Sync),
@@ -169,7 +251,14 @@ pub(crate) async fn place_and_seed(
     for (name, at, code) in placements()? {
         provider.anvil_set_code(at, code).await.map_err(|e| DevnetError::rpc(format!("placing {name} at {at}"), e))?;
     }
-    progress(&format!("placed USDC at {USDC}, WETH at {WETH}, swap venue at {VENUE}"));
+    for (feed, mode) in feed_modes() {
+        set_slot(provider, feed, FEED_MODE_SLOT, B256::from(mode), &format!("configuring the price feed at {feed}"))
+            .await?;
+    }
+    progress(&format!(
+        "placed USDC at {USDC}, WETH at {WETH}, swap venue at {VENUE}, price feeds ETH/USD at {ETH_USD_FEED} and \
+         USDC/USD at {USDC_USD_FEED}"
+    ));
 
     let dev = dev_account(provider).await?;
     provider
@@ -273,5 +362,48 @@ mod tests {
         assert_eq!(USDC.to_checksum(None), "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
         assert_eq!(VENUE.to_checksum(None), "0x0000000000001fF3684f28c67538d4D072C22734");
         assert_eq!(NATIVE.to_checksum(None), "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE");
+        assert_eq!(ETH_USD_FEED.to_checksum(None), "0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70");
+        assert_eq!(USDC_USD_FEED.to_checksum(None), "0x7e860098F58bBFC8648a4311b374B1D669a2bc6B");
+    }
+
+    #[test]
+    fn feed_abi_is_aggregator_v3() {
+        use super::abi::IDevnetPriceFeed;
+        // AggregatorV3Interface selectors, as Chainlink's proxies answer them.
+        assert_eq!(IDevnetPriceFeed::decimalsCall::SELECTOR, [0x31, 0x3c, 0xe5, 0x67]);
+        assert_eq!(IDevnetPriceFeed::descriptionCall::SELECTOR, [0x72, 0x84, 0xe4, 0x16]);
+        assert_eq!(IDevnetPriceFeed::versionCall::SELECTOR, [0x54, 0xfd, 0x4d, 0x50]);
+        assert_eq!(IDevnetPriceFeed::latestRoundDataCall::SELECTOR, [0xfe, 0xaf, 0x96, 0x8c]);
+        assert_eq!(IDevnetPriceFeed::getRoundDataCall::SELECTOR, [0x9a, 0x6f, 0xc8, 0xf5]);
+        // The errors, as devnet/NOTES.md lists them.
+        use alloy::sol_types::SolError;
+        assert_eq!(IDevnetPriceFeed::NotConfigured::SELECTOR, [0xd3, 0x11, 0xbc, 0x39]);
+        assert_eq!(IDevnetPriceFeed::UnknownMode::SELECTOR, [0x9d, 0x39, 0x84, 0x23]);
+        assert_eq!(IDevnetPriceFeed::NoMidPrice::SELECTOR, [0x94, 0x2a, 0x0b, 0x3b]);
+        assert_eq!(IDevnetPriceFeed::AnswerOverflow::SELECTOR, [0x65, 0xbb, 0x5f, 0x6a]);
+    }
+
+    #[test]
+    fn feed_abi_matches_the_artifact() {
+        use super::abi::IDevnetPriceFeed::{IDevnetPriceFeedCalls, IDevnetPriceFeedErrors};
+        use alloy::sol_types::SolInterface;
+        let artifact: serde_json::Value = serde_json::from_str(PRICE_FEED_ARTIFACT).unwrap();
+        let mut from_artifact: Vec<[u8; 4]> = artifact["abi"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["type"] == "function" || item["type"] == "error")
+            .map(|item| {
+                let inputs: Vec<&str> =
+                    item["inputs"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+                let signature = format!("{}({})", item["name"].as_str().unwrap(), inputs.join(","));
+                alloy::primitives::keccak256(signature)[..4].try_into().unwrap()
+            })
+            .collect();
+        from_artifact.sort_unstable();
+        let mut from_sol: Vec<[u8; 4]> =
+            IDevnetPriceFeedCalls::selectors().chain(IDevnetPriceFeedErrors::selectors()).collect();
+        from_sol.sort_unstable();
+        assert_eq!(from_sol, from_artifact);
     }
 }

@@ -63,6 +63,28 @@ pub struct ContractAddresses {
     /// The swap venue (at the 0x AllowanceHolder address).
     #[serde(with = "eip55")]
     pub venue: Address,
+    /// The ETH / USD price feed (Chainlink's Base address; answers the venue's mid price). Absent in files
+    /// written before the devnet had price feeds.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "eip55_opt")]
+    pub eth_usd_feed: Option<Address>,
+    /// The USDC / USD price feed (Chainlink's Base address; answers 1e8). Absent in files written before the
+    /// devnet had price feeds.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "eip55_opt")]
+    pub usdc_usd_feed: Option<Address>,
+}
+
+impl ContractAddresses {
+    /// The addresses this version of the devnet places its contracts at.
+    pub fn devnet() -> Self {
+        use crate::contracts::{ETH_USD_FEED, USDC, USDC_USD_FEED, VENUE, WETH};
+        Self {
+            usdc: USDC,
+            weth: WETH,
+            venue: VENUE,
+            eth_usd_feed: Some(ETH_USD_FEED),
+            usdc_usd_feed: Some(USDC_USD_FEED),
+        }
+    }
 }
 
 /// The burner wallet — its address and where the key file is, never the key.
@@ -161,6 +183,23 @@ mod eip55 {
     }
 }
 
+/// Optional addresses in EIP-55 form (`null` and a missing field read as `None`).
+mod eip55_opt {
+    use alloy::primitives::Address;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(a: &Option<Address>, s: S) -> Result<S::Ok, S::Error> {
+        match a {
+            Some(a) => s.serialize_str(&a.to_checksum(None)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Address>, D::Error> {
+        Option::<String>::deserialize(d)?.map(|text| text.parse().map_err(serde::de::Error::custom)).transpose()
+    }
+}
+
 /// `DIR/devnet.json`.
 pub fn devnet_json_path(dir: &Path) -> PathBuf {
     dir.join(DEVNET_JSON)
@@ -200,7 +239,7 @@ pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), DevnetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contracts::{USDC, VENUE, WETH};
+    use crate::contracts::VENUE;
 
     #[test]
     fn json_shape_is_stable() {
@@ -209,7 +248,7 @@ mod tests {
             rpc_url: "http://127.0.0.1:1".into(),
             anvil: AnvilProcess { pid: 10, port: 1 },
             services: ServicesProcess { pid: 11, port: 2, url: "http://127.0.0.1:2".into() },
-            contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
+            contracts: ContractAddresses::devnet(),
             wallet: WalletInfo { address: VENUE, key_file: KEY_FILE.into() },
             x402: Some(X402Info::for_services("http://127.0.0.1:2")),
             config: CONFIG_FILE.into(),
@@ -220,11 +259,23 @@ mod tests {
         let v = serde_json::to_value(&info).unwrap();
         assert_eq!(v["state"], "up");
         assert_eq!(v["contracts"]["usdc"], "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+        assert_eq!(v["contracts"]["eth_usd_feed"], "0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70");
+        assert_eq!(v["contracts"]["usdc_usd_feed"], "0x7e860098F58bBFC8648a4311b374B1D669a2bc6B");
         assert_eq!(v["wallet"]["address"], "0x0000000000001fF3684f28c67538d4D072C22734");
         assert!(v.get("already_up").is_none());
         assert_eq!(v["x402"]["facilitator_url"], "http://127.0.0.1:2/facilitator");
         assert_eq!(v["x402"]["price"], "10000");
-        let back: DevnetInfo = serde_json::from_value(v).unwrap();
-        assert_eq!(back, DevnetInfo { already_up: false, ..info });
+        let back: DevnetInfo = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, DevnetInfo { already_up: false, ..info.clone() });
+
+        // A devnet.json written before the price feeds existed still reads, without them.
+        let mut old = v;
+        let contracts = old["contracts"].as_object_mut().unwrap();
+        contracts.remove("eth_usd_feed");
+        contracts.remove("usdc_usd_feed");
+        let back: DevnetInfo = serde_json::from_value(old).unwrap();
+        assert_eq!(back.contracts.eth_usd_feed, None);
+        assert_eq!(back.contracts.usdc_usd_feed, None);
+        assert_eq!(back.contracts.venue, info.contracts.venue);
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::anvil::{anvil_path, free_port, start_anvil};
 use crate::config::write_config;
-use crate::contracts::{CHAIN_ID, USDC, VENUE, WETH, fund_wallet, place_and_seed};
+use crate::contracts::{CHAIN_ID, fund_wallet, place_and_seed};
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
@@ -150,7 +150,7 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
             rpc_url: rpc_url.clone(),
             anvil: AnvilProcess { pid: anvil_pid, port: anvil_port },
             services: ServicesProcess { pid: 0, port: services_port, url: services_url.clone() },
-            contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
+            contracts: ContractAddresses::devnet(),
             wallet: WalletInfo { address: Address::ZERO, key_file: KEY_FILE.into() },
             x402: Some(X402Info::for_services(&services_url)),
             config: CONFIG_FILE.into(),

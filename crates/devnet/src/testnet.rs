@@ -13,9 +13,9 @@
 //! Starting one takes a few hundred milliseconds once anvil is installed, so each test can have its own. anvil is
 //! killed when the value is dropped (or [`TestDevnet::stop`]ped); the folder is deleted with it.
 
-use crate::anvil::{anvil_path, start_anvil};
+use crate::anvil::{anvil_path, start_anvil_at};
 use crate::config::write_config;
-use crate::contracts::{self, CHAIN_ID, USDC, VENUE, WETH, fund_wallet, place_and_seed};
+use crate::contracts::{self, CHAIN_ID, fund_wallet, place_and_seed};
 use crate::error::DevnetError;
 use crate::facilitator::Facilitator;
 use crate::info::{
@@ -91,13 +91,25 @@ impl TestDevnet {
     /// venue, a funded burner wallet, `holdfast.toml`, `presets.ron`, `devnet.json`, and the quoter on a task of
     /// the current tokio runtime.
     pub async fn start() -> Result<Self, DevnetError> {
+        Self::start_with(None).await
+    }
+
+    /// [`TestDevnet::start`] on a chain whose genesis block is stamped `timestamp` (seconds): anvil's clock starts
+    /// there and runs on in real time, so every block — the set-up ones included — is stamped as far behind the wall
+    /// clock as `timestamp` is (a lagging chain; `evm_setTime` to the wall clock then makes it an idle one whose
+    /// latest block is that old).
+    pub async fn start_with_genesis_timestamp(timestamp: u64) -> Result<Self, DevnetError> {
+        Self::start_with(Some(timestamp)).await
+    }
+
+    async fn start_with(genesis_timestamp: Option<u64>) -> Result<Self, DevnetError> {
         let tmp = tempfile::Builder::new()
             .prefix("holdfast-devnet-")
             .tempdir()
             .map_err(|e| DevnetError::io("creating a temporary devnet folder", e))?;
         let dir = tmp.path().to_path_buf();
         let anvil_bin = anvil_path(&|line| eprintln!("holdfast-devnet: {line}")).await?;
-        let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), false).await?;
+        let anvil = start_anvil_at(&anvil_bin, &dir.join(ANVIL_LOG), false, genesis_timestamp).await?;
         let anvil_pid = anvil.child.id();
         let mut guard = AnvilGuard(Some(anvil.child));
         let provider = anvil.provider;
@@ -122,7 +134,7 @@ impl TestDevnet {
             rpc_url: anvil.rpc_url.clone(),
             anvil: AnvilProcess { pid: anvil_pid, port: anvil.port },
             services: ServicesProcess { pid: std::process::id(), port: quoter_port, url: quoter_url.clone() },
-            contracts: ContractAddresses { usdc: USDC, weth: WETH, venue: VENUE },
+            contracts: ContractAddresses::devnet(),
             wallet: WalletInfo { address: wallet_address, key_file: KEY_FILE.into() },
             x402: Some(X402Info::for_services(&quoter_url)),
             config: CONFIG_FILE.into(),

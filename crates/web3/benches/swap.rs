@@ -43,14 +43,11 @@ fn swap(c: &mut Criterion) {
     std::fs::write(&devnet.config_path, toml).unwrap();
     let doc = ConfigDocument::load(&devnet.config_path).unwrap();
     let core = CoreConfig::from_document(&doc).unwrap();
-    let mut decls = core.registers.clone();
-    Web3::install_declarations(&mut decls, &core.networks);
-    let services = CoreServices::new(core).unwrap().with_declarations(decls);
+    let services = CoreServices::new(core).unwrap();
     let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
-    let services = services.with_hook(web3.session_hook());
     let registry = ToolRegistry::new();
     holdfast_core::builtin::register_core_tools(&registry).unwrap();
-    web3.register_tools(&registry).unwrap();
+    let services = web3.install(services, &registry).unwrap();
     let ctx = services.new_session("bench");
     ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
     rt.block_on(async {
@@ -104,11 +101,9 @@ fn swap(c: &mut Criterion) {
                 let start = Instant::now();
                 for _ in 0..iters {
                     let fees = chain.fees(signer.address(), &plan).await.unwrap();
-                    let (signed, ()) = chain
-                        .sign_journal_broadcast(&signer, &plan, fees, |_| async { Ok(()) })
-                        .await
-                        .map_err(|e| e.0)
-                        .unwrap();
+                    let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
+                    let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
+                    assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
                     chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
                 }
                 start.elapsed()

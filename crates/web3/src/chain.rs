@@ -1,8 +1,8 @@
 //! One network's chain access: reads, simulation with balance deltas, and signing/broadcast with a nonce manager.
 //!
-//! The chain decides gas, fees and nonce (invariant 4): nothing here takes them from a caller. Every send is
-//! serialised per account (the nonce lock is held from nonce choice through journal write to broadcast), and the
-//! caller's `journal` step runs after signing and before the transaction leaves the process (invariant 9).
+//! The chain decides gas, fees and nonce (invariant 4): nothing here takes them from a caller. Sends are serialised
+//! per account ([`Chain::account_lock`], held by the kernel from nonce choice through journal write to broadcast),
+//! and a broadcast's answer is classified ([`Broadcast`]) so that only a definite rejection counts as "not sent".
 
 use alloy::consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy::eips::Encodable2718;
@@ -23,6 +23,7 @@ sol! {
         function balanceOf(address owner) external view returns (uint256);
         function allowance(address owner, address spender) external view returns (uint256);
         function approve(address spender, uint256 amount) external returns (bool);
+        function transfer(address to, uint256 amount) external returns (bool);
     }
 
     /// The EIP-3009 read the x402 client makes to learn whether a payment authorization was settled.
@@ -66,6 +67,17 @@ pub struct SignedTx {
     pub max_priority_fee_per_gas: u128,
 }
 
+/// How the node answered a broadcast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Broadcast {
+    /// The node took the transaction (or already had it).
+    Accepted,
+    /// The node answered with an error: it did not take it.
+    Rejected(String),
+    /// No usable answer: the node may or may not have taken it.
+    Unknown(String),
+}
+
 /// Gas and fee figures for a summary.
 #[derive(Debug, Clone, Copy)]
 pub struct FeeQuote {
@@ -95,6 +107,15 @@ pub struct SimulatedSwap {
     pub buy_before: U256,
     /// Buy-token balance after.
     pub buy_after: U256,
+    /// Gas the transaction used.
+    pub gas_used: u64,
+}
+
+/// Balances around a simulated transaction, in the order they were asked for: `(before, after)`.
+#[derive(Debug, Clone)]
+pub struct SimulatedDeltas {
+    /// `(before, after)` per requested `(token, owner)`.
+    pub balances: Vec<(U256, U256)>,
     /// Gas the transaction used.
     pub gas_used: u64,
 }
@@ -190,7 +211,8 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "authorizationState", e))
     }
 
-    async fn call(&self, to: Address, data: Bytes) -> Result<Bytes, ToolError> {
+    /// `eth_call` on the latest block, after the chain id check.
+    pub(crate) async fn call(&self, to: Address, data: Bytes) -> Result<Bytes, ToolError> {
         self.verify().await?;
         let req = alloy::rpc::types::TransactionRequest::default().to(to).input(data.into());
         self.provider.call(req).await.map_err(|e| upstream(&self.network.name, "eth_call", e))
@@ -204,8 +226,43 @@ impl Chain {
         }
     }
 
-    /// Simulates `plan` from `from` on the latest state with `eth_simulateV1`, reading `from`'s balances of the sell
-    /// and buy tokens before and after in the same simulated block. A revert → `simulation_failed`.
+    /// Simulates `plan` from `from` on the latest state with `eth_simulateV1`, reading each `(token, owner)`
+    /// balance before and after it in the same simulated block. A revert → `simulation_failed`.
+    pub async fn simulate_deltas(
+        &self,
+        from: Address,
+        plan: &TxPlan,
+        reads: &[(Address, Address)],
+    ) -> Result<SimulatedDeltas, ToolError> {
+        self.verify().await?;
+        let tx = json!({"from": from, "to": plan.to, "data": plan.data, "value": plan.value});
+        let mut calls: Vec<Value> = reads.iter().map(|(t, o)| Self::balance_read(*t, *o, from)).collect();
+        calls.push(tx);
+        calls.extend(reads.iter().map(|(t, o)| Self::balance_read(*t, *o, from)));
+        let results = self.simulate(calls).await?;
+        let word = |i: usize| -> Result<U256, ToolError> {
+            let bytes = results.get(i).and_then(|r| r.get("returnData")).and_then(Value::as_str).unwrap_or("0x");
+            let bytes: Bytes = bytes.parse().map_err(|_| self.sim_err("unreadable balance in the simulation"))?;
+            if bytes.len() != 32 {
+                return Err(self.sim_err("unreadable balance in the simulation"));
+            }
+            Ok(U256::from_be_slice(&bytes))
+        };
+        let n = reads.len();
+        let mut balances = Vec::with_capacity(n);
+        for i in 0..n {
+            balances.push((word(i)?, word(n + 1 + i)?));
+        }
+        let gas_used = results
+            .get(n)
+            .and_then(|r| r.get("gasUsed"))
+            .and_then(Value::as_str)
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .unwrap_or_default();
+        Ok(SimulatedDeltas { balances, gas_used })
+    }
+
+    /// Simulates a swap from `from`, reading its sell- and buy-token balances around it.
     pub async fn simulate_swap(
         &self,
         from: Address,
@@ -213,35 +270,14 @@ impl Chain {
         sell_token: Address,
         buy_token: Address,
     ) -> Result<SimulatedSwap, ToolError> {
-        self.verify().await?;
-        let tx = json!({"from": from, "to": plan.to, "data": plan.data, "value": plan.value});
-        let calls = vec![
-            Self::balance_read(sell_token, from, from),
-            Self::balance_read(buy_token, from, from),
-            tx,
-            Self::balance_read(sell_token, from, from),
-            Self::balance_read(buy_token, from, from),
-        ];
-        let results = self.simulate(calls).await?;
-        let word = |i: usize| -> Result<U256, ToolError> {
-            let bytes = results[i].get("returnData").and_then(Value::as_str).unwrap_or("0x");
-            let bytes: Bytes = bytes.parse().map_err(|_| self.sim_err("unreadable balance in the simulation"))?;
-            if bytes.len() != 32 {
-                return Err(self.sim_err("unreadable balance in the simulation"));
-            }
-            Ok(U256::from_be_slice(&bytes))
-        };
-        let gas_used = results[2]
-            .get("gasUsed")
-            .and_then(Value::as_str)
-            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            .unwrap_or_default();
+        let sim = self.simulate_deltas(from, plan, &[(sell_token, from), (buy_token, from)]).await?;
+        let (sell, buy) = (sim.balances[0], sim.balances[1]);
         Ok(SimulatedSwap {
-            sell_before: word(0)?,
-            buy_before: word(1)?,
-            sell_after: word(3)?,
-            buy_after: word(4)?,
-            gas_used,
+            sell_before: sell.0,
+            sell_after: sell.1,
+            buy_before: buy.0,
+            buy_after: buy.1,
+            gas_used: sim.gas_used,
         })
     }
 
@@ -321,32 +357,32 @@ impl Chain {
         })
     }
 
-    /// Signs `plan` with the chain's nonce and `fees`, hands the signed transaction to `journal` (which must store it
-    /// durably), then broadcasts it. The nonce lock is held throughout, so concurrent sends get distinct nonces.
-    ///
-    /// Returns the signed transaction and the journal step's value. When the node rejects the broadcast, the error
-    /// carries the journal step's value too, so the caller can mark the entry failed.
-    pub async fn sign_journal_broadcast<F, Fut, J>(
-        &self,
-        signer: &alloy::signers::local::PrivateKeySigner,
-        plan: &TxPlan,
-        fees: FeeQuote,
-        journal: F,
-    ) -> Result<(SignedTx, J), (ToolError, Option<J>)>
-    where
-        F: FnOnce(SignedTx) -> Fut,
-        Fut: std::future::Future<Output = Result<J, ToolError>>,
-    {
-        self.verify().await.map_err(|e| (e, None))?;
-        let from = signer.address();
-        let mut cached = self.nonce.lock().await;
+    /// Holds the account's send lock: from nonce choice through journaling to broadcast, so concurrent sends get
+    /// distinct nonces. The guarded value is the next nonce this process expects, when it knows one.
+    pub async fn account_lock(&self) -> tokio::sync::MutexGuard<'_, Option<u64>> {
+        self.nonce.lock().await
+    }
+
+    /// The nonce to sign with: the node's pending count, or the next one this process already used if higher.
+    pub async fn next_nonce(&self, from: Address, cached: Option<u64>) -> Result<u64, ToolError> {
+        self.verify().await?;
         let chain_nonce = self
             .provider
             .get_transaction_count(from)
             .pending()
             .await
-            .map_err(|e| (upstream(&self.network.name, "eth_getTransactionCount", e), None))?;
-        let nonce = cached.map_or(chain_nonce, |n| n.max(chain_nonce));
+            .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))?;
+        Ok(cached.map_or(chain_nonce, |n| n.max(chain_nonce)))
+    }
+
+    /// Signs `plan` as an EIP-1559 transaction on this chain with `nonce` and `fees`. Nothing leaves the process.
+    pub fn sign(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        plan: &TxPlan,
+        fees: FeeQuote,
+        nonce: u64,
+    ) -> Result<SignedTx, ToolError> {
         let mut tx = TxEip1559 {
             chain_id: self.network.chain_id,
             nonce,
@@ -360,46 +396,50 @@ impl Chain {
         };
         let signature = signer
             .sign_transaction_sync(&mut tx)
-            .map_err(|_| (ToolError::internal(format!("{}: signing failed", self.network.name)), None))?;
+            .map_err(|_| ToolError::internal(format!("{}: signing failed", self.network.name)))?;
         let envelope = TxEnvelope::from(tx.into_signed(signature));
-        let signed = SignedTx {
+        Ok(SignedTx {
             hash: *envelope.tx_hash(),
             raw: envelope.encoded_2718().into(),
             nonce,
             gas_limit: fees.gas_limit,
             max_fee_per_gas: fees.max_fee_per_gas,
             max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
-        };
-        let journaled = journal(signed.clone()).await.map_err(|e| (e, None))?;
-        match self.provider.send_raw_transaction(&signed.raw).await {
-            Ok(_) => {
-                *cached = Some(nonce + 1);
-                Ok((signed, journaled))
+        })
+    }
+
+    /// Sends signed bytes and classifies the answer. Only a JSON-RPC error answer from the node is a rejection
+    /// (except "already known", which means the node has it); anything else that is not an acceptance — a timeout,
+    /// a reset connection, an HTTP 5xx, an unreadable reply — leaves the outcome unknown: the node may have taken it.
+    pub async fn broadcast(&self, raw: &Bytes) -> Broadcast {
+        if let Err(e) = self.verify().await {
+            return Broadcast::Rejected(e.message);
+        }
+        match self.provider.send_raw_transaction(raw).await {
+            Ok(_) => Broadcast::Accepted,
+            Err(alloy::transports::RpcError::ErrorResp(payload)) => {
+                let message = payload.message.to_lowercase();
+                if message.contains("already known") || message.contains("known transaction") {
+                    Broadcast::Accepted
+                } else {
+                    Broadcast::Rejected(format!(
+                        "{}: the node rejected the transaction: {}",
+                        self.network.name, payload
+                    ))
+                }
             }
-            Err(e) => {
-                // The node rejected it: forget the cached nonce so the next send asks the chain again.
-                *cached = None;
-                Err((
-                    ToolError::new(
-                        ErrorCode::TransactionFailed,
-                        format!("{}: the node rejected the transaction: {e}", self.network.name),
-                    ),
-                    Some(journaled),
-                ))
-            }
+            Err(e) => Broadcast::Unknown(format!("{}: the broadcast's outcome is unknown: {e}", self.network.name)),
         }
     }
 
-    /// Re-broadcasts identical signed bytes (safe: same hash and nonce). "already known" counts as success.
-    pub async fn rebroadcast(&self, raw: &Bytes) -> Result<(), ToolError> {
-        self.verify().await?;
-        match self.provider.send_raw_transaction(raw).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.to_string().to_lowercase().contains("already") => Ok(()),
-            Err(e) => {
-                Err(ToolError::new(ErrorCode::TransactionFailed, format!("{}: re-broadcast: {e}", self.network.name)))
-            }
-        }
+    /// Whether the node knows the transaction (in its pool or mined), by `eth_getTransactionByHash`.
+    pub async fn is_known(&self, hash: B256) -> Result<bool, ToolError> {
+        let found: Option<Value> = self
+            .provider
+            .raw_request("eth_getTransactionByHash".into(), (hash,))
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getTransactionByHash", e))?;
+        Ok(found.is_some_and(|v| !v.is_null()))
     }
 
     /// The receipt of `hash`, if mined.
@@ -433,6 +473,19 @@ impl Chain {
             .latest()
             .await
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
+    }
+
+    /// The latest block's timestamp (seconds): the chain's own clock, which is what `eth_call` at `latest` (a
+    /// facilitator's simulation) runs with — behind the wall clock on an idle chain or a lagging node.
+    pub async fn latest_block_timestamp(&self) -> Result<u64, ToolError> {
+        self.verify().await?;
+        let block = self
+            .provider
+            .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getBlockByNumber", e))?
+            .ok_or_else(|| upstream(&self.network.name, "eth_getBlockByNumber", "the node has no latest block"))?;
+        Ok(block.header.timestamp)
     }
 }
 

@@ -1,5 +1,5 @@
-//! The web3 sections of `holdfast.toml`: `[wallet]`, `[presets]`, `[policy.NETWORK]`, `[payments.NETWORK]`
-//! (see `docs/configuration.md`).
+//! The web3 sections of `holdfast.toml`: `[wallet]`, `[presets]`, `[policy.NETWORK]`, `[payments.NETWORK]`,
+//! `[price_feeds.NETWORK]` and `[address_book]` (see `docs/configuration.md`).
 //!
 //! Human amounts in the file are converted to base units with the token table's decimals at load, so a bad amount,
 //! an unknown token or an unknown network fails at start-up with the file and the reason — never at signing time.
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The top-level sections this crate reads.
-pub const WEB3_SECTIONS: &[&str] = &["wallet", "presets", "policy", "payments"];
+pub const WEB3_SECTIONS: &[&str] = &["wallet", "presets", "policy", "payments", "price_feeds", "address_book"];
 
 /// `[wallet]`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -38,8 +38,21 @@ struct NetworkPolicySection {
     native_per_tx: Option<String>,
     native_per_day: Option<String>,
     auto_native_per_tx: Option<String>,
+    max_slippage_bps: Option<u32>,
+    max_fee_per_gas_gwei: Option<String>,
+    max_priority_fee_per_gas_gwei: Option<String>,
+    #[serde(default)]
+    allow_wrap: bool,
     #[serde(default)]
     tokens: IndexMap<String, TokenPolicySection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceFeedsSection {
+    #[serde(default)]
+    feeds: IndexMap<String, String>,
+    max_age_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -70,13 +83,58 @@ pub struct AssetLimits {
     pub auto_per_tx: Option<U256>,
 }
 
+/// Default `max_slippage_bps`: a quote may promise at most 1% less than the independent price.
+pub const DEFAULT_MAX_SLIPPAGE_BPS: u32 = 100;
+/// Default cap on `maxFeePerGas`, in gwei.
+pub const DEFAULT_MAX_FEE_PER_GAS_GWEI: &str = "200";
+/// Default cap on `maxPriorityFeePerGas`, in gwei.
+pub const DEFAULT_MAX_PRIORITY_FEE_PER_GAS_GWEI: &str = "10";
+/// Default age past which a price feed's answer is not trusted (seconds).
+pub const DEFAULT_FEED_MAX_AGE_SECS: u64 = 86_400;
+
 /// Policy for one network.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkPolicy {
     /// Limits on the native token (keyed by the native placeholder's symbol).
     pub native: AssetLimits,
     /// Limits per token symbol (as in the token table).
     pub tokens: HashMap<String, AssetLimits>,
+    /// How far (basis points) a quote's minimum and the simulated output may fall below the independent price.
+    pub max_slippage_bps: u32,
+    /// Largest `maxFeePerGas` signed, in wei.
+    pub max_fee_per_gas: u128,
+    /// Largest `maxPriorityFeePerGas` signed, in wei.
+    pub max_priority_fee_per_gas: u128,
+    /// Whether a swap between the native token and its wrapped twin (ETH ↔ WETH) is allowed.
+    pub allow_wrap: bool,
+}
+
+impl Default for NetworkPolicy {
+    fn default() -> Self {
+        let gwei = |s: &str| {
+            holdfast_core::amount::to_base_units("gwei", s, 9, "gwei")
+                .ok()
+                .and_then(|v| u128::try_from(v).ok())
+                .unwrap_or_default()
+        };
+        Self {
+            native: AssetLimits::default(),
+            tokens: HashMap::new(),
+            max_slippage_bps: DEFAULT_MAX_SLIPPAGE_BPS,
+            max_fee_per_gas: gwei(DEFAULT_MAX_FEE_PER_GAS_GWEI),
+            max_priority_fee_per_gas: gwei(DEFAULT_MAX_PRIORITY_FEE_PER_GAS_GWEI),
+            allow_wrap: false,
+        }
+    }
+}
+
+/// The independent price sources of one network: AggregatorV3-style feeds quoting a token in USD.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PriceFeeds {
+    /// Feed address per token symbol (as in the token table).
+    pub feeds: HashMap<String, alloy::primitives::Address>,
+    /// An answer older than this is not trusted.
+    pub max_age: std::time::Duration,
 }
 
 /// x402 payment limits for one network.
@@ -101,6 +159,10 @@ pub struct Web3Config {
     pub policy: HashMap<String, NetworkPolicy>,
     /// `[payments.NETWORK]`, keyed by canonical network name.
     pub payments: HashMap<String, PaymentPolicy>,
+    /// `[price_feeds.NETWORK]`, keyed by canonical network name.
+    pub price_feeds: HashMap<String, PriceFeeds>,
+    /// `[address_book]`: names the user may send to, with their addresses.
+    pub address_book: HashMap<String, alloy::primitives::Address>,
 }
 
 impl Web3Config {
@@ -129,7 +191,29 @@ impl Web3Config {
                     .map_err(|e| doc.invalid(format!("[policy.{name}] {}", e.message)))
             };
             let native_symbol = network.native_symbol.clone();
+            let defaults = NetworkPolicy::default();
+            let gwei = |field: &str, v: &Option<String>, default: u128| -> Result<u128, ConfigError> {
+                match v {
+                    None => Ok(default),
+                    Some(s) => to_base_units(field, s, 9, "gwei")
+                        .ok()
+                        .and_then(|v| u128::try_from(v).ok())
+                        .ok_or_else(|| doc.invalid(format!("[policy.{name}] {field}: {s:?} is not an amount of gwei"))),
+                }
+            };
+            let max_slippage_bps = section.max_slippage_bps.unwrap_or(defaults.max_slippage_bps);
+            if max_slippage_bps > 10_000 {
+                return Err(doc.invalid(format!("[policy.{name}] max_slippage_bps: {max_slippage_bps} is above 10000")));
+            }
             let mut net = NetworkPolicy {
+                max_slippage_bps,
+                max_fee_per_gas: gwei("max_fee_per_gas_gwei", &section.max_fee_per_gas_gwei, defaults.max_fee_per_gas)?,
+                max_priority_fee_per_gas: gwei(
+                    "max_priority_fee_per_gas_gwei",
+                    &section.max_priority_fee_per_gas_gwei,
+                    defaults.max_priority_fee_per_gas,
+                )?,
+                allow_wrap: section.allow_wrap,
                 native: AssetLimits {
                     per_tx: amount("native_per_tx", &section.native_per_tx, native_decimals, &native_symbol)?,
                     per_day: amount("native_per_day", &section.native_per_day, native_decimals, &native_symbol)?,
@@ -191,6 +275,36 @@ impl Web3Config {
             }
             payments.insert(network.name.clone(), PaymentPolicy { assets, max_per_request, daily_budget });
         }
-        Ok(Self { wallet, presets, policy, payments })
+        let mut price_feeds = HashMap::new();
+        let sections: IndexMap<String, PriceFeedsSection> = doc.section_or_default("price_feeds")?;
+        for (name, section) in sections {
+            let network = core
+                .networks
+                .resolve(&name)
+                .map_err(|e| doc.invalid(format!("[price_feeds.{name}]: {}", e.message)))?;
+            let mut feeds = HashMap::new();
+            for (symbol, address) in section.feeds {
+                let token = core
+                    .tokens
+                    .lookup(&network.name, &symbol)
+                    .map_err(|e| doc.invalid(format!("[price_feeds.{name}] feeds.{symbol}: {}", e.message)))?;
+                let address = holdfast_core::address::parse_address(&format!("feeds.{symbol}"), &address)
+                    .map_err(|e| doc.invalid(format!("[price_feeds.{name}] {}", e.message)))?;
+                feeds.insert(token.symbol.clone(), address);
+            }
+            let max_age = std::time::Duration::from_secs(section.max_age_secs.unwrap_or(DEFAULT_FEED_MAX_AGE_SECS));
+            price_feeds.insert(network.name.clone(), PriceFeeds { feeds, max_age });
+        }
+
+        let mut address_book = HashMap::new();
+        let book: IndexMap<String, String> = doc.section_or_default("address_book")?;
+        for (label, address) in book {
+            holdfast_core::registers::validate_key("address_book", &label)
+                .map_err(|e| doc.invalid(format!("[address_book] {label}: {}", e.message)))?;
+            let address = holdfast_core::address::parse_address(&label, &address)
+                .map_err(|e| doc.invalid(format!("[address_book] {}", e.message)))?;
+            address_book.insert(label, address);
+        }
+        Ok(Self { wallet, presets, policy, payments, price_feeds, address_book })
     }
 }

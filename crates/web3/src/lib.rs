@@ -5,41 +5,46 @@
 //! - `local_burner_wallet` — the wallet's address and balances; the address is the intrinsic `wallet_address`.
 //! - `x402_fetch` — fetches a configured preset; the URL is built by code from configuration and registers. When
 //!   the server answers HTTP 402, the [`x402`] client pays it within the payment policy.
-//! - `web3_tx` — sends only a validated swap quote from a register: re-validated, policy-checked, simulated with
-//!   balance deltas, confirmed when needed, journaled before broadcast.
+//! - `web3_tx` — sends only a validated swap quote from a register.
 //! - `token_approve` — approves exactly the sell amount to the pinned spender when a quote needs it.
+//! - `transfer` — sends a token to an address-book name or an address the user wrote.
 //!
-//! Each rule has one home: [`quote`] (the validator), [`policy`] (caps, payment requirements and auto-vs-confirm),
-//! [`journal`] (durability), [`chain`] (the chain decides gas, fees and nonce), [`wallet`] (the key stays in),
-//! [`x402`] (the payment flow and its wire format).
+//! Every value-moving action — swap, approval, transfer, x402 payment — passes the [`kernel`], which owns the rules
+//! (its module documentation names the one place of each). Around it: [`quote`] (the validator, run by the register
+//! store on every write), [`policy`] (caps, fee caps, payment requirements, auto vs confirm), [`journal`]
+//! (durability and atomic cap reservations), [`chain`] (the chain decides gas, fees and nonce; broadcast outcomes),
+//! [`wallet`] (the key stays in), [`x402`] (the payment flow and its wire format).
+//!
+//! A front end installs the whole layer with one call, [`Web3::install`]: its register declarations and the quote
+//! validator, the session hook, the tools and the background reconciliation.
 
 pub mod chain;
 pub mod config;
 pub mod journal;
+pub mod kernel;
 pub mod policy;
 pub mod presets;
 pub mod quote;
-mod send;
 pub mod tools;
 pub mod wallet;
 pub mod x402;
 
 pub use config::{WEB3_SECTIONS, Web3Config};
 pub use journal::{EntryKind, EntryStatus, Journal, JournalEntry};
+pub use kernel::Reconciled;
 pub use wallet::{KeySource, Wallet, WalletError};
 
 use crate::chain::Chain;
-use crate::journal::EntryUpdate;
+use crate::config::PriceFeeds;
 use crate::policy::Policy;
 use crate::presets::Presets;
 use crate::quote::QuoteValidator;
 use crate::wallet::WalletIntrinsics;
-use alloy::primitives::{B256, Bytes};
+use alloy::primitives::Address;
 use holdfast_core::config::{CoreConfig, NetworkConfig, NetworkTable};
-use holdfast_core::registers::RegisterDeclarations;
-use holdfast_core::{RegistryError, SessionHook, ToolContext, ToolError, ToolRegistry};
+use holdfast_core::registers::{QUOTE_MAX_AGE, RegisterDecl, RegisterDeclarations, ValueType, WriterRule};
+use holdfast_core::{CoreServices, ErrorCode, RegistryError, SessionHook, ToolContext, ToolError, ToolRegistry};
 use parking_lot::Mutex;
-use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,10 +59,11 @@ pub struct Web3 {
     presets: Presets,
     policy: Policy,
     journal: Journal,
+    price_feeds: HashMap<String, PriceFeeds>,
+    address_book: HashMap<String, Address>,
     http: reqwest::Client,
     chains: Mutex<HashMap<String, Arc<Chain>>>,
     receipt_timeout: Duration,
-    payment_lock: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Web3 {
@@ -80,15 +86,25 @@ pub enum BuildError {
     Runtime(#[from] ToolError),
 }
 
-/// What reconciliation did with one unresolved journal entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct Reconciled {
-    /// The entry.
-    pub journal_id: String,
-    /// Its new status.
-    pub status: EntryStatus,
-    /// What happened, for the operator.
-    pub note: String,
+/// The layer could not be installed into a runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// A tool name was taken.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// `[registers.KEY]` names a register no layer declares.
+    #[error("[registers.{0}]: `{0}` is not a declared register")]
+    UnknownRegister(String),
+}
+
+impl InstallError {
+    /// The stable code (`config_invalid` for a configuration mistake).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Registry(_) => ErrorCode::Internal,
+            Self::UnknownRegister(_) => ErrorCode::ConfigInvalid,
+        }
+    }
 }
 
 impl Web3 {
@@ -111,16 +127,19 @@ impl Web3 {
             presets: config.presets,
             policy: Policy::new(config.policy, config.payments),
             journal,
+            price_feeds: config.price_feeds,
+            address_book: config.address_book,
             http,
             chains: Mutex::new(HashMap::new()),
             receipt_timeout: RECEIPT_TIMEOUT,
-            payment_lock: tokio::sync::Mutex::new(()),
         }))
     }
 
     /// Builds the layer from a configuration document: the wallet from `[wallet]` (default key file
     /// `DATA_DIR/wallet.key`), the journal in `DATA_DIR/holdfast.db`. Without a data dir and without a configured key,
-    /// the wallet is ephemeral and the journal lives in memory (a replay with built-in defaults touches no disk).
+    /// the wallet is ephemeral and the journal lives in memory (a replay with built-in defaults touches no disk). A
+    /// configured key without a data dir builds, but the kernel refuses every value-moving action
+    /// ([`kernel::require_durable`]).
     pub fn from_document(
         doc: &holdfast_core::config::ConfigDocument,
         core: Arc<CoreConfig>,
@@ -136,14 +155,56 @@ impl Web3 {
         Ok(Self::new(core, config, wallet, journal)?)
     }
 
-    /// Installs the web3 rules on the register declarations: the quote validator on `swap_quote` (run by the store
-    /// on every write), and model-tainted quotes accepted into the register (they then always need confirmation).
-    pub fn install_declarations(decls: &mut RegisterDeclarations, networks: &NetworkTable) {
-        decls.update("swap_quote", |d| {
-            d.allow_model_origin = true;
-            d.validator = Some(Arc::new(QuoteValidator::new(networks.clone())));
-        });
-        decls.update("token_price", |d| d.allow_model_origin = true);
+    /// Declares the registers this layer owns: `swap_quote` (a swap quote, written only by `x402_fetch` preset
+    /// `swap_quote`, checked by the quote validator on every write), `token_price` (a price, never a quote),
+    /// `transfer_token`, `transfer_amount` and `recipient_address` (the transfer's inputs). Model-derived quotes are
+    /// accepted into the register; the kernel then always asks the user.
+    pub fn declare_registers(decls: &mut RegisterDeclarations, networks: &NetworkTable) {
+        decls.declare(
+            RegisterDecl::new("swap_quote", ValueType::SwapQuote)
+                .writer(WriterRule::preset("x402_fetch", "swap_quote"))
+                .max_age(QUOTE_MAX_AGE)
+                .allow_model()
+                .validator(Arc::new(QuoteValidator::new(networks.clone()))),
+        );
+        decls.declare(
+            RegisterDecl::new("token_price", ValueType::TokenPrice)
+                .writer(WriterRule::preset("x402_fetch", "token_price"))
+                .max_age(QUOTE_MAX_AGE)
+                .allow_model(),
+        );
+        decls.declare(RegisterDecl::new("transfer_token", ValueType::Token).writer(WriterRule::tool("token_lookup")));
+        decls.declare(
+            RegisterDecl::new("transfer_amount", ValueType::BaseUnits)
+                .writer(WriterRule::tool("to_raw_amount"))
+                .writer(WriterRule::tool("register_set"))
+                .allow_model(),
+        );
+        decls.declare(
+            RegisterDecl::new("recipient_address", ValueType::Address)
+                .writer(WriterRule::tool("context_address"))
+                .writer(WriterRule::tool("register_set"))
+                .allow_model(),
+        );
+    }
+
+    /// Installs the layer into a runtime in one step: declares its registers on `services` (with the quote
+    /// validator), adds the session hook that resolves `wallet_address`, registers `local_burner_wallet`,
+    /// `x402_fetch`, `web3_tx`, `token_approve` and `transfer`, and — inside a Tokio runtime — starts the
+    /// background reconciliation of the journal. A `[registers.KEY]` override that no layer declared is an error.
+    pub fn install(
+        self: &Arc<Self>,
+        services: CoreServices,
+        registry: &ToolRegistry,
+    ) -> Result<CoreServices, InstallError> {
+        let mut decls = (*services.declarations).clone();
+        Self::declare_registers(&mut decls, &self.core.networks);
+        if let Some(key) = decls.unclaimed_overrides().first() {
+            return Err(InstallError::UnknownRegister((*key).to_owned()));
+        }
+        self.register_tools(registry)?;
+        kernel::reconcile::spawn_background(self);
+        Ok(services.with_declarations(decls).with_hook(self.session_hook()))
     }
 
     /// A session hook that resolves `wallet_address` from this wallet.
@@ -151,12 +212,13 @@ impl Web3 {
         Arc::new(Web3SessionHook(Arc::clone(&self.wallet)))
     }
 
-    /// Registers `local_burner_wallet`, `x402_fetch`, `web3_tx` and `token_approve`.
-    pub fn register_tools(self: &Arc<Self>, registry: &ToolRegistry) -> Result<(), RegistryError> {
+    /// Registers `local_burner_wallet`, `x402_fetch`, `web3_tx`, `token_approve` and `transfer`.
+    fn register_tools(self: &Arc<Self>, registry: &ToolRegistry) -> Result<(), RegistryError> {
         registry.register(tools::LocalBurnerWallet(Arc::clone(self)))?;
         registry.register(tools::X402Fetch(Arc::clone(self)))?;
         registry.register(tools::Web3Tx(Arc::clone(self)))?;
         registry.register(tools::TokenApprove(Arc::clone(self)))?;
+        registry.register(tools::Transfer(Arc::clone(self)))?;
         Ok(())
     }
 
@@ -194,9 +256,14 @@ impl Web3 {
         self.receipt_timeout
     }
 
-    /// Held from reading today's payments to journaling a new one, so concurrent payments respect the budget.
-    pub(crate) fn payment_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.payment_lock
+    /// The independent price feeds of `network`, if configured.
+    pub fn price_feeds(&self, network: &str) -> Option<&PriceFeeds> {
+        self.price_feeds.get(network)
+    }
+
+    /// The configured address book.
+    pub fn address_book(&self) -> &HashMap<String, Address> {
+        &self.address_book
     }
 
     /// The client of `network`, created on first use.
@@ -210,80 +277,10 @@ impl Web3 {
         Ok(chain)
     }
 
-    /// Settles every unresolved journal entry against the chain after a restart. Never signs anything: a mined
-    /// transaction is recorded, a transaction whose nonce was used by another is marked dropped, and one that is
-    /// still unknown is re-broadcast from its identical signed bytes (same hash, same nonce — it cannot be mined
-    /// twice). A payment is confirmed when the chain shows its authorization used and failed once it expired
-    /// unused; a payment is never re-sent.
+    /// Settles every unresolved journal entry against the chain (at start-up; the same runs in the background). Never
+    /// signs anything new: see [`kernel::reconcile`].
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>, ToolError> {
-        let mut out = Vec::new();
-        for entry in self.journal.unresolved().await? {
-            if entry.kind == EntryKind::Payment {
-                // A payment is settled when the chain shows its authorization used; expired and unused, never.
-                if let Some(status) = x402::reconcile_payment(self, &entry).await? {
-                    let note = match status {
-                        EntryStatus::Confirmed => "payment settled while we were away",
-                        _ => "payment authorization expired unsettled",
-                    };
-                    out.push(Reconciled { journal_id: entry.id, status, note: note.into() });
-                }
-                continue;
-            }
-            let network = self.core.networks.resolve(&entry.network)?.clone();
-            let chain = self.chain(&network)?;
-            let hash: Option<B256> = entry.tx_hash.as_deref().and_then(|h| h.parse().ok());
-            if let Some(hash) = hash
-                && let Some(receipt) = chain.receipt(hash).await?
-            {
-                let status = if receipt.status() { EntryStatus::Confirmed } else { EntryStatus::Reverted };
-                let update = EntryUpdate {
-                    block_number: receipt.block_number,
-                    gas_used: Some(receipt.gas_used.to_string()),
-                    ..Default::default()
-                };
-                self.journal.update(&entry.id, status, update).await?;
-                out.push(Reconciled { journal_id: entry.id, status, note: "mined while we were away".into() });
-                continue;
-            }
-            let from = holdfast_core::address::parse_address("from", &entry.from)?;
-            let mined = chain.mined_nonce(from).await?;
-            match (entry.nonce, entry.raw_tx()) {
-                (Some(nonce), _) if nonce < mined => {
-                    let update = EntryUpdate {
-                        error: Some(format!("nonce {nonce} was used by another transaction")),
-                        ..Default::default()
-                    };
-                    self.journal.update(&entry.id, EntryStatus::Dropped, update).await?;
-                    out.push(Reconciled {
-                        journal_id: entry.id,
-                        status: EntryStatus::Dropped,
-                        note: "nonce already used; never mined".into(),
-                    });
-                }
-                (_, Some(raw)) => {
-                    let raw: Bytes =
-                        raw.parse().map_err(|_| ToolError::internal("journal holds unreadable signed bytes"))?;
-                    chain.rebroadcast(&raw).await?;
-                    self.journal.update(&entry.id, EntryStatus::Pending, EntryUpdate::default()).await?;
-                    out.push(Reconciled {
-                        journal_id: entry.id,
-                        status: EntryStatus::Pending,
-                        note: "re-broadcast the identical signed transaction".into(),
-                    });
-                }
-                (_, None) => {
-                    let update =
-                        EntryUpdate { error: Some("no signed bytes were journaled".into()), ..Default::default() };
-                    self.journal.update(&entry.id, EntryStatus::Failed, update).await?;
-                    out.push(Reconciled {
-                        journal_id: entry.id,
-                        status: EntryStatus::Failed,
-                        note: "nothing to re-send".into(),
-                    });
-                }
-            }
-        }
-        Ok(out)
+        kernel::reconcile::all(self).await
     }
 }
 

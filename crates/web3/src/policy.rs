@@ -4,6 +4,12 @@
 //! `policy_denied`. An action runs without asking only when it is within the asset's auto-approve limit *and* none of
 //! its inputs has a `model` origin; otherwise it waits for the user.
 //!
+//! The per-day caps are *checked* here for the user's benefit before anything is asked, and *reserved* atomically by
+//! the journal ([`crate::journal::Journal::reserve`], with the [`DayCap`] this module names) right before signing.
+//! Network fees are capped per network ([`Policy::check_fees`]); swaps between the native token and its wrapped twin
+//! are refused unless allowed ([`Policy::allows_wrap`]); the independent-price tolerance is
+//! [`Policy::max_slippage_bps`].
+//!
 //! x402 payments ([`Policy::choose_payment`], invariant 8): among the requirements a server offers, the policy picks
 //! the cheapest one that passes every rule — scheme `exact`, the request's network, the request's host, an asset on
 //! the `[payments.NETWORK] assets` allow-list, a payee on the preset's `payees` list when it has one, an amount
@@ -12,7 +18,9 @@
 //! are capped per request and per day, and their terms come from the server and the configuration, never from the
 //! model.
 
-use crate::config::{AssetLimits, NetworkPolicy, PaymentPolicy};
+use crate::chain::FeeQuote;
+use crate::config::{AssetLimits, DEFAULT_MAX_SLIPPAGE_BPS, NetworkPolicy, PaymentPolicy};
+use crate::journal::{DayCap, EntryKind};
 use alloy::primitives::{Address, U256};
 use holdfast_core::amount::from_base_units;
 use holdfast_core::config::TokenInfo;
@@ -101,6 +109,63 @@ impl Policy {
             )));
         }
         Ok(self.decide(limits, m))
+    }
+
+    /// The per-day cap a move of `kind` reserves under (the journal checks it atomically).
+    pub fn day_cap(&self, m: &AssetMove<'_>, kind: EntryKind) -> Result<DayCap, ToolError> {
+        let limits = self.limits(m)?;
+        let limit = limits
+            .per_day
+            .ok_or_else(|| deny(format!("no daily cap for {} on {} (deny by default)", m.symbol, m.network)))?;
+        Ok(DayCap { limit, kinds: kind.cap_group() })
+    }
+
+    /// The refusal when a reservation would exceed the day's cap.
+    pub fn over_cap(&self, m: &AssetMove<'_>, spent: U256, limit: U256) -> ToolError {
+        let human = |v: U256| format!("{} {}", from_base_units(v, m.decimals), m.symbol);
+        deny(format!(
+            "{} would bring today's total to {}, above the daily cap of {}",
+            human(m.amount),
+            human(spent.saturating_add(m.amount)),
+            human(limit)
+        ))
+    }
+
+    /// The configured policy of `network`, if any.
+    pub fn network(&self, network: &str) -> Option<&NetworkPolicy> {
+        self.networks.get(network)
+    }
+
+    /// How far (bps) a swap may fall below the independent price on `network`.
+    pub fn max_slippage_bps(&self, network: &str) -> u32 {
+        self.networks.get(network).map_or(DEFAULT_MAX_SLIPPAGE_BPS, |n| n.max_slippage_bps)
+    }
+
+    /// Whether swaps between the native token and its wrapped twin are allowed on `network`.
+    pub fn allows_wrap(&self, network: &str) -> bool {
+        self.networks.get(network).is_some_and(|n| n.allow_wrap)
+    }
+
+    /// Refuses fees above the network's caps (`max_fee_per_gas_gwei`, `max_priority_fee_per_gas_gwei`).
+    pub fn check_fees(&self, network: &str, fees: &FeeQuote) -> Result<(), ToolError> {
+        let defaults = NetworkPolicy::default();
+        let net = self.networks.get(network).unwrap_or(&defaults);
+        let gwei = |wei: u128| from_base_units(U256::from(wei), 9);
+        if fees.max_fee_per_gas > net.max_fee_per_gas {
+            return Err(deny(format!(
+                "the network asks a max fee of {} gwei per gas, above the cap of {} gwei on {network}",
+                gwei(fees.max_fee_per_gas),
+                gwei(net.max_fee_per_gas)
+            )));
+        }
+        if fees.max_priority_fee_per_gas > net.max_priority_fee_per_gas {
+            return Err(deny(format!(
+                "the network asks a priority fee of {} gwei per gas, above the cap of {} gwei on {network}",
+                gwei(fees.max_priority_fee_per_gas),
+                gwei(net.max_priority_fee_per_gas)
+            )));
+        }
+        Ok(())
     }
 
     /// Checks an approval: the amount must fit the token's per-transaction cap (approving more than one swap may
@@ -314,7 +379,7 @@ mod tests {
             per_day: Some(U256::from(150u64)),
             auto_per_tx: Some(U256::from(10u64)),
         };
-        let net = NetworkPolicy { native: AssetLimits::default(), tokens: HashMap::from([("USDC".to_owned(), usdc)]) };
+        let net = NetworkPolicy { tokens: HashMap::from([("USDC".to_owned(), usdc)]), ..NetworkPolicy::default() };
         Policy::new(HashMap::from([("base".to_owned(), net)]), HashMap::new())
     }
 

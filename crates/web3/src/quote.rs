@@ -162,9 +162,8 @@ pub fn validate_quote(
         None | Some(Value::Null) => None,
         Some(_) => {
             let spender = addr(quote, "issues.allowance.spender")?;
-            let pinned_spender = network.contracts.allowance_spender.ok_or_else(|| {
-                reject("issues.allowance.spender", format!("no allowance spender is pinned for {}", network.name))
-            })?;
+            let pinned_spender = crate::kernel::inputs::pinned_spender(&network)
+                .map_err(|e| reject("issues.allowance.spender", e.message))?;
             if spender != pinned_spender {
                 return Err(reject(
                     "issues.allowance.spender",

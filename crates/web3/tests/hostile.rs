@@ -342,19 +342,20 @@ impl World {
         World { devnet, _server: server, mode, doc, key }
     }
 
-    /// A fresh runtime over the shared devnet: same wallet, a fresh in-memory journal (its own day), one session.
+    /// A fresh runtime over the shared devnet: same wallet, a fresh journal file (its own day), one session.
     fn runtime(&self) -> (Arc<Web3>, ToolRegistry, ToolContext) {
         let core = CoreConfig::from_document(&self.doc).unwrap();
-        let mut decls = core.registers.clone();
-        Web3::install_declarations(&mut decls, &core.networks);
-        let services = CoreServices::new(core).unwrap().with_declarations(decls);
+        let services = CoreServices::new(core).unwrap();
         let config = Web3Config::from_document(&self.doc, &services.config).unwrap();
         let wallet = Wallet::from_file(&self.devnet.key_path).unwrap();
-        let web3 = Web3::new(Arc::clone(&services.config), config, wallet, Journal::in_memory().unwrap()).unwrap();
-        let services = services.with_hook(web3.session_hook());
+        // A persistent key needs a persistent journal (the kernel fails closed otherwise): one fresh file per run.
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let journal = Journal::open(&self.devnet.dir.join(format!("hostile-journal-{n}.db"))).unwrap();
+        let web3 = Web3::new(Arc::clone(&services.config), config, wallet, journal).unwrap();
         let registry = ToolRegistry::new();
         holdfast_core::builtin::register_core_tools(&registry).unwrap();
-        web3.register_tools(&registry).unwrap();
+        let services = web3.install(services, &registry).unwrap();
         let ctx = services.new_session("hostile");
         (web3, registry, ctx)
     }

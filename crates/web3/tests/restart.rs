@@ -5,7 +5,6 @@ mod common;
 
 use alloy::primitives::{Bytes, U256};
 use common::Env;
-use holdfast_core::ToolError;
 use holdfast_web3::chain::TxPlan;
 use holdfast_web3::journal::{EntryKind, EntryStatus, NewEntry};
 use std::time::Duration;
@@ -24,31 +23,26 @@ fn entry(signed: &holdfast_web3::chain::SignedTx, from: &str) -> NewEntry {
         asset_symbol: "ETH".into(),
         amount: "1".into(),
         fingerprint: format!("test-{}", signed.hash),
+        intent: None,
         raw_tx: Some(signed.raw.to_string()),
         tx_hash: Some(signed.hash.to_string()),
+        error: None,
         summary: serde_json::json!({"action": "test transfer"}),
     }
 }
 
-/// Signs a 1-wei transfer, journals it, and "crashes" before broadcasting (the journal step fails after writing).
+/// Signs a 1-wei transfer, journals it, and "crashes" before broadcasting (the process stops after the journal
+/// write, as the kernel's send path would if killed there).
 async fn crash_before_broadcast(env: &Env) -> holdfast_web3::chain::SignedTx {
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
     let signer = env.devnet.signer().unwrap();
     let plan = TxPlan { to: env.devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
-    let journal = env.web3.journal().clone();
     let from = signer.address().to_checksum(None);
-    let captured = std::sync::Arc::new(parking_lot::Mutex::new(None));
-    let slot = std::sync::Arc::clone(&captured);
-    let result: Result<(holdfast_web3::chain::SignedTx, ()), _> = chain
-        .sign_journal_broadcast(&signer, &plan, fees, |signed| async move {
-            journal.insert(entry(&signed, &from), EntryStatus::Signed).await?;
-            *slot.lock() = Some(signed);
-            Err(ToolError::internal("simulated crash after the journal write"))
-        })
-        .await;
-    assert!(result.is_err());
-    captured.lock().take().unwrap()
+    let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
+    let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
+    env.web3.journal().insert(entry(&signed, &from), EntryStatus::Signed).await.unwrap();
+    signed
 }
 
 #[tokio::test]
@@ -100,8 +94,8 @@ async fn a_journaled_transaction_whose_nonce_was_used_elsewhere_is_marked_droppe
     let signer = env.devnet.signer().unwrap();
     let plan = TxPlan { to: env.devnet.dev_account(), data: Bytes::new(), value: U256::from(2u8) };
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
-    let (other, ()) =
-        chain.sign_journal_broadcast(&signer, &plan, fees, |_| async { Ok(()) }).await.map_err(|e| e.0).unwrap();
+    let other = chain.sign(&signer, &plan, fees, chain.next_nonce(signer.address(), None).await.unwrap()).unwrap();
+    assert_eq!(chain.broadcast(&other.raw).await, holdfast_web3::chain::Broadcast::Accepted);
     assert_eq!(other.nonce, nonce);
     chain.wait_receipt(other.hash, Duration::from_secs(10)).await.unwrap().unwrap();
 

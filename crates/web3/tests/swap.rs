@@ -28,6 +28,10 @@ async fn sells_eth_for_usdc_within_the_quote() {
     assert_eq!(out["status"], "confirmed", "{out}");
     assert_eq!(out["summary"]["sell"], "0.001 ETH");
     assert_eq!(out["summary"]["contract"], VENUE.to_checksum(None));
+    let check = &out["summary"]["price_check"];
+    assert_eq!(check["passed"], true, "checked against the devnet's ETH/USD and USDC/USD feeds: {out}");
+    assert!(check["source"].as_str().unwrap().contains("ETH/USD feed"), "{check}");
+    assert!(check["deviation_bps"].as_i64().unwrap() < 100, "{check}");
 
     let (eth1, usdc1) = (env.balance(NATIVE).await, env.balance(USDC).await);
     let received = usdc1 - usdc0;
@@ -36,7 +40,7 @@ async fn sells_eth_for_usdc_within_the_quote() {
     assert!(gas_cost < U256::from(10_000_000_000_000_000u64), "only the sell amount and gas left the wallet");
     assert_eq!(env.nonce().await, nonce0 + 1, "exactly one transaction");
 
-    // The journal has the paid quote and the swap, both confirmed, written before they left; the quote was consumed.
+    // The journal has the paid quote and the swap, both confirmed, written before they left; the quote is spent.
     let journal = env.web3.journal().for_session("session-1").await.unwrap();
     assert_eq!(journal.len(), 2, "{journal:?}");
     assert_eq!(journal[0].kind, holdfast_web3::EntryKind::Payment);
@@ -46,9 +50,9 @@ async fn sells_eth_for_usdc_within_the_quote() {
     assert_eq!(journal[1].kind, holdfast_web3::EntryKind::Swap);
     assert_eq!(journal[1].status, holdfast_web3::EntryStatus::Confirmed);
     assert_eq!(journal[1].tx_hash.as_deref(), out["hash"].as_str());
-    assert!(env.ctx.registers.get("swap_quote").is_none());
-    let again = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
-    assert_eq!(again.code, ErrorCode::RegisterMissing);
+    let again = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!((&again["hash"], &again["journal_id"]), (&out["hash"], &out["journal_id"]), "the same transaction");
+    assert_eq!(env.nonce().await, nonce0 + 1, "still exactly one transaction");
 
     let mut names = Vec::new();
     while let Ok(e) = events.try_recv() {
@@ -74,7 +78,8 @@ async fn sells_usdc_for_eth_after_an_exact_approval() {
     assert_eq!(approved["allowance"], "25 USDC", "exactly the sell amount, never unlimited");
     assert_eq!(approved["spender"], VENUE.to_checksum(None));
     let again = env.ok("token_approve", json!({"for_quote": "swap_quote"})).await;
-    assert_eq!(again["result"], "not_needed");
+    assert_eq!(again["hash"], approved["hash"], "the same approval, not a second one");
+    assert_eq!(again["allowance"], "25 USDC");
 
     let (eth0, usdc0) = (env.balance(NATIVE).await, env.balance(USDC).await);
     let min_buy =

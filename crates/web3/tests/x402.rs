@@ -459,7 +459,10 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     assert_eq!(done[0].status, EntryStatus::Failed);
     let entry = &case.payments().await[0];
     assert!(entry.error.as_deref().unwrap().contains("expired"), "{entry:?}");
-    let spent = case.env.web3.journal().spent_today("base", &USDC.to_checksum(None), EntryKind::Payment).await.unwrap();
+    let wallet = case.env.web3.wallet().address().to_checksum(None);
+    let journal = case.env.web3.journal();
+    let spent =
+        journal.spent_today(8453, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group()).await.unwrap();
     assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
     case.paid_nothing().await;
 }

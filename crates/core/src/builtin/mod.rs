@@ -1,13 +1,15 @@
-//! The core built-in tools: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`.
+//! The core built-in tools: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`, `context_address`.
 //!
 //! They hold no state of their own; everything they do goes through the session's register store, so the store's
 //! rules apply to them exactly as to every other writer.
 
+mod context_address;
 mod register_get;
 mod register_set;
 mod to_raw_amount;
 mod token_lookup;
 
+pub use context_address::{ContextAddress, ContextAddressInput, ContextAddressOutput};
 pub use register_get::{RegisterGet, RegisterGetInput, RegisterGetOutput};
 pub use register_set::{RegisterSet, RegisterSetInput, RegisterSetOutput};
 pub use to_raw_amount::{ToRawAmount, ToRawAmountInput, ToRawAmountOutput};
@@ -15,12 +17,13 @@ pub use token_lookup::{TokenLookup, TokenLookupInput, TokenLookupOutput};
 
 use crate::registry::{RegistryError, ToolRegistry};
 
-/// Registers the four core tools.
+/// Registers the five core tools.
 pub fn register_core_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
     registry.register(RegisterSet)?;
     registry.register(RegisterGet)?;
     registry.register(TokenLookup)?;
     registry.register(ToRawAmount)?;
+    registry.register(ContextAddress)?;
     Ok(())
 }
 

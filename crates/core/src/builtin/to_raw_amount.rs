@@ -1,12 +1,15 @@
 //! `to_raw_amount {amount, token_register, cache_as}`: an exact human decimal → base units of a token in a register.
 //!
 //! The result's origin is `user` when the human amount appears in the context bank (the user wrote it), otherwise
-//! `model`. The token comes from a register, so its decimals are never typed by the model.
+//! `model`. The token comes from a register declared to hold a token (written by `token_lookup` from the token
+//! table), and its decimals come from the token table itself — never from a register's value, which a remote
+//! answer could have shaped.
 
+use crate::address::parse_address;
 use crate::amount::Decimal;
 use crate::context::ToolContext;
 use crate::error::{ErrorCode, ToolError};
-use crate::registers::{Origin, RegisterWrite, validate_key};
+use crate::registers::{Origin, RegisterWrite, ValueType};
 use crate::tool::AiTool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -62,17 +65,20 @@ impl AiTool for ToRawAmount {
     }
 
     async fn execute(&self, input: ToRawAmountInput, ctx: &ToolContext) -> Result<ToRawAmountOutput, ToolError> {
-        validate_key("token_register", &input.token_register)?;
-        let token = ctx.registers.require(&input.token_register)?;
-        let not_token = || {
+        let token = ctx.registers.require_typed("token_register", &input.token_register, ValueType::Token)?;
+        let field = |name: &str| token.value.get(name).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+        let (network, address) = (field("network"), field("address"));
+        let address = parse_address("token_register", &address)?;
+        let known = ctx.config.tokens.by_address(&network, address).ok_or_else(|| {
             ToolError::new(
-                ErrorCode::InvalidParams,
-                format!("`token_register`: `{}` does not hold a token (use token_lookup)", input.token_register),
+                ErrorCode::UnknownToken,
+                format!(
+                    "`token_register`: `{}` holds {address} on {network}, which is not in the token table",
+                    input.token_register
+                ),
             )
-        };
-        let symbol = token.value.get("symbol").and_then(|v| v.as_str()).ok_or_else(not_token)?.to_owned();
-        let decimals = token.value.get("decimals").and_then(|v| v.as_u64()).and_then(|d| u8::try_from(d).ok());
-        let decimals = decimals.ok_or_else(not_token)?;
+        })?;
+        let (symbol, decimals) = (known.symbol.clone(), known.decimals);
 
         let human = Decimal::parse("amount", &input.amount)?;
         let raw = human.to_base_units("amount", decimals, &symbol)?;

@@ -228,13 +228,10 @@ impl CoreConfig {
         let mut registers = RegisterDeclarations::default();
         let overrides: indexmap::IndexMap<String, RegisterOverride> = doc.section_or_default("registers")?;
         for (key, o) in overrides {
-            let found = registers.update(&key, |d| {
-                if let Some(secs) = o.max_age_secs {
-                    d.max_age = Some(Duration::from_secs(secs));
-                }
-            });
-            if !found {
-                return Err(doc.invalid(format!("[registers.{key}]: `{key}` is not a declared register")));
+            crate::registers::validate_key(&format!("[registers.{key}]"), &key).map_err(|e| doc.invalid(e.message))?;
+            if let Some(secs) = o.max_age_secs {
+                // Applied when a layer declares the key; a key no layer declares is reported then.
+                registers.override_max_age(&key, Duration::from_secs(secs));
             }
         }
         let storage: StorageSection = doc.section_or_default("storage")?;
@@ -271,12 +268,14 @@ mod tests {
     }
 
     #[test]
-    fn overrides_apply_and_unknown_registers_fail() {
-        let doc = ConfigDocument::parse(None, "[registers.swap_quote]\nmax_age_secs = 5\n".into()).unwrap();
+    fn overrides_apply_and_undeclared_ones_are_kept_for_the_layers() {
+        let doc = ConfigDocument::parse(None, "[registers.sell_amount]\nmax_age_secs = 5\n".into()).unwrap();
         let cfg = CoreConfig::from_document(&doc).unwrap();
-        assert_eq!(cfg.registers.get("swap_quote").unwrap().max_age, Some(Duration::from_secs(5)));
+        assert_eq!(cfg.registers.get("sell_amount").unwrap().max_age, Some(Duration::from_secs(5)));
         let doc = ConfigDocument::parse(None, "[registers.nope]\nmax_age_secs = 5\n".into()).unwrap();
-        assert!(CoreConfig::from_document(&doc).unwrap_err().to_string().contains("not a declared register"));
+        assert_eq!(CoreConfig::from_document(&doc).unwrap().registers.unclaimed_overrides(), ["nope"]);
+        let doc = ConfigDocument::parse(None, "[registers.\"bad key\"]\nmax_age_secs = 5\n".into()).unwrap();
+        assert!(CoreConfig::from_document(&doc).is_err());
     }
 
     #[test]

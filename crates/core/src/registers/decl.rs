@@ -26,6 +26,11 @@ pub enum ValueType {
     Token,
     /// Any JSON object (further checked by a [`RegisterValidator`] when one is installed).
     Object,
+    /// A swap quote object. The store refuses every write to a register of this type unless its declaration
+    /// carries a validator (the quote validator), so a value held under this type has passed it.
+    SwapQuote,
+    /// A token price object (as a price preset answers it). Never a quote, never a source of decimals.
+    TokenPrice,
     /// Any JSON value.
     Any,
 }
@@ -42,6 +47,19 @@ impl ValueType {
         }
     }
 
+    /// The snake_case name, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueType::Address => "address",
+            ValueType::BaseUnits => "base-unit amount",
+            ValueType::Token => "token",
+            ValueType::Object => "object",
+            ValueType::SwapQuote => "swap quote",
+            ValueType::TokenPrice => "token price",
+            ValueType::Any => "value",
+        }
+    }
+
     /// Checks `value` against the type, returning its canonical form. `field` names the register in errors.
     pub fn check(self, field: &str, value: Value) -> Result<Value, ToolError> {
         match self {
@@ -55,7 +73,7 @@ impl ValueType {
                 Ok(Value::String(parse_base_units(field, s)?.to_string()))
             }
             ValueType::Token => check_token(field, value),
-            ValueType::Object => {
+            ValueType::Object | ValueType::SwapQuote | ValueType::TokenPrice => {
                 if value.is_object() {
                     Ok(value)
                 } else {
@@ -192,6 +210,12 @@ impl RegisterDecl {
         self
     }
 
+    /// Installs a validator run on every write.
+    pub fn validator(mut self, validator: Arc<dyn RegisterValidator>) -> Self {
+        self.validator = Some(validator);
+        self
+    }
+
     /// Checks whether `tool` (running `preset`) may write a value of `origin`.
     pub fn check_writer(&self, tool: &str, preset: Option<&str>, origin: Origin) -> Result<(), ToolError> {
         let key = &self.key;
@@ -231,15 +255,23 @@ fn or_list(items: &[String]) -> String {
 }
 
 /// The set of declared registers, shared by every session of a runtime.
+///
+/// The core declares the registers of the core tools; other layers declare their own (the web3 layer declares
+/// `swap_quote`, `token_price` and the transfer registers when it is installed). Configuration overrides
+/// (`[registers.KEY] max_age_secs`) are kept here and applied whenever the key is declared, whoever declares it;
+/// [`RegisterDeclarations::unclaimed_overrides`] names the overrides no layer declared.
 #[derive(Debug, Clone)]
 pub struct RegisterDeclarations {
     decls: HashMap<String, Arc<RegisterDecl>>,
+    max_age_overrides: HashMap<String, Duration>,
 }
 
+/// The maximum age of quotes and prices unless configured.
+pub const QUOTE_MAX_AGE: Duration = Duration::from_secs(60);
+
 impl Default for RegisterDeclarations {
-    /// The defaults of `safety-model.md`.
+    /// The core's defaults (see `safety-model.md`).
     fn default() -> Self {
-        let quote_age = Duration::from_secs(60);
         let mut d = Self::empty();
         d.declare(RegisterDecl::new("wallet_address", ValueType::Address).intrinsic());
         d.declare(RegisterDecl::new("sell_token", ValueType::Token).writer(WriterRule::tool("token_lookup")));
@@ -250,16 +282,6 @@ impl Default for RegisterDeclarations {
                 .writer(WriterRule::tool("register_set"))
                 .allow_model(),
         );
-        d.declare(
-            RegisterDecl::new("swap_quote", ValueType::Object)
-                .writer(WriterRule::preset("x402_fetch", "swap_quote"))
-                .max_age(quote_age),
-        );
-        d.declare(
-            RegisterDecl::new("token_price", ValueType::Object)
-                .writer(WriterRule::preset("x402_fetch", "token_price"))
-                .max_age(quote_age),
-        );
         d
     }
 }
@@ -267,12 +289,30 @@ impl Default for RegisterDeclarations {
 impl RegisterDeclarations {
     /// No declarations at all (everything is scratch space).
     pub fn empty() -> Self {
-        Self { decls: HashMap::new() }
+        Self { decls: HashMap::new(), max_age_overrides: HashMap::new() }
     }
 
-    /// Adds or replaces a declaration.
-    pub fn declare(&mut self, decl: RegisterDecl) {
+    /// Adds or replaces a declaration (applying a configured maximum age for its key, if any).
+    pub fn declare(&mut self, mut decl: RegisterDecl) {
+        if let Some(age) = self.max_age_overrides.get(&decl.key) {
+            decl.max_age = Some(*age);
+        }
         self.decls.insert(decl.key.clone(), Arc::new(decl));
+    }
+
+    /// Records a configured maximum age for `key`, applied now if it is declared and whenever it is declared later.
+    pub fn override_max_age(&mut self, key: &str, age: Duration) {
+        self.max_age_overrides.insert(key.to_owned(), age);
+        self.update(key, |d| d.max_age = Some(age));
+    }
+
+    /// Configured overrides whose key no layer has declared, sorted (a configuration error once every layer is
+    /// installed).
+    pub fn unclaimed_overrides(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> =
+            self.max_age_overrides.keys().filter(|k| !self.decls.contains_key(*k)).map(String::as_str).collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// Changes an existing declaration in place; returns false when `key` is not declared.
@@ -319,12 +359,22 @@ mod tests {
             ErrorCode::RegisterWriteDenied
         );
         assert_eq!(deny("sell_token", "register_set", None, Origin::Model), ErrorCode::RegisterWriteDenied);
-        assert_eq!(deny("swap_quote", "x402_fetch", Some("token_price"), Origin::Tool), ErrorCode::RegisterWriteDenied);
-        assert_eq!(deny("swap_quote", "x402_fetch", None, Origin::Tool), ErrorCode::RegisterWriteDenied);
         assert!(d.get("sell_token").unwrap().check_writer("token_lookup", None, Origin::Config).is_ok());
         assert!(d.get("sell_amount").unwrap().check_writer("register_set", None, Origin::Model).is_ok());
-        assert!(d.get("swap_quote").unwrap().check_writer("x402_fetch", Some("swap_quote"), Origin::Tool).is_ok());
-        assert_eq!(d.get("swap_quote").unwrap().max_age, Some(Duration::from_secs(60)));
+        assert!(d.get("swap_quote").is_none(), "the web3 layer declares its own registers");
+    }
+
+    #[test]
+    fn overrides_apply_to_keys_declared_later_and_unclaimed_ones_are_named() {
+        let mut d = RegisterDeclarations::default();
+        d.override_max_age("sell_amount", Duration::from_secs(7));
+        d.override_max_age("later", Duration::from_secs(5));
+        d.override_max_age("nobody", Duration::from_secs(5));
+        assert_eq!(d.get("sell_amount").unwrap().max_age, Some(Duration::from_secs(7)));
+        assert_eq!(d.unclaimed_overrides(), ["later", "nobody"]);
+        d.declare(RegisterDecl::new("later", ValueType::SwapQuote).max_age(QUOTE_MAX_AGE));
+        assert_eq!(d.get("later").unwrap().max_age, Some(Duration::from_secs(5)));
+        assert_eq!(d.unclaimed_overrides(), ["nobody"]);
     }
 
     #[test]

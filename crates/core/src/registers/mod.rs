@@ -7,7 +7,7 @@ mod decl;
 mod path;
 mod store;
 
-pub use decl::{RegisterDecl, RegisterDeclarations, RegisterValidator, ValueType, WriterRule};
+pub use decl::{QUOTE_MAX_AGE, RegisterDecl, RegisterDeclarations, RegisterValidator, ValueType, WriterRule};
 pub use path::{RegisterPath, lookup_path};
 pub use store::{IntrinsicProvider, RegisterSnapshot, RegisterStore, RegisterWrite, StoreLimits};
 

@@ -164,8 +164,16 @@ impl RegisterStore {
         let value_type = decl.map_or_else(|| ValueType::for_scratch_key(&key), |d| d.value_type);
         let value = value_type.check(&key, value)?;
         self.check_size(&key, &value, origin)?;
-        if let Some(validator) = decl.and_then(|d| d.validator.as_ref()) {
-            validator.validate(&key, &value, self)?;
+        match decl.and_then(|d| d.validator.as_ref()) {
+            Some(validator) => validator.validate(&key, &value, self)?,
+            // Fail closed: a quote register nobody validates holds nothing.
+            None if value_type == ValueType::SwapQuote => {
+                return Err(ToolError::new(
+                    ErrorCode::RegisterWriteDenied,
+                    format!("`{key}` holds swap quotes, but no quote validator is installed for it"),
+                ));
+            }
+            None => {}
         }
 
         let entry = Arc::new(RegisterEntry {
@@ -296,6 +304,25 @@ impl RegisterStore {
         self.require_fresh(key)
     }
 
+    /// Reads a declared register of type `wanted` for a value-moving tool, fresh or not (the caller decides what
+    /// age means): a scratch register, an undeclared key or a register declared with another type →
+    /// `register_type_mismatch` before anything else is looked at.
+    pub fn require_typed(&self, field: &str, key: &str, wanted: ValueType) -> Result<SharedEntry, ToolError> {
+        validate_key(field, key)?;
+        let declared = self.inner.decls.get(key).map(|d| d.value_type);
+        if declared != Some(wanted) {
+            let held = match declared {
+                Some(t) => format!("is declared to hold a {}", t.as_str()),
+                None => "is a scratch register".to_owned(),
+            };
+            return Err(ToolError::new(
+                ErrorCode::RegisterTypeMismatch,
+                format!("`{field}`: `{key}` {held}, not a {}", wanted.as_str()),
+            ));
+        }
+        self.require(key)
+    }
+
     /// Reads a value below a register: `swap_quote.transaction.to`, `route.fills.0.source`.
     pub fn get_path(&self, path: &str) -> Result<Value, ToolError> {
         let parsed = RegisterPath::parse("path", path)?;
@@ -366,7 +393,7 @@ mod tests {
     #[test]
     fn register_set_cannot_write_declared_registers_it_does_not_own() {
         let s = store();
-        for key in ["wallet_address", "sell_token", "buy_token", "swap_quote", "token_price"] {
+        for key in ["wallet_address", "sell_token", "buy_token"] {
             let err = s.set(RegisterWrite::new(key, json!("x"), Origin::Model, "register_set")).unwrap_err();
             assert_eq!(err.code, ErrorCode::RegisterWriteDenied, "{key}");
             assert!(s.get(key).is_none());
@@ -449,11 +476,30 @@ mod tests {
     }
 
     #[test]
+    fn typed_reads_refuse_other_types_and_unvalidated_quotes_are_never_stored() {
+        let mut decls = RegisterDeclarations::default();
+        decls.declare(RegisterDecl::new("quote", ValueType::SwapQuote).writer(super::super::WriterRule::tool("t")));
+        decls.declare(RegisterDecl::new("price", ValueType::TokenPrice).writer(super::super::WriterRule::tool("t")));
+        let s = RegisterStore::new(Arc::new(decls), EventBus::new("t"));
+        let denied = s.set(RegisterWrite::new("quote", json!({"buyAmount": "1"}), Origin::Tool, "t")).unwrap_err();
+        assert_eq!(denied.code, ErrorCode::RegisterWriteDenied);
+        assert!(denied.message.contains("no quote validator"), "{}", denied.message);
+        s.set(RegisterWrite::new("price", json!({"buyAmount": "1"}), Origin::Tool, "t")).unwrap();
+        let err = s.require_typed("from_register", "price", ValueType::SwapQuote).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RegisterTypeMismatch);
+        assert!(err.message.contains("token price"), "{}", err.message);
+        s.set(RegisterWrite::new("scratch", json!({}), Origin::Tool, "t")).unwrap();
+        let err = s.require_typed("from_register", "scratch", ValueType::SwapQuote).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RegisterTypeMismatch);
+        assert_eq!(s.require_typed("f", "quote", ValueType::SwapQuote).unwrap_err().code, ErrorCode::RegisterMissing);
+    }
+
+    #[test]
     fn value_moving_reads_refuse_scratch_and_missing_registers() {
         let s = store();
         s.set(RegisterWrite::new("my_quote", json!({}), Origin::Model, "register_set")).unwrap();
         assert_eq!(s.require_declared("from_register", "my_quote").unwrap_err().code, ErrorCode::RegisterWriteDenied);
-        assert_eq!(s.require_declared("from_register", "swap_quote").unwrap_err().code, ErrorCode::RegisterMissing);
+        assert_eq!(s.require_declared("from_register", "sell_amount").unwrap_err().code, ErrorCode::RegisterMissing);
     }
 
     #[tokio::test]

@@ -3,8 +3,8 @@
 //! No action signs anything. `cache_as: "wallet_address"` materialises the intrinsic register from the wallet itself.
 
 use crate::Web3;
+use crate::kernel::human;
 use crate::quote::TokenRef;
-use crate::tools::human;
 use holdfast_core::config::NATIVE_TOKEN_ADDRESS;
 use holdfast_core::registers::{Origin, RegisterWrite, validate_key};
 use holdfast_core::{AiTool, ErrorCode, ToolContext, ToolError};

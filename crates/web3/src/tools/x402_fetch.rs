@@ -6,12 +6,12 @@
 //! stored with origin `tool` (or `model` when a register it was built from was typed by the model).
 
 use crate::Web3;
+use crate::kernel::human;
 use crate::presets::PresetKind;
 use crate::quote::validate_quote;
-use crate::tools::human;
 use crate::x402::{PaymentSummary, PresetRequest};
 use holdfast_core::registers::{RegisterWrite, validate_key};
-use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError};
+use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError, ToolKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,6 +87,11 @@ impl AiTool for X402Fetch {
          fits the payment policy (per-request cap, daily budget, allowed asset and payee); otherwise \
          `payment_refused` and nothing is paid. `payment_failed` means a payment was sent but bought nothing; do \
          not retry in a loop. Swap quotes are validated before they are stored (`quote_rejected`)."
+    }
+
+    fn kind(&self) -> ToolKind {
+        // It may pay (x402): value-moving, like every tool that signs.
+        ToolKind::ValueMoving
     }
 
     fn examples(&self) -> Vec<Value> {

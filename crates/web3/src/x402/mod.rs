@@ -4,12 +4,14 @@
 //!
 //! 1. The unpaid `GET` answers 402. Its offer is read defensively ([`wire`]): v2 `PAYMENT-REQUIRED` header or a v1
 //!    JSON body, every header capped at 16 KiB. Anything unreadable → `payment_refused`, nothing signed.
-//! 2. Under the payment lock (so concurrent payments cannot overrun the daily budget together), today's payments
-//!    are read from the journal and the policy chooses the cheapest requirement that passes every rule
-//!    ([`crate::policy::Policy::choose_payment`]); none passes → `payment_refused` naming each reason.
+//! 2. Today's payments are read from the journal and the policy chooses the cheapest requirement that passes every
+//!    rule ([`crate::policy::Policy::choose_payment`]); none passes → `payment_refused` naming each reason. The
+//!    kernel then reserves the amount under the daily budget atomically ([`crate::kernel::payment::reserve`]), so
+//!    concurrent payments from any number of sessions cannot overrun it together.
 //! 3. The wallet signs an EIP-3009 `TransferWithAuthorization` carrying exactly that requirement's amount, asset,
-//!    payee and network (the EIP-712 domain is the token's on that chain), a validity window no longer than its
-//!    `maxTimeoutSeconds` (and never above [`MAX_WINDOW_SECS`]), and 32 random nonce bytes (invariant 8).
+//!    payee and network (the EIP-712 domain is the token's on that chain), a validity window that opens by the
+//!    chain's clock and closes no later than its `maxTimeoutSeconds` (and never above [`MAX_WINDOW_SECS`]) after
+//!    now ([`validity_window`]), and 32 random nonce bytes (invariant 8).
 //! 4. The payment is journaled durably (`payment`, status `signed`) before the header leaves the process
 //!    (invariant 9).
 //! 5. The same URL is requested once more with the payment header. A 2xx is the content; the settlement is read
@@ -26,9 +28,9 @@ pub mod wire;
 
 use crate::Web3;
 use crate::journal::{EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry};
+use crate::kernel::{fingerprint, human};
 use crate::policy::{PaymentOffer, PaymentRequest};
 use crate::presets::Preset;
-use crate::tools::{fingerprint, human};
 use crate::wallet::TransferWithAuthorization;
 use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::sol_types::Eip712Domain;
@@ -45,8 +47,8 @@ use wire::{PaymentRequired, Requirement, SignedAuthorization, WireError};
 
 /// The longest validity window the client signs, whatever the server allows (seconds).
 pub const MAX_WINDOW_SECS: u64 = 300;
-/// How far before "now" the window opens, at most (seconds), so the token's `block.timestamp > validAfter` holds
-/// on a chain whose clock lags a little.
+/// How far before the chain's clock (the latest block's timestamp) the window opens, at most (seconds), so the
+/// token's `block.timestamp > validAfter` holds on the block a facilitator simulates at.
 const MAX_SKEW_SECS: u64 = 30;
 
 /// What an x402 payment did, as `x402_fetch` reports it.
@@ -154,13 +156,24 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
-/// The validity window signed for a requirement allowing `max_timeout` seconds: it opens at most
-/// 30 seconds before `now` and its whole length never exceeds `max_timeout` (nor [`MAX_WINDOW_SECS`]).
-pub fn validity_window(now: u64, max_timeout: u64) -> (u64, u64) {
+/// The validity window `(validAfter, validBefore)` signed at local time `now` for a requirement allowing
+/// `max_timeout` seconds, on a chain whose latest block is stamped `chain_time`. The window is `max_timeout`, at
+/// most [`MAX_WINDOW_SECS`].
+///
+/// It opens by the chain's clock: a little (a quarter of the window, at most 30 s) before the latest block's
+/// timestamp, never later than `now`. The token requires `block.timestamp > validAfter`, and a facilitator
+/// simulates at `latest`, whose timestamp lags the wall clock on an idle chain or a lagging node.
+///
+/// It closes by the local clock, as a facilitator checks it (`validBefore >= its now + 6`): one window after it
+/// opens, and at least half a window after `now` when the chain lags — never more than the window after `now`, so
+/// a server can never hold the authorization longer than it asked for. On a chain that keeps time the whole window
+/// is no longer than `max_timeout`.
+pub fn validity_window(now: u64, chain_time: u64, max_timeout: u64) -> (u64, u64) {
     let window = max_timeout.min(MAX_WINDOW_SECS);
     let skew = (window / 4).min(MAX_SKEW_SECS);
-    let after = now.saturating_sub(skew);
-    (after, after.saturating_add(window))
+    let after = chain_time.min(now).saturating_sub(skew);
+    let before = after.saturating_add(window).max(now.saturating_add(window.div_ceil(2)));
+    (after, before)
 }
 
 fn host_of(url: &reqwest::Url) -> String {
@@ -244,12 +257,15 @@ async fn choose_sign_journal(
     // Settle what can be settled first, so expired unsettled payments stop counting against the budget.
     refresh_payments(web3, Some(&network.name)).await;
 
-    let _guard = web3.payment_lock().lock().await;
+    crate::kernel::require_durable(web3)?;
+    // Today's payments for the policy's choice; the kernel's reservation below re-checks the budget atomically.
     let mut spent_today = HashMap::new();
+    let from = wallet.to_checksum(None);
     if let Some(payments) = web3.policy().payments(&network.name) {
         for token in &payments.assets {
-            let spent =
-                web3.journal().spent_today(&network.name, &token.address.to_checksum(None), EntryKind::Payment).await?;
+            let asset = token.address.to_checksum(None);
+            let kinds = EntryKind::Payment.cap_group();
+            let spent = web3.journal().spent_today(network.chain_id, &from, &asset, kinds).await?;
             spent_today.insert(token.address, spent);
         }
     }
@@ -284,7 +300,8 @@ async fn choose_sign_journal(
         .ok_or_else(|| ToolError::internal("the chosen requirement vanished"))?;
 
     // Exactly the chosen requirement's amount, asset, payee and network.
-    let (valid_after, valid_before) = validity_window(now_secs(), requirement.max_timeout_seconds);
+    let chain_time = web3.chain(network)?.latest_block_timestamp().await?;
+    let (valid_after, valid_before) = validity_window(now_secs(), chain_time, requirement.max_timeout_seconds);
     let nonce = B256::random();
     let typed = TransferWithAuthorization {
         from: wallet,
@@ -301,17 +318,6 @@ async fn choose_sign_journal(
         Some(requirement.asset),
         None,
     );
-    let signature = web3.wallet().sign_transfer_authorization(&typed, &domain)?;
-    let auth = SignedAuthorization {
-        from: wallet,
-        to: requirement.pay_to,
-        value: requirement.amount,
-        valid_after,
-        valid_before,
-        nonce,
-        signature: Bytes::from(signature.as_bytes().to_vec()),
-    };
-    let header = wire::payment_header(offer, &requirement, &auth);
     let token = &approved.token;
     let summary = json!({
         "action": "payment",
@@ -348,12 +354,34 @@ async fn choose_sign_journal(
             &wallet.to_string(),
             &nonce.to_string(),
         ]),
+        intent: None,
         raw_tx: None,
         tx_hash: None,
+        error: None,
         summary,
     };
+    // The budget is reserved (atomically, against every session's payments) before anything is signed.
+    let entry = crate::kernel::payment::reserve(web3, req.preset_name, entry, &approved).await?;
+    let signature = match web3.wallet().sign_transfer_authorization(&typed, &domain) {
+        Ok(s) => s,
+        Err(e) => {
+            let update = EntryUpdate { error: Some("signing failed; nothing was sent".into()), ..Default::default() };
+            web3.journal().update(&entry.id, EntryStatus::Failed, update).await?;
+            return Err(e);
+        }
+    };
+    let auth = SignedAuthorization {
+        from: wallet,
+        to: requirement.pay_to,
+        value: requirement.amount,
+        valid_after,
+        valid_before,
+        nonce,
+        signature: Bytes::from(signature.as_bytes().to_vec()),
+    };
+    let header = wire::payment_header(offer, &requirement, &auth);
     // Durable before the header leaves the process (invariant 9).
-    let entry = web3.journal().insert_unique(entry, EntryStatus::Signed).await?;
+    web3.journal().update(&entry.id, EntryStatus::Signed, EntryUpdate::default()).await?;
     Ok(Journaled { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals, header })
 }
 
@@ -529,7 +557,7 @@ async fn record(
         (None, _) => None,
     };
     let update =
-        EntryUpdate { tx_hash: state.tx_hash.clone(), block_number: state.block_number, gas_used: None, error };
+        EntryUpdate { tx_hash: state.tx_hash.clone(), block_number: state.block_number, error, ..Default::default() };
     web3.journal().update(&paid.entry.id, state.status, update).await?;
     Ok(state)
 }
@@ -604,15 +632,54 @@ async fn refresh_payments(web3: &Web3, network: Option<&str>) {
 mod tests {
     use super::*;
 
+    const MAXES: [u64; 9] = [1, 5, 10, 60, 299, 300, 301, 86_400, u64::MAX];
+
     #[test]
     fn the_window_never_exceeds_the_servers_timeout() {
-        for max in [1u64, 5, 10, 60, 299, 300, 301, 86_400, u64::MAX] {
-            let now = 1_700_000_000;
-            let (after, before) = validity_window(now, max);
-            assert!(before - after <= max.min(MAX_WINDOW_SECS), "{max}");
-            assert!(after <= now && now - after <= MAX_SKEW_SECS, "{max}");
-            assert!(before > now, "{max}");
+        let now = 1_700_000_000;
+        // A chain that keeps time (or runs ahead of the local clock): the window opens by the local clock, as it did.
+        for chain in [now, now + 1, now + 600] {
+            for max in MAXES {
+                let (after, before) = validity_window(now, chain, max);
+                assert!(before - after <= max.min(MAX_WINDOW_SECS), "{chain} {max}");
+                assert!(after <= now && now - after <= MAX_SKEW_SECS, "{chain} {max}");
+                assert!(before > now, "{chain} {max}");
+            }
         }
-        assert_eq!(validity_window(1_000, 60), (985, 1_045));
+        assert_eq!(validity_window(1_000, 1_000, 60), (985, 1_045));
+        assert_eq!(validity_window(1_000, 5_000, 60), (985, 1_045), "never opens after the local clock");
+        assert_eq!(validity_window(1_000, 999, 60), (984, 1_044));
+    }
+
+    #[test]
+    fn on_a_lagging_chain_the_window_opens_by_the_chains_clock() {
+        let now = 1_700_000_000;
+        for lag in [1u64, 15, 59, 600, 3_600, now - 1] {
+            let chain = now - lag;
+            for max in MAXES {
+                let window = max.min(MAX_WINDOW_SECS);
+                let (after, before) = validity_window(now, chain, max);
+                // Open on the latest block (whenever there is room for a skew) and on every later one.
+                assert!(after <= chain && chain - after <= MAX_SKEW_SECS, "{lag} {max}");
+                if window >= 4 {
+                    assert!(chain > after, "{lag} {max}: the latest block must see it valid");
+                }
+                // Closed by the local clock: never later than the window allows, and still open for a while.
+                assert!(before <= now + window, "{lag} {max}");
+                assert!(before >= now + window / 2, "{lag} {max}");
+                // The reference facilitator wants validBefore >= its now + 6 (with a few seconds to spare here).
+                if window >= 20 {
+                    assert!(before >= now + 10, "{lag} {max}");
+                }
+            }
+        }
+        // Ten minutes behind, the reference server's 60 s: opens 15 s before the latest block, closes 30 s from now.
+        assert_eq!(validity_window(10_000, 9_400, 60), (9_385, 10_030));
+        // The cap and skew are the same as on a chain that keeps time.
+        assert_eq!(validity_window(10_000, 9_400, 86_400), (9_370, 10_150));
+        // A small lag keeps the whole window within max_timeout.
+        assert_eq!(validity_window(10_000, 9_990, 60), (9_975, 10_035));
+        // A chain at genesis time zero (or a node answering 0) cannot push the start below zero.
+        assert_eq!(validity_window(10_000, 0, 60), (0, 10_030));
     }
 }

@@ -2,6 +2,7 @@
 //! config exactly as the binary builds it, and one session.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod rpc_proxy;
 pub mod server;
 
 use axum::extract::{Query, State};
@@ -113,14 +114,11 @@ impl Env {
 pub fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
     let doc = ConfigDocument::load(&devnet.config_path).unwrap();
     let core = CoreConfig::from_document(&doc).unwrap();
-    let mut decls = core.registers.clone();
-    Web3::install_declarations(&mut decls, &core.networks);
-    let services = CoreServices::new(core).unwrap().with_declarations(decls);
+    let services = CoreServices::new(core).unwrap();
     let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
-    let services = services.with_hook(web3.session_hook());
     let registry = ToolRegistry::new();
     holdfast_core::builtin::register_core_tools(&registry).unwrap();
-    web3.register_tools(&registry).unwrap();
+    let services = web3.install(services, &registry).unwrap();
     (web3, services, registry)
 }
 

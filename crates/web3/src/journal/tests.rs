@@ -1,0 +1,142 @@
+use super::*;
+use alloy::primitives::U256;
+use serde_json::json;
+
+fn entry(fp: &str, amount: &str, intent: Option<&str>) -> NewEntry {
+    NewEntry {
+        session_id: "s".into(),
+        kind: EntryKind::Swap,
+        network: "base".into(),
+        chain_id: 8453,
+        from: "0xa".into(),
+        to: "0xb".into(),
+        nonce: None,
+        value: "0".into(),
+        asset: "0xUSDC".into(),
+        asset_symbol: "USDC".into(),
+        amount: amount.into(),
+        fingerprint: fp.into(),
+        intent: intent.map(str::to_owned),
+        raw_tx: None,
+        tx_hash: None,
+        error: None,
+        summary: json!({"action": "swap"}),
+    }
+}
+
+const CAP: DayCap = DayCap { limit: U256::from_limbs([20, 0, 0, 0]), kinds: EntryKind::Swap.cap_group() };
+
+fn new(r: Reserved) -> JournalEntry {
+    match r {
+        Reserved::New(e) => e,
+        other => panic!("expected a new reservation, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn entries_survive_reopening_and_settle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holdfast.db");
+    let id = {
+        let j = Journal::open(&path).unwrap();
+        let e = new(j.reserve(entry("fp1", "5", Some("i1")), Some(CAP)).await.unwrap());
+        j.mark_signed(&e.id, Some(3), "0x02", "0xhash").await.unwrap();
+        e.id
+    };
+    let j = Journal::open(&path).unwrap();
+    assert!(j.is_persistent());
+    let unresolved = j.unresolved().await.unwrap();
+    assert_eq!(unresolved.len(), 1);
+    assert_eq!((unresolved[0].raw_tx(), unresolved[0].nonce), (Some("0x02"), Some(3)));
+    assert_eq!(j.unsettled_sends(8453, "0xa").await.unwrap().len(), 1);
+    assert!(j.live_by_intent("i1").await.unwrap().is_some());
+    j.update(&id, EntryStatus::Confirmed, EntryUpdate { block_number: Some(9), ..Default::default() }).await.unwrap();
+    let e = j.get(&id).await.unwrap().unwrap();
+    assert_eq!((e.status, e.block_number, e.tx_hash.as_deref()), (EntryStatus::Confirmed, Some(9), Some("0xhash")));
+    assert!(j.unresolved().await.unwrap().is_empty());
+    assert!(j.unsettled_sends(8453, "0xa").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_reservation_never_exceeds_the_cap_and_a_failure_releases_it() {
+    let j = Journal::in_memory().unwrap();
+    assert!(!j.is_persistent());
+    let a = new(j.reserve(entry("a", "12", Some("ia")), Some(CAP)).await.unwrap());
+    match j.reserve(entry("b", "9", Some("ib")), Some(CAP)).await.unwrap() {
+        Reserved::OverCap { spent } => assert_eq!(spent, U256::from(12u8)),
+        other => panic!("{other:?}"),
+    }
+    new(j.reserve(entry("b", "8", Some("ib")), Some(CAP)).await.unwrap());
+    j.update(&a.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+    let total = j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap();
+    assert_eq!(total, U256::from(8u8));
+    // Another chain, another wallet or another asset is another counter.
+    let mut other = entry("c", "20", Some("ic"));
+    other.chain_id = 31337;
+    new(j.reserve(other, Some(CAP)).await.unwrap());
+    let mut other = entry("d", "20", Some("id"));
+    other.from = "0xother".into();
+    new(j.reserve(other, Some(CAP)).await.unwrap());
+}
+
+#[tokio::test]
+async fn an_intent_is_reserved_once_until_it_definitely_failed() {
+    let j = Journal::in_memory().unwrap();
+    let first = new(j.reserve(entry("x", "1", Some("same")), Some(CAP)).await.unwrap());
+    match j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap() {
+        Reserved::Existing(e) => assert_eq!(e.id, first.id),
+        other => panic!("{other:?}"),
+    }
+    j.update(&first.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+    let again = new(j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap());
+    assert_ne!(again.id, first.id);
+    // An unknown outcome keeps the reservation and the intent.
+    j.mark_signed(&again.id, Some(1), "0x02", "0xh").await.unwrap();
+    j.update(&again.id, EntryStatus::Unknown, EntryUpdate::default()).await.unwrap();
+    assert!(matches!(j.reserve(entry("z", "1", Some("same")), Some(CAP)).await.unwrap(), Reserved::Existing(_)));
+    assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(1u8));
+}
+
+#[tokio::test]
+async fn concurrent_reservations_respect_the_cap() {
+    let j = Journal::in_memory().unwrap();
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let j = j.clone();
+            tokio::spawn(
+                async move { j.reserve(entry(&format!("f{i}"), "3", Some(&format!("i{i}"))), Some(CAP)).await },
+            )
+        })
+        .collect();
+    let mut reserved = 0;
+    for t in tasks {
+        if matches!(t.await.unwrap().unwrap(), Reserved::New(_)) {
+            reserved += 1;
+        }
+    }
+    assert_eq!(reserved, 6, "20 / 3 = 6 reservations fit");
+    assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(18u8));
+}
+
+#[tokio::test]
+async fn an_older_file_is_migrated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holdfast.db");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE journal (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, network TEXT NOT NULL,
+             chain_id INTEGER NOT NULL, from_address TEXT NOT NULL, to_address TEXT NOT NULL, nonce INTEGER, value TEXT NOT NULL,
+             asset TEXT NOT NULL, asset_symbol TEXT NOT NULL, amount TEXT NOT NULL, fingerprint TEXT NOT NULL, raw_tx TEXT,
+             tx_hash TEXT, status TEXT NOT NULL, block_number INTEGER, gas_used TEXT, error TEXT, summary TEXT NOT NULL,
+             day TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+             INSERT INTO journal VALUES ('j_old','s','swap','base',8453,'0xa','0xb',1,'0','0xUSDC','USDC','4','fp',NULL,
+             '0xh','confirmed',NULL,NULL,NULL,'{}','2020-01-01','2020-01-01T00:00:00Z','2020-01-01T00:00:00Z');",
+        )
+        .unwrap();
+    }
+    let j = Journal::open(&path).unwrap();
+    let old = j.get("j_old").await.unwrap().unwrap();
+    assert_eq!((old.status, old.intent()), (EntryStatus::Confirmed, None));
+    new(j.reserve(entry("n", "1", Some("i")), Some(CAP)).await.unwrap());
+}

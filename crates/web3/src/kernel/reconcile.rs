@@ -1,0 +1,176 @@
+//! Reconciliation: settles journal entries against the chain by hash — at the call (an unknown broadcast, a retry
+//! of the same intent, a new intent waiting for the wallet's earlier sends), in the background
+//! ([`spawn_background`]) and at start-up ([`crate::Web3::reconcile`]).
+//!
+//! It never signs anything. A mined transaction is recorded (`confirmed`/`reverted`) — even one an earlier process
+//! marked `failed`, so a node that lied about a rejection cannot keep a mined swap outside the day's spend; a
+//! transaction whose nonce another one used is `dropped`; one the node does not know is broadcast again from its
+//! identical signed bytes (same hash, same nonce: it cannot be mined twice). A reservation never signed within
+//! [`STALE_RESERVATION`] is released. Payments are settled by the chain's authorization state
+//! ([`crate::x402::reconcile_payment`]).
+
+use crate::Web3;
+use crate::chain::Broadcast;
+use crate::journal::{EntryKind, EntryStatus, EntryUpdate, JournalEntry};
+use alloy::primitives::{B256, Bytes};
+use holdfast_core::ToolError;
+use serde::Serialize;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// A `reserved` entry older than this was never signed (the signing step takes milliseconds): it is released.
+pub const STALE_RESERVATION: Duration = Duration::from_secs(120);
+/// How often the background task reconciles.
+pub const BACKGROUND_INTERVAL: Duration = Duration::from_secs(15);
+/// How long a `failed` transaction is still checked for a receipt.
+pub const FAILED_RECHECK: Duration = Duration::from_secs(24 * 3600);
+
+/// What reconciliation did with one entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reconciled {
+    /// The entry.
+    pub journal_id: String,
+    /// Its new status.
+    pub status: EntryStatus,
+    /// What happened, for the operator.
+    pub note: String,
+}
+
+/// An entry after reconciliation, with what changed.
+pub(crate) struct Settled {
+    pub entry: JournalEntry,
+    pub report: Reconciled,
+}
+
+async fn set(
+    web3: &Web3,
+    entry: &JournalEntry,
+    status: EntryStatus,
+    update: EntryUpdate,
+    note: &str,
+) -> Result<Option<Settled>, ToolError> {
+    web3.journal().update(&entry.id, status, update).await?;
+    let entry = web3.journal().get(&entry.id).await?.unwrap_or_else(|| entry.clone());
+    let report = Reconciled { journal_id: entry.id.clone(), status, note: note.to_owned() };
+    Ok(Some(Settled { entry, report }))
+}
+
+/// Settles one entry as far as the chain tells now. `None`: nothing changed.
+pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Settled>, ToolError> {
+    if entry.kind == EntryKind::Payment {
+        return match crate::x402::reconcile_payment(web3, entry).await? {
+            Some(status) => {
+                let note = match status {
+                    EntryStatus::Confirmed => "payment settled while we were away",
+                    _ => "payment authorization expired unsettled",
+                };
+                let now = web3.journal().get(&entry.id).await?.unwrap_or_else(|| entry.clone());
+                Ok(Some(Settled {
+                    entry: now,
+                    report: Reconciled { journal_id: entry.id.clone(), status, note: note.into() },
+                }))
+            }
+            None => Ok(None),
+        };
+    }
+    if entry.status == EntryStatus::Reserved {
+        let age = (chrono::Utc::now() - entry.updated_at).to_std().unwrap_or_default();
+        if age < STALE_RESERVATION {
+            return Ok(None);
+        }
+        let update =
+            EntryUpdate { error: Some("never signed; the reservation was released".into()), ..Default::default() };
+        return set(web3, entry, EntryStatus::Failed, update, "stale reservation released").await;
+    }
+    let network = web3.core().networks.resolve(&entry.network)?.clone();
+    let chain = web3.chain(&network)?;
+    let hash: Option<B256> = entry.tx_hash.as_deref().and_then(|h| h.parse().ok());
+    if let Some(hash) = hash
+        && let Some(receipt) = chain.receipt(hash).await?
+    {
+        let status = if receipt.status() { EntryStatus::Confirmed } else { EntryStatus::Reverted };
+        if status == entry.status {
+            return Ok(None);
+        }
+        let update = EntryUpdate {
+            block_number: receipt.block_number,
+            gas_used: Some(receipt.gas_used.to_string()),
+            ..Default::default()
+        };
+        return set(web3, entry, status, update, "mined").await;
+    }
+    if !matches!(entry.status, EntryStatus::Signed | EntryStatus::Pending | EntryStatus::Unknown) {
+        return Ok(None);
+    }
+    let from = holdfast_core::address::parse_address("from", &entry.from)?;
+    let mined = chain.mined_nonce(from).await?;
+    if let Some(nonce) = entry.nonce
+        && nonce < mined
+    {
+        let update =
+            EntryUpdate { error: Some(format!("nonce {nonce} was used by another transaction")), ..Default::default() };
+        return set(web3, entry, EntryStatus::Dropped, update, "nonce already used; never mined").await;
+    }
+    let (Some(hash), Some(raw)) = (hash, entry.raw_tx()) else {
+        let update = EntryUpdate { error: Some("no signed bytes were journaled".into()), ..Default::default() };
+        return set(web3, entry, EntryStatus::Failed, update, "nothing to re-send").await;
+    };
+    if chain.is_known(hash).await? {
+        if entry.status == EntryStatus::Pending {
+            return Ok(None);
+        }
+        return set(web3, entry, EntryStatus::Pending, EntryUpdate::default(), "the node has it").await;
+    }
+    let raw: Bytes = raw.parse().map_err(|_| ToolError::internal("journal holds unreadable signed bytes"))?;
+    match chain.broadcast(&raw).await {
+        Broadcast::Accepted => {
+            set(
+                web3,
+                entry,
+                EntryStatus::Pending,
+                EntryUpdate::default(),
+                "re-broadcast the identical signed transaction",
+            )
+            .await
+        }
+        Broadcast::Rejected(why) => {
+            // The node does not know it and refuses it now: it never got out, and never will.
+            let update = EntryUpdate { error: Some(why), ..Default::default() };
+            set(web3, entry, EntryStatus::Failed, update, "the node refused the identical bytes again").await
+        }
+        Broadcast::Unknown(_) => Ok(None),
+    }
+}
+
+/// Settles every unresolved entry, and re-checks recently failed transactions for a receipt.
+pub(crate) async fn all(web3: &Web3) -> Result<Vec<Reconciled>, ToolError> {
+    let mut out = Vec::new();
+    let mut work = web3.journal().unresolved().await?;
+    work.extend(web3.journal().recently_failed_sends(FAILED_RECHECK).await?);
+    for e in work {
+        match entry(web3, &e).await {
+            Ok(Some(settled)) => {
+                tracing::info!(journal_id = %settled.report.journal_id, status = settled.report.status.as_str(), note = %settled.report.note, "journal reconciled");
+                out.push(settled.report);
+            }
+            Ok(None) => {}
+            Err(err) => tracing::warn!(journal_id = %e.id, error = %err.message, "journal: reconciliation failed"),
+        }
+    }
+    Ok(out)
+}
+
+/// Reconciles every [`BACKGROUND_INTERVAL`] while `web3` is alive (a weak handle: the task ends with it).
+/// Needs a Tokio runtime; returns `false` when there is none.
+pub fn spawn_background(web3: &Arc<Web3>) -> bool {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+    let weak: Weak<Web3> = Arc::downgrade(web3);
+    handle.spawn(async move {
+        loop {
+            tokio::time::sleep(BACKGROUND_INTERVAL).await;
+            let Some(web3) = weak.upgrade() else { break };
+            let _ = all(&web3).await;
+        }
+    });
+    true
+}

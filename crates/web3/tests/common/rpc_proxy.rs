@@ -1,0 +1,187 @@
+//! A JSON-RPC proxy on a loopback port in front of the devnet's anvil: it counts requests by method and can lose
+//! the node's answer to `eth_sendRawTransaction` after forwarding it (HTTP 502, a dropped connection, or a reply
+//! that is not JSON-RPC) — the transport failures after which a transaction's fate is unknown to its sender.
+//!
+//! It speaks plain HTTP/1.1 itself (keep-alive, `content-length` bodies, as alloy's HTTP client sends them), so it
+//! can close a connection without answering, which an axum handler cannot.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What happens to a request that carries `eth_sendRawTransaction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward it and relay the node's answer.
+    Forward,
+    /// Forward it to the node, then answer HTTP 502 instead of the node's answer.
+    ForwardThen502,
+    /// Forward it to the node, then close the connection without answering.
+    ForwardThenDrop,
+    /// Forward it to the node, then answer HTTP 200 with a body that is not JSON.
+    ForwardThenGarbage,
+}
+
+struct Shared {
+    upstream: String,
+    http: reqwest::Client,
+    fault: Mutex<Fault>,
+    counts: Mutex<BTreeMap<String, usize>>,
+    faults_applied: AtomicUsize,
+}
+
+/// The proxy; it runs until the test's runtime ends.
+pub struct RpcProxy {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    shared: Arc<Shared>,
+}
+
+impl RpcProxy {
+    /// Starts a proxy for `upstream` (anvil's URL), forwarding everything.
+    pub async fn start(upstream: &str) -> RpcProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_owned(),
+            http: reqwest::Client::new(),
+            fault: Mutex::new(Fault::Forward),
+            counts: Mutex::new(BTreeMap::new()),
+            faults_applied: AtomicUsize::new(0),
+        });
+        let accepting = Arc::clone(&shared);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, Arc::clone(&accepting)));
+            }
+        });
+        RpcProxy { url, shared }
+    }
+
+    /// Sets what happens to every following `eth_sendRawTransaction` (until changed again).
+    pub fn set_fault(&self, fault: Fault) {
+        *self.shared.fault.lock() = fault;
+    }
+
+    /// Requests seen for `method` (a batch counts each of its calls).
+    pub fn count(&self, method: &str) -> usize {
+        self.shared.counts.lock().get(method).copied().unwrap_or_default()
+    }
+
+    /// Calls seen, all methods.
+    pub fn total(&self) -> usize {
+        self.shared.counts.lock().values().sum()
+    }
+
+    /// Calls seen, by method.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        self.shared.counts.lock().clone()
+    }
+
+    /// How many answers the fault has swallowed so far.
+    pub fn faults_applied(&self) -> usize {
+        self.shared.faults_applied.load(Ordering::SeqCst)
+    }
+}
+
+/// One parsed HTTP/1.1 request: its body (the request line and headers are not needed).
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let header_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    while buf.len() < header_end + length {
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = buf[header_end..header_end + length].to_vec();
+    buf.drain(..header_end + length);
+    Some(body)
+}
+
+fn methods(body: &[u8]) -> Vec<String> {
+    let method = |v: &Value| v.get("method").and_then(Value::as_str).unwrap_or("<none>").to_owned();
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(calls)) => calls.iter().map(method).collect(),
+        Ok(call) => vec![method(&call)],
+        Err(_) => vec!["<unparsable>".into()],
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8], close: bool) -> bool {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: {}\r\n\r\n",
+        if status == 200 { "OK" } else { "Bad Gateway" },
+        body.len(),
+        if close { "close" } else { "keep-alive" }
+    );
+    stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body).await.is_ok()
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let mut buf = Vec::new();
+    while let Some(body) = read_request(&mut stream, &mut buf).await {
+        let called = methods(&body);
+        {
+            let mut counts = shared.counts.lock();
+            for m in &called {
+                *counts.entry(m.clone()).or_default() += 1;
+            }
+        }
+        let forwarded =
+            shared.http.post(&shared.upstream).header("content-type", "application/json").body(body).send().await;
+        let answer = match forwarded {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                resp.bytes().await.ok().map(|b| (status, b.to_vec()))
+            }
+            Err(_) => None,
+        };
+        let fault = *shared.fault.lock();
+        let faulty = fault != Fault::Forward && called.iter().any(|m| m == "eth_sendRawTransaction");
+        if faulty {
+            shared.faults_applied.fetch_add(1, Ordering::SeqCst);
+        }
+        match (faulty, fault, answer) {
+            (true, Fault::ForwardThenDrop, _) => {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            (true, Fault::ForwardThenGarbage, _) => {
+                respond(&mut stream, 200, "application/json", b"<html>upstream hiccup</html>", true).await;
+                return;
+            }
+            (true, _, _) | (false, _, None) => {
+                respond(&mut stream, 502, "text/plain", b"bad gateway", true).await;
+                return;
+            }
+            (false, _, Some((status, body))) => {
+                if !respond(&mut stream, status, "application/json", &body, false).await {
+                    return;
+                }
+            }
+        }
+    }
+}
