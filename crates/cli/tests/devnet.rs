@@ -89,7 +89,22 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
         assert_eq!(receipt["status"], "0x1", "{entry}");
     }
     assert_eq!(final_line["registers"]["sell_amount"]["origin"], "user");
-    assert!(final_line["registers"].get("swap_quote").is_none(), "the quote was consumed");
+    assert_eq!(journal.iter().filter(|j| j["kind"] == "swap").count(), 1, "the quote is spent once");
+
+    // The golden transfer: the model types no address and no base-unit amount; the recipient is the user's own.
+    let transfer = replay(&config, "examples/transfer-usdc.jsonl");
+    let sent = &transfer[transfer.len() - 2];
+    assert_eq!(sent["tool"], "transfer");
+    assert_eq!(sent["output"]["status"], "confirmed", "{sent}");
+    assert_eq!(sent["output"]["summary"]["recipient"], "0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    assert_eq!(sent["output"]["summary"]["amount"], "5 USDC");
+    let final_line = transfer.last().unwrap();
+    assert_eq!(final_line["registers"]["recipient_address"]["origin"], "user");
+    assert_eq!(final_line["registers"]["transfer_amount"]["origin"], "user");
+    let journal = final_line["journal"].as_array().unwrap();
+    assert_eq!(journal.iter().map(|j| j["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["transfer"]);
+    let receipt = rpc(&info, "eth_getTransactionReceipt", journal[0]["tx_hash"].clone());
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
 
     let usdc = replay(&config, "examples/swap-usdc-eth.jsonl");
     let kinds: Vec<String> = usdc

@@ -169,9 +169,9 @@ async fn to_raw_amount_origin_follows_the_context_bank() {
 #[tokio::test]
 async fn the_store_rules_hold_for_every_writer_through_the_registry() {
     let (registry, ctx) = setup();
-    // token_lookup may write sell_token; register_set may not; token_lookup may not write swap_quote.
+    // token_lookup may write sell_token; register_set may not; token_lookup may not write sell_amount.
     let err = registry
-        .call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "swap_quote"}), &ctx)
+        .call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "sell_amount"}), &ctx)
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::RegisterWriteDenied);
@@ -181,9 +181,15 @@ async fn the_store_rules_hold_for_every_writer_through_the_registry() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::RegisterWriteDenied);
     let err = registry
-        .call("to_raw_amount", json!({"amount": "1", "token_register": "missing", "cache_as": null}), &ctx)
+        .call("to_raw_amount", json!({"amount": "1", "token_register": "sell_token", "cache_as": null}), &ctx)
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::RegisterMissing);
+    // Decimals come only from a register declared to hold a token (and then from the token table).
+    let err = registry
+        .call("to_raw_amount", json!({"amount": "1", "token_register": "missing", "cache_as": null}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::RegisterTypeMismatch);
     assert!(ctx.registers.keys().is_empty());
 }

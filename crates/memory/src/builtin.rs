@@ -35,7 +35,8 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
 ];
 
 /// The core tools `register_all` adds first (from `holdfast_core::builtin`).
-pub const CORE_TOOL_NAMES: &[&str] = &["register_set", "register_get", "token_lookup", "to_raw_amount"];
+pub const CORE_TOOL_NAMES: &[&str] =
+    &["register_set", "register_get", "token_lookup", "to_raw_amount", "context_address"];
 
 /// An agent's built-in tool set.
 pub struct BuiltinTools {

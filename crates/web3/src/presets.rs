@@ -146,6 +146,13 @@ pub struct Presets {
     presets: IndexMap<String, Preset>,
 }
 
+/// True for `localhost`, 127.0.0.0/8 and `[::1]`.
+fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else { return false };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 impl Presets {
     /// Reads a RON preset file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -165,10 +172,16 @@ impl Presets {
         for (preset_name, p) in &presets {
             let invalid = |reason: String| ConfigError::Invalid { path: name.to_owned(), reason };
             let url = Url::parse(&p.url).map_err(|e| invalid(format!("preset `{preset_name}`: url: {e}")))?;
+            let line = text.find(&p.url).map_or(0, |at| line_col(text, at).0);
             if !matches!(url.scheme(), "http" | "https") || url.query().is_some() || url.host_str().is_none() {
                 return Err(invalid(format!(
-                    "preset `{preset_name}`: url must be http(s)://host/path without a query (line {})",
-                    text.find(&p.url).map_or(0, |at| line_col(text, at).0)
+                    "preset `{preset_name}`: url must be http(s)://host/path without a query (line {line})"
+                )));
+            }
+            // A quote or a payment offer over plain HTTP can be rewritten by anyone on the path.
+            if url.scheme() == "http" && !is_loopback(&url) {
+                return Err(invalid(format!(
+                    "preset `{preset_name}`: url must be https:// unless the host is loopback (line {line})"
                 )));
             }
             holdfast_core::registers::validate_key("writes", &p.writes)
@@ -229,6 +242,20 @@ mod tests {
             kind: SwapQuote,
         ),
     }"#;
+
+    #[test]
+    fn plain_http_is_only_for_loopback_hosts() {
+        let preset = |url: &str| {
+            format!(r#"{{"q": (url: "{url}", query: [], headers: [], writes: "note", kind: Json, payees: [])}}"#)
+        };
+        for ok in ["https://api.example/q", "http://127.0.0.1:9/q", "http://localhost:8/q", "http://[::1]:7/q"] {
+            assert!(Presets::parse("p.ron", &preset(ok)).is_ok(), "{ok}");
+        }
+        for bad in ["http://api.example/q", "http://10.0.0.1/q", "http://127.example/q"] {
+            let err = Presets::parse("p.ron", &preset(bad)).unwrap_err().to_string();
+            assert!(err.contains("https://"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn builds_urls_from_registers_with_every_value_encoded() {

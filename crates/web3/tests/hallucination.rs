@@ -99,6 +99,22 @@ fn the_golden_swap_transcript_has_no_hallucination_surface() {
 }
 
 #[test]
+fn the_golden_transfer_transcript_has_no_hallucination_surface() {
+    let s = measure(&example("transfer-usdc.jsonl"));
+    eprintln!(
+        "hallucination surface of examples/transfer-usdc.jsonl: {} characters ({} tool calls, {} argument characters, \
+         user amounts {:?})",
+        s.hallucination_chars(),
+        s.tool_calls,
+        s.argument_chars,
+        s.user_amounts
+    );
+    assert_eq!(s.hallucination_chars(), 0, "no address and no base-unit amount typed: {s:?}");
+    assert_eq!(s.user_amounts, ["5"], "the one typed value is the user's amount, confirmed by the context bank");
+    assert_eq!(s.tool_calls, 4);
+}
+
+#[test]
 fn the_counter_sees_what_a_raw_parameter_transcript_would_carry() {
     // The same swap as a raw-parameter tool call (what holdfast's tools make inexpressible): `to`, `data`, `value`:
     // `sell(NATIVE, USDC, 0.001 ETH, minBuy, taker)` on the venue.

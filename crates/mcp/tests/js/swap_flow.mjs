@@ -45,8 +45,8 @@ run(async () => {
   checkShown(shownA[0]);
   check(sent.status === 'confirmed' && /^0x[0-9a-f]{64}$/.test(sent.hash), 'the swap is mined', sent);
   check(sent.summary.sell === '0.02 ETH' && sent.summary.contract === VENUE, 'the decoded action', sent);
-  const regsA = (await readJson(a.client, 'holdfast://session/registers')).registers;
-  check(!regsA.swap_quote, 'the quote was consumed', regsA);
+  const sentAgain = await ok(a.client, 'web3_tx', TX);
+  check(sentAgain.hash === sent.hash && shownA.length === 1, 'the same quote returns the same swap, unasked', sentAgain);
   const pendingA = await readJson(a.client, 'holdfast://session/confirmations');
   check(pendingA.pending.length === 0, 'nothing left pending', pendingA);
   await a.client.close();
