@@ -145,6 +145,7 @@ fn watch_events(ctx: &ToolContext) {
 /// Runs the terminal chat until end of input.
 pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
     let runtime = Arc::new(Runtime::load(config).await?);
+    crate::startup::reconcile_journal(&runtime).await;
     let provider = runtime.provider().context(
         "no LLM provider is configured: set OPENAI_API_KEY (with OPENAI_BASE_URL and HOLDFAST_MODEL for other \
          OpenAI-compatible servers) or ANTHROPIC_API_KEY, or add an [llm] section to the config (see docs/llm.md)",

@@ -5,6 +5,7 @@ mod devnet_cmd;
 mod mcp_cmd;
 mod replay;
 mod serve;
+mod startup;
 mod tools_doc;
 
 use anyhow::Context as _;

@@ -42,17 +42,7 @@ pub struct McpArgs {
 /// Runs `holdfast mcp` until the client disconnects (stdio) or Ctrl-C (http).
 pub async fn run(args: McpArgs) -> anyhow::Result<()> {
     let runtime = Arc::new(holdfast_agent::Runtime::load(args.config.as_deref()).await?);
-    if runtime.data_dir().is_some() {
-        // Settle what an earlier run left unresolved before serving anything new.
-        match runtime.web3.reconcile().await {
-            Ok(done) => {
-                for r in done {
-                    eprintln!("holdfast mcp: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
-                }
-            }
-            Err(e) => eprintln!("holdfast mcp: could not reconcile the journal: {e}"),
-        }
-    }
+    crate::startup::reconcile_journal(&runtime).await;
     let section = McpSection::from_document(&runtime.document)?;
     let transport = match args.transport {
         McpTransport::Stdio => TransportKind::Stdio,

@@ -73,17 +73,7 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
         std::fs::read_to_string(transcript).with_context(|| format!("cannot read transcript {transcript}"))?
     };
     let lines = parse_transcript(&text)?;
-    if runtime.services.config.data_dir.is_some() {
-        // Settle what an earlier run left unresolved before doing anything new.
-        match runtime.web3.reconcile().await {
-            Ok(done) => {
-                for r in done {
-                    eprintln!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
-                }
-            }
-            Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
-        }
-    }
+    crate::startup::reconcile_journal(runtime).await;
     let (info, ctx) = runtime.open_session("replay").await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let session_id = info.id;
     let stdout = std::io::stdout();

@@ -83,14 +83,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
     let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
     let data_dir = runtime.data_dir().cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-    match runtime.web3.reconcile().await {
-        Ok(done) => {
-            for r in done {
-                eprintln!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
-            }
-        }
-        Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
-    }
+    crate::startup::reconcile_journal(&runtime).await;
     let token = if no_token {
         None
     } else {

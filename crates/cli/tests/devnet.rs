@@ -90,6 +90,7 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
     }
     assert_eq!(final_line["registers"]["sell_amount"]["origin"], "user");
     assert_eq!(journal.iter().filter(|j| j["kind"] == "swap").count(), 1, "the quote is spent once");
+    assert!(final_line["registers"].get("swap_quote").is_none(), "the settled swap cleared its quote");
 
     // The golden transfer: the model types no address and no base-unit amount; the recipient is the user's own.
     let transfer = replay(&config, "examples/transfer-usdc.jsonl");

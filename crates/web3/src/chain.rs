@@ -67,6 +67,24 @@ pub struct SignedTx {
     pub max_priority_fee_per_gas: u128,
 }
 
+/// The node's answers that mean it did not take the transaction and never will (geth, reth and anvil wording).
+/// Any other error answer leaves the outcome unknown.
+const DEFINITE_REJECTIONS: &[&str] = &[
+    "nonce too low",
+    "insufficient funds",
+    "underpriced",
+    "intrinsic gas too low",
+    "exceeds block gas limit",
+    "gas limit reached",
+    "invalid sender",
+    "invalid chain id",
+    "fee cap less than block base fee",
+    "max fee per gas less than block base fee",
+    "tx fee",
+    "oversized data",
+    "transaction type not supported",
+];
+
 /// How the node answered a broadcast.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Broadcast {
@@ -125,7 +143,7 @@ pub struct SimulatedDeltas {
 pub struct Chain {
     network: NetworkConfig,
     provider: DynProvider,
-    nonce: tokio::sync::Mutex<Option<u64>>,
+    sending: tokio::sync::Mutex<()>,
     verified_chain_id: tokio::sync::OnceCell<()>,
 }
 
@@ -146,7 +164,7 @@ impl Chain {
         Ok(Self {
             network: network.clone(),
             provider,
-            nonce: tokio::sync::Mutex::new(None),
+            sending: tokio::sync::Mutex::new(()),
             verified_chain_id: tokio::sync::OnceCell::new(),
         })
     }
@@ -357,22 +375,20 @@ impl Chain {
         })
     }
 
-    /// Holds the account's send lock: from nonce choice through journaling to broadcast, so concurrent sends get
-    /// distinct nonces. The guarded value is the next nonce this process expects, when it knows one.
-    pub async fn account_lock(&self) -> tokio::sync::MutexGuard<'_, Option<u64>> {
-        self.nonce.lock().await
+    /// Holds the account's send lock: from nonce choice through journaling to broadcast, so concurrent sends of this
+    /// process get distinct nonces.
+    pub async fn account_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.sending.lock().await
     }
 
-    /// The nonce to sign with: the node's pending count, or the next one this process already used if higher.
-    pub async fn next_nonce(&self, from: Address, cached: Option<u64>) -> Result<u64, ToolError> {
+    /// The nonce to sign with: the count of the account's *mined* transactions, or one past the highest nonce the
+    /// journal still holds live (`journaled`), whichever is higher. Not the node's pending count: a transaction the
+    /// node took but reported as rejected must not push the next one to a fresh nonce — reusing its nonce means at
+    /// most one of the two can ever be mined.
+    pub async fn next_nonce(&self, from: Address, journaled: Option<u64>) -> Result<u64, ToolError> {
         self.verify().await?;
-        let chain_nonce = self
-            .provider
-            .get_transaction_count(from)
-            .pending()
-            .await
-            .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))?;
-        Ok(cached.map_or(chain_nonce, |n| n.max(chain_nonce)))
+        let mined = self.mined_nonce(from).await?;
+        Ok(journaled.map_or(mined, |n| n.saturating_add(1).max(mined)))
     }
 
     /// Signs `plan` as an EIP-1559 transaction on this chain with `nonce` and `fees`. Nothing leaves the process.
@@ -421,9 +437,15 @@ impl Chain {
                 let message = payload.message.to_lowercase();
                 if message.contains("already known") || message.contains("known transaction") {
                     Broadcast::Accepted
-                } else {
+                } else if DEFINITE_REJECTIONS.iter().any(|r| message.contains(r)) {
                     Broadcast::Rejected(format!(
                         "{}: the node rejected the transaction: {}",
+                        self.network.name, payload
+                    ))
+                } else {
+                    // An error a gateway can give after forwarding (internal error, rate limit, timeout…).
+                    Broadcast::Unknown(format!(
+                        "{}: the broadcast's outcome is unknown: {}",
                         self.network.name, payload
                     ))
                 }

@@ -280,7 +280,7 @@ impl Web3 {
     /// Settles every unresolved journal entry against the chain (at start-up; the same runs in the background). Never
     /// signs anything new: see [`kernel::reconcile`].
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>, ToolError> {
-        kernel::reconcile::all(self).await
+        kernel::reconcile::all(self, false).await
     }
 }
 
@@ -288,6 +288,7 @@ struct Web3SessionHook(Arc<Wallet>);
 
 impl SessionHook for Web3SessionHook {
     fn on_new_session(&self, ctx: &ToolContext) {
+        ctx.extensions.insert(kernel::inputs::SpentRegisters::default());
         ctx.registers.set_intrinsic_provider(Arc::new(WalletIntrinsics(Arc::clone(&self.0))));
     }
 }

@@ -224,7 +224,8 @@ async fn behind_proxy(devnet: TestDevnet, mut tweaks: Tweaks) -> (Env, RpcProxy)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broadcast_whose_answer_is_lost_is_reconciled_by_hash_and_never_sent_twice() {
     let mut f = Failures::default();
-    for fault in [Fault::ForwardThen502, Fault::ForwardThenDrop, Fault::ForwardThenGarbage] {
+    for fault in [Fault::ForwardThen502, Fault::ForwardThenDrop, Fault::ForwardThenGarbage, Fault::ForwardThenRpcError]
+    {
         let (env, proxy) = behind_proxy(TestDevnet::start().await.unwrap(), Tweaks::default()).await;
         let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
         assert_eq!(out["origin"], "tool", "{fault:?}: {out}");

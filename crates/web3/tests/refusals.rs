@@ -337,3 +337,56 @@ async fn scratch_registers_and_model_crafted_values_never_reach_a_signature() {
     assert!(matches!(err.code, ErrorCode::RegisterWriteDenied | ErrorCode::RegisterMissing), "{err:?}");
     let _ = NATIVE;
 }
+
+#[tokio::test]
+async fn without_an_independent_price_a_swap_always_waits_and_says_so() {
+    // No USDC feed: ETH → USDC has no price that does not come from the quoter.
+    let usdc_feed = format!(", USDC = \"{}\"", holdfast_devnet::contracts::USDC_USD_FEED);
+    let env = Env::start_with(Tweaks { toml_replace: vec![(usdc_feed, String::new())], ..Default::default() }).await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    let nonce = env.nonce().await;
+    let err = env.err("web3_tx", tx()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "inside the auto limit, yet asked: {err:?}");
+    let details = err.details.unwrap();
+    let reason = details["reason"].as_str().unwrap();
+    assert!(reason.contains("no independent price") && reason.contains("at least"), "{reason}");
+    assert!(details["summary"]["no_independent_price"].as_str().unwrap().contains("USDC"), "{details}");
+    assert!(details["summary"]["price_check"].is_null());
+    assert_eq!(env.nonce().await, nonce);
+    // The user's approval still lets it run, once.
+    env.ctx.confirmations.approve(details["confirmation_id"].as_str().unwrap()).unwrap();
+    assert_eq!(env.ok("web3_tx", tx()).await["status"], "confirmed");
+    assert_eq!(env.nonce().await, nonce + 1);
+}
+
+#[tokio::test]
+async fn wrapping_through_the_venue_is_refused_unless_allowed() {
+    let env = Env::start().await;
+    env.quote("swap 0.001 ETH for WETH", "ETH", "WETH", "0.001").await;
+    let nonce = env.nonce().await;
+    let err = env.err("web3_tx", tx()).await;
+    assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
+    assert!(err.message.contains("allow_wrap"), "{}", err.message);
+    assert_eq!(env.nonce().await, nonce);
+
+    let allowed = vec![("max_slippage_bps = 100".into(), "max_slippage_bps = 100\nallow_wrap = true".into())];
+    let env = Env::start_with(Tweaks { toml_replace: allowed, ..Default::default() }).await;
+    env.quote("swap 0.001 ETH for WETH", "ETH", "WETH", "0.001").await;
+    assert_eq!(env.ok("web3_tx", tx()).await["status"], "confirmed");
+    assert_eq!(env.balance(WETH).await, U256::from(1_000_000_000_000_000u64));
+}
+
+#[tokio::test]
+async fn fees_above_the_networks_cap_are_refused() {
+    let capped = vec![(
+        "max_slippage_bps = 100".into(),
+        "max_slippage_bps = 100\nmax_fee_per_gas_gwei = \"0.000000001\"".into(),
+    )];
+    let env = Env::start_with(Tweaks { toml_replace: capped, ..Default::default() }).await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    let nonce = env.nonce().await;
+    let err = env.err("web3_tx", tx()).await;
+    assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
+    assert!(err.message.contains("max fee") && err.message.contains("cap"), "{}", err.message);
+    assert_eq!(env.nonce().await, nonce);
+}

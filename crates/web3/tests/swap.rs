@@ -50,6 +50,7 @@ async fn sells_eth_for_usdc_within_the_quote() {
     assert_eq!(journal[1].kind, holdfast_web3::EntryKind::Swap);
     assert_eq!(journal[1].status, holdfast_web3::EntryStatus::Confirmed);
     assert_eq!(journal[1].tx_hash.as_deref(), out["hash"].as_str());
+    assert!(env.ctx.registers.get("swap_quote").is_none(), "the settled swap spent the quote");
     let again = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
     assert_eq!((&again["hash"], &again["journal_id"]), (&out["hash"], &out["journal_id"]), "the same transaction");
     assert_eq!(env.nonce().await, nonce0 + 1, "still exactly one transaction");

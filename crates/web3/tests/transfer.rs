@@ -120,3 +120,16 @@ async fn transfers_and_swaps_share_the_days_cap() {
     assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
     assert_eq!(env.nonce().await, nonce, "nothing sent past the cap");
 }
+
+#[tokio::test]
+async fn an_amount_converted_for_another_token_waits_for_the_user() {
+    let env = Env::start().await;
+    // "5 USDC" becomes 5,000,000 base units; then the token register is switched to ETH.
+    prepare(&env, "send 5 USDC to alice", "USDC", "5").await;
+    env.ok("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "transfer_token"})).await;
+    let nonce = env.nonce().await;
+    let err = env.err("transfer", to_alice()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert!(err.details.unwrap()["reason"].as_str().unwrap().contains("not converted for the token"));
+    assert_eq!(env.nonce().await, nonce);
+}

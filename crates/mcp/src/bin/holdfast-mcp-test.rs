@@ -4,6 +4,8 @@
 
 #[path = "../../../cli/src/mcp_cmd.rs"]
 mod mcp_cmd;
+#[path = "../../../cli/src/startup.rs"]
+mod startup;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -464,7 +464,62 @@ impl Journal {
         if changed == 1 { Ok(()) } else { Err(db_err("only a reserved entry can be marked signed")) }
     }
 
-    /// Moves an entry to `status`, recording the given fields.
+    /// Moves an entry to `to` only if it is still in one of `from` (compare-and-set: a reconciler working from an older
+    /// snapshot cannot overwrite a newer state). Returns whether it moved.
+    pub async fn transition(
+        &self,
+        id: &str,
+        from: &[EntryStatus],
+        to: EntryStatus,
+        update: EntryUpdate,
+    ) -> Result<bool, ToolError> {
+        let id = id.to_owned();
+        let now = Utc::now().to_rfc3339();
+        let summary = update.summary.map(|s| s.to_string());
+        let allowed: Vec<String> = from.iter().map(|s| format!("'{}'", s.as_str())).collect();
+        let sql = format!(
+            "UPDATE journal SET status = ?2, tx_hash = COALESCE(?3, tx_hash), block_number = COALESCE(?4, block_number),
+             gas_used = COALESCE(?5, gas_used), error = COALESCE(?6, error), summary = COALESCE(?7, summary),
+             updated_at = ?8 WHERE id = ?1 AND status IN ({})",
+            allowed.join(",")
+        );
+        let changed = self
+            .with(move |c| {
+                c.execute(
+                    &sql,
+                    params![
+                        id,
+                        to.as_str(),
+                        update.tx_hash,
+                        update.block_number.and_then(|n| i64::try_from(n).ok()),
+                        update.gas_used,
+                        update.error,
+                        summary,
+                        now
+                    ],
+                )
+            })
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// The highest nonce of a transaction of `from` on `chain_id` that may still be mined (signed, pending, unknown)
+    /// or was (confirmed, reverted). Failed and dropped entries' nonces are free to reuse.
+    pub async fn highest_live_nonce(&self, chain_id: u64, from: &str) -> Result<Option<u64>, ToolError> {
+        let from = from.to_owned();
+        self.with(move |c| {
+            c.query_row(
+                "SELECT MAX(nonce) FROM journal WHERE chain_id = ?1 AND from_address = ?2 AND kind != 'payment'
+                 AND nonce IS NOT NULL AND status IN ('signed','pending','unknown','confirmed','reverted')",
+                params![i64::try_from(chain_id).unwrap_or(i64::MAX), from],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+        })
+        .await
+        .map(|n| n.and_then(|n| u64::try_from(n).ok()))
+    }
+
+    /// Moves an entry to `status`, recording the given fields (unconditionally: prefer [`Journal::transition`]).
     pub async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
         let id = id.to_owned();
         let now = Utc::now().to_rfc3339();
@@ -545,12 +600,13 @@ impl Journal {
         .await
     }
 
-    /// Transactions marked `failed` within `within` that carry a hash: reconciliation still looks for their receipt,
-    /// so a rejection that was not one (a lying or confused node) cannot keep a mined transaction out of the count.
+    /// Transactions marked `failed` or `dropped` within `within` that carry a hash: reconciliation still looks for their
+    /// receipt, so a rejection that was not one (a lying or confused node, a lagging receipt index) cannot keep a mined
+    /// transaction out of the count.
     pub async fn recently_failed_sends(&self, within: std::time::Duration) -> Result<Vec<JournalEntry>, ToolError> {
         let since = Utc::now() - chrono::Duration::from_std(within).unwrap_or_default();
         self.query(
-            "WHERE status = 'failed' AND tx_hash IS NOT NULL AND kind != 'payment' AND updated_at >= ?1 \
+            "WHERE status IN ('failed','dropped') AND tx_hash IS NOT NULL AND kind != 'payment' AND updated_at >= ?1 \
              ORDER BY created_at",
             vec![since.to_rfc3339()],
         )

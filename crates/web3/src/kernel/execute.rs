@@ -167,9 +167,12 @@ pub(crate) async fn execute(
     let (hash, status) = match sent {
         Ok(done) => done,
         Err(e) => {
-            // Nothing left the process, or the node definitely refused it: release the reservation.
+            // Nothing left the process, or the node definitely refused it: release the reservation. (Its nonce is
+            // free again: the next transaction reuses it, so even a node that lied about the rejection cannot get
+            // both mined.)
             let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
-            web3.journal().update(&entry.id, EntryStatus::Failed, update).await?;
+            let from = [EntryStatus::Reserved, EntryStatus::Signed];
+            web3.journal().transition(&entry.id, &from, EntryStatus::Failed, update).await?;
             return Err(e);
         }
     };
@@ -204,7 +207,8 @@ pub(crate) async fn execute(
     let gas_used = receipt.gas_used.to_string();
     let update =
         EntryUpdate { block_number: receipt.block_number, gas_used: Some(gas_used.clone()), ..Default::default() };
-    web3.journal().update(&entry.id, status, update).await?;
+    let settled_from = [EntryStatus::Signed, EntryStatus::Pending, EntryStatus::Unknown, EntryStatus::Dropped];
+    web3.journal().transition(&entry.id, &settled_from, status, update).await?;
     ctx.events.publish(
         names::TX_CONFIRMED,
         json!({
@@ -237,7 +241,7 @@ async fn sign_and_broadcast(
     let from = wallet.address();
     let from_text = from.to_checksum(None);
     let journal = web3.journal();
-    let mut next = a.chain.account_lock().await;
+    let _sending = a.chain.account_lock().await;
 
     // A new intent waits until the wallet's earlier sends are known to the node.
     for earlier in journal.unsettled_sends(a.network.chain_id, &from_text).await? {
@@ -264,42 +268,50 @@ async fn sign_and_broadcast(
         ));
     }
 
-    let nonce = a.chain.next_nonce(from, *next).await?;
+    let nonce = a.chain.next_nonce(from, journal.highest_live_nonce(a.network.chain_id, &from_text).await?).await?;
     let signed = a.chain.sign(wallet.signer(), &a.plan, a.fees, nonce)?;
     // Durable before the bytes leave the process (invariant 9).
     journal.mark_signed(&entry.id, Some(nonce), &signed.raw.to_string(), &signed.hash.to_string()).await?;
     let status = match a.chain.broadcast(&signed.raw).await {
         Broadcast::Accepted => EntryStatus::Pending,
         Broadcast::Rejected(why) => {
-            // A node's "no" is checked against its own pool before the reservation is released.
-            if a.chain.is_known(signed.hash).await.unwrap_or(false) {
-                EntryStatus::Pending
-            } else {
-                *next = None;
-                return Err(ToolError::new(ErrorCode::TransactionFailed, why));
+            // A node's "no" is checked against its own pool before the reservation is released; a failed check is
+            // not a "no".
+            match a.chain.is_known(signed.hash).await {
+                Ok(true) => EntryStatus::Pending,
+                Ok(false) => return Err(ToolError::new(ErrorCode::TransactionFailed, why)),
+                Err(_) => unknown(journal, &entry.id, why).await,
             }
         }
         Broadcast::Unknown(why) => {
             // From here on the bytes may be out there: nothing below may fail the call (the entry stays live).
-            let update = EntryUpdate { error: Some(why), ..Default::default() };
-            if let Err(e) = journal.update(&entry.id, EntryStatus::Unknown, update).await {
-                tracing::warn!(journal_id = %entry.id, error = %e.message, "journal: could not record an unknown outcome");
-            }
-            match a.chain.is_known(signed.hash).await {
-                Ok(true) => EntryStatus::Pending,
-                _ => match a.chain.broadcast(&signed.raw).await {
+            unknown(journal, &entry.id, why).await;
+            if a.chain.is_known(signed.hash).await.unwrap_or(false) {
+                EntryStatus::Pending
+            } else {
+                match a.chain.broadcast(&signed.raw).await {
                     Broadcast::Accepted => EntryStatus::Pending,
                     _ => EntryStatus::Unknown,
-                },
+                }
             }
         }
     };
-    *next = Some(nonce.saturating_add(1));
+    let from_sent = [EntryStatus::Signed, EntryStatus::Unknown];
     if status == EntryStatus::Pending
-        && let Err(e) = journal.update(&entry.id, EntryStatus::Pending, EntryUpdate::default()).await
+        && let Err(e) = journal.transition(&entry.id, &from_sent, EntryStatus::Pending, EntryUpdate::default()).await
     {
         // The entry stays `signed`, which reconciliation settles by hash: never an error once broadcast.
         tracing::warn!(journal_id = %entry.id, error = %e.message, "journal: could not record the broadcast");
     }
     Ok((signed.hash, status))
+}
+
+/// Records that a broadcast's outcome is unknown (best effort: the entry is `signed` otherwise, which reconciliation
+/// treats the same way).
+async fn unknown(journal: &crate::journal::Journal, id: &str, why: String) -> EntryStatus {
+    let update = EntryUpdate { error: Some(why), ..Default::default() };
+    if let Err(e) = journal.transition(id, &[EntryStatus::Signed], EntryStatus::Unknown, update).await {
+        tracing::warn!(journal_id = %id, error = %e.message, "journal: could not record an unknown outcome");
+    }
+    EntryStatus::Unknown
 }

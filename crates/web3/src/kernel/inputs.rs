@@ -6,6 +6,8 @@ use alloy::primitives::{Address, keccak256};
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::registers::{SharedEntry, ValueType};
 use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 
 /// The registers a swap (and its approval) is built from besides the quote: any of them typed by the model makes
 /// the action wait for the user.
@@ -22,6 +24,22 @@ pub fn quote_register(ctx: &ToolContext, field: &str, key: &str) -> Result<Share
 /// `inputs`, holds a `model`-origin (or model-derived) value.
 pub fn model_tainted(ctx: &ToolContext, consumed: &SharedEntry, inputs: &[&str]) -> bool {
     consumed.origin() == Origin::Model || ctx.registers.any_model_origin(inputs)
+}
+
+/// True when the amount in `amount_key` was converted for the token now held in `token_key`: derived from that
+/// register (by `to_raw_amount`) after it was last written. Otherwise the amount's origin says nothing about this
+/// token (50 USDC in base units is 0.5 of an 8-decimals token), and the action waits for the user.
+pub fn amount_bound(ctx: &ToolContext, amount_key: &str, token_key: &str) -> bool {
+    let (Some(amount), Some(token)) = (ctx.registers.get(amount_key), ctx.registers.get(token_key)) else {
+        return false;
+    };
+    amount.provenance.derived_from.iter().any(|k| k == token_key)
+        && token.provenance.created_at <= amount.provenance.created_at
+}
+
+/// The confirmation reason for an amount that is not bound to its token.
+pub fn unbound_reason(amount_key: &str, token_key: &str) -> String {
+    format!("`{amount_key}` was not converted for the token now in `{token_key}`: check the amount")
 }
 
 /// The only spender an approval (or a quote's allowance issue) may name on `network`: its pinned
@@ -43,4 +61,22 @@ pub fn intent_key(ctx: &ToolContext, purpose: &str, entries: &[(&str, &SharedEnt
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
     fingerprint(&refs)
+}
+
+/// Per session: which intent spent a register the kernel cleared (a swap's quote, once its transaction settled), so
+/// that a retry on the now-empty register returns that transaction instead of `register_missing`.
+#[derive(Debug, Default)]
+pub struct SpentRegisters(Mutex<HashMap<String, String>>);
+
+/// Clears `key` after its intent settled on chain, remembering the intent for retries.
+pub fn spend(ctx: &ToolContext, key: &str, intent: &str) {
+    if let Some(spent) = ctx.extensions.get::<SpentRegisters>() {
+        spent.0.lock().insert(key.to_owned(), intent.to_owned());
+    }
+    ctx.registers.remove(key);
+}
+
+/// The intent that spent `key` in this session, if the kernel cleared it.
+pub fn spent_by(ctx: &ToolContext, key: &str) -> Option<String> {
+    ctx.extensions.get::<SpentRegisters>().and_then(|s| s.0.lock().get(key).cloned())
 }

@@ -111,12 +111,12 @@ pub async fn expected_output(
     let p_sell = read_feed(chain, sell_feed, &sell.symbol, feeds).await?;
     let p_buy = read_feed(chain, buy_feed, &buy.symbol, feeds).await?;
     // amount · p_sell / 10^fd_sell / 10^dec_sell = value in USD; · 10^fd_buy / p_buy · 10^dec_buy = buy base units.
-    let ten = |e: u8| U256::from(10u8).pow(U256::from(e));
-    let numerator = amount
-        .checked_mul(p_sell.answer)
-        .and_then(|v| v.checked_mul(ten(p_buy.decimals)))
-        .and_then(|v| v.checked_mul(ten(buy.decimals)));
-    let denominator = p_buy.answer.checked_mul(ten(p_sell.decimals)).and_then(|v| v.checked_mul(ten(sell.decimals)));
+    let ten = |e: u8| U256::from(10u8).checked_pow(U256::from(e));
+    let numerator = ten(p_buy.decimals)
+        .zip(ten(buy.decimals))
+        .and_then(|(a, b)| amount.checked_mul(p_sell.answer)?.checked_mul(a)?.checked_mul(b));
+    let denominator =
+        ten(p_sell.decimals).zip(ten(sell.decimals)).and_then(|(a, b)| p_buy.answer.checked_mul(a)?.checked_mul(b));
     let (Some(n), Some(d)) = (numerator, denominator) else {
         return Err("the independent price overflows for this amount".into());
     };

@@ -42,6 +42,7 @@ pub(crate) struct Settled {
     pub report: Reconciled,
 }
 
+/// Moves `entry` from the status it was read in (compare-and-set: a newer state written meanwhile wins).
 async fn set(
     web3: &Web3,
     entry: &JournalEntry,
@@ -49,7 +50,9 @@ async fn set(
     update: EntryUpdate,
     note: &str,
 ) -> Result<Option<Settled>, ToolError> {
-    web3.journal().update(&entry.id, status, update).await?;
+    if !web3.journal().transition(&entry.id, &[entry.status], status, update).await? {
+        return Ok(None);
+    }
     let entry = web3.journal().get(&entry.id).await?.unwrap_or_else(|| entry.clone());
     let report = Reconciled { journal_id: entry.id.clone(), status, note: note.to_owned() };
     Ok(Some(Settled { entry, report }))
@@ -104,18 +107,25 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
     }
     let from = holdfast_core::address::parse_address("from", &entry.from)?;
     let mined = chain.mined_nonce(from).await?;
+    // Dropped only when its nonce is used and the node does not know this transaction at all (a lagging receipt
+    // index must not turn our own mined transaction into a dropped one); dropped entries are still re-checked.
+    let known = match hash {
+        Some(h) => chain.is_known(h).await?,
+        None => false,
+    };
     if let Some(nonce) = entry.nonce
         && nonce < mined
+        && !known
     {
         let update =
             EntryUpdate { error: Some(format!("nonce {nonce} was used by another transaction")), ..Default::default() };
         return set(web3, entry, EntryStatus::Dropped, update, "nonce already used; never mined").await;
     }
-    let (Some(hash), Some(raw)) = (hash, entry.raw_tx()) else {
+    let (Some(_), Some(raw)) = (hash, entry.raw_tx()) else {
         let update = EntryUpdate { error: Some("no signed bytes were journaled".into()), ..Default::default() };
         return set(web3, entry, EntryStatus::Failed, update, "nothing to re-send").await;
     };
-    if chain.is_known(hash).await? {
+    if known {
         if entry.status == EntryStatus::Pending {
             return Ok(None);
         }
@@ -142,11 +152,21 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
     }
 }
 
-/// Settles every unresolved entry, and re-checks recently failed transactions for a receipt.
-pub(crate) async fn all(web3: &Web3) -> Result<Vec<Reconciled>, ToolError> {
+/// A send signed this recently may be in the middle of its broadcast by a live call: the background pass leaves it to
+/// that call (which reconciles it itself under the account's send lock).
+pub const IN_FLIGHT: Duration = Duration::from_secs(30);
+
+/// Settles every unresolved entry, and re-checks recently failed or dropped transactions for a receipt. `in_flight`:
+/// leave `signed` entries younger than [`IN_FLIGHT`] alone (the background pass, while live calls may be sending).
+pub(crate) async fn all(web3: &Web3, in_flight: bool) -> Result<Vec<Reconciled>, ToolError> {
     let mut out = Vec::new();
     let mut work = web3.journal().unresolved().await?;
     work.extend(web3.journal().recently_failed_sends(FAILED_RECHECK).await?);
+    let now = chrono::Utc::now();
+    work.retain(|e| {
+        let age = (now - e.updated_at).to_std().unwrap_or_default();
+        !in_flight || e.kind == EntryKind::Payment || e.status != EntryStatus::Signed || age >= IN_FLIGHT
+    });
     for e in work {
         match entry(web3, &e).await {
             Ok(Some(settled)) => {
@@ -169,7 +189,7 @@ pub fn spawn_background(web3: &Arc<Web3>) -> bool {
         loop {
             tokio::time::sleep(BACKGROUND_INTERVAL).await;
             let Some(web3) = weak.upgrade() else { break };
-            let _ = all(&web3).await;
+            let _ = all(&web3, true).await;
         }
     });
     true

@@ -12,10 +12,15 @@
 //!    `max_slippage_bps` — or, with no independent price, the user confirms;
 //! 8. gas and fees from the chain, within the fee caps; then [`super::execute`].
 //!
-//! Refusals at 6 and 7 are journaled as `refused` with the reason and the price check.
+//! Refusals at 6 and 7 are journaled as `refused` with the reason and the price check. Once the swap is settled on
+//! chain the quote register is cleared; a retry on it returns the same transaction.
 
+use super::execute::TxOutcome;
 use super::execute::{self, Action, Sent};
-use super::inputs::{SWAP_INPUTS, intent_key, model_tainted, pinned_spender, quote_register};
+use super::inputs::{
+    SWAP_INPUTS, amount_bound, intent_key, model_tainted, pinned_spender, quote_register, spend, spent_by,
+    unbound_reason,
+};
 use super::price::{self, PriceCheck};
 use super::{fingerprint, human, require_durable};
 use crate::Web3;
@@ -110,10 +115,27 @@ pub async fn swap(
 ) -> Result<SwapDone, ToolError> {
     require_durable(web3)?;
     let network = ctx.config.networks.resolve(network_name)?.clone();
-    let quote = quote_register(ctx, "from_register", from_register)?;
+    let quote = match quote_register(ctx, "from_register", from_register) {
+        Ok(q) => q,
+        // The quote was spent by a settled swap: a retry gets that swap.
+        Err(e) if e.code == ErrorCode::RegisterMissing => match spent_by(ctx, from_register) {
+            Some(intent) => match web3.journal().live_by_intent(&intent).await? {
+                Some(earlier) => {
+                    return Ok(SwapDone { sent: execute::already_sent(web3, earlier).await?, summary: None });
+                }
+                None => return Err(e),
+            },
+            None => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
     let intent = intent_key(ctx, "swap", &[(from_register, &quote)]);
     if let Some(earlier) = web3.journal().live_by_intent(&intent).await? {
-        return Ok(SwapDone { sent: execute::already_sent(web3, earlier).await?, summary: None });
+        let sent = execute::already_sent(web3, earlier).await?;
+        if matches!(sent.outcome, TxOutcome::Confirmed | TxOutcome::Reverted) {
+            spend(ctx, from_register, &intent);
+        }
+        return Ok(SwapDone { sent, summary: None });
     }
     ctx.registers.require_fresh(from_register)?;
     let q = validate_quote(&quote.value, &ctx.registers, &ctx.config.networks, Some(&network))?;
@@ -159,6 +181,9 @@ pub async fn swap(
         model_inputs: model_tainted(ctx, &quote, SWAP_INPUTS),
     };
     let mut decision = web3.policy().check(&m)?;
+    if !amount_bound(ctx, "sell_amount", "sell_token") {
+        decision = Decision::Confirm(unbound_reason("sell_amount", "sell_token"));
+    }
     let cap = web3.policy().day_cap(&m, EntryKind::Swap)?;
 
     let plan = TxPlan { to: q.to, data: q.data.clone(), value: q.value };
@@ -265,7 +290,7 @@ pub async fn swap(
         plan,
         fees,
         fingerprint: fp,
-        intent,
+        intent: intent.clone(),
         decision,
         cap: Some(cap),
         summary: as_json(&summary),
@@ -273,5 +298,9 @@ pub async fn swap(
         asset,
     };
     let sent = execute::execute(web3, ctx, action, &m).await?;
+    // Settled on chain: the quote is spent (a retry still finds this swap by its intent).
+    if matches!(sent.outcome, TxOutcome::Confirmed | TxOutcome::Reverted) {
+        spend(ctx, from_register, &intent);
+    }
     Ok(SwapDone { sent, summary: Some(summary) })
 }

@@ -10,7 +10,7 @@
 //!   wallet loses at most the amount and the recipient gains at least it.
 
 use super::execute::{self, Action, Sent};
-use super::inputs::intent_key;
+use super::inputs::{amount_bound, intent_key, unbound_reason};
 use super::{fingerprint, human, require_durable};
 use crate::Web3;
 use crate::chain::{IERC20, TxPlan};
@@ -155,6 +155,9 @@ pub async fn transfer(web3: &Web3, ctx: &ToolContext, r: TransferRequest<'_>) ->
         model_inputs,
     };
     let mut decision = web3.policy().check(&m)?;
+    if !amount_bound(ctx, r.amount_register, r.token_register) {
+        decision = Decision::Confirm(unbound_reason(r.amount_register, r.token_register));
+    }
     if recipient_origin == Origin::Model {
         decision =
             Decision::Confirm(format!("the recipient {recipient} was typed by the model, not taken from your words"));

@@ -45,6 +45,10 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 use wire::{PaymentRequired, Requirement, SignedAuthorization, WireError};
 
+/// A chain whose latest block is at most this far behind the local clock keeps time: once the local clock passes an
+/// authorization's `validBefore`, no block of it can settle the authorization any more.
+const CHAIN_LAG_TOLERANCE_SECS: u64 = 120;
+
 /// The longest validity window the client signs, whatever the server allows (seconds).
 pub const MAX_WINDOW_SECS: u64 = 300;
 /// How far before the chain's clock (the latest block's timestamp) the window opens, at most (seconds), so the
@@ -600,16 +604,28 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     let asset = holdfast_core::address::parse_address("asset", &entry.asset)?;
     let from = holdfast_core::address::parse_address("from", &entry.from)?;
     if chain.authorization_state(asset, from, nonce).await? {
-        web3.journal().update(&entry.id, EntryStatus::Confirmed, EntryUpdate::default()).await?;
-        return Ok(Some(EntryStatus::Confirmed));
+        let moved = web3
+            .journal()
+            .transition(&entry.id, &[entry.status], EntryStatus::Confirmed, EntryUpdate::default())
+            .await?;
+        return Ok(moved.then_some(EntryStatus::Confirmed));
     }
-    if now_secs() > valid_before {
+    // Expired only when no block can carry it any more: the token checks `block.timestamp < validBefore`, so the
+    // chain's clock decides — a chain lagging behind ours could still settle it (and it keeps counting until then).
+    let chain_time = chain.latest_block_timestamp().await?;
+    let now = now_secs();
+    let chain_keeps_time = now.saturating_sub(chain_time) <= CHAIN_LAG_TOLERANCE_SECS;
+    if chain_time >= valid_before || (now > valid_before && chain_keeps_time) {
         let update = EntryUpdate {
             error: Some(format!("the authorization expired at {valid_before} without being settled")),
             ..Default::default()
         };
-        web3.journal().update(&entry.id, EntryStatus::Failed, update).await?;
-        return Ok(Some(EntryStatus::Failed));
+        let from = [entry.status];
+        return Ok(web3
+            .journal()
+            .transition(&entry.id, &from, EntryStatus::Failed, update)
+            .await?
+            .then_some(EntryStatus::Failed));
     }
     Ok(None)
 }

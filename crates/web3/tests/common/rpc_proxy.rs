@@ -25,6 +25,9 @@ pub enum Fault {
     ForwardThenDrop,
     /// Forward it to the node, then answer HTTP 200 with a body that is not JSON.
     ForwardThenGarbage,
+    /// Forward it to the node, then answer a JSON-RPC error a gateway gives (`-32603 internal error`): a lie that the
+    /// transaction was not taken.
+    ForwardThenRpcError,
 }
 
 struct Shared {
@@ -144,6 +147,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = Vec::new();
     while let Some(body) = read_request(&mut stream, &mut buf).await {
         let called = methods(&body);
+        let id = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| v.get("id").cloned());
         {
             let mut counts = shared.counts.lock();
             for m in &called {
@@ -168,6 +172,12 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             (true, Fault::ForwardThenDrop, _) => {
                 let _ = stream.shutdown().await;
                 return;
+            }
+            (true, Fault::ForwardThenRpcError, _) => {
+                let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "internal error"}});
+                if !respond(&mut stream, 200, "application/json", error.to_string().as_bytes(), false).await {
+                    return;
+                }
             }
             (true, Fault::ForwardThenGarbage, _) => {
                 respond(&mut stream, 200, "application/json", b"<html>upstream hiccup</html>", true).await;
