@@ -13,7 +13,7 @@ use crate::skills::{ActiveSkills, SkillSet};
 use holdfast_core::confirm::Confirmation;
 use holdfast_core::event::names;
 use holdfast_core::tool::BoxFuture;
-use holdfast_core::{ErrorCode, ToolContext, ToolError, ToolKind};
+use holdfast_core::{ErrorCode, ToolContext, ToolError, ToolKind, UserChannel, UserDecision};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -71,6 +71,11 @@ pub trait TurnObserver: Send + Sync {
     /// An action waits for the user's approval.
     fn confirm<'a>(&'a self, _confirmation: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
         Box::pin(async { ConfirmDecision::Defer })
+    }
+    /// The user channel this observer's decisions come from (the terminal, the authenticated UI). `None` — the
+    /// default — means it is no user channel: its approvals and denials are ignored and the action stays pending.
+    fn channel(&self) -> Option<UserChannel> {
+        None
     }
 }
 
@@ -451,19 +456,12 @@ impl Agent {
             return result;
         };
         let Some(confirmation) = ctx.confirmations.get(id) else { return result };
-        match observer.confirm(&confirmation).await {
-            ConfirmDecision::Approve => {
-                let approved = ctx.confirmations.approve(id)?;
-                self.runtime.registry.call(&approved.tool, approved.params, ctx).await
-            }
-            ConfirmDecision::Deny => {
-                ctx.confirmations.deny(id)?;
-                Err(ToolError::new(
-                    ErrorCode::ConfirmationDenied,
-                    format!("the user rejected the {} action", confirmation.tool),
-                ))
-            }
-            ConfirmDecision::Defer => result,
-        }
+        let Some(channel) = observer.channel() else { return result };
+        let decision = match observer.confirm(&confirmation).await {
+            ConfirmDecision::Approve => UserDecision::Approve,
+            ConfirmDecision::Deny => UserDecision::Deny,
+            ConfirmDecision::Defer => return result,
+        };
+        self.runtime.decide(ctx, channel, id, decision).await?.into_result()
     }
 }

@@ -7,11 +7,14 @@ use crate::llm::{ChatProvider, LlmConfig};
 use crate::sessions::{InMemorySessionStore, SessionInfo, SessionStorage, SqliteSessionStore};
 use crate::skills::{SkillError, SkillSet, UseSkill};
 use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, ConfigError, CoreConfig};
-use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
+use holdfast_core::{
+    Confirmation, CoreServices, ErrorCode, ToolContext, ToolError, ToolRegistry, UserChannel, UserDecision,
+};
 use holdfast_memory::{AgentHandle, AgentRuntime, BuiltinTools, MemoryConfig, SchedulerHandle};
 use holdfast_web3::{WEB3_SECTIONS, Web3};
 use parking_lot::Mutex;
 use serde::Deserialize;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +28,29 @@ pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "mcp"]
 /// Every top-level section a configuration file may hold.
 pub fn known_sections() -> Vec<&'static str> {
     CORE_SECTIONS.iter().chain(WEB3_SECTIONS).chain(AGENT_SECTIONS).copied().collect()
+}
+
+/// What [`Runtime::decide`] did.
+#[derive(Debug)]
+pub enum Decided {
+    /// Approved: the tool call ran once; its outcome.
+    Ran(Confirmation, Result<Value, ToolError>),
+    /// Denied: nothing ran.
+    Denied(Confirmation),
+}
+
+impl Decided {
+    /// The outcome as a tool result: the approved call's result, or `confirmation_denied`.
+    pub fn into_result(self) -> Result<Value, ToolError> {
+        match self {
+            Self::Ran(_, outcome) => outcome,
+            Self::Denied(c) => Err(ToolError::new(
+                ErrorCode::ConfirmationDenied,
+                format!("the user rejected the {} action (confirmation {}); nothing was signed", c.tool, c.id),
+            )
+            .with_details(serde_json::json!({"confirmation_id": c.id, "summary": c.summary}))),
+        }
+    }
 }
 
 /// The runtime could not be built.
@@ -221,6 +247,26 @@ impl Runtime {
     /// stays. Front ends call this when the client that owned the session goes away.
     pub fn close_session(&self, id: &str) {
         self.live.lock().remove(id);
+    }
+
+    /// The one implementation of "the user decided" for every front end: records `decision` on confirmation `id`
+    /// as given through `channel` (a user channel: the terminal, the authenticated UI/API, replay's explicit line,
+    /// an answered MCP elicitation) and, when approved, runs the approved tool call once in `ctx`.
+    pub async fn decide(
+        &self,
+        ctx: &ToolContext,
+        channel: UserChannel,
+        id: &str,
+        decision: UserDecision,
+    ) -> Result<Decided, ToolError> {
+        let confirmation = self.services.user_decisions().decide(&ctx.confirmations, channel, id, decision)?;
+        Ok(match decision {
+            UserDecision::Approve => {
+                let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
+                Decided::Ran(confirmation, outcome)
+            }
+            UserDecision::Deny => Decided::Denied(confirmation),
+        })
     }
 
     /// Ids of the sessions open in this process.

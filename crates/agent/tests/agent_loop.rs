@@ -297,6 +297,19 @@ impl TurnObserver for Answer {
         self.1.lock().push(c.summary.clone());
         Box::pin(async move { self.0 })
     }
+
+    fn channel(&self) -> Option<holdfast_core::UserChannel> {
+        Some(holdfast_core::UserChannel::Terminal)
+    }
+}
+
+/// An observer that is no user channel (a turn started by another agent or a reminder): it says "approve".
+struct NotTheUser;
+
+impl TurnObserver for NotTheUser {
+    fn confirm<'a>(&'a self, _: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
+        Box::pin(async { ConfirmDecision::Approve })
+    }
 }
 
 #[tokio::test]
@@ -329,4 +342,21 @@ async fn confirmations_pause_the_loop_and_the_users_answer_decides() {
             .count();
         assert_eq!(swaps, usize::from(decision == ConfirmDecision::Approve));
     }
+}
+
+#[tokio::test]
+async fn an_observer_that_is_no_user_channel_cannot_approve() {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let mut script = swap_script("0.001");
+    script[3] = Reply::Tools(vec![tool("register_set", json!({"key": "sell_amount", "value": "1000000000000000"}))]);
+    let scripted = Scripted::start(Wire::OpenAi, script).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    agent.run_turn(&ctx, "swap some ETH for USDC", &NotTheUser, &CancelToken::new()).await.unwrap();
+    let results = tool_results(&runtime.sessions.history(&info.id).await.unwrap());
+    assert_eq!(results.last().unwrap(), &("web3_tx".to_owned(), "confirmation_required".to_owned()));
+    assert_eq!(ctx.confirmations.pending().len(), 1, "still waiting for the user");
+    let swaps = runtime.web3.journal().for_session(&info.id).await.unwrap();
+    assert!(swaps.iter().all(|e| e.kind != holdfast_web3::EntryKind::Swap), "nothing sent: {swaps:?}");
 }

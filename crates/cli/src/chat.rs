@@ -55,6 +55,11 @@ fn short(v: &str, max: usize) -> String {
 }
 
 impl TurnObserver for Terminal {
+    fn channel(&self) -> Option<holdfast_core::UserChannel> {
+        // The person at this terminal answers the prompt below.
+        Some(holdfast_core::UserChannel::Terminal)
+    }
+
     fn on_text(&self, delta: &str) {
         print!("{delta}");
         let _ = std::io::stdout().flush();

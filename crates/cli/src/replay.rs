@@ -4,8 +4,8 @@
 //! executed. A failing tool call is data (`"ok": false` with its coded error), not a crash.
 
 use anyhow::{Context as _, bail};
-use holdfast_agent::{MessageRole, NewMessage, Runtime};
-use holdfast_core::{ToolContext, ToolError};
+use holdfast_agent::{Decided, MessageRole, NewMessage, Runtime};
+use holdfast_core::{ToolContext, ToolError, UserChannel, UserDecision};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -117,27 +117,29 @@ async fn step(runtime: &Runtime, ctx: &ToolContext, line: Line) -> Value {
         Line::Confirm { confirm } => {
             let pending =
                 if confirm == "last" { ctx.confirmations.last_pending().map(|c| c.id) } else { Some(confirm.clone()) };
-            let approved = match pending {
-                Some(id) => ctx.confirmations.approve(&id),
+            let decided = match pending {
+                Some(id) => runtime.decide(ctx, UserChannel::Replay, &id, UserDecision::Approve).await,
                 None => Err(ToolError::new(
                     holdfast_core::ErrorCode::ConfirmationNotFound,
                     "`confirm`: no confirmation is pending",
                 )),
             };
-            match approved {
-                Ok(c) => {
-                    let result = runtime.registry.call(&c.tool, c.params.clone(), ctx).await;
+            match decided {
+                Ok(Decided::Ran(c, result)) => {
                     let mut record = tool_record("confirm", &c.tool, result);
                     record["confirmation_id"] = json!(c.id);
                     record
                 }
+                Ok(Decided::Denied(c)) => json!({"kind": "confirm", "ok": false, "confirmation_id": c.id}),
                 Err(e) => json!({"kind": "confirm", "ok": false, "error": error_json(&e)}),
             }
         }
         Line::Deny { deny } => {
             let id = if deny == "last" { ctx.confirmations.last_pending().map(|c| c.id) } else { Some(deny) };
             let denied = match id {
-                Some(id) => ctx.confirmations.deny(&id),
+                Some(id) => runtime.decide(ctx, UserChannel::Replay, &id, UserDecision::Deny).await.map(|d| match d {
+                    Decided::Ran(c, _) | Decided::Denied(c) => c,
+                }),
                 None => Err(ToolError::new(
                     holdfast_core::ErrorCode::ConfirmationNotFound,
                     "`deny`: no confirmation is pending",

@@ -1,11 +1,19 @@
-//! Pending confirmations: value-moving actions that wait for the user's approval (invariant 7).
+//! The confirmation protocol: value-moving actions that wait for the user's decision (invariant 7), one protocol for
+//! every front end.
 //!
-//! A value-moving tool that needs approval calls [`Confirmations::require`] with a *fingerprint* of the exact action
-//! (every input that decides what would be signed) and a decoded summary. Without a matching approval the action is
-//! recorded as pending and the tool fails with `confirmation_required` carrying the confirmation id and summary.
-//! When the user approves ([`Confirmations::approve`]) the caller re-runs the same tool call; the tool calls
-//! `require` again, finds the approval for the same fingerprint, consumes it and proceeds. If anything that feeds the
-//! fingerprint changed in between, the approval does not match and the user is asked again. Approvals are used once.
+//! 1. **Request.** A value-moving tool that needs approval calls [`Confirmations::require`] with a *fingerprint* of
+//!    the exact action (every input that decides what would be signed) and a decoded summary. Without a matching
+//!    approval the action is recorded as pending (id, summary, expiry after [`CONFIRMATION_TTL`]) and the tool fails
+//!    with `confirmation_required` carrying the confirmation id and summary.
+//! 2. **Decision, by a user channel only.** [`UserDecisions::decide`] approves or denies it and records the
+//!    [`UserChannel`] the decision came through: the `chat` terminal, the authenticated web UI/API of `serve`,
+//!    replay's explicit `{"confirm": …}` line, or an MCP elicitation the human answered. Tools get a
+//!    [`crate::ToolContext`], whose [`Confirmations`] can request and list but never decide; the [`UserDecisions`]
+//!    capability comes only from [`crate::CoreServices::user_decisions`], which front ends hold and tools do not.
+//! 3. **Executed once.** The front end re-runs the same tool call (`Runtime::decide` in `holdfast-agent` is the one
+//!    implementation); the tool calls `require` again, finds the approval for the same fingerprint, consumes it and
+//!    proceeds. If anything that feeds the fingerprint changed in between, the approval does not match and the user
+//!    is asked again. Approvals are used once.
 
 use crate::error::{ErrorCode, ToolError};
 use crate::event::{EventBus, names};
@@ -32,6 +40,57 @@ pub enum ConfirmationState {
     Expired,
 }
 
+/// Where a user's decision came from. Nothing else decides a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserChannel {
+    /// The terminal of `holdfast chat`.
+    Terminal,
+    /// The authenticated web UI or REST/WebSocket API of `holdfast serve`.
+    WebUi,
+    /// An explicit `{"confirm": …}` / `{"deny": …}` line of a replayed transcript.
+    Replay,
+    /// An MCP elicitation (a form the client showed to the human) answered by the human.
+    McpElicitation,
+}
+
+/// The user's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserDecision {
+    /// Run it (once).
+    Approve,
+    /// Do not run it.
+    Deny,
+}
+
+/// The capability to decide confirmations. Front ends get it from [`crate::CoreServices::user_decisions`]; a tool
+/// only ever sees a [`crate::ToolContext`], which offers no way to it.
+#[derive(Debug, Clone)]
+pub struct UserDecisions(());
+
+impl UserDecisions {
+    pub(crate) fn new() -> Self {
+        Self(())
+    }
+
+    /// Records the user's `decision` on the pending confirmation `id` of `confirmations`, as given through
+    /// `channel`. Returns the confirmation (an approved one carries the tool call to re-run).
+    pub fn decide(
+        &self,
+        confirmations: &Confirmations,
+        channel: UserChannel,
+        id: &str,
+        decision: UserDecision,
+    ) -> Result<Confirmation, ToolError> {
+        let to = match decision {
+            UserDecision::Approve => ConfirmationState::Approved,
+            UserDecision::Deny => ConfirmationState::Denied,
+        };
+        confirmations.resolve(id, to, channel)
+    }
+}
+
 /// One confirmation request.
 #[derive(Debug, Clone, Serialize)]
 pub struct Confirmation {
@@ -50,6 +109,8 @@ pub struct Confirmation {
     pub reason: String,
     /// The state.
     pub state: ConfirmationState,
+    /// The user channel that decided it, once decided.
+    pub decided_by: Option<UserChannel>,
     /// When it was requested.
     pub created_at: DateTime<Utc>,
 }
@@ -103,6 +164,7 @@ impl Confirmations {
             fingerprint: fingerprint.to_owned(),
             reason: reason.to_owned(),
             state: ConfirmationState::Pending,
+            decided_by: None,
             created_at: now,
         };
         let event = serde_json::to_value(&confirmation).unwrap_or(Value::Null);
@@ -116,17 +178,16 @@ impl Confirmations {
         .with_details(serde_json::json!({"confirmation_id": id, "summary": summary, "reason": reason})))
     }
 
-    /// Approves a pending confirmation. Returns it so the caller can re-run its tool call.
-    pub fn approve(&self, id: &str) -> Result<Confirmation, ToolError> {
-        self.resolve(id, ConfirmationState::Approved)
+    /// Expires a pending confirmation that no user channel can be asked about (an MCP client without elicitation):
+    /// it can then never be approved.
+    pub fn withdraw(&self, id: &str) {
+        let mut items = self.items.lock();
+        if let Some(c) = items.iter_mut().find(|c| c.id == id && c.state == ConfirmationState::Pending) {
+            c.state = ConfirmationState::Expired;
+        }
     }
 
-    /// Denies a pending confirmation.
-    pub fn deny(&self, id: &str) -> Result<Confirmation, ToolError> {
-        self.resolve(id, ConfirmationState::Denied)
-    }
-
-    fn resolve(&self, id: &str, to: ConfirmationState) -> Result<Confirmation, ToolError> {
+    fn resolve(&self, id: &str, to: ConfirmationState, channel: UserChannel) -> Result<Confirmation, ToolError> {
         let mut items = self.items.lock();
         expire(&mut items, Utc::now());
         let Some(c) = items.iter_mut().find(|c| c.id == id) else {
@@ -139,11 +200,17 @@ impl Confirmations {
             ));
         }
         c.state = to;
+        c.decided_by = Some(channel);
         let resolved = c.clone();
         drop(items);
         self.events.publish(
             names::CONFIRMATION_RESOLVED,
-            serde_json::json!({"id": resolved.id, "tool": resolved.tool, "approved": to == ConfirmationState::Approved}),
+            serde_json::json!({
+                "id": resolved.id,
+                "tool": resolved.tool,
+                "approved": to == ConfirmationState::Approved,
+                "channel": channel,
+            }),
         );
         Ok(resolved)
     }
@@ -211,6 +278,14 @@ mod tests {
         Confirmations::new(EventBus::new("s"))
     }
 
+    fn approve(c: &Confirmations, id: &str) -> Result<Confirmation, ToolError> {
+        UserDecisions::new().decide(c, UserChannel::Terminal, id, UserDecision::Approve)
+    }
+
+    fn deny(c: &Confirmations, id: &str) -> Result<Confirmation, ToolError> {
+        UserDecisions::new().decide(c, UserChannel::Terminal, id, UserDecision::Deny)
+    }
+
     #[test]
     fn approval_is_bound_to_the_fingerprint_and_used_once() {
         let c = confirmations();
@@ -219,11 +294,12 @@ mod tests {
         assert_eq!(err.code, ErrorCode::ConfirmationRequired);
         let id = err.details.as_ref().unwrap()["confirmation_id"].as_str().unwrap().to_owned();
         assert_eq!(c.last_pending().unwrap().id, id);
-        let approved = c.approve(&id).unwrap();
+        let approved = approve(&c, &id).unwrap();
+        assert_eq!(approved.decided_by, Some(UserChannel::Terminal));
         assert_eq!(approved.params, params);
         // A different action does not ride on the approval.
         assert!(c.require("web3_tx", &params, "fp2", json!({}), "r").is_err());
-        c.approve(&c.last_pending().unwrap().id).unwrap();
+        approve(&c, &c.last_pending().unwrap().id).unwrap();
         assert!(c.require("web3_tx", &params, "fp1", json!({}), "r").is_ok());
         // Used once.
         assert_eq!(
@@ -237,10 +313,22 @@ mod tests {
         let c = confirmations();
         let err = c.require("web3_tx", &json!({}), "fp", json!({}), "r").unwrap_err();
         let id = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
-        assert_eq!(c.deny(&id).unwrap().state, ConfirmationState::Denied);
-        assert_eq!(c.approve(&id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
-        assert_eq!(c.approve("cf_nope").unwrap_err().code, ErrorCode::ConfirmationNotFound);
+        assert_eq!(deny(&c, &id).unwrap().state, ConfirmationState::Denied);
+        assert_eq!(approve(&c, &id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
+        assert_eq!(approve(&c, "cf_nope").unwrap_err().code, ErrorCode::ConfirmationNotFound);
         assert!(c.require("web3_tx", &json!({}), "fp", json!({}), "r").is_err());
+    }
+
+    #[test]
+    fn a_withdrawn_confirmation_can_never_be_approved() {
+        let c = confirmations();
+        let id = c.require("t", &json!({}), "a", json!({}), "r").unwrap_err().details.unwrap()["confirmation_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        c.withdraw(&id);
+        assert_eq!(approve(&c, &id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
+        assert!(c.pending().is_empty());
     }
 
     #[test]
@@ -250,7 +338,7 @@ mod tests {
         let _second = c.require("t", &json!({}), "b", json!({}), "r").unwrap_err();
         assert_eq!(c.pending().len(), 1);
         assert_eq!(
-            c.approve(first["confirmation_id"].as_str().unwrap()).unwrap_err().code,
+            approve(&c, first["confirmation_id"].as_str().unwrap()).unwrap_err().code,
             ErrorCode::ConfirmationNotFound
         );
     }

@@ -5,7 +5,7 @@
 //! [`Extensions`] rather than widening this type.
 
 use crate::config::CoreConfig;
-use crate::confirm::Confirmations;
+use crate::confirm::{Confirmations, UserDecisions};
 use crate::context_bank::{ContextBank, ContextScanner, ScannerBuildError};
 use crate::event::EventBus;
 use crate::registers::{RegisterDeclarations, RegisterStore};
@@ -58,6 +58,12 @@ impl CoreServices {
     pub fn with_hook(mut self, hook: Arc<dyn SessionHook>) -> Self {
         self.hooks.push(hook);
         self
+    }
+
+    /// The capability to decide confirmations, for front ends (a user channel). Tools never get it: a tool only sees
+    /// a [`ToolContext`].
+    pub fn user_decisions(&self) -> UserDecisions {
+        UserDecisions::new()
     }
 
     /// Opens a fresh session and runs every hook on it.

@@ -28,7 +28,7 @@ pub mod schema;
 mod text;
 pub mod tool;
 
-pub use confirm::{Confirmation, Confirmations};
+pub use confirm::{Confirmation, Confirmations, UserChannel, UserDecision, UserDecisions};
 pub use context::{CoreServices, Extensions, SessionHook, ToolContext};
 pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};

@@ -12,7 +12,7 @@ use crate::resources::{self, Subscriptions};
 use crate::tools;
 use holdfast_agent::{MessageRole, NewMessage, Runtime, ToolCallRecord};
 use holdfast_core::confirm::CONFIRMATION_TTL;
-use holdfast_core::{ToolContext, ToolError};
+use holdfast_core::{ToolContext, ToolError, UserChannel, UserDecision};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
     CustomResult, ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
@@ -173,8 +173,8 @@ impl HoldfastMcp {
         };
         if !confirm::approved(&answer) {
             let how = confirm::refusal(&answer);
-            // Already resolved elsewhere (expired, or a prompt answered first): it is not approved either way.
-            let _ = session.ctx.confirmations.deny(&id);
+            // The human declined or cancelled the form: a user decision. Already resolved (expired): not approved either.
+            let _ = self.runtime.decide(&session.ctx, UserChannel::McpElicitation, &id, UserDecision::Deny).await;
             self.record(
                 session,
                 NewMessage::text(MessageRole::System, format!("the user {how} {id} (MCP elicitation)")),
@@ -182,7 +182,12 @@ impl HoldfastMcp {
             .await;
             return Err(confirm::denied(&pending, how));
         }
-        let approved = session.ctx.confirmations.approve(&id)?;
+        let approved = self.runtime.services.user_decisions().decide(
+            &session.ctx.confirmations,
+            UserChannel::McpElicitation,
+            &id,
+            UserDecision::Approve,
+        )?;
         self.record(
             session,
             NewMessage::text(MessageRole::System, format!("the user approved {id} (MCP elicitation)")),
@@ -214,8 +219,28 @@ impl HoldfastMcp {
 
     async fn resolve_prompt(&self, session: &Session, id: &str, approve: bool) -> Result<GetPromptResult, ErrorData> {
         let ctx = &session.ctx;
-        let resolved = if approve { ctx.confirmations.approve(id) } else { ctx.confirmations.deny(id) };
-        let confirmation = resolved.map_err(|e| rpc_error(RpcCode::INVALID_PARAMS, &e))?;
+        // A prompt is the MCP client's call, not the user's word: it may withdraw an action, never approve one.
+        if approve {
+            let refused = ToolError::new(
+                holdfast_core::ErrorCode::ConfirmationRequired,
+                format!("`confirmation_id`: {id} can be approved only by the user (elicitation), not by the client"),
+            );
+            return Err(rpc_error(RpcCode::INVALID_PARAMS, &refused));
+        }
+        let confirmation = ctx
+            .confirmations
+            .get(id)
+            .filter(|c| c.state == holdfast_core::confirm::ConfirmationState::Pending)
+            .ok_or_else(|| {
+                rpc_error(
+                    RpcCode::INVALID_PARAMS,
+                    &ToolError::new(
+                        holdfast_core::ErrorCode::ConfirmationNotFound,
+                        format!("no pending confirmation {id:?}"),
+                    ),
+                )
+            })?;
+        ctx.confirmations.withdraw(id);
         let action = confirm::describe_action(&confirmation.summary);
         let verb = if approve { "approved" } else { "rejected" };
         self.record(session, NewMessage::text(MessageRole::System, format!("the user {verb} {id} (MCP prompt)"))).await;

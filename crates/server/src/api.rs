@@ -5,10 +5,10 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use holdfast_agent::{CancelToken, ConfirmDecision, MessageRole, NewMessage, TurnObserver};
+use holdfast_agent::{CancelToken, ConfirmDecision, Decided, MessageRole, NewMessage, TurnObserver};
 use holdfast_core::confirm::{CONFIRMATION_TTL, Confirmation};
 use holdfast_core::tool::BoxFuture;
-use holdfast_core::{ErrorCode, ToolContext, ToolError};
+use holdfast_core::{ErrorCode, ToolContext, ToolError, UserChannel, UserDecision};
 use holdfast_memory::tasks::TaskFilter;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -96,6 +96,11 @@ pub struct UserMessage {
 struct ServerObserver(Arc<AppState>);
 
 impl TurnObserver for ServerObserver {
+    fn channel(&self) -> Option<UserChannel> {
+        // Decisions arrive through the authenticated approve/deny endpoints.
+        Some(UserChannel::WebUi)
+    }
+
     fn confirm<'a>(&'a self, c: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
         Box::pin(async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -213,12 +218,10 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
         let _ = tx.send(decision);
         return ok(json!({"id": cid, "approved": approve, "denied": !approve, "resumed": "agent"}));
     }
-    if approve {
-        let c = ctx.confirmations.approve(cid)?;
-        tool_response(state.runtime.registry.call(&c.tool, c.params, &ctx).await)
-    } else {
-        let c = ctx.confirmations.deny(cid)?;
-        ok(json!({"id": c.id, "denied": true, "tool": c.tool}))
+    let decision = if approve { UserDecision::Approve } else { UserDecision::Deny };
+    match state.runtime.decide(&ctx, UserChannel::WebUi, cid, decision).await? {
+        Decided::Ran(_, outcome) => tool_response(outcome),
+        Decided::Denied(c) => ok(json!({"id": c.id, "denied": true, "tool": c.tool})),
     }
 }
 

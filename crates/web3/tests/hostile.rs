@@ -21,6 +21,7 @@ use axum::response::IntoResponse;
 use common::server::{
     Call, Ctx, X402Server, b64, honest_requirement, offer_v2, raw_402, script, settle_and_quote, try_quote,
 };
+use holdfast_core::UserDecision;
 use holdfast_core::config::{ConfigDocument, CoreConfig};
 use holdfast_core::registers::Origin;
 use holdfast_core::{CoreServices, ToolContext, ToolRegistry};
@@ -375,6 +376,16 @@ impl World {
 static STATS: std::sync::LazyLock<Mutex<std::collections::BTreeMap<String, usize>>> =
     std::sync::LazyLock::new(Default::default);
 
+/// A user decision through a user channel (the capability front ends hold; tools never see it).
+fn decide(
+    ctx: &ToolContext,
+    id: &str,
+    d: UserDecision,
+) -> Result<holdfast_core::Confirmation, holdfast_core::ToolError> {
+    let decisions = CoreServices::new(CoreConfig::default()).unwrap().user_decisions();
+    decisions.decide(&ctx.confirmations, holdfast_core::UserChannel::Replay, id, d)
+}
+
 fn count(what: String) {
     *STATS.lock().entry(what).or_default() += 1;
 }
@@ -455,13 +466,14 @@ async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
             }
             Action::Confirm => {
                 if let Some(c) = ctx.confirmations.last_pending() {
-                    ctx.confirmations.approve(&c.id).unwrap();
+                    // The user's decision, as replay's explicit line gives it (a user channel).
+                    decide(&ctx, &c.id, UserDecision::Approve).unwrap();
                     call(&registry, &ctx, &c.tool, c.params.clone(), &mut seen).await;
                 }
             }
             Action::Deny => {
                 if let Some(c) = ctx.confirmations.last_pending() {
-                    let _ = ctx.confirmations.deny(&c.id);
+                    let _ = decide(&ctx, &c.id, UserDecision::Deny);
                 }
             }
             Action::Sleep(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,

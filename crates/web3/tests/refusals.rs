@@ -239,7 +239,7 @@ async fn a_model_typed_amount_waits_for_the_user_and_then_runs_once() {
     assert_eq!(env.nonce().await, nonce, "nothing is sent before approval");
 
     let id = details["confirmation_id"].as_str().unwrap();
-    let approved = env.ctx.confirmations.approve(id).unwrap();
+    let approved = env.decide(id, holdfast_core::UserDecision::Approve).unwrap();
     let out = env.registry.call(&approved.tool, approved.params, &env.ctx).await.unwrap();
     assert_eq!(out["status"], "confirmed");
     assert_eq!(env.nonce().await, nonce + 1);
@@ -261,8 +261,11 @@ async fn a_denied_confirmation_sends_nothing() {
     let nonce = env.nonce().await;
     let err = env.err("web3_tx", tx()).await;
     let id = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
-    env.ctx.confirmations.deny(&id).unwrap();
-    assert_eq!(env.ctx.confirmations.approve(&id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
+    env.decide(&id, holdfast_core::UserDecision::Deny).unwrap();
+    assert_eq!(
+        env.decide(&id, holdfast_core::UserDecision::Approve).unwrap_err().code,
+        ErrorCode::ConfirmationNotFound
+    );
     let again = env.err("web3_tx", tx()).await;
     assert_eq!(again.code, ErrorCode::ConfirmationRequired, "a denial is not an approval");
     assert_eq!(env.nonce().await, nonce);
@@ -354,7 +357,7 @@ async fn without_an_independent_price_a_swap_always_waits_and_says_so() {
     assert!(details["summary"]["price_check"].is_null());
     assert_eq!(env.nonce().await, nonce);
     // The user's approval still lets it run, once.
-    env.ctx.confirmations.approve(details["confirmation_id"].as_str().unwrap()).unwrap();
+    env.decide(details["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve).unwrap();
     assert_eq!(env.ok("web3_tx", tx()).await["status"], "confirmed");
     assert_eq!(env.nonce().await, nonce + 1);
 }

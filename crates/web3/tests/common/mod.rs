@@ -101,6 +101,12 @@ impl Env {
             .unwrap_or_else(|e| json!({"error": e}))
     }
 
+    /// The user's decision on a pending confirmation, through a user channel (replay's explicit line).
+    pub fn decide(&self, id: &str, d: holdfast_core::UserDecision) -> Result<holdfast_core::Confirmation, ToolError> {
+        let decisions = self.services.user_decisions();
+        decisions.decide(&self.ctx.confirmations, holdfast_core::UserChannel::Replay, id, d)
+    }
+
     pub async fn balance(&self, token: alloy::primitives::Address) -> alloy::primitives::U256 {
         self.devnet.balance_of(token, self.devnet.wallet_address).await.unwrap()
     }
