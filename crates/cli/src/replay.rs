@@ -20,7 +20,13 @@ const MAX_SLEEP_MS: u64 = 600_000;
 #[serde(untagged, deny_unknown_fields)]
 enum Line {
     User { user: String },
-    Tool { tool: String, params: Value },
+    /// `params` may be any JSON value (or absent): the registry answers a non-object with `invalid_params`, as it
+    /// would a model's call.
+    Tool {
+        tool: String,
+        #[serde(default)]
+        params: Value,
+    },
     Confirm { confirm: String },
     Deny { deny: String },
     Sleep { sleep_ms: u64 },
@@ -41,7 +47,6 @@ fn parse_transcript(text: &str) -> anyhow::Result<Vec<Line>> {
             )
         })?;
         match &line {
-            Line::Tool { params, .. } if !params.is_object() => bail!("line {n}: \"params\" must be a JSON object"),
             Line::Sleep { sleep_ms } if *sleep_ms > MAX_SLEEP_MS => {
                 bail!("line {n}: sleep_ms is at most {MAX_SLEEP_MS}")
             }

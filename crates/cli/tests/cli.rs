@@ -96,7 +96,7 @@ fn replay_reads_stdin_and_sleeps() {
 
 #[test]
 fn a_malformed_transcript_fails_with_its_line_number_and_runs_nothing() {
-    let out = holdfast(&["replay", "-"], Some("{\"user\": \"hi\"}\n{\"tool\": \"register_set\"}\n"));
+    let out = holdfast(&["replay", "-"], Some("{\"user\": \"hi\"}\n{\"tool\": \"register_set\", \"params\": \n"));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty(), "nothing runs before the whole transcript parsed");
@@ -166,4 +166,24 @@ fn docs_tools_md_lists_every_tool_as_registered() {
     for name in ["web3_tx", "update_memory", "send_message", "track_task", "use_skill", "register_set"] {
         assert!(generated.contains(&format!("\n## {name}\n")), "{name}");
     }
+}
+
+#[test]
+fn params_that_are_not_an_object_are_the_calls_error_not_the_transcripts() {
+    // A transcript recorded from a real model can carry any JSON value in `params`.
+    let transcript = [
+        r#"{"tool": "register_get", "params": null}"#,
+        r#"{"tool": "register_get", "params": [1, 2]}"#,
+        r#"{"tool": "register_get", "params": "key"}"#,
+        r#"{"tool": "register_get"}"#,
+        r#"{"tool": "register_set", "params": {"key": "note", "value": "still runs"}}"#,
+    ]
+    .join("\n");
+    let out = holdfast(&["replay", "-"], Some(&transcript));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = lines(&out);
+    for line in &lines[..4] {
+        assert_eq!((line["ok"].as_bool(), line["error"]["code"].as_str()), (Some(false), Some("invalid_params")), "{line}");
+    }
+    assert_eq!(lines[4]["ok"], true, "the transcript goes on");
 }

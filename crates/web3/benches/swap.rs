@@ -5,7 +5,7 @@
 //! And the paid quote (`x402_fetch` through the devnet's x402 paywall: 402, policy, EIP-3009 signature, journal,
 //! the facilitator's verify, the quote, settlement on chain, the client's on-chain check) against the same tool
 //! fetching the same quote from the quoter without a paywall.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use alloy::primitives::{Bytes, U256};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -93,6 +93,51 @@ fn swap(c: &mut Criterion) {
         })
     });
     let chain = web3.chain(services.config.networks.resolve("base").unwrap()).unwrap();
+    // The two costs the value-moving kernel added to every swap, measured in the same run: the independent price
+    // (two AggregatorV3 feeds, four eth_calls) and the journal's atomic reservation plus the durable signed record.
+    let (sell, buy) = (
+        holdfast_web3::quote::TokenRef::from_register(&ctx.registers, "sell_token").unwrap(),
+        holdfast_web3::quote::TokenRef::from_register(&ctx.registers, "buy_token").unwrap(),
+    );
+    g.bench_function("part_independent_price_read", |b| {
+        b.to_async(&rt).iter(|| async {
+            let feeds = web3.price_feeds("base");
+            let amount = U256::from(100_000_000_000_000u64);
+            holdfast_web3::kernel::price::expected_output(&chain, feeds, &sell, &buy, amount).await.unwrap();
+        })
+    });
+    g.bench_function("part_journal_reserve_and_signed_record", |b| {
+        b.to_async(&rt).iter(|| async {
+            use holdfast_web3::journal::{DayCap, EntryKind, EntryStatus, NewEntry, Reserved};
+            let id = holdfast_core::confirm::random_id();
+            let entry = NewEntry {
+                session_id: "bench".into(),
+                kind: EntryKind::Swap,
+                network: "base".into(),
+                chain_id: 1,
+                from: "0xbench".into(),
+                to: "0xvenue".into(),
+                nonce: None,
+                value: "0".into(),
+                asset: "0xasset".into(),
+                asset_symbol: "ETH".into(),
+                amount: "1".into(),
+                fingerprint: id.clone(),
+                intent: Some(id.clone()),
+                raw_tx: None,
+                tx_hash: None,
+                error: None,
+                summary: json!({"action": "bench"}),
+            };
+            let cap = DayCap { limit: U256::MAX, kinds: EntryKind::Swap.cap_group() };
+            let Reserved::New(e) = web3.journal().reserve(entry, Some(cap)).await.unwrap() else { panic!("reserved") };
+            web3.journal().mark_signed(&e.id, Some(0), "0x02", &id).await.unwrap();
+            web3.journal()
+                .transition(&e.id, &[EntryStatus::Signed], EntryStatus::Failed, Default::default())
+                .await
+                .unwrap();
+        })
+    });
     let signer = devnet.signer().unwrap();
     let plan = TxPlan { to: devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
     g.bench_function("baseline_plain_transfer_sign_send_receipt", |b| {
