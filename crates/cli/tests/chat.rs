@@ -61,6 +61,46 @@ async fn chat_reads_one_message_per_line_and_shows_tools_and_registers() {
 }
 
 #[tokio::test]
+async fn chat_prints_no_escape_sequence_it_did_not_write() {
+    // A tool result, a tool error and the model's own text, each carrying a clear-screen (`ESC [2J`), a window-title
+    // OSC, a carriage return and a bidi override.
+    let hostile = "\u{1b}[2J\u{1b}]0;pwned\u{7}cleared\r\u{202e}screen\u{1b}]2;title\u{1b}\\";
+    let scripted = Scripted::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Tools(vec![
+                tool("register_set", json!({"key": "note", "value": hostile})),
+                tool("token_lookup", json!({"symbol": hostile, "network": "base", "cache_as": "sell_token"})),
+            ]),
+            // Streamed in two halves; the sequences all fall in the first.
+            Reply::Text(format!("{hostile} model says done{}", ".".repeat(200))),
+        ],
+    )
+    .await;
+    let (ok, stdout, stderr) = chat(
+        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", &scripted.url), ("HOLDFAST_MODEL", "scripted")],
+        "note this\n",
+    )
+    .await;
+    assert!(ok, "{stderr}");
+    for needle in
+        ["← register_set ok", "[register] note = clearedscreen", "← token_lookup", "clearedscreen model says done"]
+    {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+    let unsafe_chars: Vec<char> = stdout
+        .chars()
+        .filter(|c| {
+            (c.is_control() && *c != '\n' && *c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    assert!(unsafe_chars.is_empty(), "{unsafe_chars:?} printed in:\n{stdout:?}");
+    // The OSC bodies went with their sequences (the JSON result and the error quote them escaped, as text).
+    assert!(stdout.contains("  [register] note = clearedscreen (origin model"), "{stdout}");
+}
+
+#[tokio::test]
 async fn chat_without_a_provider_says_how_to_configure_one() {
     let (ok, _, stderr) = chat(&[], "hi\n").await;
     assert!(!ok);

@@ -17,8 +17,30 @@
 //!   [`ORDINARY_WORDS`]. So "one" or "gas" in a sentence is never a token, while "ONE" is.
 //! - **Networks**: names and aliases from the network table, whole words, any case.
 //! - **Amounts**: `12`, `0.001`, `.5`, `1,000.25` standing alone (a number glued to letters, or joined by `-`, `/`
-//!   or `:` to another number — dates, times, ranges, versions — is not an amount). An amount directly followed by
-//!   a token symbol (`0.001 ETH`, `0.001ETH`) is paired with it.
+//!   or `:` to another number — dates, times, ranges, versions — is not an amount). Every amount is kept, but only
+//!   an amount **bound** to a token authorizes anything ([`ContextBank::has_amount`], invariant 11).
+//!
+//! # Binding an amount to its token
+//! An amount binds to the token symbol it qualifies, in the same message, only when the two are adjacent words:
+//! - **after**: the symbol directly follows the number, glued (`0.5ETH`) or after one to three spaces or tabs
+//!   (`0.5 ETH`, `100 usdc`);
+//! - **before**: the symbol directly precedes the number after one to three spaces or tabs (`USDC 100`), and no
+//!   number in front of it is already bound to it (in `5 ETH 100`, `ETH` qualifies `5`; `100` stays bare).
+//!
+//! Nothing else may sit between them: no other word, no punctuation (`100, USDC`, `USDC: 100`, `100-USDC` bind
+//! nothing), no line break. "Symbol" means a token item by the case rules above (`usdc 5` binds, `gas 5` and
+//! `one 5` do not), and a multi-word network name is no symbol (`1 OP mainnet`). A symbol qualifies at most one
+//! number: a symbol right after a number is claimed by it. When a number has a symbol right after it *and* an
+//! unclaimed symbol right before it (`USDC 100 ETH`), it is ambiguous and binds neither. So "swap 0.5 ETH for 100
+//! USDC" binds `0.5 → ETH` and `100 → USDC`, while "send it to my 2 friends" keeps `2` as a bare amount.
+//! Dollar values (`$20 of USDC`, `20 dollars of USDC`) are **not** bound: `$20 of ETH` is a value in dollars, not
+//! an amount of the token, so `20` stays bare there; the user writes `20 USDC`.
+//!
+//! # The items' JSON shape
+//! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
+//! `token_symbol`, `network`, `amount`. For an amount, `value` is the canonical decimal and `label` is the symbol it
+//! is bound to (as written in the token table); a bare amount — shown for reference, authorizing nothing — has no
+//! `label`. The same number can appear twice, once bare and once bound (`2` and `2 USDC`).
 //!
 //! Items are deduplicated and kept in order of first appearance.
 
@@ -206,7 +228,7 @@ impl ContextScanner {
         // does anything dots join to its number. Network names that begin with punctuation, if the table has any,
         // are looked for at their first byte.
         let bytes = text.as_bytes();
-        let mut found = Found { items: Vec::new(), last_address: None };
+        let mut found = Found { items: Vec::new(), last_address: None, last_token: None, claimed: usize::MAX };
         // Nothing before `resume` is looked at again: it is inside an item, a rejected number or a skipped word.
         let mut resume = 0usize;
         let mut block = 0usize;
@@ -265,7 +287,7 @@ impl ContextScanner {
     fn word_at<'t>(&self, text: &'t str, start: usize, found: &mut Found<'t>) -> usize {
         let (end, entry) = self.words.word(text, start);
         if let Some(entry) = entry
-            && let Some(resume) = self.known_word(text, start, end, entry, &mut found.items)
+            && let Some(resume) = self.known_word(text, start, end, entry, found)
         {
             return resume;
         }
@@ -277,7 +299,7 @@ impl ContextScanner {
         if matches!(bytes.get(start..start + 2), Some([b'0', b'x' | b'X'])) {
             return self.address_at(text, start, end, found);
         }
-        self.amount_at(text, start, &mut found.items)
+        self.amount_at(text, start, found)
     }
 
     /// The item a word of the table begins: a multi-word network name, else the word itself. Returns where scanning
@@ -288,17 +310,21 @@ impl ContextScanner {
         start: usize,
         end: usize,
         entry: &WordEntry,
-        out: &mut Vec<ContextItem>,
+        found: &mut Found<'_>,
     ) -> Option<usize> {
         if let Some((network, phrase_end)) = phrase_at(text, start, entry) {
-            out.extend(network.and_then(|i| self.network_item(i)));
+            found.items.extend(network.and_then(|i| self.network_item(i)));
             return Some(phrase_end);
         }
         match entry.kind? {
             WordKind::Token(i) => {
-                out.extend(text.get(start..end).and_then(|w| self.accept_symbol(i, w)).map(token_item));
+                if let Some(sym) = text.get(start..end).and_then(|w| self.accept_symbol(i, w)) {
+                    found.items.push(token_item(sym));
+                    // A symbol right after a number was claimed by it (bound, or ambiguous).
+                    found.last_token = Some(LastToken { end, symbol: i, free: start != found.claimed });
+                }
             }
-            WordKind::Network(i) => out.extend(self.network_item(i)),
+            WordKind::Network(i) => found.items.extend(self.network_item(i)),
         }
         Some(end)
     }
@@ -346,9 +372,9 @@ impl ContextScanner {
         })
     }
 
-    /// Reads the number starting at the digit `at`, a word start. Pushes the amount (and a token glued to it) and
-    /// returns where scanning resumes.
-    fn amount_at(&self, text: &str, at: usize, out: &mut Vec<ContextItem>) -> usize {
+    /// Reads the number starting at the digit `at`, a word start. Pushes the amount, bound to an adjacent token if
+    /// any (and a token glued to it), and returns where scanning resumes. See "Binding an amount to its token".
+    fn amount_at(&self, text: &str, at: usize, found: &mut Found<'_>) -> usize {
         let bytes = text.as_bytes();
         // ".5": include a leading point that is not itself preceded by a digit.
         let mut start = at;
@@ -369,26 +395,49 @@ impl ContextScanner {
             return skip_word(text, end);
         }
         let number = &text[start..end];
-        if bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
-            // "0.001ETH": a token glued to the number labels it and is an item of its own; other letters make the
-            // number part of a word.
-            let Some((sym, token_end)) = self.token_at(text, end) else { return skip_word(text, end) };
-            out.extend(amount_item(number, Some(sym.symbol.clone())));
-            out.push(token_item(sym));
-            return token_end;
-        }
-        if !word_end(text, end) {
+        // The token right after the number: glued ("0.001ETH", an item of its own read here; other letters make the
+        // number part of a word) or after a short gap of spaces and tabs (read later as its own word, claimed now).
+        let (after, resume) = if bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
+            let Some((symbol, token_end)) = self.token_at(text, end) else { return skip_word(text, end) };
+            (Some(symbol), token_end)
+        } else if !word_end(text, end) {
             return skip_word(text, end);
+        } else {
+            let gap = blank_run(bytes.get(end..).unwrap_or_default());
+            let after = if gap > 0 { self.token_at(text, end + gap).map(|(symbol, _)| symbol) } else { None };
+            if after.is_some() {
+                found.claimed = end + gap;
+            }
+            (after, end)
+        };
+        // The unclaimed token right before it, with only a short gap of spaces and tabs between.
+        let before = found.last_token.as_mut().filter(|t| {
+            t.free && t.end < start && blank_run(bytes.get(t.end..start).unwrap_or_default()) == start - t.end
+        });
+        let bound = match (after, before) {
+            (Some(symbol), None) => Some(symbol),
+            (None, Some(t)) => {
+                t.free = false;
+                Some(t.symbol)
+            }
+            // Nothing adjacent, or a token on either side: ambiguous, so bound to neither.
+            _ => None,
+        };
+        let label = bound.and_then(|i| self.symbols.get(i)).map(|sym| sym.symbol.clone());
+        found.items.extend(amount_item(number, label));
+        if resume > end
+            && let Some(symbol) = after
+            && let Some(sym) = self.symbols.get(symbol)
+        {
+            found.items.push(token_item(sym));
+            found.last_token = Some(LastToken { end: resume, symbol, free: false });
         }
-        let gap = bytes[end..].iter().take(4).take_while(|b| **b == b' ' || **b == b'\t').count();
-        let label = if gap > 0 { self.token_at(text, end + gap).map(|(s, _)| s.symbol.clone()) } else { None };
-        out.extend(amount_item(number, label));
-        end
+        resume
     }
 
-    /// The token symbol written as the whole word starting at `at`, and where that word ends. A multi-word network
-    /// name starting there wins over the symbol.
-    fn token_at(&self, text: &str, at: usize) -> Option<(&SymbolEntry, usize)> {
+    /// The token symbol written as the whole word starting at `at` (its index in `symbols`), and where that word
+    /// ends. A multi-word network name starting there wins over the symbol.
+    fn token_at(&self, text: &str, at: usize) -> Option<(usize, usize)> {
         let bytes = text.as_bytes();
         if !bytes.get(at).is_some_and(u8::is_ascii_alphanumeric) || !self.words.may_begin(bytes, at) {
             return None;
@@ -399,10 +448,19 @@ impl ContextScanner {
             return None;
         }
         match entry.kind? {
-            WordKind::Token(i) => Some((self.accept_symbol(i, text.get(at..end)?)?, end)),
+            WordKind::Token(i) => self.accept_symbol(i, text.get(at..end)?).map(|_| (i, end)),
             WordKind::Network(_) => None,
         }
     }
+}
+
+/// Most spaces and tabs that may separate an amount from the token it is bound to.
+const MAX_BINDING_GAP: usize = 3;
+
+/// How many spaces and tabs begin `bytes`, up to [`MAX_BINDING_GAP`]; 0 when there are more (no binding then).
+fn blank_run(bytes: &[u8]) -> usize {
+    let n = bytes.iter().take(MAX_BINDING_GAP + 1).take_while(|b| **b == b' ' || **b == b'\t').count();
+    if n > MAX_BINDING_GAP { 0 } else { n }
 }
 
 /// The items of one scan so far.
@@ -410,6 +468,21 @@ struct Found<'t> {
     items: Vec<ContextItem>,
     /// The last address read, as written, and its item: an address repeated in a message is checksummed once.
     last_address: Option<(&'t str, ContextItem)>,
+    /// The last token symbol read: a number right after it may be bound to it.
+    last_token: Option<LastToken>,
+    /// Where the token symbol right after the last amount starts (`usize::MAX`: none): that amount claimed it.
+    claimed: usize,
+}
+
+/// A token symbol item the scanner has read.
+#[derive(Debug, Clone, Copy)]
+struct LastToken {
+    /// Where the symbol ends.
+    end: usize,
+    /// Its index in `ContextScanner::symbols`.
+    symbol: usize,
+    /// No amount is bound to it (or claimed it) yet.
+    free: bool,
 }
 
 fn token_item(sym: &SymbolEntry) -> ContextItem {
@@ -1023,14 +1096,16 @@ impl ContextBank {
         self.state.read().items.is_empty()
     }
 
-    /// True when the user wrote `amount` (compared exactly as decimals), paired with `symbol` or with no token.
+    /// True when the user wrote `amount` of the token `symbol`: an amount item (compared exactly as decimals)
+    /// bound to that symbol (ASCII case ignored) in one user message. A bare number — one with no token next to
+    /// it, see "Binding an amount to its token" — authorizes no amount of any token.
     pub fn has_amount(&self, amount: &str, symbol: &str) -> bool {
         let Ok(wanted) = Decimal::parse("amount", amount) else { return false };
         let wanted = wanted.canonical();
         self.state.read().items.iter().any(|i| {
             i.item_type == ItemType::Amount
                 && i.value == wanted
-                && i.label.as_deref().is_none_or(|l| l.eq_ignore_ascii_case(symbol))
+                && i.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(symbol))
         })
     }
 
@@ -1046,18 +1121,21 @@ impl ContextBank {
     /// Addresses: 0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0
     /// Tokens: ETH (Ethereum), USDC (USD Coin)
     /// Networks: base (Base)
-    /// Amounts: 0.001 ETH
+    /// Amounts: 0.001 ETH, 100 USDC
+    /// Numbers without a token (authorize nothing): 2
     /// ```
+    ///
+    /// `Amounts` lists the amounts bound to a token; bare numbers are listed apart.
     pub fn format_for_agent(&self) -> Option<String> {
         let state = self.state.read();
         if state.items.is_empty() {
             return None;
         }
-        let render = |t: ItemType| -> Vec<String> {
+        let render = |t: ItemType, bound: bool| -> Vec<String> {
             state
                 .items
                 .iter()
-                .filter(|i| i.item_type == t)
+                .filter(|i| i.item_type == t && (t != ItemType::Amount || i.label.is_some() == bound))
                 .map(|i| match (t, &i.label) {
                     (ItemType::EthAddress, _) if i.flags.contains(&ItemFlag::ChecksumMismatch) => {
                         format!("{} (checksum mismatch: do not use without asking the user)", i.value)
@@ -1069,13 +1147,14 @@ impl ContextBank {
                 .collect()
         };
         let mut out = String::new();
-        for (title, t) in [
-            ("Addresses", ItemType::EthAddress),
-            ("Tokens", ItemType::TokenSymbol),
-            ("Networks", ItemType::Network),
-            ("Amounts", ItemType::Amount),
+        for (title, t, bound) in [
+            ("Addresses", ItemType::EthAddress, true),
+            ("Tokens", ItemType::TokenSymbol, true),
+            ("Networks", ItemType::Network, true),
+            ("Amounts", ItemType::Amount, true),
+            ("Numbers without a token (authorize nothing)", ItemType::Amount, false),
         ] {
-            let parts = render(t);
+            let parts = render(t, bound);
             if !parts.is_empty() {
                 let _ = writeln!(out, "{title}: {}", parts.join(", "));
             }
@@ -1172,8 +1251,14 @@ mod tests {
             ]
         );
         assert!(b.has_amount("0.50", "weth"));
-        assert!(b.has_amount("7", "USDC"));
+        assert!(b.has_amount("1000.25", "USDC"));
+        // "7" has no token next to it: it authorizes no amount of any token.
+        assert!(!b.has_amount("7", "USDC"));
         assert!(!b.has_amount("0.5", "USDC"));
+        assert_eq!(
+            b.format_for_agent().unwrap().lines().last(),
+            Some("Numbers without a token (authorize nothing): 7")
+        );
     }
 
     #[test]
@@ -1186,7 +1271,7 @@ mod tests {
     #[test]
     fn dedup_keeps_first_appearance() {
         let b = bank();
-        b.scan_input("USDC USDC usdc 5 USDC");
+        b.scan_input("USDC USDC usdc. 5 USDC");
         b.scan_input("5 USDC and USDC");
         assert_eq!(
             values(&b.items()),
@@ -1437,6 +1522,160 @@ mod tests {
             let plain = scanned(&s, &text);
             let padded = scanned(&s, &format!("{} {text}", " ".repeat(pad)));
             proptest::prop_assert_eq!(plain, padded);
+        }
+    }
+
+    #[test]
+    fn bare_numbers_stay_in_the_bank_but_authorize_nothing() {
+        let b = bank();
+        b.scan_input("send it to my 2 friends");
+        assert_eq!(values(&b.items()), vec![(ItemType::Amount, "2", None)]);
+        assert!(!b.has_amount("2", "USDC"));
+        assert!(!b.has_amount("2", "ETH"));
+        assert_eq!(b.format_for_agent().unwrap(), "Numbers without a token (authorize nothing): 2");
+        b.scan_input("swap 2 USDC for ETH");
+        assert!(b.has_amount("2", "USDC"));
+        assert!(b.has_amount("2.0", "usdc"));
+        assert!(!b.has_amount("2", "ETH"));
+        assert_eq!(
+            b.format_for_agent().unwrap(),
+            "Tokens: USDC (USD Coin), ETH (Ethereum)\nAmounts: 2 USDC\nNumbers without a token (authorize nothing): 2"
+        );
+    }
+
+    #[test]
+    fn amounts_bind_only_to_an_adjacent_token() {
+        let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+        let cases: &[(&str, &[&str])] = &[
+            ("swap 0.5 ETH for 100 USDC", &["0.5 ETH", "ETH", "100 USDC", "USDC"]),
+            ("USDC 100", &["USDC", "100 USDC"]),
+            ("send usdc 100 now", &["USDC", "100 USDC"]),
+            ("100 usdc", &["100 USDC", "USDC"]),
+            ("sell ETH\t.5 please", &["ETH", "0.5 ETH"]),
+            ("ETH   0.5 and 0.5   WETH", &["ETH", "0.5 ETH", "0.5 WETH", "WETH"]),
+            // More than three blanks, punctuation or a line break between: not adjacent.
+            ("ETH    0.5 and 0.7    WETH", &["ETH", "0.5", "0.7", "WETH"]),
+            ("100, USDC; USDC: 7, USDC, 8; 9-USDC", &["100", "USDC", "USDC", "7", "USDC", "8", "9", "USDC"]),
+            ("USDC\n100 and 200\nETH", &["USDC", "100", "200", "ETH"]),
+            ("USDC (100) and [5] ETH", &["USDC", "100", "5", "ETH"]),
+            // A word between: not adjacent.
+            ("swap 2 of my USDC", &["2", "USDC"]),
+            ("USDC worth 100", &["USDC", "100"]),
+            // A token qualifies one number; a number between two unclaimed tokens binds neither.
+            ("5 ETH 100", &["5 ETH", "ETH", "100"]),
+            ("sell 5 ETH 100 USDC", &["5 ETH", "ETH", "100 USDC", "USDC"]),
+            ("USDC 100 ETH", &["USDC", "100", "ETH"]),
+            ("ETH 5USDC", &["ETH", "5", "USDC"]),
+            ("USDC 1 2", &["USDC", "1 USDC", "2"]),
+            // Dollar values are not amounts of a token.
+            ("$20 of USDC, 20 dollars of USDC", &["20", "USDC", "20", "USDC"]),
+            // Numbers inside addresses, dates, versions or words are no amounts, and bind nothing.
+            (
+                "USDC 0x742d35cc6634c0532925a3b844bc9e7595f8fdf0",
+                &["USDC", "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0"],
+            ),
+            ("ETH 2024-05-01, USDC v1.2, USDC abc123, USDC 1.2.3, ETH 10:30", &["ETH", "USDC", "USDC", "USDC", "ETH"]),
+            ("USDC100 100USDCx", &[]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(scanned(&s, text), *expected, "{text:?}");
+        }
+        // The case rules of word-like symbols hold on both sides.
+        let s = scanner(&[("ONE", true), ("GAS", false)], &[]);
+        assert_eq!(scanned(&s, "one 5, gas 6, ONE 7, 8 GAS, 9 one"), ["5", "6", "ONE", "7 ONE", "8 GAS", "GAS", "9"]);
+    }
+
+    /// A word of the binding property's texts: a number, a number glued to a symbol, a symbol or another word.
+    #[derive(Debug, Clone, Copy)]
+    enum Word {
+        Number(&'static str, &'static str),
+        Glued(&'static str, &'static str, &'static str),
+        Symbol(&'static str, &'static str),
+        Other(&'static str),
+    }
+
+    fn binding_words() -> Vec<Word> {
+        vec![
+            Word::Number("5", "5"),
+            Word::Number("0.5", "0.5"),
+            Word::Number(".5", "0.5"),
+            Word::Number("1,000", "1000"),
+            Word::Number("12", "12"),
+            Word::Glued("5ETH", "5", "ETH"),
+            Word::Glued("12usdc", "12", "USDC"),
+            Word::Symbol("ETH", "ETH"),
+            Word::Symbol("USDC", "USDC"),
+            Word::Symbol("usdc", "USDC"),
+            Word::Symbol("WETH", "WETH"),
+            Word::Symbol("cbETH", "cbETH"),
+            Word::Other("for"),
+            Word::Other("my"),
+            Word::Other("the"),
+            Word::Other("friends"),
+            Word::Other("base"),
+            Word::Other("eth2"),
+            Word::Other("v1.2"),
+            Word::Other("2024-05-01"),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_amount_binds_only_to_a_token_in_the_next_or_previous_word(
+            words in proptest::collection::vec(proptest::sample::select(binding_words()), 0..16),
+            seps in proptest::collection::vec(
+                proptest::sample::select(vec![" ", "  ", "   ", "    ", "\t", ", ", ": ", "\n", " - ", ". ", " (", ") "]),
+                16,
+            ),
+        ) {
+            let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+            let text: String = words
+                .iter()
+                .zip(&seps)
+                .map(|(w, sep)| {
+                    let w = match w {
+                        Word::Number(n, _) | Word::Glued(n, _, _) | Word::Symbol(n, _) | Word::Other(n) => n,
+                    };
+                    format!("{w}{sep}")
+                })
+                .collect();
+            let blank = |sep: &str| !sep.is_empty() && sep.len() <= 3 && sep.bytes().all(|b| b == b' ' || b == b'\t');
+            let symbol = |i: usize| match words.get(i) {
+                Some(Word::Symbol(_, sym)) => Some(*sym),
+                _ => None,
+            };
+            // Every (amount, token) pair the words allow: a glued pair, or a number and a symbol one blank apart.
+            let mut allowed: Vec<(String, &str)> = Vec::new();
+            for (i, w) in words.iter().enumerate() {
+                match w {
+                    Word::Glued(_, n, sym) => allowed.push(((*n).to_owned(), *sym)),
+                    Word::Number(_, n) => {
+                        if let Some(sym) = symbol(i + 1).filter(|_| blank(seps[i])) {
+                            allowed.push(((*n).to_owned(), sym));
+                        }
+                        if let Some(sym) = i.checked_sub(1).and_then(symbol).filter(|_| blank(seps[i - 1])) {
+                            allowed.push(((*n).to_owned(), sym));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let bound: Vec<(String, String)> = s
+                .scan(&text)
+                .into_iter()
+                .filter(|i| i.item_type == ItemType::Amount)
+                .filter_map(|i| Some((i.value, i.label?)))
+                .collect();
+            for (value, label) in &bound {
+                proptest::prop_assert!(
+                    allowed.iter().any(|(n, sym)| n == value && sym == label),
+                    "{text:?} bound {value} to {label}, allowed {allowed:?}"
+                );
+            }
+            // Every symbol qualifies at most one number.
+            let glued = words.iter().filter(|w| matches!(w, Word::Glued(..))).count();
+            let symbols = words.iter().filter(|w| matches!(w, Word::Symbol(..))).count();
+            proptest::prop_assert!(bound.len() <= glued + symbols, "{text:?}: {bound:?}");
         }
     }
 

@@ -167,6 +167,36 @@ async fn to_raw_amount_origin_follows_the_context_bank() {
 }
 
 #[tokio::test]
+async fn a_bare_number_authorizes_no_amount() {
+    let (registry, ctx) = setup();
+    registry
+        .call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "sell_token"}), &ctx)
+        .await
+        .unwrap();
+    ctx.context_bank.scan_input("send it to my 2 friends");
+    let params = json!({"amount": "2", "token_register": "sell_token", "cache_as": "sell_amount"});
+    let out = registry.call("to_raw_amount", params.clone(), &ctx).await.unwrap();
+    assert_eq!(out["origin"], "model", "2 has no token next to it");
+    assert_eq!(ctx.registers.get("sell_amount").unwrap().origin(), holdfast_core::Origin::Model);
+    let out = registry.call("register_set", json!({"key": "sell_amount", "value": "2"}), &ctx).await.unwrap();
+    assert_eq!(out["origin"], "model");
+    assert_eq!(ctx.registers.get("sell_amount").unwrap().origin(), holdfast_core::Origin::Model);
+    // The user names the token with the amount: now 2 USDC is theirs, and only 2 USDC.
+    ctx.context_bank.scan_input("swap 2 USDC for ETH");
+    let out = registry.call("to_raw_amount", params, &ctx).await.unwrap();
+    assert_eq!((out["raw"].as_str(), out["origin"].as_str()), (Some("2000000"), Some("user")));
+    registry
+        .call("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "buy_token"}), &ctx)
+        .await
+        .unwrap();
+    let out = registry
+        .call("to_raw_amount", json!({"amount": "2", "token_register": "buy_token", "cache_as": null}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out["origin"], "model", "the user wrote 2 USDC, not 2 ETH");
+}
+
+#[tokio::test]
 async fn the_store_rules_hold_for_every_writer_through_the_registry() {
     let (registry, ctx) = setup();
     // token_lookup may write sell_token; register_set may not; token_lookup may not write sell_amount.

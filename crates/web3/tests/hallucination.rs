@@ -46,8 +46,14 @@ fn measure(transcript: &str) -> Surface {
         s.tool_calls += 1;
         let mut leaves = Vec::new();
         collect(params, &mut leaves);
-        let confirmed: Vec<String> =
-            ctx.context_bank.items().into_iter().filter(|i| i.item_type == ItemType::Amount).map(|i| i.value).collect();
+        // Only an amount bound to a token authorizes it; a bare number the user wrote does not.
+        let confirmed: Vec<String> = ctx
+            .context_bank
+            .items()
+            .into_iter()
+            .filter(|i| i.item_type == ItemType::Amount && i.label.is_some())
+            .map(|i| i.value)
+            .collect();
         for leaf in leaves {
             s.argument_chars += leaf.chars().count();
             let mut rest = leaf.clone();

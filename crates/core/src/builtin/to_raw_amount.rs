@@ -1,7 +1,8 @@
 //! `to_raw_amount {amount, token_register, cache_as}`: an exact human decimal → base units of a token in a register.
 //!
-//! The result's origin is `user` when the human amount appears in the context bank (the user wrote it), otherwise
-//! `model`. The token comes from a register declared to hold a token (written by `token_lookup` from the token
+//! The result's origin is `user` only when the user wrote this amount *of this token* — an amount bound to the token's
+//! symbol in one user message (`ContextBank::has_amount`; "0.5 ETH", "USDC 100") — otherwise `model`. A bare number
+//! ("send it to my 2 friends") authorizes no amount of any token. The token comes from a register declared to hold a token (written by `token_lookup` from the token
 //! table), and its decimals come from the token table itself — never from a register's value, which a remote
 //! answer could have shaped.
 
