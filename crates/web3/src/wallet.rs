@@ -170,9 +170,7 @@ alloy::sol! {
 /// Writes a new random key to `path` with mode 0600: to a temporary file first, then linked into place, so a crash
 /// never leaves a half-written key and an existing file is never overwritten.
 fn create_key_file(path: &Path) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    holdfast_core::private_fs::create_private_parent(path)?;
     let signer = PrivateKeySigner::random();
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let result = (|| {

@@ -336,13 +336,13 @@ fn spent(c: &Connection, chain_id: u64, from: &str, asset: &str, kinds: &[EntryK
 }
 
 impl Journal {
-    /// Opens (or creates) the journal in the SQLite file at `path`.
+    /// Opens (or creates) the journal in the SQLite file at `path` (directory mode 0700, files mode 0600).
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(db_err)?;
-        }
+        holdfast_core::private_fs::prepare_sqlite_file(path).map_err(db_err)?;
         let conn = Connection::open(path).map_err(db_err)?;
-        Self::init(conn, true)
+        let journal = Self::init(conn, true)?;
+        holdfast_core::private_fs::restrict_sqlite_files(path).map_err(db_err)?;
+        Ok(journal)
     }
 
     /// A journal that lives in memory (replay without configuration). The kernel refuses to move value with a

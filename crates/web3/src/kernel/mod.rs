@@ -9,17 +9,17 @@
 //! | typed registers: a quote only from a register declared as a swap quote | [`inputs::quote_register`] |
 //! | one model-input (taint) rule for every action | [`inputs::model_tainted`] |
 //! | the pinned spender | [`inputs::pinned_spender`] |
-//! | idempotency: one transaction per intent | [`inputs::intent_key`], [`execute::execute`] |
+//! | idempotency: one transaction per intent | [`inputs::intent_key`], `execute::execute` |
 //! | quotes checked against an independent on-chain price | [`price`] |
 //! | balance deltas of the simulated transaction | [`swap`], [`transfer`] |
-//! | caps reserved atomically before signing, per chain id, wallet and asset | [`execute::execute`] with [`crate::journal::Journal::reserve`] |
+//! | caps reserved atomically before signing, per chain id, wallet and asset | `execute::execute` with [`crate::journal::Journal::reserve`] |
 //! | fee caps, wrap rule, per-tx caps, auto vs confirm | [`crate::policy`], called from here |
 //! | journal before broadcast; only a definite rejection is "not sent" | [`execute`] |
 //! | reconciliation by hash at the call, in the background and at start | [`reconcile`] |
 //!
 //! The quote validator itself is [`crate::quote`] (run by the register store on every write and again here on use);
 //! the payment policy is [`crate::policy::Policy::choose_payment`], and the payment flow [`crate::x402`] reserves its
-//! budget through [`payment::reserve`].
+//! budget through `payment::reserve`.
 
 pub mod approve;
 pub mod execute;

@@ -1,6 +1,6 @@
 //! x402 payments through the kernel: the durability rule and the atomic reservation of the day's payment budget.
 //!
-//! The payment flow ([`crate::x402`]) chooses the requirement with the policy, then calls [`reserve`] before it
+//! The payment flow ([`crate::x402`]) chooses the requirement with the policy, then calls `reserve` before it
 //! signs: the budget check and the reservation happen in one journal transaction, so concurrent payments — from
 //! any number of sessions — cannot exceed `daily_budget`. The reservation becomes the payment's journal entry.
 

@@ -7,7 +7,7 @@
 //! transaction whose nonce another one used is `dropped`; one the node does not know is broadcast again from its
 //! identical signed bytes (same hash, same nonce: it cannot be mined twice). A reservation never signed within
 //! [`STALE_RESERVATION`] is released. Payments are settled by the chain's authorization state
-//! ([`crate::x402::reconcile_payment`]).
+//! (`x402::reconcile_payment`).
 
 use crate::Web3;
 use crate::chain::Broadcast;

@@ -6,7 +6,7 @@
 //!    JSON body, every header capped at 16 KiB. Anything unreadable → `payment_refused`, nothing signed.
 //! 2. Today's payments are read from the journal and the policy chooses the cheapest requirement that passes every
 //!    rule ([`crate::policy::Policy::choose_payment`]); none passes → `payment_refused` naming each reason. The
-//!    kernel then reserves the amount under the daily budget atomically ([`crate::kernel::payment::reserve`]), so
+//!    kernel then reserves the amount under the daily budget atomically (`kernel::payment::reserve`), so
 //!    concurrent payments from any number of sessions cannot overrun it together.
 //! 3. The wallet signs an EIP-3009 `TransferWithAuthorization` carrying exactly that requirement's amount, asset,
 //!    payee and network (the EIP-712 domain is the token's on that chain), a validity window that opens by the
