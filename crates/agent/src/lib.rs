@@ -2,8 +2,10 @@
 //!
 //! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
 //! [`SessionStorage`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
-//! protocols; [`Agent`] runs the tool loop; [`skills`] loads markdown skills.
+//! protocols; [`Agent`] runs the tool loop; [`skills`] loads markdown skills; [`access`] guards the HTTP front ends
+//! (access token, `Host`/`Origin` checks).
 
+pub mod access;
 pub mod agent;
 pub mod llm;
 pub mod runtime;

@@ -22,8 +22,9 @@ use std::sync::Arc;
 /// The agent id sessions act for.
 pub const AGENT_ID: &str = "assistant";
 
-/// Top-level sections the agent layer and the front ends above it read (`mcp` is read by the MCP server).
-pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "mcp"];
+/// Top-level sections the agent layer and the front ends above it read (`server` is read by `holdfast serve`, `mcp`
+/// by the MCP server).
+pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "server", "mcp"];
 
 /// Every top-level section a configuration file may hold.
 pub fn known_sections() -> Vec<&'static str> {

@@ -207,12 +207,12 @@ fn ts(s: String) -> DateTime<Utc> {
 }
 
 impl SqliteSessionStore {
-    /// Opens (or creates) the store in the SQLite file at `path`.
+    /// Opens (or creates) the store in the SQLite file at `path` (directory mode 0700, files mode 0600).
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(db_err)?;
-        }
-        Self::init(Connection::open(path).map_err(db_err)?)
+        holdfast_core::private_fs::prepare_sqlite_file(path).map_err(db_err)?;
+        let store = Self::init(Connection::open(path).map_err(db_err)?)?;
+        holdfast_core::private_fs::restrict_sqlite_files(path).map_err(db_err)?;
+        Ok(store)
     }
 
     /// A store in memory.

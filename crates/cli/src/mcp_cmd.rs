@@ -7,7 +7,8 @@
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use holdfast_mcp::{BearerToken, HttpServer, McpOptions, McpSection, TOKEN_ENV, TokenOrigin, TransportKind};
+use holdfast_agent::access::TokenOrigin;
+use holdfast_mcp::{HttpServer, McpOptions, McpSection, TOKEN_ENV, TransportKind};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,8 +59,15 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
             let addr = options.bind_addr();
             let env = std::env::var(TOKEN_ENV).ok();
             let data_dir = runtime.data_dir().cloned();
-            let token = BearerToken::resolve(options.token.clone(), env, data_dir.as_deref(), addr)?;
-            let server = HttpServer::start(Arc::clone(&runtime), addr, token.clone(), options.max_bytes()).await?;
+            let token = holdfast_mcp::resolve_token(options.token.clone(), env, data_dir.as_deref(), addr)?;
+            let server = HttpServer::start(
+                Arc::clone(&runtime),
+                addr,
+                token.clone(),
+                &section.allowed_hosts,
+                options.max_bytes(),
+            )
+            .await?;
             match token.origin() {
                 TokenOrigin::File { path, created: true } => {
                     eprintln!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());

@@ -19,7 +19,9 @@ const MAX_SLEEP_MS: u64 = 600_000;
 #[derive(Debug, Deserialize)]
 #[serde(untagged, deny_unknown_fields)]
 enum Line {
-    User { user: String },
+    User {
+        user: String,
+    },
     /// `params` may be any JSON value (or absent): the registry answers a non-object with `invalid_params`, as it
     /// would a model's call.
     Tool {
@@ -27,9 +29,15 @@ enum Line {
         #[serde(default)]
         params: Value,
     },
-    Confirm { confirm: String },
-    Deny { deny: String },
-    Sleep { sleep_ms: u64 },
+    Confirm {
+        confirm: String,
+    },
+    Deny {
+        deny: String,
+    },
+    Sleep {
+        sleep_ms: u64,
+    },
 }
 
 fn parse_transcript(text: &str) -> anyhow::Result<Vec<Line>> {

@@ -3,13 +3,17 @@
 //! With no `--config`, it runs on embedded defaults: SQLite under the data dir (`./holdfast-data`) and a local devnet
 //! started in `DATA_DIR/devnet` for it (stopped again on shutdown when this command started it), so the whole swap
 //! flow works in the browser without any API key. Binds to loopback unless told otherwise; every API call needs
-//! the access token generated into the data dir on first start.
+//! the access token generated into the data dir on first start (the printed link trades it once for a browser
+//! cookie). The data dir is created mode 0700, its files 0600; `Host`/`Origin` are checked with or without a token
+//! (`[server] allowed_hosts` adds names).
 
 use anyhow::{Context as _, bail};
 use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, SERVER_TOKEN_FILE, TokenOrigin};
 use holdfast_core::config::ConfigDocument;
-use holdfast_server::{AppState, token};
-use std::net::SocketAddr;
+use holdfast_core::private_fs;
+use holdfast_server::{AppState, ServerSection};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -61,6 +65,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => {
             let data_dir = args.data_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+            // The data dir is private before anything (the devnet's folder first) is created inside it.
+            private_fs::create_private_dir_all(&data_dir)
+                .with_context(|| format!("creating the data dir {} (mode 0700)", data_dir.display()))?;
             let dir = data_dir.join("devnet");
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
@@ -81,31 +88,41 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
+    let section = ServerSection::from_document(&doc)?;
     let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
     let data_dir = runtime.data_dir().cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
     crate::startup::reconcile_journal(&runtime).await;
     let token = if no_token {
         None
     } else {
-        let (token, created) = token::load_or_create(&data_dir)
+        let token = AccessToken::load_or_create(&data_dir.join(SERVER_TOKEN_FILE))
             .with_context(|| format!("creating the access token in {}", data_dir.display()))?;
-        Some((token, created))
+        Some(token)
     };
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind} (is another server running? try --bind 127.0.0.1:0)"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let state = AppState::new(Arc::clone(&runtime), token.as_ref().map(|(t, _)| t.clone()));
+    let hosts = section.host_policy(addr).context("[server] allowed_hosts")?;
+    let state = AppState::new(Arc::clone(&runtime), token.clone());
     let llm = match &state.agent {
         Some(a) => format!("{} {}", a.provider().name(), a.provider().model()),
         None => "none (the tool console works; set OPENAI_API_KEY or ANTHROPIC_API_KEY to chat)".to_owned(),
     };
     println!("holdfast serving on http://{addr}/");
-    match &token {
-        Some((t, true)) => {
-            println!("  open: http://{addr}/#token={t}   (token saved in {}/{})", data_dir.display(), token::TOKEN_FILE)
+    match token.as_ref().map(|t| (t, t.origin())) {
+        Some((t, TokenOrigin::File { path, created: true })) => {
+            // A browser must name the server by an allowed Host: loopback when bound to every interface.
+            let shown = match addr.ip() {
+                IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port())),
+                IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, addr.port())),
+                _ => addr,
+            };
+            let secret = t.secret();
+            println!("  open: http://{shown}/?token={secret}   (token saved in {})", path.display());
         }
-        Some((_, false)) => println!("  access token: {}/{}", data_dir.display(), token::TOKEN_FILE),
+        Some((_, TokenOrigin::File { path, .. })) => println!("  access token: {}", path.display()),
+        Some(_) => println!("  access token as given"),
         None => println!("  no access token (loopback only)"),
     }
     println!("  wallet: {}", runtime.web3.wallet().address());
@@ -115,7 +132,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, holdfast_server::router(state))
+    axum::serve(listener, holdfast_server::router(state, hosts))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;

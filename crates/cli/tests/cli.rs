@@ -183,7 +183,11 @@ fn params_that_are_not_an_object_are_the_calls_error_not_the_transcripts() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines = lines(&out);
     for line in &lines[..4] {
-        assert_eq!((line["ok"].as_bool(), line["error"]["code"].as_str()), (Some(false), Some("invalid_params")), "{line}");
+        assert_eq!(
+            (line["ok"].as_bool(), line["error"]["code"].as_str()),
+            (Some(false), Some("invalid_params")),
+            "{line}"
+        );
     }
     assert_eq!(lines[4]["ok"], true, "the transcript goes on");
 }

@@ -25,12 +25,26 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let first = lines.next().unwrap().unwrap();
     let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
     let open = lines.next().unwrap().unwrap();
-    assert!(open.contains("#token="), "the token is printed once, on first start: {open}");
+    assert!(open.contains("/?token="), "the token is printed once, on first start: {open}");
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
     assert!(
-        open.ends_with(&format!("#token={token}   (token saved in {}/server.token)", data.display()))
+        open.ends_with(&format!("/?token={token}   (token saved in {}/server.token)", data.display()))
             || open.contains(&token)
     );
+    // The data dir and everything holdfast wrote into it are private.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700, "the data dir");
+        for file in ["holdfast.db", "server.token"] {
+            assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+        }
+        for file in ["holdfast.db-wal", "holdfast.db-shm", "wallet.key"] {
+            if data.join(file).exists() {
+                assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+            }
+        }
+    }
 
     let info = std::fs::read_to_string(data.join("devnet/devnet.json")).unwrap();
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
@@ -39,6 +53,8 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
 
     let client = reqwest::blocking::Client::new();
     assert_eq!(client.get(format!("{url}/api/info")).send().unwrap().status().as_u16(), 401);
+    let rebound = client.get(format!("{url}/api/info")).bearer_auth(&token).header("host", "attacker.example").send();
+    assert_eq!(rebound.unwrap().status().as_u16(), 403, "a foreign Host is refused even with the token");
     let resp = client.get(format!("{url}/api/info")).bearer_auth(&token).send().unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let body: serde_json::Value = resp.json().unwrap();

@@ -22,6 +22,7 @@ pub mod context_bank;
 pub mod error;
 pub mod event;
 pub mod preset;
+pub mod private_fs;
 pub mod registers;
 pub mod registry;
 pub mod schema;

@@ -105,12 +105,15 @@ pub fn presets_ron(quoter_url: &str) -> String {
     )
 }
 
-/// Writes `DIR/holdfast.toml` and `DIR/presets.ron` and creates `DIR/data`.
+/// Writes `DIR/holdfast.toml` and `DIR/presets.ron` and creates `DIR/data` (mode 0700).
 pub(crate) fn write_config(dir: &Path, anvil_port: u16, quoter_url: &str) -> Result<(), DevnetError> {
     write_atomic(&dir.join(CONFIG_FILE), &holdfast_toml(anvil_port))?;
     write_atomic(&dir.join(PRESETS_FILE), &presets_ron(quoter_url))?;
     let data = dir.join("data");
-    std::fs::create_dir_all(&data).map_err(|e| DevnetError::io(format!("creating {}", data.display()), e))
+    // holdfast's data dir: mode 0700 like every data dir holdfast creates (see `holdfast_core::private_fs`).
+    let mut builder = std::fs::DirBuilder::new();
+    std::os::unix::fs::DirBuilderExt::mode(builder.recursive(true), 0o700);
+    builder.create(&data).map_err(|e| DevnetError::io(format!("creating {}", data.display()), e))
 }
 
 #[cfg(test)]

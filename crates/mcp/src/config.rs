@@ -4,6 +4,7 @@
 //! [mcp]
 //! bind = "127.0.0.1:8765"        # streamable HTTP listen address (loopback by default)
 //! max_message_bytes = 1048576    # largest JSON-RPC message accepted, on either transport
+//! allowed_hosts = ["mcp.lan"]    # Host names accepted besides loopback with the bound port (and the bound IP)
 //! ```
 //!
 //! Command-line options win over the file; the file wins over the defaults.
@@ -30,6 +31,10 @@ pub struct McpSection {
     pub bind: Option<SocketAddr>,
     /// Largest JSON-RPC message accepted, in bytes.
     pub max_message_bytes: Option<usize>,
+    /// `Host` names (`name` or `name:port`) the HTTP transport accepts besides loopback with the bound port and the
+    /// bound IP.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 impl McpSection {
@@ -43,6 +48,8 @@ impl McpSection {
                 "[mcp] max_message_bytes = {max} is below the minimum of {MIN_MAX_MESSAGE_BYTES}"
             )));
         }
+        holdfast_agent::access::HostPolicy::new(DEFAULT_BIND, &section.allowed_hosts)
+            .map_err(|e| ServeError::Config(format!("[mcp] {e}")))?;
         Ok(section)
     }
 }
@@ -107,7 +114,8 @@ mod tests {
 
     #[test]
     fn a_bad_section_is_refused() {
-        for text in ["[mcp]\nport = 1\n", "[mcp]\nmax_message_bytes = 10\n"] {
+        for text in ["[mcp]\nport = 1\n", "[mcp]\nmax_message_bytes = 10\n", "[mcp]\nallowed_hosts = [\"http://x\"]\n"]
+        {
             let doc = ConfigDocument::parse(None, text.into()).unwrap();
             assert!(McpSection::from_document(&doc).is_err(), "{text}");
         }

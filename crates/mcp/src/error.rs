@@ -5,7 +5,6 @@
 
 use holdfast_core::{ErrorCode, HasErrorCode};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 /// The MCP server could not be started or stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -26,23 +25,9 @@ pub enum ServeError {
         /// The address asked for.
         addr: SocketAddr,
     },
-    /// A token given by the operator is too weak to protect the server.
-    #[error("the MCP bearer token must be at least {min} characters of printable ASCII without spaces")]
-    WeakToken {
-        /// The minimum length.
-        min: usize,
-    },
-    /// The token file could not be read or written.
-    #[error("token file {}: {source}", path.display())]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// The I/O failure.
-        source: std::io::Error,
-    },
-    /// The operating system could not supply random bytes for a token.
-    #[error("cannot generate a token: {0}")]
-    Random(String),
+    /// The access token could not be set up (too weak, unreadable file, no randomness).
+    #[error("MCP bearer token: {0}")]
+    Token(#[from] holdfast_agent::access::AccessError),
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -59,10 +44,9 @@ pub enum ServeError {
 impl HasErrorCode for ServeError {
     fn code(&self) -> ErrorCode {
         match self {
-            Self::Runtime(_) | Self::Config(_) | Self::NonLoopbackWithoutToken { .. } | Self::WeakToken { .. } => {
-                ErrorCode::ConfigInvalid
-            }
-            Self::TokenFile { .. } | Self::Random(_) | Self::Bind { .. } | Self::Transport(_) => ErrorCode::Internal,
+            Self::Runtime(_) | Self::Config(_) | Self::NonLoopbackWithoutToken { .. } => ErrorCode::ConfigInvalid,
+            Self::Token(e) => e.code(),
+            Self::Bind { .. } | Self::Transport(_) => ErrorCode::Internal,
         }
     }
 }
@@ -75,7 +59,8 @@ mod tests {
     fn every_error_has_a_stable_code() {
         let addr: SocketAddr = ([0, 0, 0, 0], 80).into();
         assert_eq!(ServeError::NonLoopbackWithoutToken { addr }.code(), ErrorCode::ConfigInvalid);
-        assert_eq!(ServeError::WeakToken { min: 16 }.code(), ErrorCode::ConfigInvalid);
+        let weak = holdfast_agent::access::AccessError::WeakToken { min: 16 };
+        assert_eq!(ServeError::Token(weak).code(), ErrorCode::ConfigInvalid);
         assert_eq!(ServeError::Transport("closed".into()).code(), ErrorCode::Internal);
         let io = std::io::Error::other("busy");
         assert_eq!(ServeError::Bind { addr, source: io }.code(), ErrorCode::Internal);

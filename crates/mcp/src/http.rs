@@ -1,24 +1,26 @@
 //! The streamable HTTP transport: `POST/GET/DELETE http://ADDR/mcp`, one holdfast session per MCP session.
 //!
 //! In front of the MCP service, in order:
-//! 1. **Bearer token** ([`crate::token`]): every request needs `Authorization: Bearer TOKEN`, otherwise `401`.
-//! 2. **The message gate** ([`crate::jsonrpc`]): a POST body over the cap is `413`, a body that is not JSON is `400`
+//! 1. **The edge** ([`holdfast_agent::access::Guard`], the same as `holdfast serve`'s): `Host` must be loopback with
+//!    the bound port, the bound IP, or a name in `[mcp] allowed_hosts` (DNS-rebinding protection); a present
+//!    `Origin` must be this server's own; no token in the URL — each refusal a `403`/`401` with a JSON error code.
+//! 2. **Bearer token** ([`holdfast_agent::access::AccessToken`]): every request needs `Authorization: Bearer TOKEN`,
+//!    otherwise `401 unauthorized`.
+//! 3. **The message gate** ([`crate::jsonrpc`]): a POST body over the cap is `413`, a body that is not JSON is `400`
 //!    with a `-32700` error, a malformed JSON-RPC request is `400` with `-32600`/`-32602` — each a JSON-RPC error
 //!    body; the server keeps serving.
-//! 3. **Host check**: on a loopback address only `localhost`, `127.0.0.1` and `::1` are accepted as `Host`
-//!    (DNS-rebinding protection); on other addresses the token is the guard.
 
 use crate::error::ServeError;
 use crate::jsonrpc::{ID_SNIFF_BYTES, INVALID_REQUEST, Inbound, ProtocolError, classify};
 use crate::server::HoldfastMcp;
-use crate::token::BearerToken;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, Guard, HostPolicy};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
@@ -26,50 +28,55 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The environment variable that may hold the bearer token.
+pub const TOKEN_ENV: &str = "HOLDFAST_MCP_TOKEN";
+
+/// The bearer token for a server about to listen on `bind`, first match wins: `flag` (`--token`), `env`
+/// ([`TOKEN_ENV`]), the file `DATA_DIR/mcp.token` (created, mode 0600, on the first start on a loopback address),
+/// or — with no data dir, on loopback — a token for this run. A non-loopback address never gets a generated token:
+/// the operator must choose one ([`ServeError::NonLoopbackWithoutToken`]).
+pub fn resolve_token(
+    flag: Option<String>,
+    env: Option<String>,
+    data_dir: Option<&std::path::Path>,
+    bind: SocketAddr,
+) -> Result<AccessToken, ServeError> {
+    let file = data_dir.map(|d| d.join(holdfast_agent::access::MCP_TOKEN_FILE));
+    match AccessToken::resolve(flag, env, file.as_deref(), bind.ip().is_loopback()) {
+        Err(holdfast_agent::access::AccessError::NotChosen) => Err(ServeError::NonLoopbackWithoutToken { addr: bind }),
+        other => Ok(other?),
+    }
+}
+
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
 /// How long an idle MCP session (and its holdfast session's live state) is kept.
 pub const SESSION_IDLE: Duration = Duration::from_secs(3600);
 
-/// The MCP endpoint with its guards, as an axum router (for embedding; [`HttpServer`] serves it).
+/// The MCP endpoint with its guards, as an axum router (for embedding; [`HttpServer`] serves it). `hosts` is the host
+/// policy of the bound address.
 pub fn router(
     runtime: Arc<Runtime>,
-    token: BearerToken,
+    token: AccessToken,
+    hosts: HostPolicy,
     max_bytes: usize,
-    loopback: bool,
     stop: CancellationToken,
 ) -> axum::Router {
-    let mut config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(max_bytes).with_cancellation_token(stop);
-    if !loopback {
-        config = config.disable_allowed_hosts();
-    }
+    // The Host and Origin checks are the edge guard's (stricter: the port too, and configurable); rmcp's own
+    // loopback-only host list would refuse names from `allowed_hosts`.
+    let config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(max_bytes)
+        .with_cancellation_token(stop)
+        .disable_allowed_hosts();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let service =
         StreamableHttpService::new(move || Ok(HoldfastMcp::new(Arc::clone(&runtime))), Arc::new(sessions), config);
-    axum::Router::new()
-        .route_service(MCP_PATH, service)
-        .layer(middleware::from_fn_with_state(max_bytes, gate))
-        .layer(middleware::from_fn_with_state(Arc::new(token), require_token))
-}
-
-async fn require_token(State(token): State<Arc<BearerToken>>, request: Request, next: Next) -> Response {
-    let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if presented.is_some_and(|h| token.accepts_header(h)) {
-        return next.run(request).await;
-    }
-    let body = ProtocolError {
-        id: serde_json::Value::Null,
-        code: INVALID_REQUEST,
-        message: "Unauthorized: send `Authorization: Bearer TOKEN` (the token is in the data dir's mcp.token file, \
-                  or given with --token / HOLDFAST_MCP_TOKEN)"
-            .into(),
-    };
-    let mut response = json_response(StatusCode::UNAUTHORIZED, &body);
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"holdfast-mcp\""));
-    response
+    let guard = Arc::new(Guard::new(hosts, Some(token)));
+    let app =
+        axum::Router::new().route_service(MCP_PATH, service).layer(middleware::from_fn_with_state(max_bytes, gate));
+    guard.edge(guard.require_token(app))
 }
 
 async fn gate(State(max): State<usize>, request: Request, next: Next) -> Response {
@@ -121,18 +128,21 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `addr` and starts serving `runtime` behind `token` (see the module docs). The server runs on a task of
-    /// the current tokio runtime until [`HttpServer::shutdown`] (or the process ends).
+    /// Binds `addr` and starts serving `runtime` behind `token` (see the module docs); `allowed_hosts` are the
+    /// `Host` names accepted besides loopback and the bound IP. The server runs on a task of the current tokio
+    /// runtime until [`HttpServer::shutdown`] (or the process ends).
     pub async fn start(
         runtime: Arc<Runtime>,
         addr: SocketAddr,
-        token: BearerToken,
+        token: AccessToken,
+        allowed_hosts: &[String],
         max_bytes: usize,
     ) -> Result<Self, ServeError> {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+        let hosts = HostPolicy::new(addr, allowed_hosts).map_err(|e| ServeError::Config(e.to_string()))?;
         let stop = CancellationToken::new();
-        let app = router(runtime, token, max_bytes, addr.ip().is_loopback(), stop.clone());
+        let app = router(runtime, token, hosts, max_bytes, stop.clone());
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {
             axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await

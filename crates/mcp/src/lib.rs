@@ -14,9 +14,10 @@
 //!   / `holdfast_deny` let the user decide a pending value-moving action. No tool feeds the bank or approves.
 //! - **Confirmation** ([`confirm`]): MCP elicitation shows the user the decoded action when the client supports it;
 //!   otherwise `confirmation_required` comes back with instructions.
-//! - **Transports**: [`stdio`] (newline-delimited JSON-RPC) and [`http`] (streamable HTTP on loopback, bearer
-//!   token from [`token`]); both pass every message through the gate of [`jsonrpc`] — malformed, unknown and
-//!   oversized messages get protocol errors and the server keeps serving.
+//! - **Transports**: [`stdio`] (newline-delimited JSON-RPC) and [`http`] (streamable HTTP on loopback behind the
+//!   same edge guard and access token as `holdfast serve`, from [`holdfast_agent::access`]); both pass every
+//!   message through the gate of [`jsonrpc`] — malformed, unknown and oversized messages get protocol errors and
+//!   the server keeps serving.
 //!
 //! See `docs/mcp.md` for client configuration.
 
@@ -29,14 +30,13 @@ pub mod prompts;
 pub mod resources;
 pub mod server;
 pub mod stdio;
-pub mod token;
 pub mod tools;
 
 pub use config::{McpOptions, McpSection, TransportKind};
 pub use error::ServeError;
 pub use http::HttpServer;
+pub use http::{TOKEN_ENV, resolve_token};
 pub use server::HoldfastMcp;
-pub use token::{BearerToken, TOKEN_ENV, TokenOrigin};
 
 use holdfast_agent::Runtime;
 use rmcp::ServiceExt as _;

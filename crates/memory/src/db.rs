@@ -149,14 +149,13 @@ impl std::fmt::Debug for Database {
 
 impl Database {
     /// Opens (creating if needed) the database file at `path` in WAL mode and runs this crate's migrations. The
-    /// parent directory is created when missing.
+    /// parent directory is created (mode 0700) when missing; the files are mode 0600.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                MemoryError::internal(format!("cannot create the data directory {}: {e}", parent.display()))
-            })?;
-        }
+        // The directory is created 0700 and the file 0600 before SQLite sees it; its -wal/-shm follow that mode.
+        holdfast_core::private_fs::prepare_sqlite_file(path).map_err(|e| {
+            MemoryError::internal(format!("cannot create the database {} (mode 0600): {e}", path.display()))
+        })?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(5))?;
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -164,6 +163,8 @@ impl Database {
             return Err(MemoryError::internal(format!("{} refused WAL mode (got {mode})", path.display())));
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+        holdfast_core::private_fs::restrict_sqlite_files(path)
+            .map_err(|e| MemoryError::internal(format!("cannot make {} private (mode 0600): {e}", path.display())))?;
         Self::init(conn, Some(path.to_path_buf()))
     }
 

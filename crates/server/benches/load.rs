@@ -18,6 +18,7 @@ use axum::extract::ws::{Message as AxMessage, Utf8Bytes, WebSocket, WebSocketUpg
 use futures::stream::SplitSink;
 use futures::{SinkExt, StreamExt};
 use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, HostPolicy};
 use holdfast_core::ToolContext;
 use holdfast_server::AppState;
 use serde_json::{Value, json};
@@ -80,11 +81,13 @@ struct Server {
     ctx: ToolContext,
 }
 
-/// Serves `app` on a free loopback port, setting TCP_NODELAY on every accepted socket when `nodelay`.
-async fn serve(app: axum::Router, nodelay: bool) -> std::net::SocketAddr {
+/// Serves the app built for the bound address on a free loopback port, setting TCP_NODELAY on every accepted socket
+/// when `nodelay`.
+async fn serve(app: impl FnOnce(std::net::SocketAddr) -> axum::Router, nodelay: bool) -> std::net::SocketAddr {
     use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let app = app(addr);
     if nodelay {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
@@ -100,8 +103,11 @@ async fn start_server(nodelay: bool) -> Server {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());
     let (info, ctx) = runtime.open_session("bench").await.unwrap();
     runtime.registry.call("register_set", json!({"key": "probe", "value": "1"}), &ctx).await.unwrap();
-    let state = AppState::with_agent(Arc::clone(&runtime), None, Some(TOKEN.into()));
-    let url = format!("http://{}", serve(holdfast_server::router(state), nodelay).await);
+    let state = AppState::with_agent(Arc::clone(&runtime), None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    let url = format!(
+        "http://{}",
+        serve(move |addr| holdfast_server::router(state, HostPolicy::loopback(addr)), nodelay).await
+    );
     Server { url, runtime, session: info.id, ctx }
 }
 
@@ -274,7 +280,11 @@ async fn connect_clients(url: &str, n: usize) -> Vec<WsClient> {
             let (url, sem) = (url.to_owned(), Arc::clone(&sem));
             tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await.unwrap();
-                let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+                // The token as a header, as scripts send it (the sketches ignore it).
+                let mut request =
+                    tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url).unwrap();
+                request.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+                let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
                 loop {
                     match ws.next().await {
                         Some(Ok(Message::Text(t))) if t.contains("\"subscribed\"") => break,
@@ -449,13 +459,13 @@ async fn shared_upgrade(
 async fn start_shared(nodelay: bool) -> (String, SharedFrames) {
     let hub = SharedFrames { tx: tokio::sync::broadcast::channel(1024).0 };
     let app = axum::Router::new().route("/ws", axum::routing::get(shared_upgrade)).with_state(hub.clone());
-    (format!("ws://{}/ws", serve(app, nodelay).await), hub)
+    (format!("ws://{}/ws", serve(move |_| app, nodelay).await), hub)
 }
 
 async fn start_naive(nodelay: bool) -> (String, NaiveHub) {
     let hub = NaiveHub::default();
     let app = axum::Router::new().route("/ws", axum::routing::get(naive_upgrade)).with_state(hub.clone());
-    (format!("ws://{}/ws", serve(app, nodelay).await), hub)
+    (format!("ws://{}/ws", serve(move |_| app, nodelay).await), hub)
 }
 
 /// Publishes the phase's events; returns the time the publisher spent inside `publish` (blocked by the fan-out).
@@ -593,8 +603,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for nodelay in [false, true] {
         let hf_server = server_rt.block_on(start_server(nodelay));
-        let ws_url =
-            format!("{}/ws?token={TOKEN}&session={}", hf_server.url.replace("http://", "ws://"), hf_server.session);
+        let ws_url = format!("{}/ws?session={}", hf_server.url.replace("http://", "ws://"), hf_server.session);
         let bus: Arc<dyn Publisher> = Arc::new(BusPublisher(hf_server.ctx.clone()));
         let hf = fan_out(&client_rt, &server_rt, &ws_url, bus, clients, events, burst);
         let (naive_url, hub) = server_rt.block_on(start_naive(nodelay));

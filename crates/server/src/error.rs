@@ -5,13 +5,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use holdfast_core::{ErrorCode, ToolError};
 
-/// An API error: a tool error, an authentication failure, or a missing resource.
+/// An API error: a coded error from a tool, the registry or storage. Refusals at the edge (host, origin, token,
+/// content type) are [`holdfast_agent::access::Refusal`]s, with the same JSON shape.
 #[derive(Debug)]
 pub enum ApiError {
     /// A coded error (from a tool, the registry or storage).
     Tool(ToolError),
-    /// No or a wrong access token.
-    Unauthorized,
 }
 
 impl From<ToolError> for ApiError {
@@ -38,11 +37,6 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
             Self::Tool(e) => (status_for(e.code), Json(serde_json::json!({ "error": e }))).into_response(),
-            Self::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                Json(serde_json::json!({"error": {"code": "unauthorized", "message": "a valid access token is required (Authorization: Bearer …)"}})),
-            )
-                .into_response(),
         }
     }
 }

@@ -2,8 +2,14 @@
 //!
 //! The HTTP + WebSocket API over one [`holdfast_agent::Runtime`], and the web UI served from the binary itself.
 //!
-//! - Every `/api/*` call and `/ws` needs the access token (`Authorization: Bearer TOKEN`; the WebSocket, which
-//!   browsers cannot give headers, takes `?token=`). The UI page itself carries no data and needs none.
+//! - **The edge** ([`holdfast_agent::access::Guard`]), on every request, with or without a token: `Host` must name
+//!   this server (loopback with the bound port, or `[server] allowed_hosts`), a present `Origin` must be its own,
+//!   the token never travels in a URL except once to the login page, and mutating `/api/*` requests carry JSON.
+//! - **Authentication**: every `/api/*` call and `/ws` needs the access token — `Authorization: Bearer TOKEN`
+//!   (scripts), or the `HttpOnly; SameSite=Strict` cookie browsers get once from `GET /?token=TOKEN`, which redirects
+//!   to the clean `/`. The UI page and its script carry no data and need none.
+//! - **Headers** on every response: a Content-Security-Policy without inline script ([`CONTENT_SECURITY_POLICY`]),
+//!   `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`.
 //! - REST: sessions, user messages (the agent runs when a provider is configured; otherwise the message feeds the
 //!   context bank), tool calls by name through the same registry as the model, registers, context bank, memory,
 //!   tasks, reminders, journal, pending confirmations (approve / deny).
@@ -12,26 +18,36 @@
 //!   cannot keep up is disconnected; publishing never waits for it.
 
 mod api;
+pub mod config;
 pub mod error;
-pub mod token;
 mod ws;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
-use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
+use axum::extract::OriginalUri;
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use holdfast_agent::access::{AccessToken, Guard, HostPolicy};
 use holdfast_agent::{Agent, CancelToken, ConfirmDecision, Runtime};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
+pub use config::ServerSection;
 pub use error::ApiError;
 
-/// The web UI (one self-contained page).
+/// The web UI's page (no inline script).
 const INDEX_HTML: &str = include_str!("../static/index.html");
+
+/// The web UI's script, served as `/app.js`.
+const APP_JS: &str = include_str!("../static/app.js");
+
+/// The UI's Content-Security-Policy: scripts only from this server (no inline script, no `eval`), no framing, no
+/// `<base>`, forms only to this server; inline styles stay allowed; `data:` images for the empty favicon.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; \
+     form-action 'self'";
 
 /// Shared server state.
 pub struct AppState {
@@ -39,7 +55,7 @@ pub struct AppState {
     pub runtime: Arc<Runtime>,
     /// The agent, when an LLM provider is configured.
     pub agent: Option<Agent>,
-    token: Option<String>,
+    token: Option<AccessToken>,
     turns: Mutex<HashMap<String, CancelToken>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<ConfirmDecision>>>,
 }
@@ -51,48 +67,56 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over `runtime`. `token: None` disables authentication (callers allow that only on loopback).
-    pub fn new(runtime: Arc<Runtime>, token: Option<String>) -> Arc<Self> {
+    /// State over `runtime`. `token: None` disables authentication (callers allow that only on loopback); the
+    /// `Host`/`Origin` checks of [`router`] apply either way.
+    pub fn new(runtime: Arc<Runtime>, token: Option<AccessToken>) -> Arc<Self> {
         let agent = runtime.provider().map(|p| Agent::new(Arc::clone(&runtime), p).with_config(runtime.agent_config()));
         Self::with_agent(runtime, agent, token)
     }
 
     /// State with an explicit agent (tests use a scripted provider).
-    pub fn with_agent(runtime: Arc<Runtime>, agent: Option<Agent>, token: Option<String>) -> Arc<Self> {
+    pub fn with_agent(runtime: Arc<Runtime>, agent: Option<Agent>, token: Option<AccessToken>) -> Arc<Self> {
         Arc::new(Self { runtime, agent, token, turns: Mutex::new(HashMap::new()), waiters: Mutex::new(HashMap::new()) })
     }
-
-    fn authorized(&self, headers: &HeaderMap, query: Option<&str>) -> bool {
-        let Some(expected) = &self.token else { return true };
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let from_query =
-            query.and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")).map(|t| t.to_owned()));
-        bearer.map(str::to_owned).or(from_query).is_some_and(|given| token::matches(expected, &given))
-    }
 }
 
-async fn require_token(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    if state.authorized(request.headers(), request.uri().query()) {
-        next.run(request).await
-    } else {
-        ApiError::Unauthorized.into_response()
+/// `GET /`: the page, or — with `?token=` — the one-time login that sets the session cookie and redirects to `/`.
+async fn index(guard: Arc<Guard>, uri: &axum::http::Uri) -> Response {
+    if let Some(redirect) = guard.login(uri.query()) {
+        return redirect;
     }
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], INDEX_HTML)
+        .into_response()
 }
 
-async fn index() -> Html<&'static str> {
-    Html(INDEX_HTML)
+async fn app_js() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], APP_JS)
+        .into_response()
 }
 
 async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(serde_json::json!({"ok": true}))
 }
 
-/// The full router: UI, health, the authenticated API and WebSocket.
-pub fn router(state: Arc<AppState>) -> Router {
+/// Adds the security headers to every response.
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ];
+    for (name, value) in set {
+        headers.insert::<HeaderName>(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// The full router: UI, health, the authenticated API and WebSocket, all behind the edge checks for a server whose
+/// `Host` values are `hosts` (build it from the bound address, after binding).
+pub fn router(state: Arc<AppState>, hosts: HostPolicy) -> Router {
+    let guard = Arc::new(Guard::new(hosts, state.token.clone()).with_login_path("/").with_json_api("/api/"));
     let api = Router::new()
         .route("/api/info", get(api::info))
         .route("/api/tools", get(api::tools))
@@ -110,8 +134,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/tasks", get(api::tasks))
         .route("/api/reminders", get(api::reminders))
         .route("/api/journal", get(api::journal))
-        .route("/ws", get(ws::upgrade))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), require_token))
-        .layer(axum::extract::DefaultBodyLimit::max(1 << 20));
-    Router::new().route("/", get(index)).route("/health", get(health)).merge(api).with_state(state)
+        .route("/ws", get(ws::upgrade));
+    let api = guard.require_token(api).layer(axum::extract::DefaultBodyLimit::max(1 << 20));
+    let login = Arc::clone(&guard);
+    let app = Router::new()
+        .route("/", get(move |OriginalUri(uri): OriginalUri| async move { index(login, &uri).await }))
+        .route("/app.js", get(app_js))
+        .route("/health", get(health))
+        .merge(api)
+        .with_state(state);
+    guard.edge(app).layer(axum::middleware::map_response(security_headers))
 }

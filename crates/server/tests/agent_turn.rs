@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Scripted, Wire, swap_script};
+use holdfast_agent::access::{AccessToken, HostPolicy};
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::{Agent, Runtime};
 use holdfast_server::AppState;
@@ -29,10 +30,12 @@ async fn run(decision: &str) -> (Value, Value, String) {
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
     let scripted = Scripted::start(Wire::OpenAi, swap_script("0.02")).await;
     let agent = Agent::new(Arc::clone(&runtime), Arc::new(OpenAiProvider::new(&scripted.url, None, "scripted")));
-    let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(TOKEN.into()));
+    let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}");
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let http = reqwest::Client::new();
     let session: Value =
         http.post(format!("{url}/api/sessions")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();

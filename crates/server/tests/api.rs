@@ -3,6 +3,7 @@
 
 use futures::{SinkExt, StreamExt};
 use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, HostPolicy};
 use holdfast_server::AppState;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -21,10 +22,12 @@ impl Server {
     async fn start() -> Server {
         let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
         let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-        let state = AppState::with_agent(runtime, None, Some(TOKEN.into()));
+        let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
+        let addr = listener.local_addr().unwrap();
+        let url = format!("http://{addr}");
+        let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Server { url, http: reqwest::Client::new(), _devnet: devnet }
     }
 
@@ -52,8 +55,11 @@ impl Server {
         &self,
         session: &str,
     ) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
-        let url = format!("{}/ws?token={TOKEN}&session={session}", self.url.replace("http", "ws"));
-        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request =
+            format!("{}/ws?session={session}", self.url.replace("http", "ws")).into_client_request().unwrap();
+        request.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+        let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         let first = next_json(&mut ws).await.unwrap();
         assert_eq!(first["type"], "subscribed");
         ws

@@ -4,6 +4,7 @@
 //! `tests/js/ui.mjs`; `scripts/test.sh` installs what it needs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use holdfast_agent::access::{AccessToken, HostPolicy};
 use holdfast_agent::llm::{ChatProvider, ChatRequest, ChatResponse, DeltaSink, LlmError, StreamDelta, ToolCall, Usage};
 use holdfast_agent::{Agent, Runtime};
 use holdfast_core::tool::BoxFuture;
@@ -61,8 +62,10 @@ async fn run_scenario(scenario: &str, state: Arc<AppState>, screenshots: &[&str]
         panic!("browser test cannot run: {missing}");
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state)).await.unwrap() });
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}");
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
     let out = screenshot_dir(&root);
     std::fs::create_dir_all(&out).unwrap();
@@ -109,7 +112,7 @@ async fn the_swap_step_by_step_in_a_real_browser() {
     }
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-    let state = AppState::with_agent(runtime, None, Some(TOKEN.into()));
+    let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
     let shots = [
         "01-context-bank.png",
         "02-registers-after-quote.png",
@@ -180,6 +183,6 @@ impl ChatProvider for ScriptedModel {
 async fn a_chat_with_a_model_streams_in_the_browser() {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());
     let agent = Agent::new(Arc::clone(&runtime), Arc::new(ScriptedModel { calls: AtomicUsize::new(0) }));
-    let state = AppState::with_agent(runtime, Some(agent), Some(TOKEN.into()));
+    let state = AppState::with_agent(runtime, Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
     run_scenario("chat", state, &["chat-1-streaming.png", "chat-2-final.png"]).await;
 }

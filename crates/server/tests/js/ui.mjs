@@ -3,6 +3,10 @@
 //
 //   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN [--scenario swap|chat] [--out DIR]
 //
+// Both scenarios first check who may reach the UI: a page without the token asks for it (a wrong one is refused),
+// `/?token=…` is traded once for an HttpOnly SameSite=Strict cookie and a redirect to the clean URL (the token is
+// then nowhere the page can read), and the page runs under a Content-Security-Policy that blocks inline script.
+//
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
 // panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
@@ -10,8 +14,8 @@
 // inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
 // failure screenshot). Never downloads a browser.
 //
-// Development: HOLDFAST_UI_FILE=path/to/index.html serves that file instead of the server's embedded page, so the UI
-// can be iterated on against a running `holdfast serve` without rebuilding.
+// Development: HOLDFAST_UI_FILE=path/to/index.html serves that file (and the app.js beside it) instead of the server's
+// embedded page and script, so the UI can be iterated on against a running `holdfast serve` without rebuilding.
 
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -72,17 +76,21 @@ const context = await chromium.launchPersistentContext(userDataDir, {
 context.setDefaultTimeout(30_000);
 if (override) {
   const html = readFileSync(override, "utf8");
+  const js = readFileSync(path.join(path.dirname(override), "app.js"), "utf8");
   await context.route(base + "/", (route) => route.fulfill({ status: 200, contentType: "text/html; charset=utf-8", body: html }));
+  await context.route(base + "/app.js", (route) => route.fulfill({ status: 200, contentType: "text/javascript; charset=utf-8", body: js }));
 }
 
 const problems = [];
+/** While set, the Content-Security-Policy violation the CSP step provokes on purpose is expected. */
+let expectCspViolation = false;
 function watch(page, name) {
   page.on("pageerror", (e) => problems.push(`${name}: page error: ${e.message}`));
   page.on("console", (m) => {
     // Chromium logs every HTTP error status of a fetch; the coded errors this test provokes are expected.
-    if (m.type() === "error" && !/Failed to load resource: the server responded with a status of (401|422)\b/.test(m.text())) {
-      problems.push(`${name}: console error: ${m.text()}`);
-    }
+    if (m.type() !== "error" || /Failed to load resource: the server responded with a status of (401|422)\b/.test(m.text())) return;
+    if (expectCspViolation && /Content Security Policy/.test(m.text())) return;
+    problems.push(`${name}: console error: ${m.text()}`);
   });
 }
 
@@ -138,29 +146,58 @@ async function register(key, origin, extra = "") {
 }
 
 async function openUi() {
-  await step("a page without the token asks for it", async () => {
+  await step("a page without the token asks for it; a wrong token is refused", async () => {
     page = await context.newPage();
     watch(page, "no-token page");
     const r = await page.goto(base + "/");
     if (!r || r.status() !== 200) fail(`GET / → ${r && r.status()}`);
     await page.waitForSelector(`${T("token-prompt")}.show`);
+    await page.fill(T("token-input"), "not-the-token-of-this-server");
+    await page.click(T("token-submit"));
+    // The server answers `303 /#refused` and sets nothing; the page says so and drops the fragment.
+    await page.waitForFunction(() => /refused/.test(document.getElementById("token-why").textContent)
+      && document.getElementById("token-prompt").classList.contains("show"));
+    if (page.url() !== base + "/") fail(`after a refused token the page is at ${page.url()}`);
+    if ((await context.cookies(base)).length) fail("a wrong token set a cookie");
     await page.close();
   });
 
-  await step("open the UI with #token=…", async () => {
+  await step("open the UI with ?token=… once: an HttpOnly cookie, then the clean URL", async () => {
     page = await context.newPage();
     watch(page, "ui");
     // The page's clock runs normally until the staleness step fast-forwards it.
     await page.clock.install();
-    await page.goto(`${base}/#token=${token}`);
+    const r = await page.goto(`${base}/?token=${token}`);
+    if (page.url() !== base + "/") fail(`the token stays in the address bar: ${page.url()}`);
+    const redirect = r.request().redirectedFrom();
+    if (!redirect || (await redirect.response()).status() !== 303) fail("the server did not redirect to the clean URL");
     await page.waitForFunction((sel) => /^0x[0-9a-fA-F]{40}$/.test(document.querySelector(sel)?.textContent || ""), T("wallet-address"));
     await page.waitForSelector(`${T("ws-status")}[data-state="open"]`);
-    const hash = await page.evaluate(() => location.hash);
-    if (hash !== "") fail(`the token stays in the address bar: ${hash}`);
-    const stored = await page.evaluate(() => sessionStorage.getItem("holdfast.token"));
-    if (stored !== token) fail("the token is not kept in sessionStorage");
+    const cookies = await context.cookies(base);
+    const cookie = cookies.find((c) => c.name.startsWith("holdfast_token_"));
+    if (!cookie || !cookie.httpOnly || cookie.sameSite !== "Strict" || cookie.path !== "/") fail(`session cookie: ${JSON.stringify(cookies)}`);
+    const visible = await page.evaluate(() => document.cookie + "|" + JSON.stringify({ ...sessionStorage }) + "|" + JSON.stringify({ ...localStorage }));
+    if (visible.includes(token)) fail("the page's script can read the token");
     if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
     await page.waitForSelector(`${T("session-item")}`);
+    // The token is gone from every URL the page uses (the WebSocket and API calls ride on the cookie).
+    const csp = (await r.allHeaders())["content-security-policy"] || "";
+    const scriptSrc = (csp.split(";").map((d) => d.trim()).find((d) => d.startsWith("script-src")) || "");
+    if (scriptSrc !== "script-src 'self'" || !/frame-ancestors 'none'/.test(csp)) fail(`CSP: ${csp}`);
+  });
+
+  await step("the Content-Security-Policy blocks inline script in the page", async () => {
+    expectCspViolation = true;
+    const blocked = await page.evaluate(() => new Promise((resolve) => {
+      document.addEventListener("securitypolicyviolation", (e) => resolve(e.violatedDirective), { once: true });
+      const s = document.createElement("script");
+      s.textContent = "window.__inlineRan = true;";
+      document.body.append(s);
+      setTimeout(() => resolve(window.__inlineRan ? "ran" : "no event"), 2000);
+    }));
+    await page.waitForTimeout(500); // the console message of the violation arrives after the event
+    expectCspViolation = false;
+    if (!/^script-src/.test(blocked)) fail(`an inline script was not blocked: ${blocked}`);
   });
 }
 
@@ -212,6 +249,20 @@ async function swapScenario() {
     for (const [type, value] of [["amount", "0.02"], ["token_symbol", "ETH"], ["token_symbol", "USDC"]]) {
       await page.waitForSelector(`${T("context-bank-panel")} ${T("cb-item")}[data-type="${type}"][data-value="${value}"]`);
     }
+    // The amount is shown with the token it qualifies; a number with no token beside it is greyed and says so.
+    const bound = `${T("context-bank-panel")} ${T("cb-item")}[data-type="amount"][data-value="0.02"][data-bound="true"]`;
+    const shown = (await page.textContent(`${bound} ${T("cb-amount")}`)).trim();
+    if (shown !== "0.02 ETH") fail(`bound amount shows ${shown}`);
+    if (await page.locator(`${bound} ${T("cb-bare-note")}`).count()) fail("a bound amount is marked as authorizing nothing");
+    await page.fill(T("chat-input"), "it is for my 2 friends");
+    await page.click(T("chat-send"));
+    const bare = `${T("context-bank-panel")} ${T("cb-item")}[data-type="amount"][data-value="2"][data-bound="false"]`;
+    await page.waitForSelector(bare);
+    const bareNote = (await page.textContent(`${bare} ${T("cb-bare-note")}`)).trim();
+    if (bareNote !== "does not authorize anything") fail(`bare amount note: ${bareNote}`);
+    if ((await page.textContent(`${bare} ${T("cb-amount")}`)).trim() !== "2") fail("a bare amount is shown with a token");
+    const opacity = await page.$eval(bare, (e) => Number(getComputedStyle(e).opacity));
+    if (!(opacity < 1)) fail(`a bare amount is not greyed (opacity ${opacity})`);
     await shot("01-context-bank.png");
   });
 

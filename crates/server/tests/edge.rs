@@ -1,0 +1,267 @@
+//! Who may reach the server: `Host` and `Origin` are checked with or without a token (DNS rebinding, cross-site
+//! requests), mutating API calls carry JSON, the UI runs under a strict Content-Security-Policy, and the token
+//! travels once — in the login link — then as an HttpOnly cookie; never in any other URL.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use futures::StreamExt;
+use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, HostPolicy};
+use holdfast_server::AppState;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/// A server on the built-in defaults (no devnet needed): `token: None` is `serve --insecure-no-token`.
+async fn serve(token: Option<&str>) -> String {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let state = AppState::with_agent(runtime, None, token.map(|t| AccessToken::from_secret(t).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+async fn error_code(resp: reqwest::Response) -> (u16, String) {
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    (status, body["error"]["code"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Opens `/ws?session=…` with extra headers; the HTTP status of a refused upgrade, or `None` when it opened.
+async fn ws_status(url: &str, session: &str, headers: &[(&str, &str)]) -> Option<u16> {
+    let mut request = format!("{}/ws?session={session}", url.replace("http", "ws")).into_client_request().unwrap();
+    for (k, v) in headers {
+        request
+            .headers_mut()
+            .insert(tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((mut ws, _)) => {
+            let first = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap().unwrap().unwrap();
+            let Message::Text(text) = first else { panic!("expected a text frame, got {first:?}") };
+            let msg: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(msg["type"], "subscribed", "{msg}");
+            None
+        }
+        Err(tungstenite::Error::Http(response)) => Some(response.status().as_u16()),
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+async fn new_session(url: &str, auth: &[(&str, &str)]) -> String {
+    let mut req = http().post(format!("{url}/api/sessions"));
+    for (k, v) in auth {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    resp.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
+}
+
+async fn session_count(url: &str) -> usize {
+    let body: Value = http().get(format!("{url}/api/sessions")).send().await.unwrap().json().await.unwrap();
+    body["sessions"].as_array().unwrap().len()
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused_with_or_without_a_token() {
+    let open = serve(None).await;
+    for path in ["/", "/app.js", "/health", "/api/info", "/api/sessions"] {
+        let resp = http().get(format!("{open}{path}")).header("host", "attacker.example").send().await.unwrap();
+        assert_eq!(error_code(resp).await, (403, "host_not_allowed".to_owned()), "{path}");
+    }
+    let port = open.rsplit(':').next().unwrap();
+    for host in [format!("attacker.example:{port}"), "localhost".to_owned(), format!("localhost:{}", 1)] {
+        let resp = http().get(format!("{open}/api/info")).header("host", host.as_str()).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 403, "{host}");
+    }
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let resp = http().get(format!("{open}/api/info")).header("host", host.as_str()).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{host}");
+    }
+
+    let locked = serve(Some(TOKEN)).await;
+    let resp = http()
+        .get(format!("{locked}/api/info"))
+        .bearer_auth(TOKEN)
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_code(resp).await,
+        (403, "host_not_allowed".to_owned()),
+        "the token does not make a foreign Host ok"
+    );
+}
+
+#[tokio::test]
+async fn a_websocket_from_a_foreign_origin_is_refused() {
+    let url = serve(None).await;
+    let session = new_session(&url, &[]).await;
+    assert_eq!(ws_status(&url, &session, &[("origin", "https://attacker.example")]).await, Some(403));
+    assert_eq!(ws_status(&url, &session, &[("origin", "null")]).await, Some(403));
+    assert_eq!(ws_status(&url, &session, &[("host", "attacker.example")]).await, Some(403));
+    let own = url.clone();
+    assert_eq!(ws_status(&url, &session, &[("origin", own.as_str())]).await, None, "its own page connects");
+    assert_eq!(ws_status(&url, &session, &[]).await, None, "a client that is no browser sends no Origin");
+
+    let locked = serve(Some(TOKEN)).await;
+    let session = new_session(&locked, &[("authorization", &format!("Bearer {TOKEN}"))]).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let foreign = [("authorization", bearer.as_str()), ("origin", "https://attacker.example")];
+    assert_eq!(ws_status(&locked, &session, &foreign).await, Some(403), "the token does not make a foreign Origin ok");
+}
+
+#[tokio::test]
+async fn a_cross_site_text_plain_post_creates_no_session() {
+    let url = serve(None).await;
+    let before = session_count(&url).await;
+    // What a web page can send without a preflight: a form or `fetch(…, {mode: "no-cors"})` with text/plain.
+    let cross_site = http()
+        .post(format!("{url}/api/sessions"))
+        .header("origin", "https://attacker.example")
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(cross_site).await, (403, "origin_not_allowed".to_owned()));
+    let plain = http()
+        .post(format!("{url}/api/sessions"))
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(plain).await, (415, "unsupported_media_type".to_owned()));
+    let form = http()
+        .post(format!("{url}/api/sessions"))
+        .header("origin", url.as_str())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("a=b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(form).await, (415, "unsupported_media_type".to_owned()));
+    let untyped = http().post(format!("{url}/api/sessions")).body("{}").send().await.unwrap();
+    assert_eq!(untyped.status().as_u16(), 415, "a body without a type is not JSON");
+    assert_eq!(session_count(&url).await, before, "no session was created");
+
+    let session = new_session(&url, &[]).await;
+    let tool = http()
+        .post(format!("{url}/api/sessions/{session}/tools/register_set"))
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/json")
+        .body(r#"{"key":"memo","value":"x"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tool.status().as_u16(), 403, "a cross-site JSON call is refused too");
+    let json = http()
+        .post(format!("{url}/api/sessions"))
+        .header("origin", url.as_str())
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json.status().as_u16(), 201, "the page's own JSON call works");
+}
+
+#[tokio::test]
+async fn the_ui_and_the_api_carry_a_strict_content_security_policy_and_no_inline_script() {
+    let url = serve(Some(TOKEN)).await;
+    for path in ["/", "/app.js", "/api/info", "/health"] {
+        let resp = http().get(format!("{url}{path}")).bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+        let h = resp.headers();
+        let csp = h["content-security-policy"].to_str().unwrap();
+        let directive = |name: &str| {
+            csp.split(';')
+                .map(str::trim)
+                .find(|d| d.split_whitespace().next() == Some(name))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(directive("script-src"), "script-src 'self'", "{path}: {csp}");
+        assert!(!csp.contains("unsafe-eval"), "{csp}");
+        assert_eq!(directive("frame-ancestors"), "frame-ancestors 'none'", "{csp}");
+        assert_eq!(directive("base-uri"), "base-uri 'none'", "{csp}");
+        assert_eq!(directive("default-src"), "default-src 'self'", "{csp}");
+        assert_eq!(directive("form-action"), "form-action 'self'", "{csp}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        if path == "/app.js" {
+            assert!(h["content-type"].to_str().unwrap().starts_with("text/javascript"));
+        }
+    }
+    let page = http().get(format!("{url}/")).send().await.unwrap().text().await.unwrap();
+    let lower = page.to_ascii_lowercase();
+    let scripts: Vec<&str> = lower.split("<script").skip(1).map(|s| s.split('>').next().unwrap()).collect();
+    assert_eq!(scripts, [r#" src="/app.js""#], "one external script, no inline one");
+    for attr in [" onclick=", " onload=", " onerror=", " onsubmit=", " oninput=", " onchange=", "javascript:"] {
+        assert!(!lower.contains(attr), "inline handler {attr} in the page");
+    }
+}
+
+#[tokio::test]
+async fn the_token_travels_once_then_as_a_cookie() {
+    let url = serve(Some(TOKEN)).await;
+    // Never in an API or WebSocket URL, even when right.
+    let in_url = http().get(format!("{url}/api/info?token={TOKEN}")).send().await.unwrap();
+    assert_eq!(error_code(in_url).await, (401, "token_in_url".to_owned()));
+    let in_url = http().get(format!("{url}/api/sessions?x=1&token={TOKEN}")).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(error_code(in_url).await, (401, "token_in_url".to_owned()), "refused even beside a good header");
+    let session = new_session(&url, &[("authorization", &format!("Bearer {TOKEN}"))]).await;
+    assert_eq!(ws_status(&url, &format!("{session}&token={TOKEN}"), &[]).await, Some(401));
+    assert_eq!(ws_status(&url, &session, &[]).await, Some(401), "the WebSocket needs the token");
+
+    // The first page load trades it for an HttpOnly, SameSite=Strict cookie and redirects to the clean URL.
+    let login = http().get(format!("{url}/?token={TOKEN}")).send().await.unwrap();
+    assert_eq!(login.status().as_u16(), 303);
+    assert_eq!(login.headers()["location"], "/");
+    let set_cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let (pair, attributes) = set_cookie.split_once(';').unwrap();
+    let (name, value) = pair.split_once('=').unwrap();
+    assert!(name.starts_with("holdfast_token_") && value == TOKEN, "{set_cookie}");
+    let attributes: Vec<&str> = attributes.split(';').map(str::trim).collect();
+    for required in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(attributes.contains(&required), "{set_cookie}");
+    }
+    assert!(!attributes.contains(&"Secure"), "plain HTTP: no Secure attribute (it would drop the cookie)");
+    let cookie = format!("{name}={value}");
+
+    let info = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
+    assert_eq!(info.status().as_u16(), 200, "the cookie authenticates API calls");
+    let created = http()
+        .post(format!("{url}/api/sessions"))
+        .header("cookie", cookie.as_str())
+        .header("origin", url.as_str())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    assert_eq!(ws_status(&url, &session, &[("cookie", cookie.as_str()), ("origin", url.as_str())]).await, None);
+    let wrong = http().get(format!("{url}/api/info")).header("cookie", format!("{name}=nope")).send().await.unwrap();
+    assert_eq!(error_code(wrong).await, (401, "unauthorized".to_owned()));
+
+    // A wrong token sets nothing and sends the page its note; a token on any other page is refused.
+    let refused = http().get(format!("{url}/?token=not-the-token")).send().await.unwrap();
+    assert_eq!((refused.status().as_u16(), refused.headers()["location"].to_str().unwrap()), (303, "/#refused"));
+    assert!(refused.headers().get("set-cookie").is_none());
+    let elsewhere = http().get(format!("{url}/app.js?token={TOKEN}")).send().await.unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 401);
+    let page = http().get(format!("{url}/")).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200, "the page itself is public");
+}
