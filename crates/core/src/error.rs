@@ -88,6 +88,11 @@ pub enum ErrorCode {
     /// An earlier transaction of the wallet has an unknown broadcast outcome; nothing new is signed until it is
     /// reconciled.
     OutcomeUnknown,
+    /// The action needs the user's approval, but the front end it came through cannot ask the user (an MCP client
+    /// without elicitation, or an elicitation that failed or timed out) and is not a user channel itself. The
+    /// pending confirmation was withdrawn, so nothing can approve it later, and nothing was signed or sent: run the
+    /// action where holdfast can ask the user (`holdfast chat`, the web UI of `holdfast serve`).
+    ConfirmationUnavailable,
 }
 
 impl ErrorCode {
@@ -129,6 +134,7 @@ impl ErrorCode {
         Self::DuplicateAction,
         Self::RegisterTypeMismatch,
         Self::OutcomeUnknown,
+        Self::ConfirmationUnavailable,
     ];
 
     /// The snake_case wire form of the code.
@@ -170,6 +176,7 @@ impl ErrorCode {
             Self::DuplicateAction => "duplicate_action",
             Self::RegisterTypeMismatch => "register_type_mismatch",
             Self::OutcomeUnknown => "outcome_unknown",
+            Self::ConfirmationUnavailable => "confirmation_unavailable",
         }
     }
 

@@ -1,29 +1,27 @@
 //! Confirmation of value-moving actions over MCP (invariant 7): the *user* approves the decoded action, never the
-//! model.
+//! MCP client.
 //!
-//! When a tool call ends in `confirmation_required` (its `details` carry `confirmation_id` and the decoded
-//! `summary`), the server:
+//! An MCP client is the model's host, not the user: everything it sends — tool calls, prompts, completions, resource
+//! reads — may come from a confused or hostile model. So over MCP the only user channel is **elicitation**: a form
+//! the client shows to the human, outside the model's reach. When a tool call ends in `confirmation_required` (its
+//! `details` carry `confirmation_id` and the decoded `summary`), the server:
 //!
 //! - **with elicitation** (the client declared the `elicitation` capability, form mode): sends `elicitation/create`
-//!   to the client, which shows the user the decoded action (sell, buy, minimum received, contract, fees) and a single
-//!   "approve" checkbox, outside the model's reach. Accept with `approve: true` → the confirmation is approved and
-//!   the *same* tool call runs again (the approval is bound to the action's fingerprint, so only that exact action
-//!   can use it). Decline, cancel, or `approve: false` → the confirmation is denied and the call returns
-//!   `confirmation_denied`. If the elicitation itself fails (timeout, client error), nothing is approved: the call
-//!   returns `confirmation_required` with the instructions below and the confirmation stays pending.
-//! - **without elicitation**: returns `confirmation_required` with instructions for the user — run the MCP prompt
-//!   `holdfast_confirm` with the confirmation id (or `holdfast_deny`). Prompts are user-triggered in MCP clients
-//!   (slash commands, menu entries); no tool can approve anything.
+//!   with the decoded action (sell, minimum received, contract, fees) and a single "approve" checkbox. Accept with
+//!   `approve: true` → approved through [`holdfast_core::UserChannel::McpElicitation`] and the *same* tool call runs
+//!   once (`holdfast_agent::Runtime::decide`; the approval is bound to the action's fingerprint). Decline, cancel, or
+//!   `approve: false` → denied, `confirmation_denied`.
+//! - **without elicitation**, or when the elicitation fails or times out: the pending confirmation is withdrawn
+//!   ([`holdfast_core::Confirmations::withdraw`]) so nothing can ever approve it, and the call fails with
+//!   `confirmation_unavailable`, whose message tells the user where to run the action instead (`holdfast chat`, the
+//!   web UI) — see [`unavailable`].
+//!
+//! No tool, prompt, completion or resource decides a confirmation.
 
 use holdfast_core::{Confirmation, ErrorCode, ToolError};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-
-/// The prompt that approves a pending confirmation.
-pub const CONFIRM_PROMPT: &str = "holdfast_confirm";
-/// The prompt that rejects a pending confirmation.
-pub const DENY_PROMPT: &str = "holdfast_deny";
 
 /// Summary fields in the order a person reads them, with their labels.
 const LABELS: &[(&str, &str)] = &[
@@ -115,22 +113,31 @@ pub fn refusal(result: &ElicitResult) -> &'static str {
     }
 }
 
-/// `confirmation_required` with instructions for clients without elicitation (or when it failed).
-pub fn with_instructions(mut error: ToolError, id: &str) -> ToolError {
-    let instructions = format!(
-        "Only the user can approve this. Ask the user to run the MCP prompt `{CONFIRM_PROMPT}` with \
-         confirmation_id `{id}` (or `{DENY_PROMPT}` to reject it); the prompt shows the decoded action and runs \
-         the approved call. Do not call this tool again for it."
-    );
-    error.message = format!("{} — {instructions}", error.message);
-    let mut details = error.details.take().unwrap_or_else(|| json!({}));
-    if let Value::Object(map) = &mut details {
-        map.insert("instructions".into(), json!(instructions));
-        map.insert("approve_with".into(), json!({"prompt": CONFIRM_PROMPT, "arguments": {"confirmation_id": id}}));
-        map.insert("deny_with".into(), json!({"prompt": DENY_PROMPT, "arguments": {"confirmation_id": id}}));
-    }
-    error.details = Some(details);
-    error
+/// Where to run an action that needs the user's approval when the MCP client cannot ask the user.
+pub const RUN_IT_ELSEWHERE: &str = "To do it, run it where holdfast can ask you: `holdfast chat`, or the web UI of \
+`holdfast serve` — or use an MCP client that supports elicitation.";
+
+/// `confirmation_unavailable` for a pending confirmation that no user channel can be asked about: `why` says why the
+/// client cannot ask the user. The caller withdraws the confirmation; `details` keep the (withdrawn) id, the decoded
+/// `summary` and the `reason` it needed approval.
+pub fn unavailable(pending: &Confirmation, why: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::ConfirmationUnavailable,
+        format!(
+            "`{tool}` needs the user's approval ({reason}), but {why}; an MCP client cannot approve for the user. \
+             The request {id} was withdrawn and nothing was signed or sent. {RUN_IT_ELSEWHERE} Do not retry this \
+             call here.",
+            tool = pending.tool,
+            reason = pending.reason,
+            id = pending.id,
+        ),
+    )
+    .with_details(json!({
+        "confirmation_id": pending.id,
+        "withdrawn": true,
+        "summary": pending.summary,
+        "reason": pending.reason,
+    }))
 }
 
 /// `confirmation_denied` for a confirmation the user rejected.
@@ -185,22 +192,26 @@ mod tests {
     }
 
     #[test]
-    fn instructions_name_the_prompt_and_keep_the_summary() {
-        let err = ToolError::new(ErrorCode::ConfirmationRequired, "web3_tx waits")
-            .with_details(json!({"confirmation_id": "cf_1", "summary": {"sell": "1 ETH"}}));
-        assert_eq!(confirmation_id(&err).as_deref(), Some("cf_1"));
-        let err = with_instructions(err, "cf_1");
-        assert!(err.message.contains("holdfast_confirm") && err.message.contains("cf_1"), "{}", err.message);
-        let details = err.details.unwrap();
-        assert_eq!(details["summary"]["sell"], "1 ETH");
-        assert_eq!(details["approve_with"]["arguments"]["confirmation_id"], "cf_1");
+    fn the_elicitation_shows_the_action_and_unavailable_says_where_to_go() {
         let confirmations = holdfast_core::Confirmations::new(holdfast_core::EventBus::new("s"));
         let summary = json!({"sell": "1 ETH", "buy_minimum": "2 USDC"});
         let pending = confirmations.require("web3_tx", &json!({}), "fp", summary, "above the limit").unwrap_err();
+        assert_eq!(confirmation_id(&pending).as_deref().map(|id| id.starts_with("cf_")), Some(true));
         let pending = confirmations.get(&confirmation_id(&pending).unwrap()).unwrap();
         let elicit = elicitation(&pending).unwrap();
         let wire = serde_json::to_value(&elicit).unwrap();
         assert!(wire["message"].as_str().unwrap().contains("Minimum received: 2 USDC"), "{wire}");
         assert_eq!(wire["requestedSchema"]["properties"]["approve"]["type"], "boolean");
+
+        let err = unavailable(&pending, "this MCP client does not support elicitation");
+        assert_eq!(err.code, ErrorCode::ConfirmationUnavailable);
+        assert_eq!(err.code.as_str(), "confirmation_unavailable");
+        for needle in ["web3_tx", "above the limit", "does not support elicitation", "holdfast chat", "web UI"] {
+            assert!(err.message.contains(needle), "{needle}: {}", err.message);
+        }
+        assert!(!err.message.contains("holdfast_confirm"), "{}", err.message);
+        let details = err.details.unwrap();
+        assert_eq!((details["summary"]["sell"].as_str(), details["withdrawn"].as_bool()), (Some("1 ETH"), Some(true)));
+        assert_eq!(confirmation_id(&ToolError::new(ErrorCode::ConfirmationUnavailable, "x")), None);
     }
 }

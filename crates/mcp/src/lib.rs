@@ -7,13 +7,17 @@
 //!   `structuredContent` plus the same JSON as text; tool errors as MCP tool errors (`isError: true`) carrying the
 //!   stable code and message.
 //! - **Sessions** ([`server`]): each MCP session is one persisted holdfast session (`open_session("mcp")`) with
-//!   its own registers, context bank, confirmations, memory and journal.
+//!   its own registers, context bank and confirmations; memory, tasks, the wallet, caps and journal belong to the
+//!   runtime and are shared by every session it serves.
 //! - **Resources** ([`resources`]): the session's registers, context bank and pending confirmations, readable and
 //!   subscribable (`notifications/resources/updated`, this session's events only).
-//! - **Prompts** ([`prompts`]): `user_request` brings the user's own words into the context bank; `holdfast_confirm`
-//!   / `holdfast_deny` let the user decide a pending value-moving action. No tool feeds the bank or approves.
-//! - **Confirmation** ([`confirm`]): MCP elicitation shows the user the decoded action when the client supports it;
-//!   otherwise `confirmation_required` comes back with instructions.
+//! - **Trust boundary**: the MCP client is the model's host, not the user. Over MCP the only user channel is
+//!   elicitation, a form the client shows to the human.
+//! - **Prompts** ([`prompts`]): `user_request` — the request reaches the context bank only as the human confirmed it
+//!   in an elicitation form; without one, nothing in it becomes `user` origin. No prompt, tool, completion or resource
+//!   approves anything.
+//! - **Confirmation** ([`confirm`]): elicitation shows the user the decoded action; a client that cannot ask the user
+//!   gets `confirmation_unavailable` and the pending confirmation is withdrawn.
 //! - **Transports**: [`stdio`] (newline-delimited JSON-RPC) and [`http`] (streamable HTTP on loopback behind the
 //!   same edge guard and access token as `holdfast serve`, from [`holdfast_agent::access`]); both pass every
 //!   message through the gate of [`jsonrpc`] — malformed, unknown and oversized messages get protocol errors and

@@ -7,7 +7,7 @@
 //! | [`CONFIRMATIONS_URI`] | `{"session_id", "pending": [{id, tool, summary, reason, …}]}` | `confirmation.*` |
 //!
 //! Reading is always allowed and changes nothing (some clients let the model read resources, so no resource has a
-//! side effect). A subscriber gets `notifications/resources/updated` when its session's event bus publishes one of
+//! side effect — in particular none approves or decides a confirmation). A subscriber gets `notifications/resources/updated` when its session's event bus publishes one of
 //! the events above; the bus is per session, so no other session's updates ever reach it (invariant 14).
 
 use holdfast_core::ToolContext;
@@ -53,8 +53,8 @@ pub fn list() -> Vec<Resource> {
             CONFIRMATIONS_URI,
             "confirmations",
             "Pending confirmations",
-            "Value-moving actions waiting for the user's approval, each with its decoded action. The user approves \
-             with the holdfast_confirm prompt.",
+            "Value-moving actions waiting for the user's approval, each with its decoded action. One is pending \
+             only while holdfast asks the user in an elicitation form; nothing the client sends can approve it.",
         ),
     ]
 }

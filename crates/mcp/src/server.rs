@@ -1,10 +1,16 @@
 //! [`HoldfastMcp`]: one MCP session, served over any transport, as one persisted holdfast session.
 //!
-//! The holdfast session (`runtime.open_session("mcp")`: its own registers, context bank, confirmations, memory hooks
-//! and journal) is opened on the session's first use of state — a tool call, a prompt, a resource read or
-//! subscription — so a client that only lists tools leaves no empty session behind; it lives as long as the MCP
-//! session. Tool calls, the user's prompts and confirmation decisions are appended to the session's history in the
-//! session store, like any other front end's.
+//! The holdfast session (`runtime.open_session("mcp")`: its own registers, context bank and confirmations; memory,
+//! tasks, reminders, the wallet, the caps and the journal are the runtime's, shared with every other session) is
+//! opened on the session's first use of state — a tool call, a prompt, a resource read or subscription — so a client
+//! that only lists tools leaves no empty session behind; it lives as long as the MCP session. Tool calls, the
+//! user's confirmed requests and confirmation decisions are appended to the session's history in the session store,
+//! like any other front end's.
+//!
+//! **Trust boundary.** The MCP client is the model's host, not the user. Nothing it sends is the user's word or the
+//! user's decision; only an elicitation the human answered is (`UserChannel::McpElicitation`). Hence: no prompt,
+//! tool, completion or resource approves a confirmation ([`crate::confirm`]), and `user_request`'s text reaches the
+//! context bank only as the human submitted it in an elicitation form ([`crate::prompts`]).
 
 use crate::confirm;
 use crate::prompts::{self, MAX_USER_TEXT, USER_REQUEST_PROMPT};
@@ -12,13 +18,13 @@ use crate::resources::{self, Subscriptions};
 use crate::tools;
 use holdfast_agent::{MessageRole, NewMessage, Runtime, ToolCallRecord};
 use holdfast_core::confirm::CONFIRMATION_TTL;
-use holdfast_core::{ToolContext, ToolError, UserChannel, UserDecision};
+use holdfast_core::{Confirmation, ToolContext, ToolError, UserChannel, UserDecision};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
-    CustomResult, ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, PromptMessage,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, ResourceContents,
-    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, Role, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -32,14 +38,19 @@ use tokio::sync::OnceCell;
 pub const INSTRUCTIONS: &str = "\
 holdfast is an agent runtime where the model names values and never carries them. Values that move funds travel \
 through registers (see the holdfast://session/registers resource); tools take register and preset names.
-- The user's request comes in through the `user_request` prompt: its addresses, tokens and amounts go into the \
-session's context bank, so `to_raw_amount` can mark an amount the user wrote with origin `user`.
+- The user's request comes in through the `user_request` prompt. When the client supports elicitation, holdfast \
+asks the user to confirm it; only then do its addresses, tokens and amounts go into the session's context bank, so \
+`to_raw_amount` can mark an amount the user wrote with origin `user`.
 - A swap: local_burner_wallet (address → wallet_address), token_lookup (→ sell_token, buy_token), to_raw_amount \
 (→ sell_amount), x402_fetch preset swap_quote (→ swap_quote), then web3_tx from_register swap_quote.
-- A value-moving action may need the user's approval: the client asks the user directly (elicitation), or the \
-result is `confirmation_required` and the user approves with the `holdfast_confirm` prompt. Never try to approve \
-on the user's behalf.
+- A value-moving action outside the auto-approve limits, or with a model-typed input, needs the user's approval: \
+holdfast asks the user directly through elicitation. An MCP client cannot approve anything; without elicitation such \
+a call fails with `confirmation_unavailable` and the user must run it from `holdfast chat` or the web UI.
 - Errors carry a stable `code` and a message naming the offending field.";
+
+/// How many times one tool call asks the user: again only when the action changed between the request and the
+/// approval (the approval did not match its fingerprint).
+const MAX_ASKS: usize = 3;
 
 /// The protocol versions served: every revision with an `initialize` handshake, up to 2025-11-25 (the revisions in
 /// which a server may ask the client for elicitation during a tool call).
@@ -124,14 +135,18 @@ impl HoldfastMcp {
         }
     }
 
-    /// Runs one registry call and records it (call and result) in the session's history.
-    async fn run_tool(&self, session: &Session, name: &str, params: Value) -> Result<Value, ToolError> {
+    /// Records a tool call in the session's history; returns its call id.
+    async fn record_call(&self, session: &Session, name: &str, params: &Value) -> String {
         let call_id = format!("mcp_{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let call = ToolCallRecord { id: call_id.clone(), name: name.to_owned(), arguments: params.clone() };
         self.record(session, NewMessage { tool_calls: vec![call], ..NewMessage::text(MessageRole::Assistant, "") })
             .await;
-        let result = self.runtime.registry.call(name, params, &session.ctx).await;
-        let content = match &result {
+        call_id
+    }
+
+    /// Records a tool call's result in the session's history.
+    async fn record_result(&self, session: &Session, call_id: String, name: &str, result: &Result<Value, ToolError>) {
+        let content = match result {
             Ok(output) => output.to_string(),
             Err(error) => format!("{}\n{}", tools::error_text(error), tools::error_json(error)),
         };
@@ -141,11 +156,19 @@ impl HoldfastMcp {
             ..NewMessage::text(MessageRole::Tool, content)
         };
         self.record(session, message).await;
+    }
+
+    /// Runs one registry call and records it (call and result) in the session's history.
+    async fn run_tool(&self, session: &Session, name: &str, params: Value) -> Result<Value, ToolError> {
+        let call_id = self.record_call(session, name, &params).await;
+        let result = self.runtime.registry.call(name, params, &session.ctx).await;
+        self.record_result(session, call_id, name, &result).await;
         result
     }
 
-    /// Runs a tool call; a `confirmation_required` outcome goes to the user (elicitation) or comes back with
-    /// instructions (see [`crate::confirm`]).
+    /// Runs a tool call; a `confirmation_required` outcome goes to the user through elicitation, the only user
+    /// channel over MCP, or — when the client cannot ask the user — is withdrawn and becomes
+    /// `confirmation_unavailable` (see [`crate::confirm`]).
     async fn call(
         &self,
         session: &Session,
@@ -153,118 +176,147 @@ impl HoldfastMcp {
         name: &str,
         params: Value,
     ) -> Result<Value, ToolError> {
-        let error = match self.run_tool(session, name, params).await {
-            Err(error) => error,
-            done => return done,
-        };
-        let pending = confirm::confirmation_id(&error).and_then(|id| session.ctx.confirmations.get(&id));
-        let Some(pending) = pending else { return Err(error) };
-        let id = pending.id.clone();
-        if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-            return Err(confirm::with_instructions(error, &id));
+        let mut outcome = self.run_tool(session, name, params).await;
+        for asked in 0..=MAX_ASKS {
+            let error = match outcome {
+                Err(error) => error,
+                done => return done,
+            };
+            let pending = confirm::confirmation_id(&error).and_then(|id| session.ctx.confirmations.get(&id));
+            let Some(pending) = pending else { return Err(error) };
+            if asked == MAX_ASKS {
+                let why = format!("the action changed each of the {MAX_ASKS} times the user approved it");
+                return Err(self.unavailable(session, &pending, &why).await);
+            }
+            outcome = self.ask_user(session, peer, &pending).await;
         }
-        let request = confirm::elicitation(&pending)?;
+        outcome
+    }
+
+    /// Asks the user about `pending` through elicitation: approved → the call runs once (its outcome, which may be a
+    /// new `confirmation_required` if the action changed meanwhile); declined → `confirmation_denied`; no
+    /// elicitation or a failed one → withdrawn, `confirmation_unavailable`.
+    async fn ask_user(
+        &self,
+        session: &Session,
+        peer: &Peer<RoleServer>,
+        pending: &Confirmation,
+    ) -> Result<Value, ToolError> {
+        let id = pending.id.as_str();
+        if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            let why = "this MCP client does not support elicitation (form mode), so holdfast cannot ask the user";
+            return Err(self.unavailable(session, pending, why).await);
+        }
+        let request = match confirm::elicitation(pending) {
+            Ok(request) => request,
+            Err(e) => return Err(self.unavailable(session, pending, &e.message).await),
+        };
         let answer = match peer.create_elicitation_with_timeout(request, Some(CONFIRMATION_TTL)).await {
             Ok(answer) => answer,
             Err(e) => {
-                tracing::warn!(confirmation = %id, "elicitation failed, the confirmation stays pending: {e}");
-                return Err(confirm::with_instructions(error, &id));
+                tracing::warn!(confirmation = %id, "elicitation failed, the confirmation is withdrawn: {e}");
+                let why = format!("asking the user through elicitation failed ({e})");
+                return Err(self.unavailable(session, pending, &why).await);
             }
         };
+        let ctx = &session.ctx;
         if !confirm::approved(&answer) {
             let how = confirm::refusal(&answer);
-            // The human declined or cancelled the form: a user decision. Already resolved (expired): not approved either.
-            let _ = self.runtime.decide(&session.ctx, UserChannel::McpElicitation, &id, UserDecision::Deny).await;
+            // The human declined or cancelled the form: a user decision. Already settled (expired): not approved either.
+            let _ = self.runtime.decide(ctx, UserChannel::McpElicitation, id, UserDecision::Deny).await;
             self.record(
                 session,
                 NewMessage::text(MessageRole::System, format!("the user {how} {id} (MCP elicitation)")),
             )
             .await;
-            return Err(confirm::denied(&pending, how));
+            return Err(confirm::denied(pending, how));
         }
-        let approved = self.runtime.services.user_decisions().decide(
-            &session.ctx.confirmations,
-            UserChannel::McpElicitation,
-            &id,
-            UserDecision::Approve,
-        )?;
         self.record(
             session,
             NewMessage::text(MessageRole::System, format!("the user approved {id} (MCP elicitation)")),
         )
         .await;
-        match self.run_tool(session, &approved.tool, approved.params.clone()).await {
-            // The action changed between the request and the approval: the user is asked again next time.
-            Err(again) => match confirm::confirmation_id(&again) {
-                Some(new_id) => Err(confirm::with_instructions(again, &new_id)),
-                None => Err(again),
-            },
-            ok => ok,
-        }
+        let call_id = self.record_call(session, &pending.tool, &pending.params).await;
+        let outcome = match self.runtime.decide(ctx, UserChannel::McpElicitation, id, UserDecision::Approve).await {
+            Ok(decided) => decided.into_result(),
+            Err(error) => Err(error),
+        };
+        self.record_result(session, call_id, &pending.tool, &outcome).await;
+        outcome
     }
 
-    async fn user_request(&self, session: &Session, text: String) -> Result<GetPromptResult, ErrorData> {
+    /// Withdraws `pending` (nothing can approve it any more), notes it in the history, and returns
+    /// `confirmation_unavailable` saying `why` and where to run the action instead.
+    async fn unavailable(&self, session: &Session, pending: &Confirmation, why: &str) -> ToolError {
+        session.ctx.confirmations.withdraw(&pending.id);
+        let note = format!("{} withdrawn: {why} (MCP)", pending.id);
+        self.record(session, NewMessage::text(MessageRole::System, note)).await;
+        confirm::unavailable(pending, why)
+    }
+
+    /// The `user_request` prompt: asks the human to confirm the request (elicitation) and scans only what they
+    /// submitted; otherwise records the client's text as the client's and scans nothing (see [`crate::prompts`]).
+    async fn user_request(
+        &self,
+        session: &Session,
+        peer: &Peer<RoleServer>,
+        text: String,
+    ) -> Result<GetPromptResult, ErrorData> {
         if text.len() > MAX_USER_TEXT {
             return Err(ErrorData::invalid_params(
                 format!("argument `text` is {} bytes; at most {MAX_USER_TEXT} are accepted", text.len()),
                 None,
             ));
         }
-        session.ctx.context_bank.scan_input(&text);
-        self.record(session, NewMessage::text(MessageRole::User, text.clone())).await;
-        let found = session.ctx.context_bank.format_for_agent().unwrap_or_else(|| "nothing yet".to_owned());
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description(format!("Your request. The session's context bank holds:\n{found}")))
-    }
-
-    async fn resolve_prompt(&self, session: &Session, id: &str, approve: bool) -> Result<GetPromptResult, ErrorData> {
-        let ctx = &session.ctx;
-        // A prompt is the MCP client's call, not the user's word: it may withdraw an action, never approve one.
-        if approve {
-            let refused = ToolError::new(
-                holdfast_core::ErrorCode::ConfirmationRequired,
-                format!("`confirmation_id`: {id} can be approved only by the user (elicitation), not by the client"),
-            );
-            return Err(rpc_error(RpcCode::INVALID_PARAMS, &refused));
-        }
-        let confirmation = ctx
-            .confirmations
-            .get(id)
-            .filter(|c| c.state == holdfast_core::confirm::ConfirmationState::Pending)
-            .ok_or_else(|| {
-                rpc_error(
-                    RpcCode::INVALID_PARAMS,
-                    &ToolError::new(
-                        holdfast_core::ErrorCode::ConfirmationNotFound,
-                        format!("no pending confirmation {id:?}"),
-                    ),
-                )
-            })?;
-        ctx.confirmations.withdraw(id);
-        let action = confirm::describe_action(&confirmation.summary);
-        let verb = if approve { "approved" } else { "rejected" };
-        self.record(session, NewMessage::text(MessageRole::System, format!("the user {verb} {id} (MCP prompt)"))).await;
-        let text = if approve {
-            let outcome = match self.run_tool(session, &confirmation.tool, confirmation.params.clone()).await {
-                Ok(output) => format!("Result: {output}"),
-                Err(error) => format!("It did not go through: {}", tools::error_text(&error)),
-            };
-            format!("I approved `{}` (confirmation {id}):\n{action}\n\n{outcome}", confirmation.tool)
+        let confirmed: Result<String, String> = if peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            let request = prompts::request_elicitation(&text)?;
+            match peer.create_elicitation_with_timeout(request, Some(CONFIRMATION_TTL)).await {
+                Ok(answer) => prompts::submitted_request(&answer)?.map_err(str::to_owned),
+                Err(e) => {
+                    tracing::warn!(session = %session.id, "user_request: elicitation failed: {e}");
+                    Err(format!("asking the user to confirm it failed ({e})"))
+                }
+            }
         } else {
-            format!(
-                "I rejected `{}` (confirmation {id}); nothing was signed or sent. Do not retry it:\n{action}",
-                confirmation.tool
-            )
+            Err("this MCP client does not support elicitation, so holdfast could not ask the user to confirm it".into())
         };
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description(format!("You {verb} a value-moving action")))
+        let ctx = &session.ctx;
+        match confirmed {
+            Ok(words) => {
+                // The human's own words, through a user channel: the only text over MCP the context bank reads.
+                ctx.context_bank.scan_input(&words);
+                self.record(session, NewMessage::text(MessageRole::User, words.clone())).await;
+                let found = ctx.context_bank.format_for_agent().unwrap_or_else(|| "nothing yet".to_owned());
+                Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, words)]).with_description(format!(
+                    "Your request, as you confirmed it. The session's context bank holds:\n{found}"
+                )))
+            }
+            Err(why) => {
+                let note = format!(
+                    "the MCP client sent this as the user's request; it was not confirmed by the user ({why}) and \
+                     was not scanned into the context bank:\n{text}"
+                );
+                self.record(session, NewMessage::text(MessageRole::System, note)).await;
+                let said = format!(
+                    "holdfast: this request was not confirmed by the user ({why}), so nothing in it counts as the \
+                     user's own words: amounts and addresses taken from it have origin `model`, and a value-moving \
+                     action that uses them needs the user's approval. {}",
+                    confirm::RUN_IT_ELSEWHERE
+                );
+                let messages =
+                    vec![PromptMessage::new_text(Role::User, text), PromptMessage::new_text(Role::Assistant, said)];
+                Ok(GetPromptResult::new(messages).with_description(format!(
+                    "Not confirmed by the user ({why}): recorded as the client's text; nothing was added to the \
+                     context bank."
+                )))
+            }
+        }
     }
 }
 
 impl ServerHandler for HoldfastMcp {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
-            .enable_completions()
             .enable_tools()
             .enable_prompts()
             .enable_resources()
@@ -317,37 +369,20 @@ impl ServerHandler for HoldfastMcp {
         let session = self.session(&context.peer).await?;
         let args = request.arguments.as_ref();
         let result = match request.name.as_str() {
-            USER_REQUEST_PROMPT => self.user_request(session, prompts::required_arg(args, "text")?).await?,
-            confirm::CONFIRM_PROMPT => {
-                self.resolve_prompt(session, &prompts::required_arg(args, "confirmation_id")?, true).await?
+            USER_REQUEST_PROMPT => {
+                self.user_request(session, &context.peer, prompts::required_arg(args, "text")?).await?
             }
-            confirm::DENY_PROMPT => {
-                self.resolve_prompt(session, &prompts::required_arg(args, "confirmation_id")?, false).await?
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "no prompt named {other:?}: holdfast's only prompt is `{USER_REQUEST_PROMPT}`; no prompt \
+                         approves or rejects an action (the user decides in the elicitation form)"
+                    ),
+                    None,
+                ));
             }
-            other => return Err(ErrorData::invalid_params(format!("no prompt named {other:?}"), None)),
         };
         Ok(result.into())
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        let session = self.session(&context.peer).await?;
-        let values: Vec<String> = match &request.r#ref {
-            Reference::Prompt(prompt)
-                if [confirm::CONFIRM_PROMPT, confirm::DENY_PROMPT].contains(&prompt.name.as_str())
-                    && request.argument.name == "confirmation_id" =>
-            {
-                let typed = request.argument.value.trim();
-                let pending = session.ctx.confirmations.pending().into_iter().rev().map(|c| c.id);
-                pending.filter(|id| id.starts_with(typed)).take(CompletionInfo::MAX_VALUES).collect()
-            }
-            _ => Vec::new(),
-        };
-        let info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
-        Ok(CompleteResult::new(info))
     }
 
     async fn list_resources(

@@ -1,6 +1,7 @@
 //! The official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, pinned in devnet/package.json) as a client of
 //! `holdfast mcp`, over stdio and over streamable HTTP: initialize, tools with schemas the SDK accepts, the register
-//! half of the swap flow with the amount coming through the `user_request` prompt, the registers resource read and
+//! half of the swap flow with the amount coming through the `user_request` prompt (confirmed by the human in an
+//! elicitation form; without one it is the client's text and never `user` origin), the registers resource read and
 //! subscribed, coded errors for protected-register writes; sessions persisted and isolated; the HTTP token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -33,6 +34,37 @@ async fn the_typescript_sdk_runs_the_register_flow_over_stdio_in_a_persisted_ses
     }
     let denied = history.iter().find(|m| m.role == MessageRole::Tool && m.content.starts_with("register_write_denied"));
     assert!(denied.is_some(), "coded errors are recorded too");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_is_not_the_user_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path(), "");
+    let findings = run_script("trust_boundary.mjs", &stdio_env(&["--config", config.to_str().unwrap()])).await;
+    assert_eq!((&findings["user"], &findings["client"]), (&json!("user"), &json!("model")), "{findings}");
+    assert_eq!(findings["refused_prompts"], json!(["holdfast_confirm", "holdfast_deny", "approve", "confirm"]));
+
+    // Three sessions. The history keeps what the client sent without confirmation as the client's text (a system
+    // note), never as the user's message; what the human submitted is the user's message.
+    let store = SqliteSessionStore::open(&dir.path().join("data/holdfast.db")).unwrap();
+    let sessions = store.list(10).await.unwrap();
+    assert_eq!(sessions.len(), 3, "{sessions:?}");
+    let mut user_messages = Vec::new();
+    let mut unconfirmed = 0;
+    for session in &sessions {
+        for m in store.history(&session.id).await.unwrap() {
+            match m.role {
+                MessageRole::User => user_messages.push(m.content),
+                MessageRole::System if m.content.contains("not confirmed by the user") => {
+                    assert!(m.content.contains("not scanned"), "{}", m.content);
+                    unconfirmed += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(user_messages, ["swap 0.002 ETH for USDC on base"], "only the human's submitted words");
+    assert_eq!(unconfirmed, 2, "no elicitation, and a declined form");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,6 +117,8 @@ async fn the_typescript_sdk_runs_the_register_flow_over_streamable_http_behind_a
     assert_eq!(findings["sell_amount_origin"], "user", "{findings}");
     let isolated = run_script("sessions.mjs", &server.http_env(&token)).await;
     assert_ne!(isolated["a"], isolated["b"], "{isolated}");
+    let boundary = run_script("trust_boundary.mjs", &server.http_env(&token)).await;
+    assert_eq!((&boundary["user"], &boundary["client"]), (&json!("user"), &json!("model")), "{boundary}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -96,6 +96,42 @@ export async function fails(client, name, args, code) {
   return error;
 }
 
+/**
+ * An elicitation handler that plays the human at the client's forms: holdfast asks for two things, told apart by
+ * the requested schema — confirming a `user_request` (a `request` text field, pre-filled with what the client sent)
+ * and approving a value-moving action (an `approve` checkbox). `request(params)` and `approval(params)` answer them;
+ * by default the human submits the request unchanged and declines every action. `seen` collects the forms.
+ */
+export function human({ request, approval } = {}) {
+  const seen = { requests: [], approvals: [] };
+  const handler = async (params) => {
+    if (params.requestedSchema?.properties?.request) {
+      seen.requests.push(params);
+      return request ? request(params) : submit(params);
+    }
+    check(params.requestedSchema?.properties?.approve?.type === 'boolean', 'a form holdfast knows', params);
+    seen.approvals.push(params);
+    return approval ? approval(params) : { action: 'decline' };
+  };
+  return { handler, seen };
+}
+
+/** Submits a `user_request` confirmation form with `text`, or unchanged (its pre-filled default). */
+export function submit(params, text) {
+  return { action: 'accept', content: { request: text ?? params.requestedSchema.properties.request.default } };
+}
+
+/** Runs `fn`, which must throw; returns the error. */
+export async function rejects(fn, message) {
+  try {
+    await fn();
+  } catch (e) {
+    return e;
+  }
+  check(false, `should have been refused: ${message}`);
+  return undefined;
+}
+
 /** Reads a JSON resource. */
 export async function readJson(client, uri) {
   const result = await client.readResource({ uri });

@@ -1,9 +1,10 @@
 // The register half of the swap flow through a real MCP client (the official TypeScript SDK), over stdio or
 // streamable HTTP: initialize, list tools (schemas accepted by the SDK), the user's words through the user_request
-// prompt into the context bank, token_lookup and to_raw_amount with origin `user`, the registers resource read and
-// subscribed, coded errors for protected-register writes, and a protocol error for an unknown method.
+// prompt — confirmed by the human in the elicitation form the client shows — into the context bank, token_lookup and
+// to_raw_amount with origin `user`, the registers resource read and subscribed, coded errors for protected-register
+// writes, and a protocol error for an unknown method.
 import {
-  AjvJsonSchemaValidator, check, connect, eventually, fails, ok, readJson, run, types,
+  AjvJsonSchemaValidator, check, connect, eventually, fails, human, ok, readJson, run, types,
 } from './common.mjs';
 
 const REGISTERS = 'holdfast://session/registers';
@@ -15,11 +16,13 @@ function noRefs(schema, path) {
 }
 
 run(async () => {
-  const { client, updates } = await connect();
+  const user = human();
+  const { client, updates } = await connect({ elicit: user.handler });
   const server = client.getServerVersion();
   check(server?.name === 'holdfast', 'the server says it is holdfast', server);
   const caps = client.getServerCapabilities();
   check(caps?.tools && caps?.prompts && caps?.resources?.subscribe === true, 'tools, prompts, subscribable resources', caps);
+  check(caps?.completions === undefined, 'no completions: there is no argument worth completing', caps);
 
   // Every registered tool, with strict schemas the SDK compiles (listTools already compiled every outputSchema).
   const { tools } = await client.listTools();
@@ -40,15 +43,18 @@ run(async () => {
   check(web3tx.annotations?.destructiveHint === true, 'value-moving tools are marked destructive', web3tx);
 
   const { prompts } = await client.listPrompts();
-  check(['user_request', 'holdfast_confirm', 'holdfast_deny'].every((p) => prompts.some((q) => q.name === p)),
-    'prompts/list', prompts);
+  check(prompts.length === 1 && prompts[0].name === 'user_request', 'prompts/list: user_request only', prompts);
   const { resources } = await client.listResources();
   check([REGISTERS, BANK].every((u) => resources.some((r) => r.uri === u)), 'resources/list', resources);
   await client.subscribeResource({ uri: REGISTERS });
 
-  // The user's words reach the context bank through the prompt, returned unchanged as a user message.
+  // The user's words reach the context bank through the prompt once the human confirms them in the form, and come
+  // back unchanged as a user message.
   const text = 'swap 0.001 ETH for USDC on base';
   const prompt = await client.getPrompt({ name: 'user_request', arguments: { text } });
+  check(user.seen.requests.length === 1 && user.seen.requests[0].message.includes(text)
+    && user.seen.requests[0].requestedSchema.properties.request.default === text,
+  'the human is shown the request, pre-filled', user.seen.requests);
   check(prompt.messages.length === 1 && prompt.messages[0].role === 'user'
     && prompt.messages[0].content.text === text, 'user_request returns the text as a user message', prompt);
   const bank = await readJson(client, BANK);
