@@ -34,4 +34,7 @@ cargo run --quiet --locked -p holdfast-memory --example logging_memory_tool > /d
 step "docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
+step "fuzzing: each target 5 s on holdfast-core's parsers (scripts/fuzz.sh --core; all targets: scripts/fuzz.sh)"
+scripts/fuzz.sh --core 5
+
 step "all tests passed"

@@ -1,73 +1,17 @@
 //! `holdfast replay`: a transcript of user messages and tool calls, run in one fresh session.
 //!
 //! The whole transcript is parsed before anything runs, so a malformed line never leaves half a transcript
-//! executed. A failing tool call is data (`"ok": false` with its coded error), not a crash.
+//! executed. A failing tool call is data (`"ok": false` with its coded error), not a crash. The lines and their
+//! parser live in [`holdfast_core::transcript`].
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use holdfast_agent::{Decided, MessageRole, NewMessage, Runtime};
+use holdfast_core::transcript::{TranscriptLine as Line, parse_transcript};
 use holdfast_core::{ToolContext, ToolError, UserChannel, UserDecision};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Longest accepted `sleep_ms` (ten minutes).
-const MAX_SLEEP_MS: u64 = 600_000;
-
-/// One transcript line.
-#[derive(Debug, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
-enum Line {
-    User {
-        user: String,
-    },
-    /// `params` may be any JSON value (or absent): the registry answers a non-object with `invalid_params`, as it
-    /// would a model's call.
-    Tool {
-        tool: String,
-        #[serde(default)]
-        params: Value,
-    },
-    Confirm {
-        confirm: String,
-    },
-    Deny {
-        deny: String,
-    },
-    Sleep {
-        sleep_ms: u64,
-    },
-}
-
-fn parse_transcript(text: &str) -> anyhow::Result<Vec<Line>> {
-    let mut lines = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let value: Value = serde_json::from_str(raw).with_context(|| format!("line {n}: not valid JSON"))?;
-        let line: Line = serde_json::from_value(value.clone()).map_err(|_| {
-            anyhow::anyhow!(
-                "line {n}: expected one of {{\"user\"}}, {{\"tool\",\"params\"}}, {{\"confirm\"}}, {{\"deny\"}}, {{\"sleep_ms\"}}; got {}",
-                truncate(&value.to_string(), 120)
-            )
-        })?;
-        match &line {
-            Line::Sleep { sleep_ms } if *sleep_ms > MAX_SLEEP_MS => {
-                bail!("line {n}: sleep_ms is at most {MAX_SLEEP_MS}")
-            }
-            _ => {}
-        }
-        lines.push(line);
-    }
-    Ok(lines)
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max { s.to_owned() } else { format!("{}…", s.chars().take(max).collect::<String>()) }
-}
 
 fn error_json(e: &ToolError) -> Value {
     serde_json::to_value(e).unwrap_or_else(|_| json!({"code": "internal", "message": e.message}))
@@ -176,23 +120,5 @@ fn tool_record(kind: &str, tool: &str, result: Result<Value, ToolError>) -> Valu
     match result {
         Ok(output) => json!({"kind": kind, "tool": tool, "ok": true, "output": output}),
         Err(e) => json!({"kind": kind, "tool": tool, "ok": false, "error": error_json(&e)}),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn malformed_lines_name_their_number() {
-        let err = parse_transcript("{\"user\":\"hi\"}\n\n{\"tool\":\"x\"}\n").unwrap_err().to_string();
-        assert!(err.starts_with("line 3:"), "{err}");
-        let err = parse_transcript("{\"user\":\"hi\"}\nnot json\n").unwrap_err().to_string();
-        assert!(err.starts_with("line 2: not valid JSON"), "{err}");
-        let err = parse_transcript("{\"tool\":\"x\",\"params\":[]}").unwrap_err().to_string();
-        assert!(err.contains("params"), "{err}");
-        let err = parse_transcript("{\"user\":\"hi\",\"extra\":1}").unwrap_err().to_string();
-        assert!(err.starts_with("line 1:"), "{err}");
-        assert_eq!(parse_transcript("{\"sleep_ms\": 5}\n{\"confirm\":\"last\"}").unwrap().len(), 2);
     }
 }

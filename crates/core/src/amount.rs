@@ -7,6 +7,9 @@
 use crate::error::{ErrorCode, ToolError};
 use alloy_primitives::U256;
 
+/// Most characters of a human amount, as written and in canonical form.
+pub const MAX_AMOUNT_CHARS: usize = 100;
+
 /// A decimal amount split into its integer and fractional digits, with no leading/trailing zeros to speak of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decimal {
@@ -25,7 +28,7 @@ impl Decimal {
         if t.starts_with('-') {
             return Err(bad("amounts cannot be negative"));
         }
-        if t.len() > 100 {
+        if t.len() > MAX_AMOUNT_CHARS {
             return Err(bad("amount is too long"));
         }
         let (int_part, frac_part) = match t.split_once('.') {
@@ -42,7 +45,17 @@ impl Decimal {
         }
         let int = int_digits.trim_start_matches('0').to_owned();
         let frac = frac_part.trim_end_matches('0').to_owned();
-        Ok(Self { int, frac })
+        let decimal = Self { int, frac };
+        // `.5` gains a `0` in canonical form: the cap holds for that form too, so every canonical amount parses.
+        if decimal.canonical_len() > MAX_AMOUNT_CHARS {
+            return Err(bad("amount is too long"));
+        }
+        Ok(decimal)
+    }
+
+    /// The length of [`Decimal::canonical`].
+    fn canonical_len(&self) -> usize {
+        self.int.len().max(1) + if self.frac.is_empty() { 0 } else { 1 + self.frac.len() }
     }
 
     /// The canonical text form: no separators, no leading zeros, no trailing fractional zeros (`"1000.5"`, `"0.001"`).
@@ -162,6 +175,20 @@ mod tests {
             assert_eq!(err.code, ErrorCode::InvalidAmount, "{input}");
             assert!(err.message.contains(why), "{input}: {}", err.message);
             assert!(err.message.contains("`amount`"));
+        }
+    }
+
+    #[test]
+    fn every_canonical_form_parses_back() {
+        // Found by fuzzing (`context_bank`): `.` and 99 digits parsed, but its canonical form `0.…` has 101
+        // characters and did not, so the context bank kept an amount that no tool could read.
+        let long_point = format!(".{}1", "0".repeat(98));
+        assert_eq!(long_point.len(), MAX_AMOUNT_CHARS);
+        assert_eq!(Decimal::parse("a", &long_point).unwrap_err().code, ErrorCode::InvalidAmount);
+        for ok in [format!(".{}1", "0".repeat(97)), format!(".{}", "5".repeat(98)), format!(".{}", "0".repeat(99))] {
+            let d = Decimal::parse("a", &ok).unwrap();
+            assert!(d.canonical().len() <= MAX_AMOUNT_CHARS, "{ok}");
+            assert_eq!(Decimal::parse("a", &d.canonical()).unwrap(), d, "{ok}");
         }
     }
 

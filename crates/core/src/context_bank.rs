@@ -45,7 +45,7 @@
 //! Items are deduplicated and kept in order of first appearance.
 
 use crate::address::check_address;
-use crate::amount::Decimal;
+use crate::amount::{Decimal, MAX_AMOUNT_CHARS};
 use crate::config::{NetworkTable, TokenTable};
 use crate::event::{EventBus, names};
 use indexmap::IndexMap;
@@ -376,9 +376,10 @@ impl ContextScanner {
     /// any (and a token glued to it), and returns where scanning resumes. See "Binding an amount to its token".
     fn amount_at(&self, text: &str, at: usize, found: &mut Found<'_>) -> usize {
         let bytes = text.as_bytes();
-        // ".5": include a leading point that is not itself preceded by a digit.
+        // ".5": a leading point belongs to the number. A point joined to a word before it makes it no amount
+        // (`x.5`, and `0x…0.5` after an address as well as `0x…f.5`): `word_start` below sees that word.
         let mut start = at;
-        if at > 0 && bytes[at - 1] == b'.' && !(at > 1 && bytes[at - 2].is_ascii_digit()) {
+        if at > 0 && bytes[at - 1] == b'.' {
             start = at - 1;
         }
         let end = number_end(bytes, at);
@@ -503,8 +504,8 @@ fn amount_item(number: &str, label: Option<String>) -> Option<ContextItem> {
 /// optional fraction, or `.5`), without its intermediate strings.
 fn canonical_amount(number: &str) -> Option<String> {
     let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    // Decimal's rules: at most 100 characters, one point (`.5.0` is no amount).
-    if number.len() > 100 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    // Decimal's rules: at most 100 characters as written and in canonical form, one point (`.5.0` is no amount).
+    if number.len() > MAX_AMOUNT_CHARS || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let frac = frac.trim_end_matches('0');
@@ -517,7 +518,7 @@ fn canonical_amount(number: &str) -> Option<String> {
         out.push('.');
         out.push_str(frac);
     }
-    Some(out)
+    (out.len() <= MAX_AMOUNT_CHARS).then_some(out)
 }
 
 /// The longest multi-word network name of `entry` written at `start`, and where it ends. The name wins over the
@@ -1458,6 +1459,45 @@ mod tests {
     }
 
     #[test]
+    fn a_number_joined_by_a_point_to_an_address_is_no_amount() {
+        // Found by the reference-scanner property test: after an address ending in a digit, `.5` was read as 5.
+        let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+        let good = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
+        let ends_in_letter = "0x90f79bf6eb2c4f870365e785982e1f101e93b90f";
+        assert_eq!(scanned(&s, &format!("{good}.5 USDC")), [good, "USDC"]);
+        assert_eq!(scanned(&s, &format!("{}.5 USDC", good.to_lowercase())), [good, "USDC"]);
+        let checked = check_address(ends_in_letter).unwrap().checksummed();
+        assert_eq!(scanned(&s, &format!("{ends_in_letter}.5")), [checked]);
+        // A symbol ending in a digit, likewise; a point after a point or a space still begins `.5`.
+        let s = scanner(&[("ARB1", false)], &[]);
+        assert_eq!(scanned(&s, "ARB1.5, ARB1 .5, 1..5"), ["ARB1", "ARB1", "0.5 ARB1", "1", "0.5"]);
+    }
+
+    #[test]
+    fn every_amount_kept_parses_as_a_decimal() {
+        // Found by fuzzing (`context_bank`): `.` and 99 digits was kept as a 101-character amount that
+        // `Decimal::parse`, and so `has_amount`, refuses.
+        let b = bank();
+        let text = format!("90000000000 ETH 0\u{fffd}.{}1 USDC", "0".repeat(98));
+        b.scan_input(&text);
+        for item in b.items().iter().filter(|i| i.item_type == ItemType::Amount) {
+            assert_eq!(Decimal::parse("amount", &item.value).unwrap().canonical(), item.value);
+        }
+        assert_eq!(
+            values(&b.items()),
+            [
+                (ItemType::Amount, "90000000000", Some("ETH")),
+                (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+                (ItemType::Amount, "0", None),
+                (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+            ]
+        );
+        let kept = format!(".{}1 USDC", "0".repeat(97));
+        b.scan_input(&kept);
+        assert!(b.has_amount(&format!("0.{}1", "0".repeat(97)), "USDC"));
+    }
+
+    #[test]
     fn repeated_addresses_keep_their_own_form() {
         let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
         let good = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
@@ -1497,6 +1537,9 @@ mod tests {
         numbers.push("9".repeat(100));
         numbers.push("9".repeat(101));
         numbers.push(format!("0.{}", "0".repeat(98)));
+        // Found by fuzzing: 100 characters as written, 101 in canonical form (`0.…1`).
+        numbers.push(format!(".{}1", "0".repeat(98)));
+        numbers.push(format!(".{}1", "0".repeat(97)));
         for n in numbers {
             let expected = Decimal::parse("amount", &n).ok().map(|d| d.canonical());
             assert_eq!(canonical_amount(&n), expected, "{n}");

@@ -11,6 +11,7 @@
 //! - [`Confirmations`]: value-moving actions waiting for the user's approval.
 //! - [`PresetOrCustom`]: a preset name or custom fields, never both.
 //! - [`builtin`]: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`.
+//! - [`transcript`]: the replay transcript format and its parser.
 
 pub mod address;
 pub mod amount;
@@ -28,6 +29,7 @@ pub mod registry;
 pub mod schema;
 mod text;
 pub mod tool;
+pub mod transcript;
 
 pub use confirm::{Confirmation, Confirmations, UserChannel, UserDecision, UserDecisions};
 pub use context::{CoreServices, Extensions, SessionHook, ToolContext};

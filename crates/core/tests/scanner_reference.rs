@@ -1,0 +1,410 @@
+//! The context-bank scanner against a reference scanner written here from the rules in `context_bank`'s module
+//! doc: slow and simple (a walk over the characters, word by word, no regex, no tables of bytes), on random and
+//! adversarial text. Both must find the same addresses, the same amounts bound to the same tokens, and the same
+//! token symbols, in the same order.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use alloy_primitives::Address;
+use holdfast_core::amount::Decimal;
+use holdfast_core::config::{NetworkTable, TokenTable};
+use holdfast_core::context_bank::{ContextScanner, ItemType, ORDINARY_WORDS};
+use proptest::prelude::*;
+use std::sync::LazyLock;
+
+/// What both scanners report, networks aside: `("address", value, "ok" | "mismatch")`, `("amount", value, symbol
+/// or "")`, `("token", symbol, "")`.
+type Found = Vec<(&'static str, String, String)>;
+
+static SCANNER: LazyLock<ContextScanner> =
+    LazyLock::new(|| ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap());
+
+fn scanner(text: &str) -> Found {
+    SCANNER
+        .scan(text)
+        .into_iter()
+        .filter_map(|i| match i.item_type {
+            ItemType::EthAddress => {
+                Some(("address", i.value, if i.flags.is_empty() { "ok" } else { "mismatch" }.to_owned()))
+            }
+            ItemType::Amount => Some(("amount", i.value, i.label.unwrap_or_default())),
+            ItemType::TokenSymbol => Some(("token", i.value, String::new())),
+            ItemType::Network => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The reference. Positions are indices into the text's characters.
+// ---------------------------------------------------------------------------------------------------------------
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The token symbol `word` is, by the case rules: as in the table or in capitals; lower or title case only for
+/// symbols of three or more characters that are not ordinary words.
+fn symbol(word: &str) -> Option<String> {
+    TokenTable::builtin().iter().find_map(|t| {
+        let exact = word == t.symbol || word == t.symbol.to_ascii_uppercase();
+        let lower = t.symbol.to_ascii_lowercase();
+        let loose = t.symbol.chars().count() >= 3
+            && !t.word_like
+            && !ORDINARY_WORDS.contains(&lower.as_str())
+            && word.eq_ignore_ascii_case(&t.symbol)
+            && !word.chars().skip(1).any(|c| c.is_ascii_uppercase());
+        (exact || loose).then(|| t.symbol.clone())
+    })
+}
+
+/// `0x` + 40 hex digits: its EIP-55 form, or the text as typed when mixed case with a wrong checksum.
+fn address(word: &str) -> Option<(String, &'static str)> {
+    let hex = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X"))?;
+    if hex.chars().count() != 40 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let checksummed = hex.parse::<Address>().ok()?.to_checksum(None);
+    let mixed = hex.chars().any(|c| c.is_ascii_lowercase()) && hex.chars().any(|c| c.is_ascii_uppercase());
+    if !mixed || checksummed[2..] == *hex { Some((checksummed, "ok")) } else { Some((word.to_owned(), "mismatch")) }
+}
+
+struct Reference {
+    chars: Vec<char>,
+    found: Found,
+    /// The last token symbol read: where it ends, the symbol, and whether no number is bound to it or claimed it.
+    last_token: Option<(usize, String, bool)>,
+    /// Where the symbol right after the last number starts: that number claimed it.
+    claimed: Option<usize>,
+}
+
+impl Reference {
+    fn at(&self, i: usize) -> Option<char> {
+        self.chars.get(i).copied()
+    }
+
+    fn word(&self, i: usize) -> bool {
+        self.at(i).is_some_and(is_word_char)
+    }
+
+    fn digit(&self, i: usize) -> bool {
+        self.at(i).is_some_and(|c| c.is_ascii_digit())
+    }
+
+    fn blank(&self, i: usize) -> bool {
+        matches!(self.at(i), Some(' ' | '\t'))
+    }
+
+    fn text(&self, from: usize, to: usize) -> String {
+        self.chars[from..to].iter().collect()
+    }
+
+    /// Where the word starting at `i` ends.
+    fn word_end(&self, i: usize) -> usize {
+        (i..).find(|&j| !self.word(j)).unwrap_or(i)
+    }
+
+    /// Past the word characters and dots from `i`: the rest of something that is not an item, and whatever dots
+    /// join to it (`1.2.3`, `v1.2.USDC`).
+    fn skip(&self, i: usize) -> usize {
+        (i..).find(|&j| !(self.word(j) || self.at(j) == Some('.'))).unwrap_or(i)
+    }
+
+    /// The number starting at the digit `i`: digits, then — after at most three — `,` and exactly three digits as
+    /// often as written, then `.` and digits.
+    fn number_end(&self, i: usize) -> usize {
+        let mut j = (i..).find(|&j| !self.digit(j)).unwrap_or(i);
+        if j - i <= 3 {
+            while self.at(j) == Some(',') && (1..=3).all(|k| self.digit(j + k)) && !self.digit(j + 4) {
+                j += 4;
+            }
+        }
+        if self.at(j) == Some('.') && self.digit(j + 1) {
+            j = (j + 1..).find(|&k| !self.digit(k)).unwrap_or(j);
+        }
+        j
+    }
+
+    /// The token symbol that is the whole word at `i`, if a word starts there with an ASCII letter or digit.
+    fn symbol_at(&self, i: usize) -> Option<(String, usize)> {
+        if !self.at(i).is_some_and(|c| c.is_ascii_alphanumeric()) {
+            return None;
+        }
+        let end = self.word_end(i);
+        symbol(&self.text(i, end)).map(|s| (s, end))
+    }
+
+    /// A number starting at the digit `i` (a word start). Returns where to go on.
+    fn number(&mut self, i: usize) -> usize {
+        let joiner = |c: Option<char>| matches!(c, Some('-' | '/' | ':'));
+        // `.5`: the point belongs to the number.
+        let start = if i > 0 && self.at(i - 1) == Some('.') { i - 1 } else { i };
+        let end = self.number_end(i);
+        // Not standing alone: glued to a word before it (`x.5`), joined to another number (dates, times, ranges,
+        // versions).
+        let glued_before = start > 0 && self.word(start - 1);
+        let joined_before = start >= 2 && joiner(self.at(start - 1)) && self.digit(start - 2);
+        let joined_after = joiner(self.at(end)) && self.digit(end + 1);
+        let dotted_after = self.at(end) == Some('.') && self.digit(end + 1);
+        if glued_before || joined_before || joined_after || dotted_after {
+            return self.skip(end);
+        }
+        // The symbol right after: glued, or after one to three spaces or tabs.
+        let (after, glued_end) = if self.at(end).is_some_and(|c| c.is_ascii_alphabetic()) {
+            match self.symbol_at(end) {
+                Some((s, e)) => (Some(s), Some(e)),
+                None => return self.skip(end),
+            }
+        } else if self.word(end) {
+            return self.skip(end);
+        } else {
+            let gap = (end..).take_while(|&j| self.blank(j)).count();
+            let after = if (1..=3).contains(&gap) { self.symbol_at(end + gap).map(|(s, _)| s) } else { None };
+            if after.is_some() {
+                self.claimed = Some(end + gap);
+            }
+            (after, None)
+        };
+        // The free symbol right before, one to three spaces or tabs away.
+        let before = self.last_token.as_ref().filter(|(token_end, _, free)| {
+            *free && *token_end < start && start - token_end <= 3 && (*token_end..start).all(|j| self.blank(j))
+        });
+        let bound = match (&after, before) {
+            (Some(s), None) => Some(s.clone()),
+            (None, Some((_, s, _))) => Some(s.clone()),
+            _ => None,
+        };
+        if after.is_none()
+            && let Some((_, _, free)) = self.last_token.as_mut().filter(|_| bound.is_some())
+        {
+            *free = false;
+        }
+        let number = self.text(start, end);
+        if let Ok(d) = Decimal::parse("amount", &number) {
+            self.found.push(("amount", d.canonical(), bound.unwrap_or_default()));
+        }
+        match (after, glued_end) {
+            (Some(s), Some(e)) => {
+                self.found.push(("token", s.clone(), String::new()));
+                self.last_token = Some((e, s, false));
+                e
+            }
+            _ => end,
+        }
+    }
+
+    fn run(text: &str) -> Found {
+        let mut r = Reference { chars: text.chars().collect(), found: Vec::new(), last_token: None, claimed: None };
+        let mut i = 0;
+        while i < r.chars.len() {
+            if !r.word(i) {
+                i += 1;
+                continue;
+            }
+            if i > 0 && r.word(i - 1) {
+                // Inside a word: a digit glued to letters begins no amount, and takes what dots join to it along.
+                i = if r.digit(i) { r.skip(r.number_end(i)) } else { i + 1 };
+                continue;
+            }
+            let end = r.word_end(i);
+            let word = r.text(i, end);
+            if r.digit(i) {
+                if word.starts_with("0x") || word.starts_with("0X") {
+                    match address(&word) {
+                        Some((value, check)) => {
+                            r.found.push(("address", value, check.to_owned()));
+                            i = end;
+                        }
+                        None => i = r.skip(i),
+                    }
+                } else {
+                    i = r.number(i);
+                }
+            } else if let Some(s) = symbol(&word) {
+                let free = r.claimed != Some(i);
+                r.found.push(("token", s.clone(), String::new()));
+                r.last_token = Some((end, s, free));
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
+        r.found
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The texts.
+// ---------------------------------------------------------------------------------------------------------------
+
+const GOOD: &str = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
+
+fn fragments() -> Vec<String> {
+    let good = GOOD.to_owned();
+    let bad = {
+        // One letter's case flipped: a mixed-case address with a wrong checksum.
+        let mut b: Vec<char> = good.chars().collect();
+        let k = b.iter().rposition(|c| c.is_ascii_alphabetic() && *c != 'x').unwrap();
+        b[k] = if b[k].is_ascii_uppercase() { b[k].to_ascii_lowercase() } else { b[k].to_ascii_uppercase() };
+        b.into_iter().collect::<String>()
+    };
+    let mut v: Vec<String> = [
+        // Symbols in every case.
+        "ETH",
+        "eth",
+        "Eth",
+        "eTh",
+        "WETH",
+        "weth",
+        "Weth",
+        "USDC",
+        "usdc",
+        "Usdc",
+        "uSDC",
+        "USDbC",
+        "usdbc",
+        "USDBC",
+        "DAI",
+        "dai",
+        "Dai",
+        "cbETH",
+        "CBETH",
+        "cbeth",
+        "Cbeth",
+        "cbBTC",
+        "cbbtc",
+        "one",
+        "ONE",
+        "gas",
+        // Numbers.
+        "5",
+        "0",
+        "00",
+        "12",
+        "0.5",
+        ".5",
+        "5.",
+        "0.001",
+        "1,000",
+        "1,000.25",
+        "12,34",
+        "1,0000",
+        "10,000,0",
+        "1234,567",
+        "007",
+        "1.2.3",
+        ".5.0",
+        ".5,000",
+        "1..5",
+        // Glued, joined, dated, versioned.
+        "5ETH",
+        "12usdc",
+        "0.001ETH",
+        "5ETHx",
+        "5eTh",
+        "2USDC_",
+        "abc123",
+        "v1.2",
+        "v1.2.USDC",
+        "eth2",
+        "x.5",
+        "e1.5",
+        "2024-05-01",
+        "10:30",
+        "1/2",
+        "3-4",
+        "$20",
+        "20 dollars of",
+        // Words, networks, unicode.
+        "for",
+        "the",
+        "swap",
+        "send",
+        "base",
+        "base mainnet",
+        "base-mainnet",
+        "mainnet",
+        "_",
+        "é",
+        "日本",
+        "—",
+        "€",
+        "٣",
+        "ß",
+        "すUSDC",
+        "お願い0.5",
+        // Addresses: good, lower, upper, 0X, wrong checksum, too short, too long, not hex.
+        GOOD,
+    ]
+    .map(String::from)
+    .to_vec();
+    v.push(Address::from_slice(&[0xab; 20]).to_checksum(None));
+    v.push(good.to_lowercase());
+    v.push(format!("0x{}", good[2..].to_uppercase()));
+    v.push(format!("0X{}", &good[2..]));
+    v.push(bad);
+    v.push(good[..41].to_owned());
+    v.push(format!("{good}0"));
+    v.push(format!("0x{}g", &good[2..41]));
+    v.push("9".repeat(101));
+    v.push(format!("0.{}1", "0".repeat(98)));
+    v.push(format!(".{}1", "0".repeat(98)));
+    v
+}
+
+fn separators() -> Vec<&'static str> {
+    vec![
+        " ", " ", " ", "  ", "   ", "    ", "\t", " \t ", "", "", ".", ",", ", ", "-", "/", ":", ";", "\n", "—", "é",
+        "(", ") ", "«", "»", "\u{a0}", "_",
+    ]
+}
+
+/// Words and separators from the lists, in any order.
+fn adversarial() -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec(proptest::sample::select(fragments()), 0..24),
+        proptest::collection::vec(proptest::sample::select(separators()), 24),
+    )
+        .prop_map(|(words, seps)| words.iter().zip(seps).map(|(w, s)| format!("{w}{s}")).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_scanner_agrees_with_the_reference_on_adversarial_text(text in adversarial()) {
+        prop_assert_eq!(scanner(&text), Reference::run(&text), "{:?}", text);
+    }
+
+    #[test]
+    fn the_scanner_agrees_with_the_reference_on_random_text(
+        text in "[0-9a-fA-FxXEeTtHhUuSsDdCcIiWwOoNnb .,:/\\-_\t\n$é日—€]{0,80}",
+    ) {
+        prop_assert_eq!(scanner(&text), Reference::run(&text), "{:?}", text);
+    }
+
+    #[test]
+    fn the_scanner_agrees_with_the_reference_on_any_text(text in any::<String>()) {
+        prop_assert_eq!(scanner(&text), Reference::run(&text), "{:?}", text);
+    }
+}
+
+#[test]
+fn the_reference_reads_the_doc_examples() {
+    type Item = (&'static str, &'static str, &'static str);
+    let cases: &[(&str, &[Item])] = &[
+        (
+            "swap 0.5 ETH for 100 USDC",
+            &[("amount", "0.5", "ETH"), ("token", "ETH", ""), ("amount", "100", "USDC"), ("token", "USDC", "")],
+        ),
+        ("5 ETH 100", &[("amount", "5", "ETH"), ("token", "ETH", ""), ("amount", "100", "")]),
+        ("USDC 100 ETH", &[("token", "USDC", ""), ("amount", "100", ""), ("token", "ETH", "")]),
+        ("100, USDC", &[("amount", "100", ""), ("token", "USDC", "")]),
+        ("gas 5 one", &[("amount", "5", "")]),
+        ("$20 of USDC", &[("amount", "20", ""), ("token", "USDC", "")]),
+        (GOOD, &[("address", GOOD, "ok")]),
+    ];
+    for (text, expected) in cases {
+        let expected: Found = expected.iter().map(|(k, v, l)| (*k, (*v).to_owned(), (*l).to_owned())).collect();
+        assert_eq!(Reference::run(text), expected, "{text:?}");
+        assert_eq!(scanner(text), expected, "{text:?}");
+    }
+}
