@@ -10,10 +10,11 @@
 # third of the time (scripts/test.sh uses it). `x402_headers` is then skipped, and `tool_params`, `preset_or_custom`
 # and `config_toml` fuzz only what holdfast-core parses (no memory built-ins, web3 inputs or web3 sections).
 #
-# Installs cargo-fuzz when it is missing. The machine has a stable toolchain only: the build runs with
-# RUSTC_BOOTSTRAP=1 and `--sanitizer none` (the workspace forbids unsafe code, so what fuzzing finds here is panics;
-# address sanitizer would need `-Zsanitizer` and runs about half as fast). Debug assertions (overflow checks) are on.
-# All targets are built by one `cargo fuzz build`, into fuzz/target.
+# Installs cargo-fuzz when it is missing. The build uses `--sanitizer none` by default: the workspace forbids unsafe
+# code, so what fuzzing finds here is panics, and the build is faster without address sanitizer. With
+# FUZZ_SANITIZER=address it is kept; that needs `-Zsanitizer`, which the stable toolchain accepts under
+# RUSTC_BOOTSTRAP=1 (set for the build). Debug assertions (overflow checks) are on. All targets are built by one
+# `cargo fuzz build`, into fuzz/target.
 #
 # Writes nothing that git tracks: the build goes to fuzz/target, the working corpus to fuzz/corpus/TARGET (seeded
 # from the committed fuzz/seeds/TARGET, which is only read), crashes to fuzz/artifacts; fuzz/Cargo.lock is copied from
@@ -42,7 +43,8 @@ export CARGO_TARGET_DIR="$PWD/fuzz/target"
 cp Cargo.lock fuzz/Cargo.lock
 echo "==> building the fuzz targets (one build for all${features:+, without the web3 feature})"
 build_start=$(date +%s)
-RUSTC_BOOTSTRAP=1 cargo fuzz build --fuzz-dir fuzz --sanitizer none --debug-assertions --codegen-units 16 "${features[@]}"
+RUSTC_BOOTSTRAP=1 cargo fuzz build --fuzz-dir fuzz --sanitizer "${FUZZ_SANITIZER:-none}" --debug-assertions \
+  --codegen-units 16 "${features[@]}"
 echo "built in $(($(date +%s) - build_start)) s"
 
 bin="$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release"

@@ -37,4 +37,4 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 step "fuzzing: each target 5 s on holdfast-core's parsers (scripts/fuzz.sh --core; all targets: scripts/fuzz.sh)"
 scripts/fuzz.sh --core 5
 
-step "all tests passed"
+step "all tests passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"

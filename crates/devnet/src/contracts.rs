@@ -162,7 +162,7 @@ fn runtime_code(name: &'static str, json: &str) -> Result<Bytes, DevnetError> {
 }
 
 /// The runtime bytecode placed at each address: `[(name, address, code)]`. The two price feeds share one code and
-/// differ by the mode [`place_and_seed`] writes into their storage ([`feed_modes`]).
+/// differ by the mode `place_and_seed` writes into their storage ([`feed_modes`]).
 pub fn placements() -> Result<[(&'static str, Address, Bytes); 5], DevnetError> {
     let feed = runtime_code("DevnetPriceFeed", PRICE_FEED_ARTIFACT)?;
     Ok([
