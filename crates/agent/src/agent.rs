@@ -303,7 +303,7 @@ impl Agent {
         cancel: &CancelToken,
     ) -> Result<TurnOutcome, AgentError> {
         // Invariant 11: only the user's own words feed the context bank.
-        ctx.context_bank.scan_input(user_text);
+        ctx.scan_user_input(user_text).await?;
         self.record(ctx, NewMessage::text(MessageRole::User, user_text)).await?;
         let mut outcome =
             TurnOutcome { text: String::new(), steps: 0, tool_calls: 0, stopped: None, usage: Usage::default() };

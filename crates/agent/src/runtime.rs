@@ -18,6 +18,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The agent id sessions act for.
 pub const AGENT_ID: &str = "assistant";
@@ -98,6 +99,7 @@ struct AgentSection {
     max_identical_calls: Option<usize>,
     max_tokens: Option<u32>,
     instructions: Option<String>,
+    session_idle_secs: Option<u64>,
 }
 
 /// Everything a front end needs. Cheap to share behind an `Arc`.
@@ -117,9 +119,26 @@ pub struct Runtime {
     skills: Arc<SkillSet>,
     llm: LlmConfig,
     agent_config: AgentConfig,
-    live: Mutex<HashMap<String, ToolContext>>,
+    session_idle: Duration,
+    live: Mutex<HashMap<String, Live>>,
     _scheduler: SchedulerHandle,
 }
+
+/// A session loaded in this process.
+struct Live {
+    ctx: ToolContext,
+    last_used: Instant,
+}
+
+impl Live {
+    fn new(ctx: ToolContext) -> Self {
+        Self { ctx, last_used: Instant::now() }
+    }
+}
+
+/// How long a session may sit unused in memory before [`Runtime::unload_idle`] unloads it, unless the configuration
+/// says otherwise (`[agent] session_idle_secs`).
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,7 +190,8 @@ impl Runtime {
 
         let registry = ToolRegistry::new();
         BuiltinTools::default_for_agent(agent.clone()).register_all(&registry)?;
-        let services = web3.install(services, &registry)?.with_hook(agent.session_hook());
+        let state_store: Arc<dyn holdfast_core::SessionStateStore> = Arc::clone(&sessions) as _;
+        let services = web3.install(services, &registry)?.with_hook(agent.session_hook()).with_state_store(state_store);
         let skills = Arc::new(match doc.section_or_default::<SkillsSection>("skills")?.dir {
             Some(dir) => SkillSet::load_dir(&doc.resolve_path(&dir))?,
             None => SkillSet::builtin()?,
@@ -186,6 +206,7 @@ impl Runtime {
             max_tokens: section.max_tokens.unwrap_or(defaults.max_tokens),
             instructions: section.instructions.unwrap_or(defaults.instructions),
         };
+        let session_idle = section.session_idle_secs.map_or(DEFAULT_SESSION_IDLE, Duration::from_secs);
         Ok(Self {
             document: doc,
             services,
@@ -196,6 +217,7 @@ impl Runtime {
             skills,
             llm,
             agent_config,
+            session_idle,
             live: Mutex::new(HashMap::new()),
             _scheduler: scheduler,
         })
@@ -226,28 +248,94 @@ impl Runtime {
         let id = format!("s_{}", holdfast_core::confirm::random_id());
         let info = self.sessions.create(&id, kind).await?;
         let ctx = self.services.new_session(&id);
-        self.live.lock().insert(id, ctx.clone());
+        self.live.lock().insert(id, Live::new(ctx.clone()));
         Ok((info, ctx))
     }
 
-    /// A session by id: the live one, or — for a session persisted by an earlier process — a fresh context with
-    /// the same id (its history is in the store; registers start empty). `None` when no such session exists.
+    /// A session by id: the one loaded in this process, or one restored from the store — a session an earlier
+    /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
+    /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Some(ctx) = self.live.lock().get(id) {
-            return Ok(Some(ctx.clone()));
+        if let Some(live) = self.live.lock().get_mut(id) {
+            live.last_used = Instant::now();
+            return Ok(Some(live.ctx.clone()));
         }
         if self.sessions.get(id).await?.is_none() {
             return Ok(None);
         }
+        let restored = match self.sessions.load_state(id).await? {
+            Some((revision, text)) => match holdfast_core::SessionState::from_json(&text) {
+                Ok(state) => self.services.restore_session(id, state, revision),
+                Err(e) => {
+                    // Refuse rather than silently start empty: the saved state stays for an operator to inspect.
+                    tracing::error!(session = id, "the saved state of this session cannot be read: {e}");
+                    return Err(ToolError::internal(format!("session {id}: {e}")));
+                }
+            },
+            None => self.services.new_session(id),
+        };
         let mut live = self.live.lock();
-        let ctx = live.entry(id.to_owned()).or_insert_with(|| self.services.new_session(id)).clone();
-        Ok(Some(ctx))
+        // Another request may have restored it meanwhile: every caller gets the same context.
+        let live = live.entry(id.to_owned()).or_insert_with(|| Live::new(restored));
+        live.last_used = Instant::now();
+        Ok(Some(live.ctx.clone()))
     }
 
-    /// Forgets a session's in-process state (registers, context bank, pending confirmations); its persisted history
-    /// stays. Front ends call this when the client that owned the session goes away.
+    /// Unloads a session from memory (its registers, context bank and confirmations stay saved, and
+    /// [`Runtime::session`] restores them). Front ends call this when the client that owned the session goes away.
     pub fn close_session(&self, id: &str) {
         self.live.lock().remove(id);
+    }
+
+    /// Unloads every session unused for longer than `max_idle` that nothing holds (no turn, request, MCP session
+    /// or event subscriber), after saving its state; a session whose state cannot be saved stays loaded. Returns
+    /// how many were unloaded.
+    pub async fn unload_idle(&self, max_idle: Duration) -> usize {
+        let now = Instant::now();
+        let candidates: Vec<(String, ToolContext, Instant)> = self
+            .live
+            .lock()
+            .iter()
+            .filter(|(_, l)| now.duration_since(l.last_used) >= max_idle && l.ctx.is_idle())
+            .map(|(id, l)| (id.clone(), l.ctx.clone(), l.last_used))
+            .collect();
+        let mut unloaded = 0;
+        for (id, ctx, seen) in candidates {
+            let saved = ctx.persist().await;
+            drop(ctx);
+            if let Err(e) = saved {
+                tracing::warn!(session = %id, "an idle session stays loaded: its state could not be saved: {e}");
+                continue;
+            }
+            let mut live = self.live.lock();
+            // Used again since it was picked: it stays.
+            if live.get(&id).is_some_and(|l| l.last_used == seen && l.ctx.is_idle()) {
+                live.remove(&id);
+                unloaded += 1;
+            }
+        }
+        if unloaded > 0 {
+            tracing::debug!(unloaded, "idle sessions unloaded");
+        }
+        unloaded
+    }
+
+    /// Runs [`Runtime::unload_idle`] with the configured idle time (`[agent] session_idle_secs`, default
+    /// [`DEFAULT_SESSION_IDLE`]) until `stop` is cancelled.
+    pub fn spawn_idle_unloader(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let runtime = Arc::downgrade(self);
+        let idle = self.session_idle;
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
+                let Some(runtime) = runtime.upgrade() else { return };
+                runtime.unload_idle(idle).await;
+            }
+        });
     }
 
     /// The one implementation of "the user decided" for every front end: records `decision` on confirmation `id`
@@ -266,7 +354,10 @@ impl Runtime {
                 let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
                 Decided::Ran(confirmation, outcome)
             }
-            UserDecision::Deny => Decided::Denied(confirmation),
+            UserDecision::Deny => {
+                ctx.persist().await?;
+                Decided::Denied(confirmation)
+            }
         })
     }
 

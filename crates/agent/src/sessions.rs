@@ -1,14 +1,16 @@
-//! Persisted sessions: one row per session and its message history (user, assistant, tool calls and results), so a
-//! conversation survives a restart. Registers and the context bank live as long as the process keeps the session
-//! open; the history is what is durable.
+//! Persisted sessions: one row per session, its message history (user, assistant, tool calls and results) and its
+//! saved state (registers with their provenance, the context bank, confirmations — see
+//! [`holdfast_core::session_state`]), so a conversation and everything it fetched survive a restart.
+//!
+//! The SQLite store runs WAL with `synchronous = FULL`: a write that returned is on disk, even across a power loss.
 //!
 //! Storage sits behind [`SessionStorage`]: [`SqliteSessionStore`] (a real file, WAL; the default) and
 //! [`InMemorySessionStore`] (no data dir). A networked database for several instances implements the same trait.
 
 use crate::llm::Usage;
 use chrono::{DateTime, Utc};
-use holdfast_core::ToolError;
 use holdfast_core::tool::BoxFuture;
+use holdfast_core::{SessionStateStore, ToolError};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -126,8 +128,10 @@ pub struct SessionInfo {
     pub output_tokens: i64,
 }
 
-/// Where sessions and their history are kept.
-pub trait SessionStorage: Send + Sync + std::fmt::Debug {
+/// Where sessions, their history and their saved state are kept.
+pub trait SessionStorage: SessionStateStore {
+    /// The state saved last for `id` with its revision, if any.
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>>;
     /// Records a new session (an existing id is left as it is).
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>>;
     /// One session's row.
@@ -171,6 +175,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at TEXT NOT NULL,
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS session_state (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    revision INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    saved_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS session_messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
@@ -223,6 +233,8 @@ impl SqliteSessionStore {
     fn init(conn: Connection) -> Result<Self, ToolError> {
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
         let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
+        // An acknowledged message or state is on disk: every commit syncs the WAL.
+        conn.execute_batch("PRAGMA synchronous = FULL;").map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
@@ -329,6 +341,38 @@ impl SqliteSessionStore {
         .map(|_| ())
     }
 
+    /// Saves a session's state as `revision`, unless a newer revision is already saved.
+    pub async fn save_state(&self, session_id: &str, revision: u64, state: String) -> Result<(), ToolError> {
+        let id = session_id.to_owned();
+        let revision = i64::try_from(revision).map_err(db_err)?;
+        let now = Utc::now().to_rfc3339();
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (session_id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
+                     saved_at = excluded.saved_at
+                 WHERE excluded.revision > session_state.revision",
+                params![id, revision, state, now],
+            )
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// The state saved last for `id`, with its revision.
+    pub async fn load_state(&self, id: &str) -> Result<Option<(u64, String)>, ToolError> {
+        let id = id.to_owned();
+        let row = self
+            .with(move |c| {
+                c.query_row("SELECT revision, state FROM session_state WHERE session_id = ?1", params![id], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .optional()
+            })
+            .await?;
+        Ok(row.map(|(rev, state)| (u64::try_from(rev).unwrap_or_default(), state)))
+    }
+
     /// A session's history, oldest first.
     pub async fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>, ToolError> {
         let id = session_id.to_owned();
@@ -355,7 +399,21 @@ impl SqliteSessionStore {
     }
 }
 
+impl SessionStateStore for SqliteSessionStore {
+    fn save_state<'a>(
+        &'a self,
+        session_id: &'a str,
+        revision: u64,
+        state: String,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(SqliteSessionStore::save_state(self, session_id, revision, state))
+    }
+}
+
 impl SessionStorage for SqliteSessionStore {
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+        Box::pin(SqliteSessionStore::load_state(self, id))
+    }
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
         Box::pin(SqliteSessionStore::create(self, id, kind))
     }
@@ -384,6 +442,7 @@ impl SessionStorage for SqliteSessionStore {
 struct MemSession {
     info: Option<SessionInfo>,
     messages: Vec<StoredMessage>,
+    state: Option<(u64, String)>,
 }
 
 /// Sessions kept in memory, for a runtime without a data dir.
@@ -401,7 +460,28 @@ impl InMemorySessionStore {
     }
 }
 
+impl SessionStateStore for InMemorySessionStore {
+    fn save_state<'a>(
+        &'a self,
+        session_id: &'a str,
+        revision: u64,
+        state: String,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            let mut sessions = self.sessions.lock();
+            let s = sessions.entry(session_id.to_owned()).or_default();
+            if s.state.as_ref().is_none_or(|(saved, _)| revision > *saved) {
+                s.state = Some((revision, state));
+            }
+            Ok(())
+        })
+    }
+}
+
 impl SessionStorage for InMemorySessionStore {
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+        Box::pin(async move { Ok(self.sessions.lock().get(id).and_then(|s| s.state.clone())) })
+    }
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
         Box::pin(async move {
             let now = Utc::now();
@@ -502,6 +582,12 @@ mod tests {
         assert_eq!(store.list(10).await.unwrap()[0].id, "a", "most recently active first");
         assert!(store.get("zzz").await.unwrap().is_none());
         assert!(store.append("zzz", NewMessage::text(MessageRole::User, "x")).await.is_err());
+        store.save_state("a", 2, "two".into()).await.unwrap();
+        store.save_state("a", 1, "one, finished late".into()).await.unwrap();
+        assert_eq!(store.load_state("a").await.unwrap(), Some((2, "two".into())), "the newer revision stays");
+        store.save_state("a", 3, "three".into()).await.unwrap();
+        assert_eq!(store.load_state("a").await.unwrap(), Some((3, "three".into())));
+        assert_eq!(store.load_state("b").await.unwrap(), None);
     }
 
     #[tokio::test]

@@ -63,10 +63,10 @@ pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode
 
 async fn step(runtime: &Runtime, ctx: &ToolContext, line: Line) -> Value {
     match line {
-        Line::User { user } => {
-            ctx.context_bank.scan_input(&user);
-            json!({"kind": "user", "context_bank": ctx.context_bank.items()})
-        }
+        Line::User { user } => match ctx.scan_user_input(&user).await {
+            Ok(_) => json!({"kind": "user", "context_bank": ctx.context_bank.items()}),
+            Err(e) => json!({"kind": "user", "context_bank": ctx.context_bank.items(), "error": e}),
+        },
         Line::Tool { tool, params } => {
             let result = runtime.registry.call(&tool, params, ctx).await;
             tool_record("tool", &tool, result)

@@ -92,6 +92,9 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
     let data_dir = runtime.data_dir().cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
     crate::startup::reconcile_journal(&runtime).await;
+    let unloader = tokio_util::sync::CancellationToken::new();
+    runtime.spawn_idle_unloader(unloader.clone());
+    let _stop_unloader = unloader.drop_guard();
     let token = if no_token {
         None
     } else {

@@ -17,15 +17,16 @@
 
 use crate::error::{ErrorCode, ToolError};
 use crate::event::{EventBus, names};
+use crate::session_state::SavedConfirmation;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How a confirmation ended (or that it has not yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfirmationState {
     /// Waiting for the user.
@@ -41,7 +42,7 @@ pub enum ConfirmationState {
 }
 
 /// Where a user's decision came from. Nothing else decides a confirmation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UserChannel {
     /// The terminal of `holdfast chat`.
@@ -92,7 +93,7 @@ impl UserDecisions {
 }
 
 /// One confirmation request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Confirmation {
     /// Its id (`cf_…`).
     pub id: String,
@@ -227,6 +228,23 @@ impl Confirmations {
         let mut items = self.items.lock();
         expire(&mut items, Utc::now());
         items.iter().filter(|c| c.state == ConfirmationState::Pending).cloned().collect()
+    }
+
+    /// Every confirmation with its fingerprint, oldest first, for saving.
+    pub(crate) fn saved(&self) -> Vec<SavedConfirmation> {
+        let mut items = self.items.lock();
+        expire(&mut items, Utc::now());
+        items
+            .iter()
+            .map(|c| SavedConfirmation { confirmation: c.clone(), fingerprint: c.fingerprint.clone() })
+            .collect()
+    }
+
+    /// Puts back confirmations an earlier process saved; those past their time expire as they would have.
+    pub(crate) fn restore(&self, saved: Vec<SavedConfirmation>) {
+        let mut items = self.items.lock();
+        items.extend(saved.into_iter().map(|s| Confirmation { fingerprint: s.fingerprint, ..s.confirmation }));
+        expire(&mut items, Utc::now());
     }
 
     /// A confirmation by id, in any state.

@@ -7,9 +7,11 @@
 use crate::config::CoreConfig;
 use crate::confirm::{Confirmations, UserDecisions};
 use crate::context_bank::{ContextBank, ContextScanner, ScannerBuildError};
+use crate::error::ToolError;
 use crate::event::EventBus;
-use crate::registers::{RegisterDeclarations, RegisterStore};
-use parking_lot::RwLock;
+use crate::registers::{Origin, RegisterDeclarations, RegisterEntry, RegisterStore};
+use crate::session_state::{STATE_VERSION, SessionState, SessionStateStore};
+use parking_lot::{Mutex, RwLock};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
@@ -32,6 +34,7 @@ pub struct CoreServices {
     /// The context-bank scanner built from the token and network tables.
     pub scanner: Arc<ContextScanner>,
     hooks: Vec<Arc<dyn SessionHook>>,
+    state_store: Option<Arc<dyn SessionStateStore>>,
 }
 
 impl fmt::Debug for CoreServices {
@@ -45,7 +48,7 @@ impl CoreServices {
     pub fn new(config: CoreConfig) -> Result<Self, ScannerBuildError> {
         let scanner = Arc::new(ContextScanner::new(&config.tokens, &config.networks)?);
         let declarations = Arc::new(config.registers.clone());
-        Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new() })
+        Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new(), state_store: None })
     }
 
     /// Replaces the declarations (for example with validators installed).
@@ -60,6 +63,12 @@ impl CoreServices {
         self
     }
 
+    /// Saves every session's state to `store` as it changes (see [`crate::session_state`]).
+    pub fn with_state_store(mut self, store: Arc<dyn SessionStateStore>) -> Self {
+        self.state_store = Some(store);
+        self
+    }
+
     /// The capability to decide confirmations, for front ends (a user channel). Tools never get it: a tool only sees
     /// a [`ToolContext`].
     pub fn user_decisions(&self) -> UserDecisions {
@@ -68,6 +77,22 @@ impl CoreServices {
 
     /// Opens a fresh session and runs every hook on it.
     pub fn new_session(&self, session_id: &str) -> ToolContext {
+        self.open(session_id, 0)
+    }
+
+    /// Opens session `session_id` with the state an earlier process saved as revision `revision`: its registers
+    /// (intrinsic ones resolve again), context bank and confirmations, with their original times, so what was
+    /// stale or expired stays so. Runs every hook, as for a new session.
+    pub fn restore_session(&self, session_id: &str, state: SessionState, revision: u64) -> ToolContext {
+        let ctx = self.open(session_id, revision);
+        let entries = state.registers.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);
+        ctx.registers.restore(entries);
+        ctx.context_bank.restore(state.context_bank);
+        ctx.confirmations.restore(state.confirmations);
+        ctx
+    }
+
+    fn open(&self, session_id: &str, revision: u64) -> ToolContext {
         let events = EventBus::new(session_id);
         let ctx = ToolContext {
             session_id: Arc::from(session_id),
@@ -77,6 +102,10 @@ impl CoreServices {
             events,
             config: Arc::clone(&self.config),
             extensions: Extensions::default(),
+            persistence: self.state_store.as_ref().map(|store| Persistence {
+                store: Arc::clone(store),
+                saved: Arc::new(Mutex::new(Saved { revision, digest: None })),
+            }),
         };
         for hook in &self.hooks {
             hook.on_new_session(&ctx);
@@ -127,6 +156,87 @@ pub struct ToolContext {
     pub config: Arc<CoreConfig>,
     /// Per-session state of other layers.
     pub extensions: Extensions,
+    persistence: Option<Persistence>,
+}
+
+/// Where a session's state goes and what was last saved.
+#[derive(Clone)]
+struct Persistence {
+    store: Arc<dyn SessionStateStore>,
+    saved: Arc<Mutex<Saved>>,
+}
+
+impl fmt::Debug for Persistence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Persistence").field("store", &self.store).finish_non_exhaustive()
+    }
+}
+
+struct Saved {
+    /// The revision of the last state handed to the store.
+    revision: u64,
+    /// Length and hash of that state's JSON, to skip saving an unchanged state.
+    digest: Option<(usize, u64)>,
+}
+
+impl ToolContext {
+    /// The session's registers, context bank and confirmations as one value.
+    pub fn state(&self) -> SessionState {
+        let registers = self.registers.snapshot().0.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);
+        SessionState {
+            version: STATE_VERSION,
+            registers: registers.map(|(k, e)| (k, RegisterEntry::clone(&e))).collect(),
+            context_bank: self.context_bank.items(),
+            confirmations: self.confirmations.saved(),
+        }
+    }
+
+    /// Saves the session's state to the runtime's state store when it changed since the last save; does nothing
+    /// without a store. `Ok` means the state is durable.
+    pub async fn persist(&self) -> Result<(), ToolError> {
+        let Some(p) = &self.persistence else { return Ok(()) };
+        let (revision, json) = {
+            let mut saved = p.saved.lock();
+            let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
+            let digest = (json.len(), digest(&json));
+            if saved.digest == Some(digest) {
+                return Ok(());
+            }
+            saved.revision += 1;
+            saved.digest = Some(digest);
+            (saved.revision, json)
+        };
+        let outcome = p.store.save_state(&self.session_id, revision, json).await;
+        if outcome.is_err() {
+            // Not saved: the next persist must write again.
+            let mut saved = p.saved.lock();
+            if saved.revision == revision {
+                saved.digest = None;
+            }
+        }
+        outcome
+    }
+
+    /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)
+    /// and saves the session's state. Returns the items that were new.
+    pub async fn scan_user_input(&self, user_text: &str) -> Result<Vec<crate::ContextItem>, ToolError> {
+        let added = self.context_bank.scan_input(user_text);
+        self.persist().await?;
+        Ok(added)
+    }
+
+    /// True when nothing outside the runtime's own table of sessions holds this session (no turn, request or
+    /// subscriber uses it), so it can be unloaded from memory and restored from its saved state later.
+    pub fn is_idle(&self) -> bool {
+        Arc::strong_count(&self.session_id) == 1 && !self.events.has_subscribers()
+    }
+}
+
+fn digest(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

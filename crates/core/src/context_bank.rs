@@ -1110,6 +1110,22 @@ impl ContextBank {
         })
     }
 
+    /// Puts back items an earlier process saved (see [`crate::session_state`]), keeping their order. Publishes
+    /// nothing.
+    pub(crate) fn restore(&self, items: Vec<ContextItem>) {
+        let mut state = self.state.write();
+        for item in items {
+            if state.items.len() >= MAX_ITEMS {
+                break;
+            }
+            let key =
+                (item.item_type, item.value.clone(), item.label.clone().filter(|_| item.item_type == ItemType::Amount));
+            if state.seen.insert(key) {
+                state.items.push(item);
+            }
+        }
+    }
+
     /// Forgets everything.
     pub fn clear(&self) {
         *self.state.write() = BankState::default();

@@ -12,6 +12,7 @@
 //! - [`PresetOrCustom`]: a preset name or custom fields, never both.
 //! - [`builtin`]: `register_set`, `register_get`, `token_lookup`, `to_raw_amount`.
 //! - [`transcript`]: the replay transcript format and its parser.
+//! - [`session_state`]: a session's registers, context bank and confirmations, saved and restored.
 
 pub mod address;
 pub mod amount;
@@ -27,6 +28,7 @@ pub mod private_fs;
 pub mod registers;
 pub mod registry;
 pub mod schema;
+pub mod session_state;
 mod text;
 pub mod tool;
 pub mod transcript;
@@ -39,6 +41,7 @@ pub use event::{Event, EventBus};
 pub use preset::PresetOrCustom;
 pub use registers::{Origin, RegisterStore, RegisterWrite};
 pub use registry::{RegistryError, ToolInfo, ToolRegistry};
+pub use session_state::{SessionState, SessionStateStore};
 pub use tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
 
 /// Re-exported so tool authors derive schemas with the same version.

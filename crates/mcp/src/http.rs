@@ -142,6 +142,7 @@ impl HttpServer {
         let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
         let hosts = HostPolicy::new(addr, allowed_hosts).map_err(|e| ServeError::Config(e.to_string()))?;
         let stop = CancellationToken::new();
+        runtime.spawn_idle_unloader(stop.child_token());
         let app = router(runtime, token, hosts, max_bytes, stop.clone());
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {

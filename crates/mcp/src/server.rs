@@ -249,6 +249,9 @@ impl HoldfastMcp {
     /// `confirmation_unavailable` saying `why` and where to run the action instead.
     async fn unavailable(&self, session: &Session, pending: &Confirmation, why: &str) -> ToolError {
         session.ctx.confirmations.withdraw(&pending.id);
+        if let Err(e) = session.ctx.persist().await {
+            tracing::error!(session = %session.id, "the withdrawn confirmation could not be saved: {e}");
+        }
         let note = format!("{} withdrawn: {why} (MCP)", pending.id);
         self.record(session, NewMessage::text(MessageRole::System, note)).await;
         confirm::unavailable(pending, why)
@@ -284,7 +287,9 @@ impl HoldfastMcp {
         match confirmed {
             Ok(words) => {
                 // The human's own words, through a user channel: the only text over MCP the context bank reads.
-                ctx.context_bank.scan_input(&words);
+                if let Err(e) = ctx.scan_user_input(&words).await {
+                    tracing::error!("the session state could not be saved: {e}");
+                }
                 self.record(session, NewMessage::text(MessageRole::User, words.clone())).await;
                 let found = ctx.context_bank.format_for_agent().unwrap_or_else(|| "nothing yet".to_owned());
                 Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, words)]).with_description(format!(

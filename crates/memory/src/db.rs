@@ -162,7 +162,10 @@ impl Database {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(MemoryError::internal(format!("{} refused WAL mode (got {mode})", path.display())));
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+        // Every table holds something a caller was told is stored (a block, its history, a message, a task, a
+        // reminder; the search indexes change in the same transactions): a commit that returned is on disk, even
+        // across a power loss or an OS crash, not only a killed process. See docs/reliability.md.
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
         holdfast_core::private_fs::restrict_sqlite_files(path)
             .map_err(|e| MemoryError::internal(format!("cannot make {} private (mode 0600): {e}", path.display())))?;
         Self::init(conn, Some(path.to_path_buf()))
@@ -240,6 +243,8 @@ mod tests {
         let path = dir.path().join("nested").join("x.db");
         let db = Database::open(&path).unwrap();
         assert_eq!(db.journal_mode().unwrap(), "wal");
+        let sync: i64 = db.with_conn(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?)).unwrap();
+        assert_eq!(sync, 2, "synchronous = FULL: an acknowledged write survives a power loss");
         drop(db);
         let db = Database::open(&path).unwrap();
         let n: i64 =

@@ -127,7 +127,7 @@ pub async fn send_message(
     }
     let Some(agent) = state.agent.clone() else {
         // No model: the user's words still feed the context bank, and the tool console does the rest.
-        ctx.context_bank.scan_input(&msg.content);
+        ctx.scan_user_input(&msg.content).await?;
         state.runtime.sessions.append(&id, NewMessage::text(MessageRole::User, msg.content)).await?;
         return ok(
             json!({"agent": null, "note": "no LLM is configured; use the tool console", "context_bank": ctx.context_bank.items()}),

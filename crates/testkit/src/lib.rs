@@ -176,3 +176,51 @@ pub fn find_secret(haystack: &str, key_hex: &str) -> Option<String> {
         haystack.get(start..end).unwrap_or("<non-utf8 boundary>").to_owned()
     })
 }
+
+/// One HTTP/1.1 request read from a test proxy's client connection: the head (request line and headers, as text)
+/// and the body. Test proxies speak HTTP/1.1 by hand (keep-alive, `content-length` bodies, as reqwest and alloy send
+/// them) so they can stop in the middle of an exchange, which a framework handler cannot.
+#[derive(Debug)]
+pub struct HttpRequest {
+    /// Request line and headers, up to the blank line.
+    pub head: String,
+    /// The `content-length` body.
+    pub body: Vec<u8>,
+}
+
+/// Reads the next request from `stream`; `buf` carries bytes read past it between calls. `None` at end of stream,
+/// on an error, or on a head over 64 KiB.
+pub async fn read_http_request(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Option<HttpRequest> {
+    use tokio::io::AsyncReadExt as _;
+    let header_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + length {
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = buf[header_end..header_end + length].to_vec();
+    buf.drain(..header_end + length);
+    Some(HttpRequest { head, body })
+}

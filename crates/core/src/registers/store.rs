@@ -366,6 +366,19 @@ impl RegisterStore {
         keys
     }
 
+    /// Puts back entries an earlier process saved (see [`crate::session_state`]); they were checked when they were
+    /// written. Entries with an invalid key, and those beyond the register limit, are dropped. Publishes nothing.
+    pub(crate) fn restore(&self, saved: impl IntoIterator<Item = (String, RegisterEntry)>) {
+        let mut entries = self.inner.entries.write();
+        for (key, entry) in saved {
+            if validate_key("key", &key).is_err() || entries.len() >= self.inner.limits.max_registers {
+                tracing::warn!(key = %crate::text::preview(&key), "a saved register was not restored");
+                continue;
+            }
+            entries.insert(key, Arc::new(entry));
+        }
+    }
+
     /// A consistent copy of every entry.
     pub fn snapshot(&self) -> RegisterSnapshot {
         let entries = self.inner.entries.read();

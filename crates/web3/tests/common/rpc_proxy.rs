@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// What happens to a request that carries `eth_sendRawTransaction`.
@@ -92,38 +92,6 @@ impl RpcProxy {
     }
 }
 
-/// One parsed HTTP/1.1 request: its body (the request line and headers are not needed).
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
-    let header_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        if buf.len() > 64 * 1024 {
-            return None;
-        }
-        let mut chunk = [0u8; 8192];
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
-    let length: usize =
-        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    while buf.len() < header_end + length {
-        let mut chunk = [0u8; 8192];
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = buf[header_end..header_end + length].to_vec();
-    buf.drain(..header_end + length);
-    Some(body)
-}
-
 fn methods(body: &[u8]) -> Vec<String> {
     let method = |v: &Value| v.get("method").and_then(Value::as_str).unwrap_or("<none>").to_owned();
     match serde_json::from_slice::<Value>(body) {
@@ -145,7 +113,9 @@ async fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: 
 
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = Vec::new();
-    while let Some(body) = read_request(&mut stream, &mut buf).await {
+    while let Some(holdfast_testkit::HttpRequest { body, .. }) =
+        holdfast_testkit::read_http_request(&mut stream, &mut buf).await
+    {
         let called = methods(&body);
         let id = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| v.get("id").cloned());
         {

@@ -1,0 +1,162 @@
+//! Sessions survive a restart: registers with their provenance, the context bank and pending confirmations come
+//! back when a new process opens the same data dir; idle sessions leave memory and come back on demand.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use holdfast_agent::{Decided, Runtime};
+use holdfast_core::config::ConfigDocument;
+use holdfast_core::confirm::ConfirmationState;
+use holdfast_core::{ErrorCode, Origin, UserChannel, UserDecision};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+async fn runtime(dir: &Path) -> Runtime {
+    Runtime::from_document_with_data_dir(ConfigDocument::empty(), Some(dir.to_path_buf())).await.unwrap()
+}
+
+#[tokio::test]
+async fn registers_bank_and_pending_confirmations_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (id, confirmation_id, written_at) = {
+        let rt = runtime(tmp.path()).await;
+        let (info, ctx) = rt.open_session("http").await.unwrap();
+        ctx.scan_user_input("send 5 USDC to 0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0").await.unwrap();
+        rt.registry.call("register_set", json!({"key": "note", "value": "kept"}), &ctx).await.unwrap();
+        let err = ctx
+            .confirmations
+            .require("register_set", &json!({"key": "approved_note", "value": "ran"}), "fp-1", json!({}), "test")
+            .unwrap_err();
+        ctx.persist().await.unwrap();
+        let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+        (info.id, cid, ctx.registers.get("note").unwrap().provenance.created_at)
+        // The runtime is dropped here, as a stopped process would be.
+    };
+
+    let rt = runtime(tmp.path()).await;
+    assert!(rt.live_sessions().is_empty(), "nothing is loaded before it is asked for");
+    let ctx = rt.session(&id).await.unwrap().expect("the session is known after a restart");
+    let note = ctx.registers.get("note").unwrap();
+    assert_eq!(note.value, json!("kept"));
+    assert_eq!(note.provenance.origin, Origin::Model, "register_set writes carry the model's origin");
+    assert_eq!(note.provenance.source, "register_set");
+    assert_eq!(note.provenance.created_at, written_at, "the original time, so staleness carries over");
+    assert!(ctx.context_bank.has_amount("5", "USDC"));
+    assert!(ctx.context_bank.format_for_agent().unwrap().contains("0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0"));
+
+    let pending = ctx.confirmations.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, confirmation_id);
+    // Approving it after the restart runs the call once.
+    let decided = rt.decide(&ctx, UserChannel::WebUi, &confirmation_id, UserDecision::Approve).await.unwrap();
+    assert!(matches!(decided, Decided::Ran(_, Ok(_))), "{decided:?}");
+    assert_eq!(ctx.registers.get("approved_note").unwrap().value, json!("ran"));
+    let again = rt.decide(&ctx, UserChannel::WebUi, &confirmation_id, UserDecision::Approve).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::ConfirmationNotFound, "an approval is used once");
+    drop(ctx);
+    drop(rt);
+
+    // …and that decision is itself durable.
+    let rt = runtime(tmp.path()).await;
+    let ctx = rt.session(&id).await.unwrap().unwrap();
+    assert!(ctx.confirmations.pending().is_empty());
+    let decided = ctx.confirmations.get(&confirmation_id).unwrap();
+    // register_set itself asks for nothing, so the approval was not consumed by it; who decided is kept.
+    assert_eq!((decided.state, decided.decided_by), (ConfirmationState::Approved, Some(UserChannel::WebUi)));
+    assert_eq!(ctx.registers.get("approved_note").unwrap().value, json!("ran"));
+    assert!(rt.session("s_unknown").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_denial_is_durable_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = runtime(tmp.path()).await;
+    let (info, ctx) = rt.open_session("http").await.unwrap();
+    let err = ctx.confirmations.require("register_set", &json!({}), "fp", json!({}), "test").unwrap_err();
+    ctx.persist().await.unwrap();
+    let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+    rt.decide(&ctx, UserChannel::WebUi, &cid, UserDecision::Deny).await.unwrap();
+    drop((ctx, rt));
+    let rt = runtime(tmp.path()).await;
+    let ctx = rt.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(ctx.confirmations.get(&cid).unwrap().state, ConfirmationState::Denied);
+    let again = rt.decide(&ctx, UserChannel::WebUi, &cid, UserDecision::Approve).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::ConfirmationNotFound, "a denied request cannot be approved after a restart");
+}
+
+#[tokio::test]
+async fn idle_sessions_leave_memory_and_come_back_on_demand() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = runtime(tmp.path()).await;
+    let (a, ctx_a) = rt.open_session("http").await.unwrap();
+    let (b, ctx_b) = rt.open_session("http").await.unwrap();
+    let (c, ctx_c) = rt.open_session("http").await.unwrap();
+    rt.registry.call("register_set", json!({"key": "who", "value": "a"}), &ctx_a).await.unwrap();
+    let _events = ctx_c.events.subscribe();
+    drop(ctx_a);
+    drop(ctx_c);
+    // `b` is still in use (a turn or request holds it); `c` has an event subscriber; `a` is unused.
+    assert_eq!(rt.unload_idle(Duration::from_secs(3600)).await, 0, "nothing has been idle that long");
+    assert_eq!(rt.unload_idle(Duration::ZERO).await, 1);
+    let mut live = rt.live_sessions();
+    live.sort();
+    let mut expected = vec![b.id.clone(), c.id.clone()];
+    expected.sort();
+    assert_eq!(live, expected);
+
+    let back = rt.session(&a.id).await.unwrap().unwrap();
+    assert_eq!(back.registers.get("who").unwrap().value, json!("a"), "restored from its saved state");
+    rt.registry.call("register_set", json!({"key": "who", "value": "a2"}), &back).await.unwrap();
+    drop(back);
+    drop(ctx_b);
+    assert_eq!(rt.unload_idle(Duration::ZERO).await, 2, "a and b; c still has a subscriber");
+    let back = rt.session(&a.id).await.unwrap().unwrap();
+    assert_eq!(back.registers.get("who").unwrap().value, json!("a2"), "the newest state");
+}
+
+#[tokio::test]
+async fn concurrent_requests_restore_one_session_object() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = std::sync::Arc::new(runtime(tmp.path()).await);
+    let (info, ctx) = rt.open_session("http").await.unwrap();
+    drop(ctx);
+    rt.unload_idle(Duration::ZERO).await;
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (rt, id) = (std::sync::Arc::clone(&rt), info.id.clone());
+            tokio::spawn(async move {
+                let ctx = rt.session(&id).await.unwrap().unwrap();
+                rt.registry
+                    .call("register_set", json!({"key": format!("k{i}"), "value": i.to_string()}), &ctx)
+                    .await
+                    .unwrap();
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let ctx = rt.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(ctx.registers.keys().len(), 8, "every write landed in the one restored session");
+    drop(ctx);
+    rt.unload_idle(Duration::ZERO).await;
+    let ctx = rt.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(ctx.registers.keys().len(), 8, "and the saved state holds all eight");
+}
+
+#[tokio::test]
+async fn an_unreadable_saved_state_is_an_error_not_an_empty_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = {
+        let rt = runtime(tmp.path()).await;
+        let (info, ctx) = rt.open_session("http").await.unwrap();
+        rt.registry.call("register_set", json!({"key": "k", "value": "1"}), &ctx).await.unwrap();
+        info.id
+    };
+    let db = rusqlite::Connection::open(tmp.path().join("holdfast.db")).unwrap();
+    db.execute("UPDATE session_state SET state = '{not json' WHERE session_id = ?1", [&id]).unwrap();
+    drop(db);
+    let rt = runtime(tmp.path()).await;
+    let err = rt.session(&id).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Internal);
+    assert!(err.message.contains(&id), "{}", err.message);
+}

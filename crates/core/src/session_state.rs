@@ -1,0 +1,151 @@
+//! A session's in-process state as one value that can be saved and restored: its registers (value, origin, writer,
+//! time), its context bank, and its confirmations (pending ones keep their expiry, approvals their fingerprint).
+//!
+//! The core does no I/O: a layer above supplies a [`SessionStateStore`] through
+//! [`crate::CoreServices::with_state_store`], and [`crate::ToolContext::persist`] hands it the state after every
+//! change the runtime makes on the user's or a tool's behalf. Every tool call runs through
+//! [`crate::ToolRegistry::call`], which persists before it returns the result; the front ends persist after they
+//! scan a user message or record a decision. A restored session ([`crate::CoreServices::restore_session`]) holds
+//! the same entries with their original creation times, so a value that was stale before a restart is stale after
+//! it.
+//!
+//! ```
+//! use holdfast_core::{CoreServices, Origin, RegisterWrite, config::CoreConfig};
+//! let services = CoreServices::new(CoreConfig::default()).unwrap();
+//! let ctx = services.new_session("s1");
+//! ctx.registers.set(RegisterWrite::new("note", serde_json::json!("hi"), Origin::User, "register_set")).unwrap();
+//! ctx.context_bank.scan_input("send 5 USDC");
+//! let saved = ctx.state().to_json().unwrap();
+//!
+//! let restored = services.restore_session("s1", holdfast_core::SessionState::from_json(&saved).unwrap(), 1);
+//! assert_eq!(restored.registers.get("note").unwrap().value, "hi");
+//! assert!(restored.context_bank.has_amount("5", "USDC"));
+//! ```
+
+use crate::confirm::Confirmation;
+use crate::context_bank::ContextItem;
+use crate::error::ToolError;
+use crate::registers::RegisterEntry;
+use crate::tool::BoxFuture;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The format version written with every saved state.
+pub const STATE_VERSION: u32 = 1;
+
+/// A confirmation as saved: everything in [`Confirmation`] plus the fingerprint an approval is matched by.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedConfirmation {
+    /// The confirmation.
+    #[serde(flatten)]
+    pub confirmation: Confirmation,
+    /// The action's fingerprint.
+    pub fingerprint: String,
+}
+
+/// One session's registers, context bank and confirmations.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionState {
+    /// [`STATE_VERSION`] when written.
+    pub version: u32,
+    /// Register entries by key (intrinsic registers are not saved: they resolve again).
+    pub registers: BTreeMap<String, RegisterEntry>,
+    /// Context-bank items in order of first appearance.
+    pub context_bank: Vec<ContextItem>,
+    /// Confirmations, oldest first.
+    pub confirmations: Vec<SavedConfirmation>,
+}
+
+/// A saved state could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The text is not a saved state.
+    #[error("saved session state is not valid: {0}")]
+    Invalid(#[from] serde_json::Error),
+    /// Written by a newer holdfast.
+    #[error("saved session state has version {0}; this holdfast reads version {STATE_VERSION}")]
+    Version(u32),
+}
+
+impl SessionState {
+    /// The state as JSON text.
+    pub fn to_json(&self) -> Result<String, StateError> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// Reads a state written by [`SessionState::to_json`].
+    pub fn from_json(text: &str) -> Result<Self, StateError> {
+        let state: Self = serde_json::from_str(text)?;
+        if state.version > STATE_VERSION {
+            return Err(StateError::Version(state.version));
+        }
+        Ok(state)
+    }
+}
+
+/// Where sessions' states are kept (the agent layer's session store implements it over SQLite).
+pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
+    /// Saves `state` (JSON from [`SessionState::to_json`]) for `session_id` as revision `revision`. A store keeps
+    /// the highest revision it was given, so two saves that finish out of order leave the newer state. Returning
+    /// `Ok` promises the state survives a crash of the process.
+    fn save_state<'a>(
+        &'a self,
+        session_id: &'a str,
+        revision: u64,
+        state: String,
+    ) -> BoxFuture<'a, Result<(), ToolError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CoreConfig;
+    use crate::confirm::ConfirmationState;
+    use crate::registers::{Origin, RegisterWrite};
+    use crate::{CoreServices, ErrorCode};
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn what_was_stale_or_expired_stays_so_after_a_restore() {
+        let services = CoreServices::new(CoreConfig::default()).unwrap();
+        let ctx = services.new_session("s");
+        ctx.registers.set(RegisterWrite::new("old", json!("v"), Origin::User, "register_set")).unwrap();
+        let err = ctx.confirmations.require("web3_tx", &json!({}), "fp", json!({}), "why").unwrap_err();
+        assert_eq!(err.code, ErrorCode::ConfirmationRequired);
+        let mut state = ctx.state();
+        let two_hours = chrono::Duration::hours(2);
+        state.registers.get_mut("old").unwrap().provenance.created_at -= two_hours;
+        state.confirmations[0].confirmation.created_at -= two_hours;
+
+        let back = services.restore_session("s", SessionState::from_json(&state.to_json().unwrap()).unwrap(), 3);
+        assert!(back.registers.is_stale("old", Duration::from_secs(60)));
+        assert!(back.confirmations.pending().is_empty());
+        let c = &back.confirmations.saved()[0];
+        assert_eq!((c.confirmation.state, c.fingerprint.as_str()), (ConfirmationState::Expired, "fp"));
+    }
+
+    #[test]
+    fn intrinsic_entries_and_bad_keys_are_not_restored_and_newer_formats_are_refused() {
+        let services = CoreServices::new(CoreConfig::default()).unwrap();
+        let mut state = SessionState { version: STATE_VERSION, ..SessionState::default() };
+        let entry = |origin| RegisterEntry {
+            value: json!("x"),
+            provenance: crate::registers::Provenance {
+                origin,
+                source: "t".into(),
+                preset: None,
+                created_at: chrono::Utc::now(),
+                derived_from: vec![],
+            },
+        };
+        state.registers.insert("wallet_address".into(), entry(Origin::Intrinsic));
+        state.registers.insert("bad key".into(), entry(Origin::User));
+        state.registers.insert("good".into(), entry(Origin::User));
+        let ctx = services.restore_session("s", state, 1);
+        assert_eq!(ctx.registers.keys(), vec!["good".to_owned()]);
+        assert!(matches!(SessionState::from_json(r#"{"version": 99}"#), Err(StateError::Version(99))));
+        assert!(matches!(SessionState::from_json("{"), Err(StateError::Invalid(_))));
+    }
+}
