@@ -121,6 +121,8 @@ pub struct Runtime {
     agent_config: AgentConfig,
     session_idle: Duration,
     live: Mutex<HashMap<String, Live>>,
+    /// Serializes restoring and unloading, so a restore never reads a state older than an unload just saved.
+    restoring: tokio::sync::Mutex<()>,
     _scheduler: SchedulerHandle,
 }
 
@@ -219,6 +221,7 @@ impl Runtime {
             agent_config,
             session_idle,
             live: Mutex::new(HashMap::new()),
+            restoring: tokio::sync::Mutex::new(()),
             _scheduler: scheduler,
         })
     }
@@ -260,6 +263,11 @@ impl Runtime {
             live.last_used = Instant::now();
             return Ok(Some(live.ctx.clone()));
         }
+        let _restoring = self.restoring.lock().await;
+        if let Some(live) = self.live.lock().get_mut(id) {
+            live.last_used = Instant::now();
+            return Ok(Some(live.ctx.clone()));
+        }
         if self.sessions.get(id).await?.is_none() {
             return Ok(None);
         }
@@ -274,17 +282,18 @@ impl Runtime {
             },
             None => self.services.new_session(id),
         };
-        let mut live = self.live.lock();
-        // Another request may have restored it meanwhile: every caller gets the same context.
-        let live = live.entry(id.to_owned()).or_insert_with(|| Live::new(restored));
-        live.last_used = Instant::now();
-        Ok(Some(live.ctx.clone()))
+        let ctx = restored.clone();
+        self.live.lock().insert(id.to_owned(), Live::new(restored));
+        Ok(Some(ctx))
     }
 
-    /// Unloads a session from memory (its registers, context bank and confirmations stay saved, and
-    /// [`Runtime::session`] restores them). Front ends call this when the client that owned the session goes away.
+    /// Marks a session as no longer used by the client that owned it: the next [`Runtime::unload_idle`] pass
+    /// unloads it once nothing else holds it (its state stays saved, and [`Runtime::session`] restores it). It is
+    /// never dropped while a request, turn or subscriber still holds it, so no second copy of it can appear.
     pub fn close_session(&self, id: &str) {
-        self.live.lock().remove(id);
+        if let Some(live) = self.live.lock().get_mut(id) {
+            live.last_used = Instant::now().checked_sub(self.session_idle).unwrap_or(live.last_used);
+        }
     }
 
     /// Unloads every session unused for longer than `max_idle` that nothing holds (no turn, request, MCP session
@@ -300,6 +309,7 @@ impl Runtime {
             .map(|(id, l)| (id.clone(), l.ctx.clone(), l.last_used))
             .collect();
         let mut unloaded = 0;
+        let _restoring = self.restoring.lock().await;
         for (id, ctx, seen) in candidates {
             let saved = ctx.persist().await;
             drop(ctx);

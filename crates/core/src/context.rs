@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::event::EventBus;
 use crate::registers::{Origin, RegisterDeclarations, RegisterEntry, RegisterStore};
 use crate::session_state::{STATE_VERSION, SessionState, SessionStateStore};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
@@ -104,7 +104,7 @@ impl CoreServices {
             extensions: Extensions::default(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
-                saved: Arc::new(Mutex::new(Saved { revision, digest: None })),
+                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, digest: None })),
             }),
         };
         for hook in &self.hooks {
@@ -163,7 +163,8 @@ pub struct ToolContext {
 #[derive(Clone)]
 struct Persistence {
     store: Arc<dyn SessionStateStore>,
-    saved: Arc<Mutex<Saved>>,
+    /// Held across snapshot and save: a caller told "saved" finds its change on disk, not in a save still running.
+    saved: Arc<tokio::sync::Mutex<Saved>>,
 }
 
 impl fmt::Debug for Persistence {
@@ -195,26 +196,19 @@ impl ToolContext {
     /// without a store. `Ok` means the state is durable.
     pub async fn persist(&self) -> Result<(), ToolError> {
         let Some(p) = &self.persistence else { return Ok(()) };
-        let (revision, json) = {
-            let mut saved = p.saved.lock();
-            let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
-            let digest = (json.len(), digest(&json));
-            if saved.digest == Some(digest) {
-                return Ok(());
-            }
-            saved.revision += 1;
-            saved.digest = Some(digest);
-            (saved.revision, json)
-        };
-        let outcome = p.store.save_state(&self.session_id, revision, json).await;
-        if outcome.is_err() {
-            // Not saved: the next persist must write again.
-            let mut saved = p.saved.lock();
-            if saved.revision == revision {
-                saved.digest = None;
-            }
+        // One save at a time per session, snapshot taken under the lock: when an earlier save already covers this
+        // caller's change, it has finished (and succeeded) before this returns.
+        let mut saved = p.saved.lock().await;
+        let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
+        let digest = (json.len(), digest(&json));
+        if saved.digest == Some(digest) {
+            return Ok(());
         }
-        outcome
+        let revision = saved.revision + 1;
+        p.store.save_state(&self.session_id, revision, json).await?;
+        saved.revision = revision;
+        saved.digest = Some(digest);
+        Ok(())
     }
 
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)
