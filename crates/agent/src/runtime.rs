@@ -259,14 +259,12 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Some(live) = self.live.lock().get_mut(id) {
-            live.last_used = Instant::now();
-            return Ok(Some(live.ctx.clone()));
+        if let Some(ctx) = self.loaded(id) {
+            return Ok(Some(ctx));
         }
         let _restoring = self.restoring.lock().await;
-        if let Some(live) = self.live.lock().get_mut(id) {
-            live.last_used = Instant::now();
-            return Ok(Some(live.ctx.clone()));
+        if let Some(ctx) = self.loaded(id) {
+            return Ok(Some(ctx));
         }
         if self.sessions.get(id).await?.is_none() {
             return Ok(None);
@@ -285,6 +283,20 @@ impl Runtime {
         let ctx = restored.clone();
         self.live.lock().insert(id.to_owned(), Live::new(restored));
         Ok(Some(ctx))
+    }
+
+    /// The loaded copy of a session, unless another process has saved the session since it was loaded (then it is
+    /// dropped, and the caller restores the saved state).
+    fn loaded(&self, id: &str) -> Option<ToolContext> {
+        let mut live = self.live.lock();
+        let entry = live.get_mut(id)?;
+        if entry.ctx.is_superseded() {
+            tracing::warn!(session = id, "another process saved this session: reloading it");
+            live.remove(id);
+            return None;
+        }
+        entry.last_used = Instant::now();
+        Some(entry.ctx.clone())
     }
 
     /// Marks a session as no longer used by the client that owned it: the next [`Runtime::unload_idle`] pass

@@ -166,6 +166,16 @@ fn db_err(e: impl std::fmt::Display) -> ToolError {
     ToolError::internal(format!("sessions: {e}"))
 }
 
+fn conflict(id: &str, revision: u64) -> ToolError {
+    ToolError::new(
+        holdfast_core::ErrorCode::SessionConflict,
+        format!(
+            "session {id} was saved by another holdfast process on this data dir since this one loaded it (this \
+             save would have been revision {revision}); nothing of this change was saved and the session is reloaded"
+        ),
+    )
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -341,22 +351,34 @@ impl SqliteSessionStore {
         .map(|_| ())
     }
 
-    /// Saves a session's state as `revision`, unless a newer revision is already saved.
+    /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is
+    /// 1); otherwise another process saved it meanwhile: `session_conflict`, nothing written.
     pub async fn save_state(&self, session_id: &str, revision: u64, state: String) -> Result<(), ToolError> {
         let id = session_id.to_owned();
-        let revision = i64::try_from(revision).map_err(db_err)?;
+        let rev = i64::try_from(revision).map_err(db_err)?;
         let now = Utc::now().to_rfc3339();
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (session_id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
-                     saved_at = excluded.saved_at
-                 WHERE excluded.revision > session_state.revision",
-                params![id, revision, state, now],
-            )
-        })
-        .await
-        .map(|_| ())
+        let id2 = id.clone();
+        let written = self
+            .with(move |c| {
+                if rev == 1 {
+                    c.execute(
+                        "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (session_id) DO NOTHING",
+                        params![id2, rev, state, now],
+                    )
+                } else {
+                    c.execute(
+                        "UPDATE session_state SET revision = ?2, state = ?3, saved_at = ?4
+                         WHERE session_id = ?1 AND revision = ?2 - 1",
+                        params![id2, rev, state, now],
+                    )
+                }
+            })
+            .await?;
+        if written == 0 {
+            return Err(conflict(&id, revision));
+        }
+        Ok(())
     }
 
     /// The state saved last for `id`, with its revision.
@@ -470,9 +492,10 @@ impl SessionStateStore for InMemorySessionStore {
         Box::pin(async move {
             let mut sessions = self.sessions.lock();
             let s = sessions.entry(session_id.to_owned()).or_default();
-            if s.state.as_ref().is_none_or(|(saved, _)| revision > *saved) {
-                s.state = Some((revision, state));
+            if s.state.as_ref().map_or(0, |(saved, _)| *saved) + 1 != revision {
+                return Err(conflict(session_id, revision));
             }
+            s.state = Some((revision, state));
             Ok(())
         })
     }
@@ -582,9 +605,14 @@ mod tests {
         assert_eq!(store.list(10).await.unwrap()[0].id, "a", "most recently active first");
         assert!(store.get("zzz").await.unwrap().is_none());
         assert!(store.append("zzz", NewMessage::text(MessageRole::User, "x")).await.is_err());
+        let code = |r: Result<(), ToolError>| r.unwrap_err().code;
+        assert_eq!(code(store.save_state("a", 2, "two".into()).await), holdfast_core::ErrorCode::SessionConflict);
+        store.save_state("a", 1, "one".into()).await.unwrap();
         store.save_state("a", 2, "two".into()).await.unwrap();
-        store.save_state("a", 1, "one, finished late".into()).await.unwrap();
-        assert_eq!(store.load_state("a").await.unwrap(), Some((2, "two".into())), "the newer revision stays");
+        // Another process that loaded revision 1 saves its own revision 2: refused, the first one stays.
+        let other = store.save_state("a", 2, "two, from elsewhere".into()).await;
+        assert_eq!(code(other), holdfast_core::ErrorCode::SessionConflict);
+        assert_eq!(store.load_state("a").await.unwrap(), Some((2, "two".into())));
         store.save_state("a", 3, "three".into()).await.unwrap();
         assert_eq!(store.load_state("a").await.unwrap(), Some((3, "three".into())));
         assert_eq!(store.load_state("b").await.unwrap(), None);

@@ -160,3 +160,30 @@ async fn an_unreadable_saved_state_is_an_error_not_an_empty_session() {
     assert_eq!(err.code, ErrorCode::Internal);
     assert!(err.message.contains(&id), "{}", err.message);
 }
+
+#[tokio::test]
+async fn two_processes_on_one_session_conflict_instead_of_losing_a_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two runtimes on one data dir stand for two processes (`serve` and `mcp`, say).
+    let first = runtime(tmp.path()).await;
+    let second = runtime(tmp.path()).await;
+    let (info, ctx1) = first.open_session("mcp").await.unwrap();
+    first.registry.call("register_set", json!({"key": "a", "value": "from the first"}), &ctx1).await.unwrap();
+    let ctx2 = second.session(&info.id).await.unwrap().unwrap();
+    second.registry.call("register_set", json!({"key": "b", "value": "from the second"}), &ctx2).await.unwrap();
+
+    let err = first.registry.call("register_set", json!({"key": "c", "value": "lost?"}), &ctx1).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionConflict, "{err:?}");
+    assert!(ctx1.is_superseded());
+    drop(ctx1);
+    // The first process reloads the session and sees the second's change; its own refused write is not there.
+    let ctx1 = first.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(ctx1.registers.get("b").unwrap().value, json!("from the second"));
+    assert!(ctx1.registers.get("c").is_none());
+    first.registry.call("register_set", json!({"key": "c", "value": "again"}), &ctx1).await.unwrap();
+    drop((ctx1, ctx2, first, second));
+    let rt = runtime(tmp.path()).await;
+    let ctx = rt.session(&info.id).await.unwrap().unwrap();
+    let keys = ctx.registers.keys();
+    assert_eq!(keys, vec!["a".to_owned(), "b".to_owned(), "c".to_owned()], "nothing acknowledged was lost");
+}

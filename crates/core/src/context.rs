@@ -104,7 +104,7 @@ impl CoreServices {
             extensions: Extensions::default(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
-                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, digest: None })),
+                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, superseded: false, digest: None })),
             }),
         };
         for hook in &self.hooks {
@@ -174,8 +174,10 @@ impl fmt::Debug for Persistence {
 }
 
 struct Saved {
-    /// The revision of the last state handed to the store.
+    /// The revision of the last state the store accepted.
     revision: u64,
+    /// Another process saved this session since: this copy is out of date and must not be used further.
+    superseded: bool,
     /// Length and hash of that state's JSON, to skip saving an unchanged state.
     digest: Option<(usize, u64)>,
 }
@@ -204,8 +206,14 @@ impl ToolContext {
         if saved.digest == Some(digest) {
             return Ok(());
         }
+        if saved.superseded {
+            return Err(superseded(&self.session_id));
+        }
         let revision = saved.revision + 1;
-        p.store.save_state(&self.session_id, revision, json).await?;
+        if let Err(e) = p.store.save_state(&self.session_id, revision, json).await {
+            saved.superseded = e.code == crate::ErrorCode::SessionConflict;
+            return Err(e);
+        }
         saved.revision = revision;
         saved.digest = Some(digest);
         Ok(())
@@ -219,11 +227,24 @@ impl ToolContext {
         Ok(added)
     }
 
+    /// True when another process saved this session after this copy was loaded (a save answered
+    /// `session_conflict`): the copy must be replaced by one restored from the store.
+    pub fn is_superseded(&self) -> bool {
+        self.persistence.as_ref().is_some_and(|p| p.saved.try_lock().is_ok_and(|s| s.superseded))
+    }
+
     /// True when nothing outside the runtime's own table of sessions holds this session (no turn, request or
     /// subscriber uses it), so it can be unloaded from memory and restored from its saved state later.
     pub fn is_idle(&self) -> bool {
         Arc::strong_count(&self.session_id) == 1 && !self.events.has_subscribers()
     }
+}
+
+fn superseded(id: &str) -> ToolError {
+    ToolError::new(
+        crate::ErrorCode::SessionConflict,
+        format!("session {id} was saved by another holdfast process since this copy was loaded; open it again"),
+    )
 }
 
 fn digest(text: &str) -> u64 {

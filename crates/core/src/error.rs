@@ -93,6 +93,10 @@ pub enum ErrorCode {
     /// pending confirmation was withdrawn, so nothing can approve it later, and nothing was signed or sent: run the
     /// action where holdfast can ask the user (`holdfast chat`, the web UI of `holdfast serve`).
     ConfirmationUnavailable,
+    /// The session's saved state was changed by another holdfast process on the same data dir since this one loaded
+    /// it (for example `holdfast serve` and `holdfast mcp` both using one session). Nothing of this change was saved;
+    /// the session is reloaded from what was saved, so the next call sees the other process's state.
+    SessionConflict,
 }
 
 impl ErrorCode {
@@ -135,6 +139,7 @@ impl ErrorCode {
         Self::RegisterTypeMismatch,
         Self::OutcomeUnknown,
         Self::ConfirmationUnavailable,
+        Self::SessionConflict,
     ];
 
     /// The snake_case wire form of the code.
@@ -177,6 +182,7 @@ impl ErrorCode {
             Self::RegisterTypeMismatch => "register_type_mismatch",
             Self::OutcomeUnknown => "outcome_unknown",
             Self::ConfirmationUnavailable => "confirmation_unavailable",
+            Self::SessionConflict => "session_conflict",
         }
     }
 

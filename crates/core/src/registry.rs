@@ -167,10 +167,13 @@ impl ToolRegistry {
         // What the call changed (a register, a pending confirmation) is durable before the caller sees the result.
         if let Err(e) = ctx.persist().await {
             tracing::error!(session = %ctx.session_id, tool = name, "the session state could not be saved: {e}");
-            return Err(ToolError::internal(format!(
-                "`{name}` ran, but the session's state could not be saved ({}): what it changed in the session may not survive a restart (effects outside the session, such as a transaction in the journal, stand)",
-                e.message
-            )));
+            return Err(ToolError::new(
+                e.code,
+                format!(
+                    "`{name}` ran, but the session's state could not be saved ({}): what it changed in the session may not survive a restart (effects outside the session, such as a transaction in the journal, stand)",
+                    e.message
+                ),
+            ));
         }
         result
     }

@@ -45,15 +45,17 @@ pub struct SavedConfirmation {
 
 /// One session's registers, context bank and confirmations.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
 pub struct SessionState {
-    /// [`STATE_VERSION`] when written.
+    /// [`STATE_VERSION`] when written (required: a document without it is not a saved state).
     pub version: u32,
     /// Register entries by key (intrinsic registers are not saved: they resolve again).
+    #[serde(default)]
     pub registers: BTreeMap<String, RegisterEntry>,
     /// Context-bank items in order of first appearance.
+    #[serde(default)]
     pub context_bank: Vec<ContextItem>,
     /// Confirmations, oldest first.
+    #[serde(default)]
     pub confirmations: Vec<SavedConfirmation>,
 }
 
@@ -86,9 +88,10 @@ impl SessionState {
 
 /// Where sessions' states are kept (the agent layer's session store implements it over SQLite).
 pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
-    /// Saves `state` (JSON from [`SessionState::to_json`]) for `session_id` as revision `revision`. A store keeps
-    /// the highest revision it was given, so two saves that finish out of order leave the newer state. Returning
-    /// `Ok` promises the state survives a crash of the process.
+    /// Saves `state` (JSON from [`SessionState::to_json`]) for `session_id` as revision `revision`, which must
+    /// follow the revision saved last (`revision - 1`; 1 when none is saved). Any other saved revision means another
+    /// process saved this session meanwhile: nothing is written and the answer is `session_conflict`. Returning `Ok`
+    /// promises the state survives a crash of the process (for a store on disk).
     fn save_state<'a>(
         &'a self,
         session_id: &'a str,
@@ -147,5 +150,39 @@ mod tests {
         assert_eq!(ctx.registers.keys(), vec!["good".to_owned()]);
         assert!(matches!(SessionState::from_json(r#"{"version": 99}"#), Err(StateError::Version(99))));
         assert!(matches!(SessionState::from_json("{"), Err(StateError::Invalid(_))));
+        assert!(matches!(SessionState::from_json("{}"), Err(StateError::Invalid(_))), "no version: not a state");
+    }
+
+    /// A store that takes its time and counts the saves it finished.
+    #[derive(Debug, Default)]
+    struct SlowStore {
+        finished: std::sync::atomic::AtomicUsize,
+    }
+
+    impl SessionStateStore for SlowStore {
+        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn saved_means_saved_even_when_another_save_already_carries_the_change() {
+        let store = std::sync::Arc::new(SlowStore::default());
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(store.clone());
+        let ctx = services.new_session("s");
+        ctx.registers.set(RegisterWrite::new("k", json!("v"), Origin::User, "register_set")).unwrap();
+        let first = tokio::spawn({
+            let ctx = ctx.clone();
+            async move { ctx.persist().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Nothing changed since the first save's snapshot: this call's change is in a save still running.
+        ctx.persist().await.unwrap();
+        assert_eq!(store.finished.load(std::sync::atomic::Ordering::SeqCst), 1, "answered only once it is saved");
+        first.await.unwrap().unwrap();
     }
 }
