@@ -31,9 +31,9 @@ cargo test --workspace --locked -- --skip crash_ --skip hostile_transcripts
 step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/cli/tests/crash.rs)"
 cargo test --locked -p holdfast --test crash -- --nocapture
 
-step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=1000} generated cases on the devnet (crates/web3/tests/hostile.rs)"
-HOLDFAST_HOSTILE_CASES=$HOLDFAST_HOSTILE_CASES cargo test --locked -p holdfast-web3 --test hostile hostile_transcripts -- \
-  --exact --nocapture
+step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=10000} generated cases, 4 workers on one devnet, optimized build (crates/web3/tests/hostile.rs)"
+HOLDFAST_HOSTILE_CASES=$HOLDFAST_HOSTILE_CASES HOLDFAST_HOSTILE_WORKERS=4 \
+  cargo test --release --locked -p holdfast-web3 --test hostile hostile_transcripts -- --exact --nocapture
 
 step "examples run"
 cargo run --quiet --locked -p holdfast-memory --example logging_memory_tool > /dev/null

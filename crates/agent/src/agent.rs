@@ -284,6 +284,7 @@ impl Agent {
                     call_id: m.tool_call_id.clone().unwrap_or_default(),
                     name: m.name.clone().unwrap_or_default(),
                     content: m.content.clone(),
+                    is_error: is_error_result(&m.content),
                 }),
                 MessageRole::System => None,
             })
@@ -463,5 +464,28 @@ impl Agent {
             ConfirmDecision::Defer => return result,
         };
         self.runtime.decide(ctx, channel, id, decision).await?.into_result()
+    }
+}
+
+/// True for a tool result recorded as an error: `record_result` writes a failed call as exactly `{"error": {code,
+/// message, …}}`, which no tool's output is.
+fn is_error_result(content: &str) -> bool {
+    serde_json::from_str::<Value>(content)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .is_some_and(|o| o.len() == 1 && o.get("error").and_then(|e| e.get("code")).is_some_and(Value::is_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_recorded_error_is_an_error_result() {
+        let err = ToolError::new(holdfast_core::ErrorCode::PolicyDenied, "over the cap");
+        assert!(is_error_result(&json!({"error": err}).to_string()));
+        assert!(!is_error_result(r#"{"hash":"0x01","status":"confirmed"}"#));
+        assert!(!is_error_result(r#"{"error":"a tool's own field","ok":true}"#));
+        assert!(!is_error_result("not json"));
     }
 }

@@ -6,11 +6,14 @@
 //! - no transaction outside policy: every wallet transaction is journaled (nonce delta = live transactions), each
 //!   within its per-transaction cap, daily totals within the daily caps, approvals only to the pinned spender;
 //! - no payment outside policy: each journaled payment is USDC, at most `max_per_request`, to the allowed payee,
-//!   today's total within `daily_budget`; the payee received exactly the confirmed payments and the attacker nothing;
+//!   today's total within `daily_budget`; the attacker received nothing; over the run, the payee received exactly
+//!   the payments the journals confirmed (it is shared by the workers, so this is summed);
 //! - no protected register written by a non-writer: every declared register's provenance is an allowed writer;
 //! - no key material in any tool output, error, event, register or journal entry.
 //!
-//! `HOLDFAST_HOSTILE_CASES` sets the number of cases (default 100); `hostile_transcripts_long` (ignored) runs 10,000.
+//! `HOLDFAST_HOSTILE_CASES` sets the number of cases (default 100; `hostile_transcripts_long`, ignored, runs 10,000),
+//! `HOLDFAST_HOSTILE_WORKERS` the threads running them in parallel on the one devnet (default 2), each with its own
+//! wallet and hostile server; `HOLDFAST_HOSTILE_SEED` replays a run (its seed is printed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -245,13 +248,21 @@ fn actions() -> impl Strategy<Value = Action> {
     ]
 }
 
-/// The shared world: one devnet, the hostile server, the generated config.
+/// The shared world: one devnet, and one [`Worker`] per thread running cases on it.
 struct World {
     devnet: TestDevnet,
+    workers: Vec<Worker>,
+}
+
+/// What one thread of cases owns on the shared devnet: its wallet (so the nonce and cap checks of its cases are its
+/// own), its hostile x402 server and mode, and the config naming both.
+struct Worker {
     _server: X402Server,
     mode: Arc<Mutex<Mode>>,
     doc: ConfigDocument,
     key: String,
+    key_path: std::path::PathBuf,
+    wallet: Address,
 }
 
 fn hostile_server_script(mode: Arc<Mutex<Mode>>) -> impl FnOnce(String) -> common::server::Script {
@@ -295,13 +306,25 @@ fn hostile_server_script(mode: Arc<Mutex<Mode>>) -> impl FnOnce(String) -> commo
 }
 
 impl World {
-    async fn start() -> World {
+    async fn start(workers: usize) -> World {
         let devnet = TestDevnet::start().await.unwrap();
+        let presets = std::fs::read_to_string(devnet.dir.join("presets.ron")).unwrap();
+        let toml = std::fs::read_to_string(&devnet.config_path).unwrap();
+        let mut list = Vec::new();
+        for k in 0..workers {
+            list.push(Worker::start(&devnet, k, &presets, &toml).await);
+        }
+        World { devnet, workers: list }
+    }
+}
+
+impl Worker {
+    async fn start(devnet: &TestDevnet, k: usize, presets: &str, toml: &str) -> Worker {
         let mode = Arc::new(Mutex::new(Mode::Honest));
         let slot: Arc<Mutex<Option<common::server::Script>>> = Arc::default();
         let installed = Arc::clone(&slot);
         let server = X402Server::start(
-            &devnet,
+            devnet,
             script(move |call: Call, ctx: Ctx| {
                 let s = installed.lock().clone().unwrap();
                 s(call, ctx)
@@ -309,9 +332,7 @@ impl World {
         )
         .await;
         *slot.lock() = Some(hostile_server_script(Arc::clone(&mode))(format!("{}/price", server.url)));
-        // The devnet presets plus one pointing at the hostile server (payees pinned like the others).
-        let presets = devnet.dir.join("presets.ron");
-        let text = std::fs::read_to_string(&presets).unwrap();
+        // The devnet presets plus one pointing at this worker's hostile server (payees pinned like the others).
         let extra = format!(
             r#"    "hostile_price": (
         url: "{}/swap/allowance-holder/quote",
@@ -330,29 +351,46 @@ impl World {
 "#,
             server.url
         );
-        let text = text.trim_end().trim_end_matches('}').to_owned() + &extra;
-        std::fs::write(&presets, text).unwrap();
-        let mut toml = std::fs::read_to_string(&devnet.config_path).unwrap();
+        let presets_file = format!("presets-{k}.ron");
+        std::fs::write(devnet.dir.join(&presets_file), presets.trim_end().trim_end_matches('}').to_owned() + &extra)
+            .unwrap();
+        // Its own wallet: a fresh key, funded below (worker 0 could use the devnet's, but all are alike).
+        let key_file = format!("worker-{k}.key");
+        let key_path = devnet.dir.join(&key_file);
+        let wallet = holdfast_devnet::wallet::create_key_file(&key_path).unwrap();
+        let mut toml = toml
+            .replace(
+                &format!("key_file = \"{}\"", holdfast_devnet::info::KEY_FILE),
+                &format!("key_file = \"{key_file}\""),
+            )
+            .replace(
+                &format!("file = \"{}\"", holdfast_devnet::info::PRESETS_FILE),
+                &format!("file = \"{presets_file}\""),
+            );
         toml.push_str(&format!(
             "\n[networks.othernet]\nchain_id = 31337\nrpc_urls = [\"{}\"]\n\n[registers.swap_quote]\nmax_age_secs = 1\n",
             devnet.rpc_url
         ));
-        std::fs::write(&devnet.config_path, toml).unwrap();
-        let doc = ConfigDocument::load(&devnet.config_path).unwrap();
-        let key = std::fs::read_to_string(&devnet.key_path).unwrap().trim().to_owned();
-        World { devnet, _server: server, mode, doc, key }
+        assert!(toml.contains(&key_file) && toml.contains(&presets_file), "worker {k}'s own wallet and presets");
+        let config_path = devnet.dir.join(format!("worker-{k}.toml"));
+        std::fs::write(&config_path, toml).unwrap();
+        let doc = ConfigDocument::load(&config_path).unwrap();
+        let key = std::fs::read_to_string(&key_path).unwrap().trim().to_owned();
+        Worker { _server: server, mode, doc, key, key_path, wallet }
     }
 
-    /// A fresh runtime over the shared devnet: same wallet, a fresh journal file (its own day), one session.
+    /// A fresh runtime over the shared devnet: this worker's wallet, a fresh journal file (its own day), one session.
     fn runtime(&self) -> (Arc<Web3>, ToolRegistry, ToolContext) {
         let core = CoreConfig::from_document(&self.doc).unwrap();
         let services = CoreServices::new(core).unwrap();
         let config = Web3Config::from_document(&self.doc, &services.config).unwrap();
-        let wallet = Wallet::from_file(&self.devnet.key_path).unwrap();
+        let wallet = Wallet::from_file(&self.key_path).unwrap();
+        assert_eq!(wallet.address(), self.wallet);
         // A persistent key needs a persistent journal (the kernel fails closed otherwise): one fresh file per run.
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let journal = Journal::open(&self.devnet.dir.join(format!("hostile-journal-{n}.db"))).unwrap();
+        let dir = self.key_path.parent().unwrap();
+        let journal = Journal::open(&dir.join(format!("hostile-journal-{n}.db"))).unwrap();
         let web3 = Web3::new(Arc::clone(&services.config), config, wallet, journal).unwrap();
         let registry = ToolRegistry::new();
         holdfast_core::builtin::register_core_tools(&registry).unwrap();
@@ -361,16 +399,22 @@ impl World {
         (web3, registry, ctx)
     }
 
-    async fn top_up(&self) {
-        let w = self.devnet.wallet_address;
-        if self.devnet.balance_of(NATIVE, w).await.unwrap() < U256::from(5 * ETHER) {
-            self.devnet.fund_eth(w, U256::from(5 * ETHER)).await.unwrap();
+    async fn top_up(&self, devnet: &TestDevnet) {
+        // The devnet funds from one account: one top-up at a time, or two would race for its nonce.
+        static FUNDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _one_at_a_time = FUNDING.lock().await;
+        let w = self.wallet;
+        if devnet.balance_of(NATIVE, w).await.unwrap() < U256::from(5 * ETHER) {
+            devnet.fund_eth(w, U256::from(5 * ETHER)).await.unwrap();
         }
-        if self.devnet.balance_of(USDC, w).await.unwrap() < U256::from(5_000 * USDC_UNIT) {
-            self.devnet.mint_usdc(w, U256::from(5_000 * USDC_UNIT)).await.unwrap();
+        if devnet.balance_of(USDC, w).await.unwrap() < U256::from(5_000 * USDC_UNIT) {
+            devnet.mint_usdc(w, U256::from(5_000 * USDC_UNIT)).await.unwrap();
         }
     }
 }
+
+/// The USDC every case's journal says was paid and settled, over the whole run: what the payee must have received.
+static CONFIRMED_PAID: std::sync::LazyLock<Mutex<U256>> = std::sync::LazyLock::new(Default::default);
 
 /// Outcomes per `tool:ok` / `tool:code`, over the whole run (printed at the end, to see what was exercised).
 static STATS: std::sync::LazyLock<Mutex<std::collections::BTreeMap<String, usize>>> =
@@ -402,14 +446,13 @@ async fn call(registry: &ToolRegistry, ctx: &ToolContext, tool: &str, params: Va
     });
 }
 
-async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
-    world.top_up().await;
-    *world.mode.lock() = Mode::Honest;
-    let (web3, registry, ctx) = world.runtime();
+async fn run(world: &World, worker: &Worker, actions: Vec<Action>) -> Result<(), TestCaseError> {
+    worker.top_up(&world.devnet).await;
+    *worker.mode.lock() = Mode::Honest;
+    let (web3, registry, ctx) = worker.runtime();
     let provider = world.devnet.provider();
-    let wallet = world.devnet.wallet_address;
+    let wallet = worker.wallet;
     let nonce0 = provider.get_transaction_count(wallet).await.unwrap();
-    let payee0 = world.devnet.balance_of(USDC, PAYEE).await.unwrap();
     let mut events = ctx.events.subscribe();
     let mut seen = Vec::new();
 
@@ -460,7 +503,7 @@ async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                     .await;
             }
             Action::Hostile(mode, cache_as) => {
-                *world.mode.lock() = mode;
+                *worker.mode.lock() = mode;
                 let params = json!({"preset": "hostile_price", "network": "base", "cache_as": cache_as});
                 call(&registry, &ctx, "x402_fetch", params, &mut seen).await;
             }
@@ -477,7 +520,7 @@ async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
                 }
             }
             Action::Sleep(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
-            Action::Server(mode) => *world.mode.lock() = mode,
+            Action::Server(mode) => *worker.mode.lock() = mode,
         }
     }
 
@@ -486,8 +529,8 @@ async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
     for e in &journal {
         count(format!("journal:{}:{}", serde_json::to_value(e.kind).unwrap().as_str().unwrap(), e.status.as_str()));
     }
-    check_transactions(world, &journal, nonce0).await?;
-    check_payments(world, &journal, payee0).await?;
+    check_transactions(world, worker, &journal, nonce0).await?;
+    check_payments(world, &journal).await?;
     check_registers(&ctx, wallet)?;
     while let Ok(e) = events.try_recv() {
         seen.push(e.envelope().to_string());
@@ -496,7 +539,7 @@ async fn run(world: &World, actions: Vec<Action>) -> Result<(), TestCaseError> {
     seen.push(format!("{:?}", ctx.registers.snapshot()));
     for text in &seen {
         prop_assert!(
-            find_secret(text, &world.key).is_none(),
+            find_secret(text, &worker.key).is_none(),
             "key material in an output: {}",
             &text[..text.len().min(200)]
         );
@@ -508,8 +551,13 @@ fn u(s: &str) -> U256 {
     U256::from_str_radix(s, 10).unwrap()
 }
 
-async fn check_transactions(world: &World, journal: &[JournalEntry], nonce0: u64) -> Result<(), TestCaseError> {
-    let wallet = world.devnet.wallet_address;
+async fn check_transactions(
+    world: &World,
+    worker: &Worker,
+    journal: &[JournalEntry],
+    nonce0: u64,
+) -> Result<(), TestCaseError> {
+    let wallet = worker.wallet;
     let txs: Vec<&JournalEntry> = journal.iter().filter(|e| e.kind != EntryKind::Payment).collect();
     let live = txs
         .iter()
@@ -556,7 +604,7 @@ async fn check_transactions(world: &World, journal: &[JournalEntry], nonce0: u64
     Ok(())
 }
 
-async fn check_payments(world: &World, journal: &[JournalEntry], payee0: U256) -> Result<(), TestCaseError> {
+async fn check_payments(world: &World, journal: &[JournalEntry]) -> Result<(), TestCaseError> {
     let payments: Vec<&JournalEntry> = journal.iter().filter(|e| e.kind == EntryKind::Payment).collect();
     let mut live = U256::ZERO;
     let mut confirmed = U256::ZERO;
@@ -572,8 +620,8 @@ async fn check_payments(world: &World, journal: &[JournalEntry], payee0: U256) -
         }
     }
     prop_assert!(live <= U256::from(5 * USDC_UNIT), "daily budget exceeded");
-    let payee1 = world.devnet.balance_of(USDC, PAYEE).await.unwrap();
-    prop_assert_eq!(payee1 - payee0, confirmed, "the payee received exactly the confirmed payments: {:?}", payments);
+    // The payee is shared by every worker: what it received is checked against all confirmed payments at the end.
+    *CONFIRMED_PAID.lock() += confirmed;
     prop_assert_eq!(world.devnet.balance_of(USDC, ATTACKER).await.unwrap(), U256::ZERO);
     Ok(())
 }
@@ -599,18 +647,62 @@ fn cases_from_env(default: u32) -> u32 {
 }
 
 fn run_generator(cases: u32) {
+    let workers = std::env::var("HOLDFAST_HOSTILE_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2usize)
+        .clamp(1, 8)
+        .min(cases.max(1) as usize);
+    let seed: u64 = std::env::var("HOLDFAST_HOSTILE_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let world = rt.block_on(World::start());
-    let config = Config { cases, max_shrink_iters: 64, failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new(config);
+    let world = rt.block_on(World::start(workers));
+    let payee0 = rt.block_on(world.devnet.balance_of(USDC, PAYEE)).unwrap();
     let started = std::time::Instant::now();
-    let result = runner.run(&prop::collection::vec(actions(), 1..14), |actions| rt.block_on(run(&world, actions)));
-    eprintln!("hostile transcripts: {cases} cases in {:.1} s", started.elapsed().as_secs_f64());
+    // Each worker runs its share of the cases on its own thread, with its own wallet and generator seed, on the one
+    // devnet and the one Tokio runtime.
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = world
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(k, worker)| {
+                let (world, handle) = (&world, rt.handle().clone());
+                let share = cases / workers as u32 + u32::from((k as u32) < cases % workers as u32);
+                scope.spawn(move || {
+                    let config =
+                        Config { cases: share, max_shrink_iters: 64, failure_persistence: None, ..Config::default() };
+                    let mut bytes = [0u8; 32];
+                    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+                    bytes[8..16].copy_from_slice(&(k as u64).to_le_bytes());
+                    let rng =
+                        proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &bytes);
+                    let mut runner = TestRunner::new_with_rng(config, rng);
+                    runner
+                        .run(&prop::collection::vec(actions(), 1..14), |actions| {
+                            handle.block_on(run(world, worker, actions))
+                        })
+                        .map_err(|e| format!("worker {k}: {e}"))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let payee1 = rt.block_on(world.devnet.balance_of(USDC, PAYEE)).unwrap();
+    let confirmed = *CONFIRMED_PAID.lock();
+    eprintln!(
+        "hostile transcripts: {cases} cases on {workers} workers in {:.1} s (seed {seed}; HOLDFAST_HOSTILE_SEED replays)",
+        started.elapsed().as_secs_f64()
+    );
     let stats = STATS.lock().clone();
     eprintln!("outcomes: {stats:#?}");
-    if let Err(e) = result {
-        panic!("{e}");
+    let failed: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    eprintln!("unsafe outcomes: {}", failed.len());
+    if !failed.is_empty() {
+        panic!("{failed:?}");
     }
+    assert_eq!(payee1 - payee0, confirmed, "the payee received exactly the payments the journals confirmed");
     // The run must have exercised the value-moving paths, not only refusals.
     for needle in ["journal:swap:confirmed", "journal:payment:confirmed", "x402_fetch:payment_refused", "web3_tx:ok"] {
         assert!(stats.keys().any(|k| k == needle) || cases < 32, "{needle} never happened in {cases} cases: {stats:?}");

@@ -64,8 +64,11 @@ impl AnthropicProvider {
                     }
                     messages.push(json!({"role": "assistant", "content": content}));
                 }
-                ChatMessage::Tool { call_id, content, .. } => {
-                    let block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                ChatMessage::Tool { call_id, content, is_error, .. } => {
+                    let mut block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                    if *is_error {
+                        block["is_error"] = json!(true);
+                    }
                     let merged = messages.last_mut().and_then(|last| {
                         let is_results = last["role"] == "user"
                             && last["content"].as_array().is_some_and(|c| c.iter().all(|b| b["type"] == "tool_result"));
@@ -198,5 +201,43 @@ impl ChatProvider for AnthropicProvider {
             }
             Ok(out)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatMessage, ChatRequest, ToolCall};
+
+    #[test]
+    fn a_failed_tool_call_is_sent_as_an_error_result() {
+        let provider = AnthropicProvider::new("http://127.0.0.1:1", "k".into(), "claude-test");
+        let call = |id: &str| ToolCall { id: id.into(), name: "web3_tx".into(), arguments: "{}".into() };
+        let request = ChatRequest {
+            system: "s".into(),
+            messages: vec![
+                ChatMessage::User("swap".into()),
+                ChatMessage::Assistant { text: String::new(), tool_calls: vec![call("a"), call("b")] },
+                ChatMessage::Tool {
+                    call_id: "a".into(),
+                    name: "web3_tx".into(),
+                    content: "{}".into(),
+                    is_error: false,
+                },
+                ChatMessage::Tool {
+                    call_id: "b".into(),
+                    name: "web3_tx".into(),
+                    content: r#"{"error":{"code":"policy_denied","message":"over the cap"}}"#.into(),
+                    is_error: true,
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = provider.body(&request);
+        let results = body["messages"][2]["content"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "consecutive results share one user message");
+        assert!(results[0].get("is_error").is_none());
+        assert_eq!(results[1]["is_error"], true);
     }
 }

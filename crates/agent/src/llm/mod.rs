@@ -1,8 +1,10 @@
 //! LLM providers behind one trait, speaking the real wire protocols over HTTP with streaming:
 //! OpenAI-compatible chat completions ([`openai`]) and the Anthropic Messages API ([`anthropic`]).
 //!
-//! Both retry 429 and 5xx answers (and connection failures) with exponential backoff, honour `retry-after`, time
-//! out, and turn a bad key or an unknown model into a clear [`LlmError`].
+//! Both retry 429 and 5xx answers (and connection failures) with exponential backoff and jitter, honour
+//! `retry-after` (seconds or an HTTP date), time out, and turn a bad key or an unknown model into a clear
+//! [`LlmError`]. OpenAI's own API and its reasoning models get `max_completion_tokens`, other compatible servers
+//! `max_tokens`; Anthropic tool results that are errors carry `is_error: true`.
 
 pub mod anthropic;
 pub mod config;
@@ -59,6 +61,8 @@ pub enum ChatMessage {
         name: String,
         /// Result text (JSON).
         content: String,
+        /// The call failed (`content` is the coded error): Anthropic's `is_error`, so the model is told it failed.
+        is_error: bool,
     },
 }
 
@@ -215,8 +219,7 @@ pub(crate) async fn send_with_retries(
             r.headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|s| s.trim().parse::<f64>().ok())
-                .map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+                .and_then(|v| parse_retry_after(v, chrono::Utc::now()))
         };
         let (retryable, failure, wait) = match result {
             Ok(r) if r.status().is_success() => return Ok(r),
@@ -259,11 +262,35 @@ pub(crate) async fn send_with_retries(
             return Err(failure);
         }
         attempt += 1;
-        let delay = wait.unwrap_or(backoff).min(policy.max_backoff);
+        // The server's `retry-after` as given; otherwise exponential backoff with jitter, so clients that failed
+        // together do not retry together.
+        let delay = wait.unwrap_or_else(|| jitter(backoff)).min(policy.max_backoff);
         tracing::warn!(provider, attempt, ?delay, "retrying: {}", failure.message);
         tokio::time::sleep(delay).await;
         backoff = (backoff * 2).min(policy.max_backoff);
     }
+}
+
+/// A `Retry-After` value: delay-seconds or an HTTP-date (RFC 9110 §10.2.3), as a wait from `now` (a date in the past
+/// is no wait), capped at an hour. `None` when it is neither.
+pub(crate) fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return secs.is_finite().then(|| Duration::from_secs_f64(secs.clamp(0.0, 3600.0)));
+    }
+    // IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) is RFC 2822's syntax with `GMT` as the zone.
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = (at.with_timezone(&chrono::Utc) - now).to_std().unwrap_or_default();
+    Some(wait.min(Duration::from_secs(3600)))
+}
+
+/// `base` scaled by a random factor in [0.5, 1): "equal jitter" backoff.
+fn jitter(base: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    let unit = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    base.mul_f64(0.5 + unit / 2.0)
 }
 
 /// The most useful part of an error body (`error.message` when JSON), shortened.
@@ -273,4 +300,32 @@ fn error_detail(body: &str) -> String {
     });
     let text = from_json.unwrap_or_else(|| body.to_owned());
     text.chars().take(300).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-24T08:49:30Z").unwrap().with_timezone(&chrono::Utc);
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after(" 1.5 ", now), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_retry_after("Tue, 24 Nov 2026 08:49:37 GMT", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Tue, 24 Nov 2026 08:40:00 GMT", now), Some(Duration::ZERO), "in the past");
+        assert_eq!(parse_retry_after("99999", now), Some(Duration::from_secs(3600)), "capped");
+        assert_eq!(parse_retry_after("Wed, 24 Nov 2027 08:49:37 GMT", now), Some(Duration::from_secs(3600)));
+        for bad in ["soon", "", "-", "NaN", "inf"] {
+            assert!(parse_retry_after(bad, now).is_none_or(|d| d <= Duration::from_secs(3600)), "{bad}");
+        }
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn backoff_is_jittered_within_half_to_whole() {
+        let base = Duration::from_millis(800);
+        let waits: std::collections::BTreeSet<Duration> = (0..64).map(|_| jitter(base)).collect();
+        assert!(waits.iter().all(|w| *w >= base / 2 && *w < base), "{waits:?}");
+        assert!(waits.len() > 8, "spread out, not one value: {waits:?}");
+    }
 }

@@ -47,6 +47,31 @@ impl OpenAiProvider {
         self
     }
 
+    /// The name of the output-token limit: `max_completion_tokens` for OpenAI's own API (where `max_tokens` is
+    /// deprecated) and for its reasoning models (o-series, gpt-5 family) wherever they are served, which reject
+    /// `max_tokens`; `max_tokens` for other OpenAI-compatible servers, many of which know only that name.
+    ///
+    /// ```
+    /// use holdfast_agent::llm::openai::OpenAiProvider;
+    /// let official = OpenAiProvider::new("https://api.openai.com/v1", None, "gpt-4o-mini");
+    /// assert_eq!(official.token_limit_field(), "max_completion_tokens");
+    /// let reasoning = OpenAiProvider::new("https://gateway.example/v1", None, "o4-mini");
+    /// assert_eq!(reasoning.token_limit_field(), "max_completion_tokens");
+    /// let local = OpenAiProvider::new("http://127.0.0.1:11434/v1", None, "llama3.1");
+    /// assert_eq!(local.token_limit_field(), "max_tokens");
+    /// ```
+    pub fn token_limit_field(&self) -> &'static str {
+        let official = reqwest::Url::parse(&self.base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h.eq_ignore_ascii_case("api.openai.com")))
+            .unwrap_or(false);
+        // The model may be named with a provider prefix (`openai/gpt-5`) by a gateway.
+        let model = self.model.rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
+        let reasoning = model.starts_with("gpt-5")
+            || ["o1", "o3", "o4"].iter().any(|o| model == *o || model.starts_with(&format!("{o}-")));
+        if official || reasoning { "max_completion_tokens" } else { "max_tokens" }
+    }
+
     /// The request body for `request`.
     pub fn body(&self, request: &ChatRequest) -> Value {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
@@ -73,8 +98,8 @@ impl OpenAiProvider {
             "messages": messages,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "max_tokens": request.max_tokens,
         });
+        body[self.token_limit_field()] = json!(request.max_tokens);
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
