@@ -130,6 +130,14 @@ pub struct SessionInfo {
 
 /// Where sessions, their history and their saved state are kept.
 pub trait SessionStorage: SessionStateStore {
+    /// The JSON object linked to `key` (what a transport keeps about its own sessions, such as an MCP session's
+    /// `initialize` parameters and the holdfast session it opened), if any.
+    fn link_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, ToolError>>;
+    /// Sets the top-level fields of `fields` (a JSON object) in the object linked to `key`, creating it; durable
+    /// when it returns.
+    fn link_merge<'a>(&'a self, key: &'a str, fields: Value) -> BoxFuture<'a, Result<(), ToolError>>;
+    /// Forgets the object linked to `key`.
+    fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>>;
     /// The state saved last for `id` with its revision, if any.
     fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>>;
     /// Records a new session (an existing id is left as it is).
@@ -191,6 +199,10 @@ CREATE TABLE IF NOT EXISTS session_state (
     revision INTEGER NOT NULL,
     state TEXT NOT NULL,
     saved_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_links (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS session_messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
@@ -381,6 +393,46 @@ impl SqliteSessionStore {
         Ok(())
     }
 
+    /// The JSON object linked to `key`.
+    pub async fn link_get(&self, key: &str) -> Result<Option<Value>, ToolError> {
+        let key = key.to_owned();
+        let text = self
+            .with(move |c| {
+                c.query_row("SELECT value FROM session_links WHERE key = ?1", params![key], |r| r.get::<_, String>(0))
+                    .optional()
+            })
+            .await?;
+        text.map(|t| serde_json::from_str(&t).map_err(db_err)).transpose()
+    }
+
+    /// Sets `fields`' top-level fields in the object linked to `key` (one transaction).
+    pub async fn link_merge(&self, key: &str, fields: Value) -> Result<(), ToolError> {
+        let key = key.to_owned();
+        let Value::Object(fields) = fields else { return Err(db_err("a link holds a JSON object")) };
+        self.with(move |c| {
+            let tx = c.unchecked_transaction()?;
+            let old: Option<String> = tx
+                .query_row("SELECT value FROM session_links WHERE key = ?1", params![key], |r| r.get(0))
+                .optional()?;
+            let mut value =
+                old.and_then(|t| serde_json::from_str::<serde_json::Map<String, Value>>(&t).ok()).unwrap_or_default();
+            value.extend(fields);
+            tx.execute(
+                "INSERT INTO session_links (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, Value::Object(value).to_string()],
+            )?;
+            tx.commit()
+        })
+        .await
+    }
+
+    /// Forgets the object linked to `key`.
+    pub async fn link_delete(&self, key: &str) -> Result<(), ToolError> {
+        let key = key.to_owned();
+        self.with(move |c| c.execute("DELETE FROM session_links WHERE key = ?1", params![key])).await.map(|_| ())
+    }
+
     /// The state saved last for `id`, with its revision.
     pub async fn load_state(&self, id: &str) -> Result<Option<(u64, String)>, ToolError> {
         let id = id.to_owned();
@@ -433,6 +485,15 @@ impl SessionStateStore for SqliteSessionStore {
 }
 
 impl SessionStorage for SqliteSessionStore {
+    fn link_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, ToolError>> {
+        Box::pin(SqliteSessionStore::link_get(self, key))
+    }
+    fn link_merge<'a>(&'a self, key: &'a str, fields: Value) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(SqliteSessionStore::link_merge(self, key, fields))
+    }
+    fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(SqliteSessionStore::link_delete(self, key))
+    }
     fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
         Box::pin(SqliteSessionStore::load_state(self, id))
     }
@@ -471,6 +532,7 @@ struct MemSession {
 #[derive(Debug, Default)]
 pub struct InMemorySessionStore {
     sessions: Mutex<std::collections::HashMap<String, MemSession>>,
+    links: Mutex<std::collections::HashMap<String, serde_json::Map<String, Value>>>,
 }
 
 impl InMemorySessionStore {
@@ -502,6 +564,22 @@ impl SessionStateStore for InMemorySessionStore {
 }
 
 impl SessionStorage for InMemorySessionStore {
+    fn link_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, ToolError>> {
+        Box::pin(async move { Ok(self.links.lock().get(key).cloned().map(Value::Object)) })
+    }
+    fn link_merge<'a>(&'a self, key: &'a str, fields: Value) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            let Value::Object(fields) = fields else { return Err(db_err("a link holds a JSON object")) };
+            self.links.lock().entry(key.to_owned()).or_default().extend(fields);
+            Ok(())
+        })
+    }
+    fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            self.links.lock().remove(key);
+            Ok(())
+        })
+    }
     fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
         Box::pin(async move { Ok(self.sessions.lock().get(id).and_then(|s| s.state.clone())) })
     }
@@ -616,6 +694,13 @@ mod tests {
         store.save_state("a", 3, "three".into()).await.unwrap();
         assert_eq!(store.load_state("a").await.unwrap(), Some((3, "three".into())));
         assert_eq!(store.load_state("b").await.unwrap(), None);
+        store.link_merge("mcp:x", serde_json::json!({"init": 1})).await.unwrap();
+        store.link_merge("mcp:x", serde_json::json!({"session_id": "a"})).await.unwrap();
+        let link = store.link_get("mcp:x").await.unwrap();
+        assert_eq!(link, Some(serde_json::json!({"init": 1, "session_id": "a"})));
+        assert!(store.link_merge("mcp:x", serde_json::json!([1])).await.is_err());
+        store.link_delete("mcp:x").await.unwrap();
+        assert_eq!(store.link_get("mcp:x").await.unwrap(), None);
     }
 
     #[tokio::test]

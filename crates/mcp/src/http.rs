@@ -65,10 +65,12 @@ pub fn router(
 ) -> axum::Router {
     // The Host and Origin checks are the edge guard's (stricter: the port too, and configurable); rmcp's own
     // loopback-only host list would refuse names from `allowed_hosts`.
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(max_bytes)
         .with_cancellation_token(stop)
         .disable_allowed_hosts();
+    // MCP sessions survive a restart on the same data dir (see `crate::links`).
+    config.session_store = Some(Arc::new(crate::links::SessionLinks::new(Arc::clone(&runtime))));
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let service =

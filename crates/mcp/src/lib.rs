@@ -30,6 +30,7 @@ pub mod confirm;
 pub mod error;
 pub mod http;
 pub mod jsonrpc;
+pub mod links;
 pub mod prompts;
 pub mod resources;
 pub mod server;

@@ -112,19 +112,36 @@ impl HoldfastMcp {
         self.session.get().map(|s| s.id.clone())
     }
 
-    async fn session(&self, peer: &Peer<RoleServer>) -> Result<&Session, ErrorData> {
+    async fn session(&self, context: &RequestContext<RoleServer>) -> Result<&Session, ErrorData> {
+        let peer = &context.peer;
         self.session
             .get_or_try_init(|| async {
-                let (info, ctx) =
-                    self.runtime.open_session("mcp").await.map_err(|e| rpc_error(RpcCode::INTERNAL_ERROR, &e))?;
+                let internal = |e: ToolError| rpc_error(RpcCode::INTERNAL_ERROR, &e);
+                // Over HTTP, the MCP session id links this MCP session to its holdfast session, so a server restarted
+                // on the same data dir picks up the session the client is still in (see `crate::links`).
+                let mcp_id = crate::links::mcp_session_id(context);
+                let linked = match &mcp_id {
+                    Some(mcp_id) => crate::links::linked_session(&self.runtime, mcp_id).await.map_err(internal)?,
+                    None => None,
+                };
+                let (id, ctx) = match linked {
+                    Some(restored) => restored,
+                    None => {
+                        let (info, ctx) = self.runtime.open_session("mcp").await.map_err(internal)?;
+                        if let Some(mcp_id) = &mcp_id {
+                            crate::links::link(&self.runtime, mcp_id, &info.id).await.map_err(internal)?;
+                        }
+                        (info.id, ctx)
+                    }
+                };
                 let task = tokio::spawn(resources::forward_updates(
                     ctx.events.subscribe(),
                     peer.clone(),
                     Arc::clone(&self.subscriptions),
                 ));
                 *self.forwarder.lock() = Some(task.abort_handle());
-                tracing::info!(session = %info.id, "MCP session opened");
-                Ok(Session { id: info.id, ctx })
+                tracing::info!(session = %id, "MCP session opened");
+                Ok(Session { id, ctx })
             })
             .await
     }
@@ -352,7 +369,7 @@ impl ServerHandler for HoldfastMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session(&context.peer).await?;
+        let session = self.session(&context).await?;
         let params = Value::Object(request.arguments.unwrap_or_default());
         let result = self.call(session, &context.peer, &request.name, params).await;
         Ok(tools::to_call_result(&result).into())
@@ -371,7 +388,7 @@ impl ServerHandler for HoldfastMcp {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let session = self.session(&context.peer).await?;
+        let session = self.session(&context).await?;
         let args = request.arguments.as_ref();
         let result = match request.name.as_str() {
             USER_REQUEST_PROMPT => {
@@ -403,7 +420,7 @@ impl ServerHandler for HoldfastMcp {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let session = self.session(&context.peer).await?;
+        let session = self.session(&context).await?;
         let Some(content) = resources::read(&request.uri, &session.ctx) else {
             return Err(ErrorData::resource_not_found(
                 format!("no resource {:?}", request.uri),
@@ -432,7 +449,7 @@ impl ServerHandler for HoldfastMcp {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.session(&context.peer).await?;
+        self.session(&context).await?;
         if !resources::ALL_URIS.contains(&request.uri.as_str()) {
             return Err(ErrorData::resource_not_found(
                 format!("no resource {:?}", request.uri),
