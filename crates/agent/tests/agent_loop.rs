@@ -360,3 +360,53 @@ async fn an_observer_that_is_no_user_channel_cannot_approve() {
     let swaps = runtime.web3.journal().for_session(&info.id).await.unwrap();
     assert!(swaps.iter().all(|e| e.kind != holdfast_web3::EntryKind::Swap), "nothing sent: {swaps:?}");
 }
+
+#[tokio::test]
+async fn both_retry_after_forms_are_honoured_on_both_wires() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let past = (chrono::Utc::now() - chrono::Duration::seconds(5)).format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let replies = vec![Reply::Limited("0".into()), Reply::Limited(past.clone()), Reply::Text("hello".into())];
+        let scripted = Scripted::start(wire, replies).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
+        let out = agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await.unwrap();
+        assert_eq!(out.text, "hello", "{wire:?}");
+        assert_eq!(scripted.requests.lock().len(), 3, "{wire:?}: two 429s retried, seconds and HTTP date");
+    }
+}
+
+#[tokio::test]
+async fn reasoning_models_get_max_completion_tokens_and_anthropic_tool_errors_say_so() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let scripted = Scripted::start(Wire::OpenAi, vec![Reply::Text("ok".into())]).await;
+    let gpt5 = OpenAiProvider::new(&scripted.url, Some("sk-test".into()), "gpt-5-mini").with_retry(fast());
+    let agent = Agent::new(Arc::clone(&runtime), Arc::new(gpt5));
+    agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await.unwrap();
+    let body = scripted.requests.lock()[0].1.clone();
+    assert!(body["max_completion_tokens"].is_u64(), "{body}");
+    assert!(body.get("max_tokens").is_none(), "a gpt-5 request carries no max_tokens: {body}");
+
+    let replies = vec![
+        Reply::Tools(vec![
+            tool("token_lookup", json!({"symbol": "DOGE", "network": "base", "cache_as": null})),
+            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": null})),
+        ]),
+        Reply::Text("done".into()),
+    ];
+    let scripted = Scripted::start(Wire::Anthropic, replies).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::Anthropic, &scripted));
+    agent.run_turn(&ctx, "look up DOGE and USDC", &NoObserver, &CancelToken::new()).await.unwrap();
+    let second = scripted.requests.lock()[1].1.clone();
+    let results: Vec<Value> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{second}");
+    assert_eq!(results[0]["is_error"], true, "the unknown token's lookup failed: {}", results[0]);
+    assert!(results[1].get("is_error").is_none(), "the USDC lookup did not: {}", results[1]);
+}

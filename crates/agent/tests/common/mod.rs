@@ -22,6 +22,8 @@ pub enum Reply {
     Tools(Vec<(String, String)>),
     /// An HTTP error status with a JSON error body.
     Status(u16, String),
+    /// HTTP 429 with this `Retry-After` value (seconds or an HTTP date).
+    Limited(String),
     /// Wait before answering (for cancellation tests).
     Delay(Duration, Box<Reply>),
 }
@@ -108,6 +110,12 @@ fn error(status: u16, message: &str) -> Response {
         .unwrap()
 }
 
+fn limited(retry_after: &str) -> Response {
+    let mut resp = error(429, "rate limited");
+    resp.headers_mut().insert("retry-after", retry_after.parse().unwrap());
+    resp
+}
+
 /// Splits text in two halves at a char boundary (so deltas really arrive in pieces).
 fn halves(s: &str) -> (String, String) {
     let mid = s.char_indices().nth(s.chars().count() / 2).map_or(s.len(), |(i, _)| i);
@@ -128,6 +136,7 @@ async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum:
     let mut events = vec![data(chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
     match reply {
         Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Limited(after) => return limited(&after),
         Reply::Text(text) => {
             let (a, b) = halves(&text);
             events.push(data(chunk(json!({"content": a}), Value::Null)));
@@ -168,6 +177,7 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
     )];
     let stop_reason = match reply {
         Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Limited(after) => return limited(&after),
         Reply::Text(text) => {
             let (a, b) = halves(&text);
             events.push(ev(
