@@ -673,7 +673,7 @@ mod tests {
         store.create("b", "mcp").await.unwrap();
         store.append("a", NewMessage::text(MessageRole::User, "first words")).await.unwrap();
         store.append("a", NewMessage::text(MessageRole::Assistant, "hi")).await.unwrap();
-        store.add_usage("a", Usage { input_tokens: 10, output_tokens: 3 }).await.unwrap();
+        store.add_usage("a", Usage { input_tokens: 10, output_tokens: 3, ..Usage::default() }).await.unwrap();
         let a = store.get("a").await.unwrap().unwrap();
         assert_eq!(
             (a.title.as_deref(), a.message_count, a.input_tokens, a.output_tokens),

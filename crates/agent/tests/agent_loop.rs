@@ -82,8 +82,11 @@ async fn full_swap(wire: Wire) {
             assert_eq!(headers["anthropic-version"], "2023-06-01");
             let tools: Vec<Value> = first["tools"].as_array().unwrap().clone();
             assert!(tools.iter().all(|t| t["input_schema"]["type"] == "object"));
+            // The system prompt is one text block ending a prompt-cache breakpoint, as is the tool list.
+            assert_eq!(first["system"][0]["cache_control"]["type"], "ephemeral");
+            assert_eq!(tools.last().unwrap()["cache_control"]["type"], "ephemeral");
             (
-                first["system"].as_str().unwrap().to_owned(),
+                first["system"][0]["text"].as_str().unwrap().to_owned(),
                 tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>(),
             )
         }
@@ -93,7 +96,7 @@ async fn full_swap(wire: Wire) {
     // After use_skill the swap tools are offered and the skill's instructions are in context.
     let later = &requests[1].1;
     let later_system = later
-        .get("system")
+        .pointer("/system/0/text")
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| later["messages"][0]["content"].as_str().unwrap().to_owned());
@@ -373,6 +376,9 @@ async fn both_retry_after_forms_are_honoured_on_both_wires() {
         let out = agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await.unwrap();
         assert_eq!(out.text, "hello", "{wire:?}");
         assert_eq!(scripted.requests.lock().len(), 3, "{wire:?}: two 429s retried, seconds and HTTP date");
+        // Prompt-cache tokens as each provider reports them.
+        let cache = (out.usage.cache_read_tokens, out.usage.cache_write_tokens);
+        assert_eq!(cache, if wire == Wire::OpenAi { (64, 0) } else { (900, 40) }, "{wire:?}");
     }
 }
 

@@ -155,7 +155,7 @@ impl ChatProvider for ScriptedModel {
         on_delta: DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let usage = Usage { input_tokens: 10, output_tokens: 10 };
+            let usage = Usage { input_tokens: 10, output_tokens: 10, ..Usage::default() };
             if self.calls.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
                 let text = "Let me look USDC up in the token table.";
                 Self::stream(on_delta, text, Duration::from_millis(30)).await;

@@ -81,19 +81,27 @@ impl AnthropicProvider {
                 }
             }
         }
+        // Prompt caching: the tool list and the system prompt are the same on every call of a turn, so both end in
+        // a cache breakpoint (the cached prefix is tools, then system); the provider bills cached reads at a
+        // fraction and reports them in `usage`.
+        let cached = json!({"type": "ephemeral"});
         let mut body = json!({
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "system": request.system,
+            "system": [{"type": "text", "text": request.system, "cache_control": cached}],
             "messages": messages,
             "stream": true,
         });
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = cached;
+            }
+            body["tools"] = Value::Array(tools);
         }
         body
     }
@@ -142,9 +150,11 @@ impl ChatProvider for AnthropicProvider {
                 };
                 match data.get("type").and_then(Value::as_str).unwrap_or_default() {
                     "message_start" => {
-                        if let Some(n) = data.pointer("/message/usage/input_tokens").and_then(Value::as_u64) {
-                            out.usage.input_tokens = n;
-                        }
+                        let usage =
+                            |field: &str| data.pointer(&format!("/message/usage/{field}")).and_then(Value::as_u64);
+                        out.usage.input_tokens = usage("input_tokens").unwrap_or_default();
+                        out.usage.cache_read_tokens = usage("cache_read_input_tokens").unwrap_or_default();
+                        out.usage.cache_write_tokens = usage("cache_creation_input_tokens").unwrap_or_default();
                     }
                     "content_block_start" => {
                         let block = &data["content_block"];
@@ -235,6 +245,8 @@ mod tests {
             max_tokens: 10,
         };
         let body = provider.body(&request);
+        assert_eq!(body["system"][0]["text"], "s");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral", "the system prompt is cached");
         let results = body["messages"][2]["content"].as_array().unwrap();
         assert_eq!(results.len(), 2, "consecutive results share one user message");
         assert!(results[0].get("is_error").is_none());

@@ -166,6 +166,11 @@ impl ChatProvider for OpenAiProvider {
                     out.usage = Usage {
                         input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or_default(),
                         output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or_default(),
+                        cache_read_tokens: u
+                            .pointer("/prompt_tokens_details/cached_tokens")
+                            .and_then(Value::as_u64)
+                            .unwrap_or_default(),
+                        cache_write_tokens: 0,
                     };
                 }
                 let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else { return Ok(true) };

@@ -1,5 +1,19 @@
-//! A minimal server-sent-events reader over a streamed HTTP body: yields each event's `event:` name and joined
-//! `data:` lines. Bounded: a single event larger than 1 MiB is a protocol error.
+//! Server-sent events from a streamed HTTP body, parsed by the `sse-stream` crate (the one rmcp uses): yields each
+//! event's `event:` name and its `data:` lines joined with newlines. Bounded: a model's whole streamed answer may be
+//! at most [`MAX_STREAM`] bytes, so a provider that never ends a line or an event cannot grow our memory without end.
+
+use futures::StreamExt as _;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use sse_stream::SseStream;
+
+/// Why the body stopped short.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("the streamed answer is larger than {} MiB", MAX_STREAM >> 20)]
+    TooLarge,
+    #[error("the stream broke: {0}")]
+    Broken(String),
+}
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,74 +24,62 @@ pub(crate) struct SseEvent {
     pub data: String,
 }
 
-const MAX_EVENT: usize = 1 << 20;
+/// The most one streamed answer may carry.
+pub(crate) const MAX_STREAM: usize = 16 << 20;
 
-/// Reads events from `response`, calling `on_event` for each until it returns `false` or the body ends.
+/// Reads events from `response`, calling `on_event` for each until it returns `false` or the body ends. Comments
+/// and events with neither a name nor data are skipped.
 pub(crate) async fn read_events(
-    mut response: reqwest::Response,
+    response: reqwest::Response,
     mut on_event: impl FnMut(SseEvent) -> Result<bool, String>,
 ) -> Result<(), String> {
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("the stream broke: {e}"))? {
-        buf.extend_from_slice(&chunk);
-        while let Some(end) = find_event_end(&buf) {
-            let raw: Vec<u8> = buf.drain(..end.0).collect();
-            buf.drain(..end.1);
-            if let Some(event) = parse_event(&String::from_utf8_lossy(&raw))
-                && !on_event(event)?
-            {
-                return Ok(());
-            }
+    let body = http::Response::<reqwest::Body>::from(response).into_body();
+    let body = Limited::new(body, MAX_STREAM)
+        .map_err(|e| if e.is::<LengthLimitError>() { BodyError::TooLarge } else { BodyError::Broken(e.to_string()) });
+    let mut events = std::pin::pin!(SseStream::new(body));
+    while let Some(item) = events.next().await {
+        let sse = item.map_err(|e| match e {
+            sse_stream::Error::Body(inner) => inner.to_string(),
+            other => format!("the stream is not valid server-sent events: {other}"),
+        })?;
+        if sse.event.is_none() && sse.data.is_none() {
+            continue;
         }
-        if buf.len() > MAX_EVENT {
-            return Err("a streamed event is larger than 1 MiB".into());
+        if !on_event(SseEvent { event: sse.event, data: sse.data.unwrap_or_default() })? {
+            return Ok(());
         }
-    }
-    if !buf.is_empty()
-        && let Some(event) = parse_event(&String::from_utf8_lossy(&buf))
-    {
-        on_event(event)?;
     }
     Ok(())
-}
-
-/// Position of the blank line ending the first event: (event length, separator length).
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    for i in 0..buf.len() {
-        if buf[i..].starts_with(b"\r\n\r\n") {
-            return Some((i, 4));
-        }
-        if buf[i..].starts_with(b"\n\n") {
-            return Some((i, 2));
-        }
-    }
-    None
-}
-
-fn parse_event(raw: &str) -> Option<SseEvent> {
-    let mut event = None;
-    let mut data: Vec<&str> = Vec::new();
-    for line in raw.lines() {
-        if let Some(v) = line.strip_prefix("event:") {
-            event = Some(v.trim().to_owned());
-        } else if let Some(v) = line.strip_prefix("data:") {
-            data.push(v.strip_prefix(' ').unwrap_or(v));
-        }
-    }
-    (event.is_some() || !data.is_empty()).then(|| SseEvent { event, data: data.join("\n") })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_events_and_separators() {
-        assert_eq!(find_event_end(b"data: a\n\ndata: b"), Some((7, 2)));
-        assert_eq!(find_event_end(b"data: a\r\n\r\n"), Some((7, 4)));
-        assert_eq!(find_event_end(b"data: a\n"), None);
-        let e = parse_event("event: message_start\ndata: {\"a\":1}").unwrap();
-        assert_eq!((e.event.as_deref(), e.data.as_str()), (Some("message_start"), "{\"a\":1}"));
-        assert_eq!(parse_event(": comment"), None);
+    async fn events(body: impl Into<reqwest::Body>) -> Result<Vec<SseEvent>, String> {
+        let response = reqwest::Response::from(http::Response::new(body.into()));
+        let mut out = Vec::new();
+        read_events(response, |e| {
+            out.push(e);
+            Ok(true)
+        })
+        .await?;
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn events_names_data_lines_comments_and_separators() {
+        let got = events("event: message_start\ndata: {\"a\":1}\n\n: a comment\n\ndata: x\r\ndata: y\r\n\r\n").await;
+        let got = got.unwrap();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!((got[0].event.as_deref(), got[0].data.as_str()), (Some("message_start"), "{\"a\":1}"));
+        assert_eq!((got[1].event.as_deref(), got[1].data.as_str()), (None, "x\ny"));
+    }
+
+    #[tokio::test]
+    async fn a_stream_past_the_bound_is_an_error_not_unbounded_memory() {
+        let endless_line = vec![b'a'; MAX_STREAM + 1];
+        let err = events(endless_line).await.unwrap_err();
+        assert!(err.contains("larger than 16 MiB"), "{err}");
     }
 }

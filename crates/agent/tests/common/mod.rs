@@ -159,7 +159,7 @@ async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum:
         }
         Reply::Delay(..) => unreachable!(),
     }
-    events.push(data(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}})));
+    events.push(data(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107, "prompt_tokens_details": {"cached_tokens": 64}}})));
     events.push("data: [DONE]\n\n".to_owned());
     sse(events)
 }
@@ -173,7 +173,7 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
     let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
     let mut events = vec![ev(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "scripted", "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "scripted", "usage": {"input_tokens": 120, "output_tokens": 1, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 40}}}),
     )];
     let stop_reason = match reply {
         Reply::Status(code, msg) => return error(code, &msg),
