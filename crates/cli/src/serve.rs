@@ -1,6 +1,7 @@
 //! `holdfast serve`: the HTTP + WebSocket API and the web UI.
 //!
-//! With no `--config`, it runs on embedded defaults: SQLite under the data dir (`./holdfast-data`) and a local devnet
+//! With no `--config`, it runs on embedded defaults: SQLite under the data dir (the platform's data dir,
+//! `$XDG_DATA_HOME/holdfast` or `~/.local/share/holdfast`, never the working directory) and a local devnet
 //! started in `DATA_DIR/devnet` for it (stopped again on shutdown when this command started it), so the whole swap
 //! flow works in the browser without any API key. Binds to loopback unless told otherwise; every API call needs
 //! the access token generated into the data dir on first start (the printed link trades it once for a browser
@@ -17,8 +18,19 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Default data dir for `serve` without a config.
-pub const DEFAULT_DATA_DIR: &str = "holdfast-data";
+/// The default data dir: `$XDG_DATA_HOME/holdfast` when that is an absolute path, else `$HOME/.local/share/holdfast`
+/// (the XDG base-directory rule, two environment lookups, written out rather than pulling a crate for it). Never the
+/// working directory, so nothing — the wallet key least of all — lands in a checkout.
+pub fn default_data_dir() -> anyhow::Result<PathBuf> {
+    let from = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(xdg) = from("XDG_DATA_HOME") {
+        return Ok(xdg.join("holdfast"));
+    }
+    match from("HOME") {
+        Some(home) => Ok(home.join(".local/share/holdfast")),
+        None => bail!("neither XDG_DATA_HOME nor HOME is set to an absolute path: pass --data-dir"),
+    }
+}
 /// Default bind address.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8700";
 
@@ -40,6 +52,18 @@ pub struct ServeArgs {
     /// Serve without an access token (refused on any address but loopback).
     #[arg(long)]
     pub insecure_no_token: bool,
+    /// Print the sign-in URL (with the access token from the data dir) for --bind and exit, without serving.
+    #[arg(long)]
+    pub print_url: bool,
+}
+
+/// The address a browser should open for `addr`: loopback when bound to every interface (the Host must be allowed).
+fn shown(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port())),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, addr.port())),
+        _ => addr,
+    }
 }
 
 async fn stop_devnet(dir: &Path) {
@@ -57,14 +81,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         bail!("refusing to serve on {bind} without an access token: only loopback addresses may run without one");
     }
 
+    if args.print_url {
+        let data_dir = match (&args.data_dir, &args.config) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(path)) => ConfigDocument::load(path)
+                .ok()
+                .and_then(|doc| holdfast_core::config::CoreConfig::from_document(&doc).ok())
+                .and_then(|c| c.data_dir)
+                .map_or_else(default_data_dir, Ok)?,
+            (None, None) => default_data_dir()?,
+        };
+        let path = data_dir.join(SERVER_TOKEN_FILE);
+        if !path.exists() {
+            bail!("no access token in {} yet: start `holdfast serve` once first", data_dir.display());
+        }
+        let token = AccessToken::load_or_create(&path).with_context(|| format!("reading {}", path.display()))?;
+        // Asked for explicitly: the one place besides the first start where the token is printed.
+        println!("http://{}/?token={}", shown(bind), token.secret());
+        return Ok(());
+    }
+
     let mut started_devnet: Option<PathBuf> = None;
     let (doc, data_dir) = match &args.config {
         Some(path) => (ConfigDocument::load(path)?, args.data_dir.clone()),
         None if args.no_devnet => {
-            (ConfigDocument::empty(), Some(args.data_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))))
+            (ConfigDocument::empty(), Some(args.data_dir.clone().map_or_else(default_data_dir, Ok)?))
         }
         None => {
-            let data_dir = args.data_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+            let data_dir = args.data_dir.clone().map_or_else(default_data_dir, Ok)?;
             // The data dir is private before anything (the devnet's folder first) is created inside it.
             private_fs::create_private_dir_all(&data_dir)
                 .with_context(|| format!("creating the data dir {} (mode 0700)", data_dir.display()))?;
@@ -90,7 +134,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
     let section = ServerSection::from_document(&doc)?;
     let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
-    let data_dir = runtime.data_dir().cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    let data_dir = match runtime.data_dir() {
+        Some(dir) => dir.clone(),
+        None => default_data_dir()?,
+    };
+    let data_dir_is_default = default_data_dir().is_ok_and(|d| d == data_dir);
     crate::startup::reconcile_journal(&runtime).await;
     let unloader = tokio_util::sync::CancellationToken::new();
     runtime.spawn_idle_unloader(unloader.clone());
@@ -115,16 +163,18 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     println!("holdfast serving on http://{addr}/");
     match token.as_ref().map(|t| (t, t.origin())) {
         Some((t, TokenOrigin::File { path, created: true })) => {
-            // A browser must name the server by an allowed Host: loopback when bound to every interface.
-            let shown = match addr.ip() {
-                IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port())),
-                IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, addr.port())),
-                _ => addr,
-            };
             let secret = t.secret();
-            println!("  open: http://{shown}/?token={secret}   (token saved in {})", path.display());
+            println!("  open: http://{}/?token={secret}   (token saved in {})", shown(addr), path.display());
         }
-        Some((_, TokenOrigin::File { path, .. })) => println!("  access token: {}", path.display()),
+        Some((_, TokenOrigin::File { path, .. })) => {
+            let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
+            println!(
+                "  open: http://{}/  (sign-in link with the token: holdfast serve --print-url --bind {}{again}; token in {})",
+                shown(addr),
+                shown(addr),
+                path.display()
+            );
+        }
         Some(_) => println!("  access token as given"),
         None => println!("  no access token (loopback only)"),
     }

@@ -80,3 +80,62 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     }
     assert!(!pid_alive(anvil), "the devnet serve started is stopped with it");
 }
+
+/// Starts `serve --no-devnet` in `cwd` with `envs`, returns its first stdout lines (until `data:`), then kills it.
+fn start_and_read(cwd: &Path, envs: &[(&str, &Path)]) -> Vec<String> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_holdfast"));
+    cmd.args(["serve", "--no-devnet", "--bind", "127.0.0.1:0"]).current_dir(cwd).env_remove("XDG_DATA_HOME");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut out = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let done = line.trim_start().starts_with("data:");
+        out.push(line);
+        if done {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    out
+}
+
+#[test]
+fn the_data_dir_is_the_platforms_never_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, work) = (tmp.path().join("home"), tmp.path().join("checkout"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+
+    let first = start_and_read(&work, &[("HOME", &home)]);
+    let data = home.join(".local/share/holdfast");
+    assert!(data.join("server.token").exists(), "{first:?}");
+    assert!(data.join("wallet.key").exists());
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "nothing is written into the working directory");
+    assert!(first.iter().any(|l| l.contains(&format!("data: {}", data.display()))), "{first:?}");
+    let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
+    assert!(first.iter().any(|l| l.contains("/?token=")), "the first start prints the sign-in link: {first:?}");
+
+    // Later starts say how to get the link again, without printing the token unasked.
+    let second = start_and_read(&work, &[("HOME", &home)]);
+    let all = second.join("\n");
+    assert!(!all.contains(&token), "{all}");
+    assert!(all.contains("holdfast serve --print-url"), "{all}");
+    let printed = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--print-url", "--bind", "127.0.0.1:8700"])
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), format!("http://127.0.0.1:8700/?token={token}"));
+
+    // XDG_DATA_HOME wins over HOME.
+    let xdg = tmp.path().join("xdg");
+    start_and_read(&work, &[("HOME", &home), ("XDG_DATA_HOME", &xdg)]);
+    assert!(xdg.join("holdfast/server.token").exists());
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}
