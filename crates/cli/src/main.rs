@@ -69,10 +69,15 @@ enum ToolsCommand {
     },
 }
 
+/// The log: `tracing` events on stderr, filtered by `HOLDFAST_LOG`, else `RUST_LOG` (the usual `EnvFilter` syntax,
+/// e.g. `RUST_LOG=info,holdfast_web3=debug`), else warnings only.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colours only on a terminal: a log file or a collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
 }
 
 #[tokio::main]

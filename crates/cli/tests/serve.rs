@@ -139,3 +139,36 @@ fn the_data_dir_is_the_platforms_never_the_working_directory() {
     assert!(xdg.join("holdfast/server.token").exists());
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
 }
+
+#[test]
+fn rust_log_shows_requests_with_ids_and_never_the_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let log = tmp.path().join("stderr.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--no-devnet", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env_remove("HOLDFAST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url =
+        lines.next().unwrap().unwrap().strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
+    let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
+    let client = reqwest::blocking::Client::new();
+    let page = client.get(format!("{url}/?token={token}")).send().unwrap();
+    assert!(page.headers().contains_key("x-request-id"));
+    let info =
+        client.get(format!("{url}/api/info")).bearer_auth(&token).header("x-request-id", "req-from-client").send();
+    let info = info.unwrap();
+    assert_eq!(info.headers()["x-request-id"], "req-from-client", "a client's id is kept and returned");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("request_id=req-from-client") && text.contains("path=/api/info"), "{text}");
+    assert!(text.contains("status=200"), "{text}");
+    assert!(!text.contains(&token), "the token never reaches the log:\n{text}");
+}

@@ -143,5 +143,25 @@ pub fn router(state: Arc<AppState>, hosts: HostPolicy) -> Router {
         .route("/health", get(health))
         .merge(api)
         .with_state(state);
-    guard.edge(app).layer(axum::middleware::map_response(security_headers))
+    request_log(guard.edge(app).layer(axum::middleware::map_response(security_headers)))
+}
+
+/// The HTTP request log: every request gets an `x-request-id` (a UUID, or the one the client sent), returned in the
+/// response and carried by a `tracing` span with the method and the path — never the query (the first page load
+/// carries the access token there) and no headers (the token travels in `Authorization` or a cookie). The status and
+/// latency are logged at `info` when the response is ready; `RUST_LOG=tower_http=info` shows them.
+fn request_log(app: Router) -> Router {
+    use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+    use tower_http::trace::{DefaultOnResponse, TraceLayer};
+    let span = |req: &axum::http::Request<axum::body::Body>| {
+        let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        tracing::info_span!("http", request_id = %id, method = %req.method(), path = %req.uri().path())
+    };
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(span)
+        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO));
+    // Outermost first: the id is set before the span reads it, and copied to the response after.
+    app.layer(PropagateRequestIdLayer::x_request_id())
+        .layer(trace)
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
