@@ -28,6 +28,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests (the crash harness and the hostile transcripts run next, on their own, printing their figures)"
 cargo test --workspace --locked -- --skip crash_ --skip hostile_transcripts
 
+step "the devnet's own anvil install: anvil alone from npm into an empty cache, at most 100 MB (crates/devnet/src/anvil.rs)"
+cargo test --locked -p holdfast-devnet --lib -- --ignored installs_anvil --nocapture
+
 step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/cli/tests/crash.rs)"
 cargo test --locked -p holdfast --test crash -- --nocapture
 

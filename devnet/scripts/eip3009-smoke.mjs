@@ -3,7 +3,7 @@
 // Signs authorizations with viem the way an x402 client does and submits them the way the x402 reference
 // facilitator does (the (v, r, s) overload of transferWithAuthorization), then checks every refusal.
 //
-//   node devnet/scripts/eip3009-smoke.mjs http://127.0.0.1:PORT
+//   node devnet/scripts/eip3009-smoke.mjs http://127.0.0.1:PORT CHAIN_ID
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -20,15 +20,16 @@ import {
 import { mnemonicToAccount } from "viem/accounts";
 
 const rpcUrl = process.argv[2];
-if (!rpcUrl) {
-  console.error("usage: node eip3009-smoke.mjs RPC_URL");
+const chainId = Number(process.argv[3]);
+if (!rpcUrl || !Number.isSafeInteger(chainId) || chainId <= 0) {
+  console.error("usage: node eip3009-smoke.mjs RPC_URL CHAIN_ID");
   process.exit(2);
 }
 
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 const { abi } = JSON.parse(readFileSync(new URL("../artifacts/FiatTokenDevnet.json", import.meta.url), "utf8"));
 const chain = defineChain({
-  id: 8453,
+  id: chainId,
   name: "holdfast devnet",
   nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
   rpcUrls: { default: { http: [rpcUrl] } },
@@ -42,7 +43,7 @@ const relayer = wallet(devAccount(0)); // plays the facilitator: submits, pays g
 const payer = devAccount(2);
 const payee = wallet(devAccount(3));
 
-const domain = { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: USDC };
+const domain = { name: "USD Coin", version: "2", chainId, verifyingContract: USDC };
 const authorizationFields = [
   { name: "from", type: "address" },
   { name: "to", type: "address" },
@@ -108,7 +109,7 @@ assert.equal(await read("name"), "USD Coin");
 assert.equal(await read("version"), "2");
 assert.equal(await read("decimals"), 6);
 assert.equal(await read("DOMAIN_SEPARATOR"), domainSeparator({ domain }));
-assert.deepEqual(await read("eip712Domain"), ["0x0f", "USD Coin", "2", 8453n, USDC, `0x${"00".repeat(32)}`, []]);
+assert.deepEqual(await read("eip712Domain"), ["0x0f", "USD Coin", "2", BigInt(chainId), USDC, `0x${"00".repeat(32)}`, []]);
 
 await send(relayer, "mint", [payer.address, 100_000_000n]);
 const payerStart = await balance(payer.address);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the devnet contracts on a throw-away anvil (chain id 8453, loopback, free port):
+# Smoke test of the devnet contracts on a throw-away anvil (the devnet's chain id 1752132708, loopback, free port):
 #   1. places USDC, WETH and the swap venue at their Base addresses with anvil_setCode;
 #   2. seeds the venue with 100 ETH, 300000 USDC and 100 WETH;
 #   3. as dev account #1 sells 0.01 ETH for USDC, then approves and sells 10 USDC for ETH, checking every balance;
@@ -15,6 +15,8 @@ if [[ ! -x "$ANVIL" || ! -x "$CAST" || ! -d "$DEVNET/node_modules/viem" ]]; then
   (cd "$DEVNET" && npm ci --no-audit --no-fund)
 fi
 
+# the devnet's own chain id (crates/devnet/src/contracts.rs: CHAIN_ID), no public chain's
+CHAIN_ID=1752132708
 USDC=0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913
 WETH=0x4200000000000000000000000000000000000006
 VENUE=0x0000000000001fF3684f28c67538d4D072C22734
@@ -57,7 +59,7 @@ PORT="$(node -e '
   const s = require("net").createServer();
   s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });')"
 export ETH_RPC_URL="http://127.0.0.1:$PORT"
-"$ANVIL" --host 127.0.0.1 --port "$PORT" --chain-id 8453 --silent &
+"$ANVIL" --host 127.0.0.1 --port "$PORT" --chain-id "$CHAIN_ID" --silent &
 ANVIL_PID=$!
 trap 'kill "$ANVIL_PID" 2>/dev/null || true; wait "$ANVIL_PID" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -65,7 +67,7 @@ for _ in $(seq 1 100); do
   kill -0 "$ANVIL_PID" 2>/dev/null || fail "anvil exited during start-up"
   sleep 0.1
 done
-[[ "$("$CAST" chain-id)" == 8453 ]] || fail "anvil did not come up on port $PORT"
+[[ "$("$CAST" chain-id)" == "$CHAIN_ID" ]] || fail "anvil did not come up on port $PORT"
 echo "smoke: anvil pid $ANVIL_PID on $ETH_RPC_URL"
 
 # 1. Contracts at their Base addresses.
@@ -142,6 +144,6 @@ expect_revert "$("$CAST" sig "SameToken(address)")" "$VENUE" "quote(address,addr
 expect_revert "$("$CAST" sig "ZeroSellAmount()")" "$VENUE" "quote(address,address,uint256)(uint256)" "$NATIVE" "$USDC" 0
 
 # 4. EIP-3009.
-node "$DEVNET/scripts/eip3009-smoke.mjs" "$ETH_RPC_URL"
+node "$DEVNET/scripts/eip3009-smoke.mjs" "$ETH_RPC_URL" "$CHAIN_ID"
 
 echo "smoke: all checks passed"

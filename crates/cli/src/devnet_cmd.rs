@@ -11,12 +11,17 @@ use std::sync::Arc;
 /// `holdfast devnet …`.
 #[derive(Debug, Subcommand)]
 pub enum DevnetCommand {
-    /// Start a local devnet in DIR: anvil (chain id 8453) with USDC, WETH and a swap venue at their Base
-    /// addresses, a 0x-shaped quoter, a funded burner wallet, and DIR/holdfast.toml.
+    /// Start a local devnet in DIR: anvil (the devnet's own chain id, 1752132708) with USDC, WETH and a swap venue
+    /// at their Base addresses, a 0x-shaped quoter behind an x402 paywall, a funded burner wallet, and
+    /// DIR/holdfast.toml.
     Up {
         /// The devnet folder (created when missing).
         #[arg(long)]
         dir: PathBuf,
+        /// Run anvil with this chain id instead of the devnet's own (for tests that need another; a public
+        /// chain's id makes everything signed on the devnet valid there, and is warned about).
+        #[arg(long, default_value_t = holdfast_devnet::CHAIN_ID)]
+        chain_id: u64,
     },
     /// Stop the devnet in DIR (exactly the processes `up` started).
     Down {
@@ -36,10 +41,10 @@ pub enum DevnetCommand {
 /// Runs a `holdfast devnet` subcommand.
 pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
-        DevnetCommand::Up { dir } => {
+        DevnetCommand::Up { dir, chain_id } => {
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
-            let opts = holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress };
+            let opts = holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress, chain_id };
             let info = holdfast_devnet::up(opts).await?;
             let dir = dir.canonicalize().unwrap_or(dir);
             let config = dir.join(&info.config);
@@ -48,7 +53,7 @@ pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
             } else {
                 println!("Devnet up in {}", dir.display());
             }
-            println!("  RPC URL:   {} (chain id {})", info.rpc_url, info.chain_id);
+            println!("  RPC URL:   {} (chain id {}: a local devnet, no real value)", info.rpc_url, info.chain_id);
             println!("  Quoter:    {}/swap/allowance-holder/quote", info.services.url);
             if let Some(x402) = &info.x402 {
                 let price = holdfast_core::amount::from_base_units(x402.price.parse().unwrap_or_default(), 6);

@@ -115,8 +115,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let dir = data_dir.join("devnet");
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
-            let info =
-                holdfast_devnet::up(holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress }).await?;
+            let opts = holdfast_devnet::UpOptions { progress, ..holdfast_devnet::UpOptions::new(&dir, services_exe) };
+            let info = holdfast_devnet::up(opts).await?;
             if !info.already_up {
                 started_devnet = Some(dir.clone());
             }
@@ -178,6 +178,9 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         Some(_) => println!("  access token as given"),
         None => println!("  no access token (loopback only)"),
     }
+    for net in runtime.services.config.networks.iter() {
+        println!("  network: {} — {}, chain id {}{}", net.name, net.display_name, net.chain_id, net_note(net.chain_id));
+    }
     println!("  wallet: {}", runtime.web3.wallet().address());
     println!("  LLM: {llm}");
     println!("  data: {}", data_dir.display());
@@ -191,6 +194,17 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         .context("serving")?;
     eprintln!("holdfast: stopped; in-flight requests finished");
     Ok(())
+}
+
+/// What the banner adds after a chain id: nothing for the devnet's own, a warning for a public chain's.
+fn net_note(chain_id: u64) -> &'static str {
+    if chain_id == holdfast_devnet::CHAIN_ID {
+        " (local devnet: no real value)"
+    } else if holdfast_devnet::PUBLIC_CHAIN_IDS.contains(&chain_id) {
+        " (a public network: real value)"
+    } else {
+        ""
+    }
 }
 
 async fn shutdown_signal() {

@@ -26,6 +26,14 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
     let open = lines.next().unwrap().unwrap();
     assert!(open.contains("/?token="), "the token is printed once, on first start: {open}");
+    let network = lines.next().unwrap().unwrap();
+    assert!(
+        network.contains(&format!(
+            "network: base — holdfast devnet (Base addresses), chain id {}",
+            holdfast_devnet::CHAIN_ID
+        )) && network.contains("local devnet"),
+        "the banner says devnet: {network}"
+    );
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
     assert!(
         open.ends_with(&format!("/?token={token}   (token saved in {}/server.token)", data.display()))
@@ -58,7 +66,7 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let resp = client.get(format!("{url}/api/info")).bearer_auth(&token).send().unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let body: serde_json::Value = resp.json().unwrap();
-    assert_eq!(body["networks"][0]["chain_id"], 8453);
+    assert_eq!(body["networks"][0]["chain_id"], holdfast_devnet::CHAIN_ID, "not Base mainnet's 8453");
     let page = client.get(format!("{url}/")).send().unwrap().text().unwrap();
     assert!(page.contains("holdfast"));
 
@@ -171,4 +179,40 @@ fn rust_log_shows_requests_with_ids_and_never_the_token() {
     assert!(text.contains("request_id=req-from-client") && text.contains("path=/api/info"), "{text}");
     assert!(text.contains("status=200"), "{text}");
     assert!(!text.contains(&token), "the token never reaches the log:\n{text}");
+}
+
+#[test]
+fn devnet_up_takes_a_recent_anvil_from_path_and_installs_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (bin, cache, dir) = (tmp.path().join("bin"), tmp.path().join("cache"), tmp.path().join("devnet"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let anvil = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../devnet/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
+        .canonicalize()
+        .expect("scripts/test.sh installs devnet/node_modules first");
+    std::os::unix::fs::symlink(&anvil, bin.join("anvil")).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let up = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["devnet", "up", "--dir", dir.to_str().unwrap()])
+        .env("PATH", &path)
+        .env("HOLDFAST_DEVNET_CACHE", &cache)
+        .env_remove("HOLDFAST_ANVIL")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&up.stdout), String::from_utf8_lossy(&up.stderr));
+    let down = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["devnet", "down", "--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{stdout}\n{stderr}");
+    assert!(down.status.success());
+    assert!(stderr.contains(&format!("using anvil 1.7.1 from PATH ({})", bin.join("anvil").display())), "{stderr}");
+    assert!(!cache.exists(), "nothing was installed into the cache");
+    assert!(
+        stdout.contains(&format!("chain id {}: a local devnet, no real value", holdfast_devnet::CHAIN_ID)),
+        "{stdout}"
+    );
 }

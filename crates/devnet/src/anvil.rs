@@ -1,16 +1,21 @@
 //! Finding, installing and starting anvil.
 //!
-//! anvil comes from the npm package `@foundry-rs/anvil-linux-amd64` (the real binary, needing only glibc), pinned
-//! by the repository's `devnet/package-lock.json`. [`anvil_path`] looks for it in this order:
+//! [`anvil_path`] looks for anvil in this order:
 //!
 //! 1. `$HOLDFAST_ANVIL` (an error when set to a missing file: nothing falls back silently);
-//! 2. `<cache>/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil`, where `<cache>` is `$HOLDFAST_DEVNET_CACHE`,
+//! 2. `anvil` on `PATH`, when `anvil --version` reports [`MIN_ANVIL_VERSION`] or later (an older one is skipped,
+//!    with a note saying so);
+//! 3. `<cache>/node_modules/@foundry-rs/anvil-<platform>/bin/anvil`, where `<cache>` is `$HOLDFAST_DEVNET_CACHE`,
 //!    else `$XDG_CACHE_HOME/holdfast/devnet`, else `~/.cache/holdfast/devnet` ([`cache_dir`]);
-//! 3. the source tree's own `devnet/node_modules/…` (when the binary runs from a checkout);
+//! 4. the source tree's own `devnet/node_modules/…` (the test peers' install, when the binary runs from a checkout);
 //!
-//! and otherwise installs it into `<cache>` with `npm ci` (the embedded `package.json` and `package-lock.json`).
+//! and otherwise installs it into `<cache>` with `npm ci --ignore-scripts` from a package list that holds anvil
+//! alone (`devnet/anvil/package.json` and its lock, embedded): npm fetches only this platform's
+//! `@foundry-rs/anvil-<platform>` package, about 43 MB, and runs no package scripts. The test peers' list
+//! (`devnet/package.json`: x402 reference packages, MCP SDK, playwright, viem, solc) is never installed for this.
+//! The platforms with an anvil package are Linux x86_64 and arm64 and macOS x86_64 and arm64.
 
-use crate::contracts::{CHAIN_ID, USDC};
+use crate::contracts::USDC;
 use crate::error::DevnetError;
 use crate::process::{kill_child, log_tail, spawn_logged};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
@@ -19,11 +24,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Where the anvil binary sits inside an npm install folder.
-pub const ANVIL_IN_NODE_MODULES: &str = "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil";
+/// The oldest anvil taken from `PATH`: 1.0 runs the Prague hardfork the devnet asks for.
+pub const MIN_ANVIL_VERSION: (u64, u64, u64) = (1, 0, 0);
 
-const PACKAGE_JSON: &str = include_str!("../../../devnet/package.json");
-const PACKAGE_LOCK: &str = include_str!("../../../devnet/package-lock.json");
+/// The minimal package list: anvil alone (npm picks this platform's binary package).
+const PACKAGE_JSON: &str = include_str!("../../../devnet/anvil/package.json");
+const PACKAGE_LOCK: &str = include_str!("../../../devnet/anvil/package-lock.json");
+
+/// The npm package holding anvil's binary for this platform (`anvil-linux-amd64`…), if there is one.
+pub fn platform_package() -> Option<&'static str> {
+    match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => Some("anvil-linux-amd64"),
+        ("linux", "aarch64") => Some("anvil-linux-arm64"),
+        ("macos", "x86_64") => Some("anvil-darwin-amd64"),
+        ("macos", "aarch64") => Some("anvil-darwin-arm64"),
+        _ => None,
+    }
+}
+
+/// Where the anvil binary sits inside an npm install folder on this platform
+/// (`node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil` on Linux x86_64).
+pub fn anvil_in_node_modules() -> Option<PathBuf> {
+    platform_package().map(|p| Path::new("node_modules/@foundry-rs").join(p).join("bin/anvil"))
+}
 
 /// The source tree's `devnet` folder (only present when running from a checkout).
 fn repo_devnet_dir() -> PathBuf {
@@ -57,15 +80,63 @@ fn cache_dir_from(env: &dyn Fn(&str) -> Option<PathBuf>) -> Result<PathBuf, Devn
     })
 }
 
-/// An anvil binary that is already there, without installing anything: `$HOLDFAST_ANVIL`, the cache, or the
-/// source tree's `devnet/node_modules`. `Ok(None)` when none exists; an error when `$HOLDFAST_ANVIL` names a missing
-/// file.
-pub fn find_anvil() -> Result<Option<PathBuf>, DevnetError> {
-    find_anvil_from(&env_path, &repo_devnet_dir())
+/// The version `anvil --version` printed (`anvil Version: 1.7.1-stable` or the older `anvil 0.2.0 (…)`).
+pub fn parse_anvil_version(output: &str) -> Option<(u64, u64, u64)> {
+    let first = output.lines().next()?;
+    let word = first.split_whitespace().find(|w| w.as_bytes().first().is_some_and(u8::is_ascii_digit))?;
+    let core = word.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let (major, minor) = (parts.next()??, parts.next()??);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// Runs `bin --version` (five seconds at most) and parses what it printed.
+fn anvil_version(bin: &Path) -> Option<(u64, u64, u64)> {
+    let mut child = Command::new(bin)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                kill_child(&mut child);
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    parse_anvil_version(&out)
+}
+
+/// The first executable `anvil` in the `PATH` folders, if any.
+fn anvil_on_path(path: Option<PathBuf>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::split_paths(&path?).map(|dir| dir.join("anvil")).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// An anvil binary that is already there, without installing anything: `$HOLDFAST_ANVIL`, a recent enough `anvil`
+/// on `PATH`, the cache, or the source tree's `devnet/node_modules`. `Ok(None)` when none exists; an error when
+/// `$HOLDFAST_ANVIL` names a missing file. `note` hears why a candidate was passed over.
+pub fn find_anvil(note: &dyn Fn(&str)) -> Result<Option<PathBuf>, DevnetError> {
+    find_anvil_from(&env_path, &repo_devnet_dir(), note)
 }
 
 /// [`find_anvil`] with the environment and the source tree's `devnet` folder given.
-fn find_anvil_from(env: &dyn Fn(&str) -> Option<PathBuf>, repo: &Path) -> Result<Option<PathBuf>, DevnetError> {
+fn find_anvil_from(
+    env: &dyn Fn(&str) -> Option<PathBuf>,
+    repo: &Path,
+    note: &dyn Fn(&str),
+) -> Result<Option<PathBuf>, DevnetError> {
     if let Some(path) = env("HOLDFAST_ANVIL") {
         return if path.is_file() {
             Ok(Some(path))
@@ -73,11 +144,31 @@ fn find_anvil_from(env: &dyn Fn(&str) -> Option<PathBuf>, repo: &Path) -> Result
             Err(DevnetError::AnvilNotFound(format!("HOLDFAST_ANVIL is set to {}, which is not a file", path.display())))
         };
     }
-    let cached = cache_dir_from(env)?.join(ANVIL_IN_NODE_MODULES);
+    if let Some(on_path) = anvil_on_path(env("PATH")) {
+        match anvil_version(&on_path) {
+            Some(v) if v >= MIN_ANVIL_VERSION => {
+                note(&format!("using anvil {}.{}.{} from PATH ({})", v.0, v.1, v.2, on_path.display()));
+                return Ok(Some(on_path));
+            }
+            Some(v) => note(&format!(
+                "skipping {}: anvil {}.{}.{} is older than {}.{}.{}",
+                on_path.display(),
+                v.0,
+                v.1,
+                v.2,
+                MIN_ANVIL_VERSION.0,
+                MIN_ANVIL_VERSION.1,
+                MIN_ANVIL_VERSION.2
+            )),
+            None => note(&format!("skipping {}: `anvil --version` gave no version", on_path.display())),
+        }
+    }
+    let Some(inside) = anvil_in_node_modules() else { return Ok(None) };
+    let cached = cache_dir_from(env)?.join(&inside);
     if cached.is_file() {
         return Ok(Some(cached));
     }
-    let repo = repo.join(ANVIL_IN_NODE_MODULES);
+    let repo = repo.join(&inside);
     if repo.is_file() {
         return Ok(Some(repo.canonicalize().unwrap_or(repo)));
     }
@@ -86,31 +177,56 @@ fn find_anvil_from(env: &dyn Fn(&str) -> Option<PathBuf>, repo: &Path) -> Result
 
 /// The anvil binary to run ([`find_anvil`]), installing it into [`cache_dir`] with `npm ci` when there is none.
 /// Installation runs once per cache folder, also across concurrent callers (a lock file serialises them), and
-/// reports through `progress`; npm's own output goes to stderr.
+/// reports through `progress` (where, and how much it added); npm's own output goes to stderr.
 pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathBuf, DevnetError> {
-    if let Some(path) = find_anvil()? {
+    if let Some(path) = find_anvil(progress)? {
         return Ok(path);
     }
-    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
-        return Err(DevnetError::AnvilNotFound(
-            "the devnet installs anvil from npm only on Linux x86_64; install foundry's anvil and set HOLDFAST_ANVIL"
-                .into(),
-        ));
-    }
+    let Some(package) = platform_package() else {
+        return Err(DevnetError::AnvilNotFound(format!(
+            "there is no anvil npm package for {}/{}; install foundry's anvil (on PATH) or set HOLDFAST_ANVIL",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        )));
+    };
     let cache = cache_dir()?;
-    progress(&format!("anvil not found; installing it with `npm ci` into {} (one time)…", cache.display()));
+    progress(&format!(
+        "anvil not found; installing @foundry-rs/{package} (about 45 MB, one time) with `npm ci` into {}…",
+        cache.display()
+    ));
     let installed = {
         let cache = cache.clone();
         tokio::task::spawn_blocking(move || install_blocking(&cache, "npm"))
             .await
             .map_err(|e| DevnetError::io("installing anvil", std::io::Error::other(e.to_string())))??
     };
-    progress(&format!("anvil installed at {}", installed.display()));
+    progress(&format!(
+        "anvil installed at {} ({:.1} MB under {})",
+        installed.display(),
+        dir_size(&cache) as f64 / 1e6,
+        cache.display()
+    ));
     Ok(installed)
+}
+
+/// Bytes of the regular files under `dir` (symlinks not followed).
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Installs anvil into `cache` with the `npm` program under an exclusive file lock; returns the binary's path.
 fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
+    let inside = anvil_in_node_modules().ok_or_else(|| {
+        DevnetError::AnvilNotFound("there is no anvil npm package for this platform; set HOLDFAST_ANVIL".into())
+    })?;
     std::fs::create_dir_all(cache).map_err(|e| DevnetError::io(format!("creating {}", cache.display()), e))?;
     let lock_path = cache.join(".install.lock");
     let lock = std::fs::OpenOptions::new()
@@ -120,7 +236,7 @@ fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
         .open(&lock_path)
         .map_err(|e| DevnetError::io(format!("opening {}", lock_path.display()), e))?;
     lock.lock().map_err(|e| DevnetError::io(format!("locking {}", lock_path.display()), e))?;
-    let bin = cache.join(ANVIL_IN_NODE_MODULES);
+    let bin = cache.join(&inside);
     if bin.is_file() {
         // Someone else installed it while we waited for the lock.
         return Ok(bin);
@@ -129,8 +245,10 @@ fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
         let path = cache.join(name);
         std::fs::write(&path, text).map_err(|e| DevnetError::io(format!("writing {}", path.display()), e))?;
     }
+    // --ignore-scripts: the anvil package's postinstall only re-downloads what npm already placed; no package code
+    // runs at install time.
     let status = Command::new(npm)
-        .args(["ci", "--no-audit", "--no-fund"])
+        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
         .current_dir(cache)
         .stdin(Stdio::null())
         .stdout(Stdio::from(std::io::stderr()))
@@ -181,13 +299,14 @@ pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
     Ok(ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased())
 }
 
-/// The anvil command line: loopback only, Base's chain id, a Prague-or-later EVM (Base runs Isthmus, which
-/// includes Prague), no console output; the genesis block at `genesis_timestamp` when given.
-fn anvil_command(bin: &Path, port: u16, genesis_timestamp: Option<u64>) -> Command {
+/// The anvil command line: loopback only, `chain_id` (the devnet's own by default, [`crate::CHAIN_ID`]), a
+/// Prague-or-later EVM (Base runs Isthmus, which includes Prague), no console output; the genesis block at
+/// `genesis_timestamp` when given.
+fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option<u64>) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
         "--chain-id",
-        &CHAIN_ID.to_string(),
+        &chain_id.to_string(),
         "--hardfork",
         "prague",
         "--silent",
@@ -206,11 +325,16 @@ enum Attempt {
     Failed(DevnetError),
 }
 
-/// Starts anvil on a free port with its output in `log` and waits until it answers with chain id 8453 and an
-/// empty USDC address (so it is really the fresh node we started, not someone else's on a recycled port).
-/// Retries with another port when the chosen one was taken meanwhile.
-pub(crate) async fn start_anvil(bin: &Path, log: &Path, detached: bool) -> Result<StartedAnvil, DevnetError> {
-    start_anvil_at(bin, log, detached, None).await
+/// Starts anvil on a free port with its output in `log` and waits until it answers with `chain_id` and an empty
+/// USDC address (so it is really the fresh node we started, not someone else's on a recycled port). Retries with
+/// another port when the chosen one was taken meanwhile.
+pub(crate) async fn start_anvil(
+    bin: &Path,
+    log: &Path,
+    detached: bool,
+    chain_id: u64,
+) -> Result<StartedAnvil, DevnetError> {
+    start_anvil_at(bin, log, detached, chain_id, None).await
 }
 
 /// [`start_anvil`] with the genesis block stamped `genesis_timestamp` (anvil's `--timestamp`) when given: anvil's
@@ -219,12 +343,13 @@ pub(crate) async fn start_anvil_at(
     bin: &Path,
     log: &Path,
     detached: bool,
+    chain_id: u64,
     genesis_timestamp: Option<u64>,
 ) -> Result<StartedAnvil, DevnetError> {
     let mut last = String::new();
     for _ in 0..5 {
         let port = free_port()?;
-        match start_on(bin, port, log, detached, genesis_timestamp).await {
+        match start_on(bin, port, log, detached, chain_id, genesis_timestamp).await {
             Ok(started) => return Ok(started),
             Err(Attempt::PortTaken(why)) => last = why,
             Err(Attempt::Failed(e)) => return Err(e),
@@ -240,9 +365,10 @@ async fn start_on(
     port: u16,
     log: &Path,
     detached: bool,
+    expected_chain_id: u64,
     genesis_timestamp: Option<u64>,
 ) -> Result<StartedAnvil, Attempt> {
-    let command = anvil_command(bin, port, genesis_timestamp);
+    let command = anvil_command(bin, port, expected_chain_id, genesis_timestamp);
     let mut child = spawn_logged(command, log, detached, "anvil").map_err(Attempt::Failed)?;
     let rpc_url = format!("http://127.0.0.1:{port}");
     let provider = match http_provider(&rpc_url) {
@@ -271,7 +397,7 @@ async fn start_on(
             if let Ok(Some(status)) = child.try_wait() {
                 return Err(fail(&mut child, format!("anvil exited during start-up ({status})")));
             }
-            if chain_id != CHAIN_ID {
+            if chain_id != expected_chain_id {
                 kill_child(&mut child);
                 return Err(Attempt::PortTaken(format!("port {port} answers with chain id {chain_id}")));
             }
@@ -297,6 +423,7 @@ async fn start_on(
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::sync::Mutex;
 
     fn env_of(vars: &[(&str, &Path)]) -> impl Fn(&str) -> Option<PathBuf> + use<> {
         let map: HashMap<String, PathBuf> = vars.iter().map(|(k, v)| ((*k).to_owned(), v.to_path_buf())).collect();
@@ -304,11 +431,23 @@ mod tests {
     }
 
     fn fake_anvil(root: &Path) -> PathBuf {
-        let bin = root.join(ANVIL_IN_NODE_MODULES);
+        let bin = root.join(anvil_in_node_modules().unwrap());
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
         std::fs::write(&bin, "").unwrap();
         bin
     }
+
+    /// An executable `anvil` script in `dir` that prints `version_line`.
+    fn anvil_script(dir: &Path, version_line: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::create_dir_all(dir).unwrap();
+        let bin = dir.join("anvil");
+        std::fs::write(&bin, format!("#!/bin/sh\necho '{version_line}'\n")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    fn quiet(_: &str) {}
 
     #[test]
     fn cache_dir_precedence() {
@@ -326,14 +465,14 @@ mod tests {
     fn holdfast_anvil_wins_and_must_exist() {
         let tmp = tempfile::tempdir().unwrap();
         let missing = tmp.path().join("nope");
-        let err = find_anvil_from(&env_of(&[("HOLDFAST_ANVIL", &missing)]), tmp.path()).unwrap_err();
+        let err = find_anvil_from(&env_of(&[("HOLDFAST_ANVIL", &missing)]), tmp.path(), &quiet).unwrap_err();
         assert!(err.to_string().contains("HOLDFAST_ANVIL"), "{err}");
         let exe = tmp.path().join("anvil");
         std::fs::write(&exe, "").unwrap();
         let cache = tmp.path().join("cache");
         fake_anvil(&cache);
         let env = env_of(&[("HOLDFAST_ANVIL", &exe), ("HOLDFAST_DEVNET_CACHE", &cache)]);
-        assert_eq!(find_anvil_from(&env, tmp.path()).unwrap(), Some(exe));
+        assert_eq!(find_anvil_from(&env, tmp.path(), &quiet).unwrap(), Some(exe));
     }
 
     #[test]
@@ -341,11 +480,47 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (cache, repo) = (tmp.path().join("cache"), tmp.path().join("repo"));
         let env = env_of(&[("HOLDFAST_DEVNET_CACHE", &cache)]);
-        assert_eq!(find_anvil_from(&env, &repo).unwrap(), None);
+        assert_eq!(find_anvil_from(&env, &repo, &quiet).unwrap(), None);
         let in_repo = fake_anvil(&repo);
-        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_repo.canonicalize().unwrap()));
+        assert_eq!(find_anvil_from(&env, &repo, &quiet).unwrap(), Some(in_repo.canonicalize().unwrap()));
         let in_cache = fake_anvil(&cache);
-        assert_eq!(find_anvil_from(&env, &repo).unwrap(), Some(in_cache));
+        assert_eq!(find_anvil_from(&env, &repo, &quiet).unwrap(), Some(in_cache));
+    }
+
+    #[test]
+    fn a_recent_anvil_on_path_comes_before_the_cache_and_an_old_one_is_skipped_with_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cache, repo, bin) = (tmp.path().join("cache"), tmp.path().join("repo"), tmp.path().join("bin"));
+        let in_cache = fake_anvil(&cache);
+        let notes = Mutex::new(Vec::<String>::new());
+        let note = |l: &str| notes.lock().unwrap().push(l.to_owned());
+        let env = env_of(&[("HOLDFAST_DEVNET_CACHE", &cache), ("PATH", &bin)]);
+
+        let on_path = anvil_script(&bin, "anvil Version: 1.7.1-stable");
+        assert_eq!(find_anvil_from(&env, &repo, &note).unwrap(), Some(on_path.clone()));
+        assert!(notes.lock().unwrap()[0].contains("using anvil 1.7.1 from PATH"), "{notes:?}");
+
+        anvil_script(&bin, "anvil 0.2.0 (5c3b075 2024-03-12T00:04:15.513262581Z)");
+        assert_eq!(find_anvil_from(&env, &repo, &note).unwrap(), Some(in_cache));
+        assert!(notes.lock().unwrap()[1].contains("is older than 1.0.0"), "{notes:?}");
+
+        anvil_script(&bin, "not a version");
+        fake_anvil(&repo);
+        std::fs::remove_file(cache.join(anvil_in_node_modules().unwrap())).unwrap();
+        let found = find_anvil_from(&env, &repo, &note).unwrap().unwrap();
+        assert!(found.starts_with(repo.canonicalize().unwrap()), "{found:?}");
+        assert!(notes.lock().unwrap()[2].contains("gave no version"), "{notes:?}");
+    }
+
+    #[test]
+    fn versions_parse_in_both_shapes() {
+        assert_eq!(parse_anvil_version("anvil Version: 1.7.1-stable\nCommit SHA: x"), Some((1, 7, 1)));
+        assert_eq!(parse_anvil_version("anvil Version: 1.7.1"), Some((1, 7, 1)));
+        assert_eq!(parse_anvil_version("anvil 0.2.0 (5c3b075 2024-03-12)"), Some((0, 2, 0)));
+        assert_eq!(parse_anvil_version("anvil 1.2-nightly"), Some((1, 2, 0)));
+        assert_eq!(parse_anvil_version("anvil"), None);
+        assert_eq!(parse_anvil_version(""), None);
+        assert_eq!(parse_anvil_version("anvil 99999999999999999999999.1"), None);
     }
 
     #[test]
@@ -359,23 +534,38 @@ mod tests {
         assert!(tmp.path().join("package-lock.json").is_file());
     }
 
-    /// Runs the real `npm ci` (network access to the npm registry, a few seconds): `cargo test -p holdfast-devnet
-    /// -- --ignored installs_anvil`.
+    /// Runs the real `npm ci` (network access to the npm registry, a few seconds); `scripts/test.sh` runs it with
+    /// `cargo test -p holdfast-devnet --lib -- --ignored installs_anvil`.
     #[test]
     #[ignore = "downloads anvil from the npm registry"]
-    fn installs_anvil_with_npm() {
+    fn installs_anvil_alone_with_npm_in_under_100_mb() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = install_blocking(tmp.path(), "npm").unwrap();
-        assert_eq!(bin, tmp.path().join(ANVIL_IN_NODE_MODULES));
-        let out = Command::new(&bin).arg("--version").output().unwrap();
-        assert!(String::from_utf8_lossy(&out.stdout).contains("1.7.1"));
+        assert_eq!(bin, tmp.path().join(anvil_in_node_modules().unwrap()));
+        assert_eq!(anvil_version(&bin), Some((1, 7, 1)));
+        let size = dir_size(tmp.path());
+        assert!(size <= 100_000_000, "the install adds at most 100 MB: {size} bytes");
+        // Only anvil: none of the test peers' packages.
+        let installed: Vec<String> = std::fs::read_dir(tmp.path().join("node_modules/@foundry-rs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(installed.len(), 2, "the anvil launcher and this platform's binary: {installed:?}");
+        for peer in ["@x402", "viem", "playwright-core", "solc", "@modelcontextprotocol"] {
+            assert!(!tmp.path().join("node_modules").join(peer).exists(), "{peer} was installed");
+        }
         // A second call finds it under the lock and does not run npm again.
         assert_eq!(install_blocking(tmp.path(), "holdfast-test-no-such-npm").unwrap(), bin);
     }
 
     #[test]
-    fn embedded_package_files_pin_anvil() {
-        assert!(PACKAGE_JSON.contains("@foundry-rs/anvil-linux-amd64"));
-        assert!(PACKAGE_LOCK.contains("node_modules/@foundry-rs/anvil-linux-amd64"));
+    fn the_embedded_package_list_holds_anvil_alone() {
+        assert!(PACKAGE_JSON.contains("\"@foundry-rs/anvil\": \"1.7.1\""));
+        for platform in ["linux-amd64", "linux-arm64", "darwin-amd64", "darwin-arm64"] {
+            assert!(PACKAGE_LOCK.contains(&format!("node_modules/@foundry-rs/anvil-{platform}")), "{platform}");
+        }
+        for peer in ["x402", "viem", "playwright", "solc", "modelcontextprotocol", "cast"] {
+            assert!(!PACKAGE_LOCK.contains(peer), "{peer}");
+        }
     }
 }

@@ -12,8 +12,18 @@ use alloy::providers::{DynProvider, Provider};
 use alloy::rpc::types::{TransactionReceipt, TransactionRequest};
 use std::time::Duration;
 
-/// The chain id the devnet runs with (Base mainnet's).
-pub const CHAIN_ID: u64 = 8453;
+/// The chain id the devnet runs with by default: 1752132708 (`0x686f6c64`, ASCII "hold"), which no public chain
+/// uses (it is not in the ethereum-lists chain registry). Every transaction and EIP-3009/EIP-712 authorization the
+/// devnet wallet signs commits to this id (EIP-155, the EIP-712 domain), so nothing signed on the devnet is valid on
+/// Base mainnet (8453) or any other public chain — even if a real key was put into a devnet config by mistake. The
+/// contracts keep their Base addresses, and the config keeps the network name `base`, so transcripts and skills
+/// written for Base run unchanged. `holdfast devnet up --chain-id N` picks another id (tests that need one).
+pub const CHAIN_ID: u64 = 1_752_132_708;
+
+/// Chain ids of public networks the devnet must not run with unless asked to: Ethereum, Base, Base Sepolia,
+/// Optimism, Arbitrum One, Polygon. A devnet on one of these ids signs data that is valid on the real chain; `up`
+/// warns when asked for one, and when it finds a running devnet (started by an older holdfast) on one.
+pub const PUBLIC_CHAIN_IDS: &[u64] = &[1, 8453, 84532, 10, 42161, 137, 11155111];
 /// USDC on Base; the devnet places `FiatTokenDevnet` here (6 decimals, EIP-3009, open `mint`).
 pub const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 /// WETH on Base; the devnet places `WETH9` here.

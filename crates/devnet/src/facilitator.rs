@@ -210,7 +210,7 @@ impl Facilitator {
         Self { provider, chain_id, account, settle_lock: tokio::sync::Mutex::new(()) }
     }
 
-    /// The CAIP-2 network this facilitator settles on (`eip155:8453`).
+    /// The CAIP-2 network this facilitator settles on (`eip155:1752132708` on the devnet).
     pub fn network(&self) -> String {
         format!("eip155:{}", self.chain_id)
     }
@@ -222,17 +222,18 @@ impl Facilitator {
 
     /// `GET /supported`.
     pub fn supported(&self) -> Value {
-        let mut kinds = vec![json!({"x402Version": 2, "scheme": "exact", "network": self.network()})];
-        if self.chain_id == crate::contracts::CHAIN_ID {
-            kinds.push(json!({"x402Version": 1, "scheme": "exact", "network": "base"}));
-        }
+        // x402 v1 names networks; the devnet's one network keeps the name `base` whatever its chain id.
+        let kinds = vec![
+            json!({"x402Version": 2, "scheme": "exact", "network": self.network()}),
+            json!({"x402Version": 1, "scheme": "exact", "network": "base"}),
+        ];
         json!({"kinds": kinds, "extensions": [], "signers": {"eip155:*": [self.account.to_checksum(None)]}})
     }
 
     fn network_ok(&self, version: u64, network: &str) -> bool {
         match version {
             2 => network == self.network(),
-            1 => network == "base" && self.chain_id == crate::contracts::CHAIN_ID,
+            1 => network == "base",
             _ => false,
         }
     }

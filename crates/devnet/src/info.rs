@@ -120,7 +120,7 @@ pub struct X402Info {
 /// The content of `DIR/devnet.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DevnetInfo {
-    /// Chain id (8453).
+    /// Chain id (the devnet's own, [`crate::CHAIN_ID`], unless `up` was given another).
     pub chain_id: u64,
     /// anvil's JSON-RPC URL.
     pub rpc_url: String,

@@ -2,7 +2,8 @@
 //!
 //! `holdfast devnet up --dir DIR` ([`up`]) starts, on loopback and free ports:
 //!
-//! - an anvil node with chain id 8453 ([`anvil`]: found or installed from npm),
+//! - an anvil node with the devnet's own chain id [`CHAIN_ID`] (1752132708, no public chain's: nothing signed on the
+//!   devnet is valid on Base mainnet) ([`anvil`]: from `PATH`, or installed from npm),
 //! - Base's USDC (an EIP-3009 `FiatTokenDevnet`), WETH (`WETH9`) and a swap venue at the 0x AllowanceHolder
 //!   address, placed with `anvil_setCode` and seeded with 100 ETH, 300,000 USDC and 100 WETH ([`contracts`]),
 //! - the services process ([`services`]): a quoter that answers the 0x Swap v2 `allowance-holder/quote` shape and
@@ -17,8 +18,8 @@
 //! [`TestDevnet`] is the same devnet in a temporary folder with the services (paywall included) in-process, for
 //! integration tests.
 //!
-//! Linux only: processes are identified through `/proc`, and anvil comes from the npm package for Linux x86_64
-//! unless `HOLDFAST_ANVIL` names another binary.
+//! Linux only (x86_64 and arm64): processes are identified through `/proc`. anvil is `$HOLDFAST_ANVIL`, a recent
+//! `anvil` on `PATH`, or this platform's npm package, installed alone into the cache ([`anvil`]).
 
 pub mod anvil;
 pub mod config;
@@ -34,12 +35,12 @@ pub mod services;
 pub mod testnet;
 pub mod wallet;
 
-pub use anvil::{anvil_path, cache_dir, find_anvil};
-pub use contracts::{CHAIN_ID, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
+pub use anvil::{MIN_ANVIL_VERSION, anvil_path, cache_dir, find_anvil};
+pub use contracts::{CHAIN_ID, NATIVE, PUBLIC_CHAIN_IDS, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
 pub use error::DevnetError;
 pub use facilitator::{FACILITATOR_ACCOUNT, Facilitator, facilitator_router};
 pub use info::{DevnetInfo, DevnetState, read_info};
-pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, up};
+pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, public_chain_warning, up};
 pub use paywall::{PAYEE, Paywall, PaywallConfig, QUOTE_PRICE};
 pub use process::StopOutcome;
 pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};

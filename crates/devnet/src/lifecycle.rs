@@ -7,7 +7,7 @@
 
 use crate::anvil::{anvil_path, free_port, start_anvil};
 use crate::config::write_config;
-use crate::contracts::{CHAIN_ID, fund_wallet, place_and_seed};
+use crate::contracts::{CHAIN_ID, PUBLIC_CHAIN_IDS, fund_wallet, place_and_seed};
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
@@ -39,13 +39,27 @@ pub struct UpOptions {
     pub services_exe: PathBuf,
     /// Progress lines.
     pub progress: Progress,
+    /// The chain id anvil runs with ([`CHAIN_ID`] unless a test needs another). A running devnet is reused
+    /// whatever its chain id.
+    pub chain_id: u64,
 }
 
 impl UpOptions {
-    /// Options with silent progress.
+    /// Options with silent progress and the devnet's own chain id.
     pub fn new(dir: impl Into<PathBuf>, services_exe: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), services_exe: services_exe.into(), progress: Arc::new(|_| {}) }
+        Self { dir: dir.into(), services_exe: services_exe.into(), progress: Arc::new(|_| {}), chain_id: CHAIN_ID }
     }
+}
+
+/// A warning when `chain_id` is a public network's: whatever the devnet wallet signs on it is valid there too.
+pub fn public_chain_warning(chain_id: u64) -> Option<String> {
+    PUBLIC_CHAIN_IDS.contains(&chain_id).then(|| {
+        format!(
+            "WARNING: chain id {chain_id} belongs to a public network; transactions and payment authorizations \
+             signed on this devnet are valid there too. Run `holdfast devnet down` and start it again without \
+             --chain-id to get the devnet's own id {CHAIN_ID}."
+        )
+    })
 }
 
 impl std::fmt::Debug for UpOptions {
@@ -53,6 +67,7 @@ impl std::fmt::Debug for UpOptions {
         f.debug_struct("UpOptions")
             .field("dir", &self.dir)
             .field("services_exe", &self.services_exe)
+            .field("chain_id", &self.chain_id)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +126,9 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
                     existing.anvil.pid,
                     existing.services.pid
                 ));
+                if let Some(warning) = public_chain_warning(existing.chain_id) {
+                    progress(&warning);
+                }
                 return Ok(DevnetInfo { already_up: true, ..existing });
             }
             (false, false, _) => {
@@ -132,21 +150,25 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         }
     }
 
+    let chain_id = opts.chain_id;
+    if let Some(warning) = public_chain_warning(chain_id) {
+        progress(&warning);
+    }
     let anvil_bin = anvil_path(&*progress).await?;
     progress(&format!("starting anvil ({})…", anvil_bin.display()));
-    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true).await?;
+    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true, chain_id).await?;
     let mut started = Started { anvil: None, services: None };
     let anvil_pid = anvil.child.id();
     let provider = anvil.provider.clone();
     let (anvil_port, rpc_url) = (anvil.port, anvil.rpc_url.clone());
     started.anvil = Some(anvil.child);
-    progress(&format!("anvil is up on {rpc_url} (pid {anvil_pid}, chain id {CHAIN_ID})"));
+    progress(&format!("anvil is up on {rpc_url} (pid {anvil_pid}, chain id {chain_id})"));
 
     let result = async {
         let services_port = free_port()?;
         let services_url = format!("http://127.0.0.1:{services_port}");
         let mut info = DevnetInfo {
-            chain_id: CHAIN_ID,
+            chain_id,
             rpc_url: rpc_url.clone(),
             anvil: AnvilProcess { pid: anvil_pid, port: anvil_port },
             services: ServicesProcess { pid: 0, port: services_port, url: services_url.clone() },
@@ -166,7 +188,7 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         progress(&format!("created a fresh burner wallet {wallet} (key in {KEY_FILE}, mode 0600)"));
         fund_wallet(&provider, dev, wallet).await?;
         progress("funded the wallet with 10 ETH and 10000 USDC");
-        write_config(&dir, anvil_port, &services_url)?;
+        write_config(&dir, anvil_port, chain_id, &services_url)?;
         progress(&format!("wrote {CONFIG_FILE} and presets.ron"));
         write_info(&dir, &info)?;
 

@@ -54,7 +54,7 @@ pub struct PaywallConfig {
 }
 
 impl PaywallConfig {
-    /// The devnet's paywall: [`QUOTE_PRICE`] USDC per request to [`PAYEE`] on chain 8453.
+    /// The devnet's paywall: [`QUOTE_PRICE`] USDC per request to [`PAYEE`] on the devnet's chain ([`CHAIN_ID`]).
     pub fn devnet() -> Self {
         Self {
             chain_id: CHAIN_ID,
@@ -195,9 +195,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_offer_is_v2_usdc_on_base() {
+    fn the_offer_is_v2_usdc_on_the_devnet_chain() {
         let r = PaywallConfig::devnet().requirement();
-        assert_eq!(r["network"], "eip155:8453");
+        assert_eq!(r["network"], "eip155:1752132708", "the devnet's own chain, never Base mainnet's");
         assert_eq!(r["amount"], "10000");
         assert_eq!(r["asset"], "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
         assert_eq!(r["extra"]["name"], "USD Coin");

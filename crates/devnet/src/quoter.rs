@@ -62,7 +62,7 @@ pub struct QuoteState {
 }
 
 impl QuoteState {
-    /// State for the standard devnet layout (chain 8453, Base addresses) over `provider`.
+    /// State for the standard devnet layout (the devnet's chain id, Base addresses) over `provider`.
     pub fn new(provider: DynProvider) -> Self {
         Self { provider, chain_id: CHAIN_ID, venue: VENUE, usdc: USDC }
     }

@@ -109,7 +109,7 @@ impl TestDevnet {
             .map_err(|e| DevnetError::io("creating a temporary devnet folder", e))?;
         let dir = tmp.path().to_path_buf();
         let anvil_bin = anvil_path(&|line| eprintln!("holdfast-devnet: {line}")).await?;
-        let anvil = start_anvil_at(&anvil_bin, &dir.join(ANVIL_LOG), false, genesis_timestamp).await?;
+        let anvil = start_anvil_at(&anvil_bin, &dir.join(ANVIL_LOG), false, CHAIN_ID, genesis_timestamp).await?;
         let anvil_pid = anvil.child.id();
         let mut guard = AnvilGuard(Some(anvil.child));
         let provider = anvil.provider;
@@ -128,7 +128,7 @@ impl TestDevnet {
             .map_err(|e| DevnetError::PortUnavailable(format!("cannot read the quoter's port: {e}")))?
             .port();
         let quoter_url = format!("http://127.0.0.1:{quoter_port}");
-        write_config(&dir, anvil.port, &quoter_url)?;
+        write_config(&dir, anvil.port, CHAIN_ID, &quoter_url)?;
         let info = DevnetInfo {
             chain_id: CHAIN_ID,
             rpc_url: anvil.rpc_url.clone(),

@@ -9,12 +9,12 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::transports::http::reqwest;
 use common::{Auth, get_with, now, paid_get, payload};
 use holdfast_devnet::paywall::{PAYMENT_SIGNATURE, encode_header};
-use holdfast_devnet::{NATIVE, PAYEE, PaywallConfig, QUOTE_PRICE, TestDevnet, USDC};
+use holdfast_devnet::{CHAIN_ID, NATIVE, PAYEE, PaywallConfig, QUOTE_PRICE, TestDevnet, USDC};
 use serde_json::{Value, json};
 
 fn quote_url(dn: &TestDevnet) -> String {
     format!(
-        "{}/swap/allowance-holder/quote?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1000000000000000&taker={}",
+        "{}/swap/allowance-holder/quote?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1000000000000000&taker={}",
         dn.quoter_url, dn.wallet_address
     )
 }
@@ -46,7 +46,7 @@ async fn unpaid_requests_get_the_v2_offer_and_health_stays_free() {
     assert_eq!(offer["accepts"][0]["payTo"], PAYEE.to_checksum(None));
     assert!(offer["resource"]["url"].as_str().unwrap().starts_with(&dn.quoter_url), "{offer}");
     assert_eq!(first.body, offer, "the body repeats the offer");
-    let price = get_with(&format!("{}/price/token?chainId=8453&token={NATIVE}", dn.quoter_url), None).await;
+    let price = get_with(&format!("{}/price/token?chainId={CHAIN_ID}&token={NATIVE}", dn.quoter_url), None).await;
     assert_eq!(price.status, 402);
     assert_eq!(get_with(&format!("{}/health", dn.quoter_url), None).await.status, 200);
 }
@@ -67,7 +67,7 @@ async fn a_paid_quote_moves_exactly_the_price_and_cannot_be_replayed() {
     assert_eq!(paid.body["sellAmount"], "1000000000000000");
     let settlement = paid.settlement().unwrap();
     assert_eq!(settlement["success"], true);
-    assert_eq!(settlement["network"], "eip155:8453");
+    assert_eq!(settlement["network"], format!("eip155:{CHAIN_ID}"));
     assert_eq!(settlement["payer"], dn.wallet_address.to_checksum(None));
     let hash: B256 = settlement["transaction"].as_str().unwrap().parse().unwrap();
     use alloy::providers::Provider;
@@ -155,7 +155,8 @@ async fn a_request_the_quoter_refuses_is_not_charged() {
     let dn = TestDevnet::start().await.unwrap();
     let signer = dn.signer().unwrap();
     let wallet0 = usdc(&dn, dn.wallet_address).await;
-    let bad = format!("{}/swap/allowance-holder/quote?chainId=8453&sellToken={NATIVE}&buyToken={USDC}", dn.quoter_url);
+    let bad =
+        format!("{}/swap/allowance-holder/quote?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}", dn.quoter_url);
     let answer = paid_get(&bad, &signer).await;
     assert_eq!(answer.status, 400, "{}", answer.body);
     assert!(answer.settlement().is_none());
@@ -170,7 +171,10 @@ async fn the_facilitator_api_verifies_settles_and_refuses_replays() {
         &reqwest::get(format!("{}/supported", dn.facilitator_url)).await.unwrap().text().await.unwrap(),
     )
     .unwrap();
-    assert_eq!(supported["kinds"][0], json!({"x402Version": 2, "scheme": "exact", "network": "eip155:8453"}));
+    assert_eq!(
+        supported["kinds"][0],
+        json!({"x402Version": 2, "scheme": "exact", "network": format!("eip155:{CHAIN_ID}")})
+    );
     assert_eq!(supported["signers"]["eip155:*"][0], holdfast_devnet::FACILITATOR_ACCOUNT.to_checksum(None));
 
     let req = PaywallConfig::devnet().requirement();

@@ -8,7 +8,7 @@ use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::{TransactionReceipt, TransactionRequest};
 use holdfast_devnet::contracts::abi::{IDevnetToken, ISwapVenue};
 use holdfast_devnet::contracts::{ETHER, ONE_USDC};
-use holdfast_devnet::{NATIVE, QuoteRequest, TestDevnet, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
+use holdfast_devnet::{CHAIN_ID, NATIVE, QuoteRequest, TestDevnet, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH};
 use serde_json::Value;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ async fn start() -> TestDevnet {
 
 fn quote_url(dn: &TestDevnet, sell: Address, buy: Address, amount: U256, extra: &str) -> String {
     format!(
-        "{}/swap/allowance-holder/quote?chainId=8453&sellToken={sell}&buyToken={buy}&sellAmount={amount}&taker={}{extra}",
+        "{}/swap/allowance-holder/quote?chainId={CHAIN_ID}&sellToken={sell}&buyToken={buy}&sellAmount={amount}&taker={}{extra}",
         dn.quoter_url, dn.wallet_address
     )
 }
@@ -97,17 +97,17 @@ async fn starts_fast_funded_and_prices_eth_near_3000() {
     let out = venue.quote(NATIVE, USDC, ETHER / U256::from(100)).call().await.unwrap();
     assert_eq!(out, U256::from(29_907_018u64));
 
-    let (status, price) = get(&format!("{}/price/token?chainId=8453&token={NATIVE}", dn.quoter_url)).await;
+    let (status, price) = get(&format!("{}/price/token?chainId={CHAIN_ID}&token={NATIVE}", dn.quoter_url)).await;
     assert_eq!(status, 200, "{price}");
     assert_eq!(price["priceUsd"], "3000");
     assert_eq!(price["token"], "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE");
-    assert_eq!(price["chainId"], "8453");
-    let (_, weth) = get(&format!("{}/price/token?chainId=8453&token={WETH}", dn.quoter_url)).await;
+    assert_eq!(price["chainId"], CHAIN_ID.to_string());
+    let (_, weth) = get(&format!("{}/price/token?chainId={CHAIN_ID}&token={WETH}", dn.quoter_url)).await;
     assert_eq!(weth["priceUsd"], "3000");
-    let (_, usdc) = get(&format!("{}/price/token?chainId=8453&token={USDC}", dn.quoter_url)).await;
+    let (_, usdc) = get(&format!("{}/price/token?chainId={CHAIN_ID}&token={USDC}", dn.quoter_url)).await;
     assert_eq!(usdc["priceUsd"], "1");
     let (status, unknown) =
-        get(&format!("{}/price/token?chainId=8453&token={}", dn.quoter_url, Address::repeat_byte(7))).await;
+        get(&format!("{}/price/token?chainId={CHAIN_ID}&token={}", dn.quoter_url, Address::repeat_byte(7))).await;
     assert_eq!(status, 400, "{unknown}");
     assert_eq!(unknown["name"], "TOKEN_NOT_SUPPORTED");
 
@@ -200,19 +200,25 @@ async fn refuses_bad_params_wrong_chain_and_reports_balance_and_liquidity() {
     let base = format!("{}/swap/allowance-holder/quote", dn.quoter_url);
     let taker = dn.wallet_address;
     let bad = [
-        (format!("{base}?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&taker={taker}"), "sellAmount"),
-        (format!("{base}?chainId=8453&sellToken=0x12&buyToken={USDC}&sellAmount=1&taker={taker}"), "sellToken"),
-        (format!("{base}?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&sellAmount=abc&taker={taker}"), "sellAmount"),
-        (format!("{base}?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&sellAmount=0&taker={taker}"), "sellAmount"),
-        (format!("{base}?chainId=8453&sellToken={USDC}&buyToken={USDC}&sellAmount=1&taker={taker}"), "buyToken"),
+        (format!("{base}?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&taker={taker}"), "sellAmount"),
+        (format!("{base}?chainId={CHAIN_ID}&sellToken=0x12&buyToken={USDC}&sellAmount=1&taker={taker}"), "sellToken"),
+        (
+            format!("{base}?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&sellAmount=abc&taker={taker}"),
+            "sellAmount",
+        ),
+        (
+            format!("{base}?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&sellAmount=0&taker={taker}"),
+            "sellAmount",
+        ),
+        (format!("{base}?chainId={CHAIN_ID}&sellToken={USDC}&buyToken={USDC}&sellAmount=1&taker={taker}"), "buyToken"),
         (format!("{base}?chainId=1&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1&taker={taker}"), "chainId"),
         (
             format!(
-                "{base}?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1&taker={taker}&slippageBps=20000"
+                "{base}?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1&taker={taker}&slippageBps=20000"
             ),
             "slippageBps",
         ),
-        (format!("{base}?chainId=8453&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1"), "taker"),
+        (format!("{base}?chainId={CHAIN_ID}&sellToken={NATIVE}&buyToken={USDC}&sellAmount=1"), "taker"),
     ];
     for (url, field) in bad {
         let (status, body) = get(&url).await;
@@ -247,7 +253,7 @@ async fn build_quote_is_callable_directly_and_matches_the_http_answer() {
     let dn = start().await;
     let state = dn.quote_state();
     let req = QuoteRequest {
-        chain_id: 8453,
+        chain_id: CHAIN_ID,
         sell_token: NATIVE,
         buy_token: USDC,
         sell_amount: ETHER / U256::from(100),

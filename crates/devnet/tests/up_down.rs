@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use alloy::transports::http::reqwest;
-use holdfast_devnet::{DevnetState, UpOptions, down, up};
+use holdfast_devnet::{CHAIN_ID, DevnetState, UpOptions, down, up};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,7 @@ fn opts(dir: &Path, exe: &str, lines: &Arc<Mutex<Vec<String>>>) -> UpOptions {
         dir: dir.to_path_buf(),
         services_exe: PathBuf::from(exe),
         progress: Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
+        chain_id: CHAIN_ID,
     }
 }
 
@@ -38,7 +39,8 @@ async fn up_is_idempotent_down_leaves_nothing_and_the_key_stays_in_its_file() {
     let info = up(opts(&dir, SERVICES_EXE, &lines)).await.unwrap();
     assert!(!info.already_up);
     assert_eq!(info.state, DevnetState::Up);
-    assert_eq!(info.chain_id, 8453);
+    assert_eq!(info.chain_id, CHAIN_ID);
+    assert_ne!(info.chain_id, 8453, "the devnet signs nothing valid on Base mainnet");
     for f in ["devnet.json", "holdfast.toml", "presets.ron", "wallet.key", "anvil.log", "services.log"] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
@@ -55,8 +57,11 @@ async fn up_is_idempotent_down_leaves_nothing_and_the_key_stays_in_its_file() {
     // The detached services answer, and quote for the wallet.
     let health: Value = reqwest::get(format!("{}/health", info.services.url)).await.unwrap().json_text().await;
     assert_eq!(health["status"], "ok");
+    // Asked over JSON-RPC, the node itself answers the devnet's own chain id.
+    let rpc = alloy::providers::ProviderBuilder::new().connect_http(info.rpc_url.parse().unwrap());
+    assert_eq!(alloy::providers::Provider::get_chain_id(&rpc).await.unwrap(), CHAIN_ID);
     let url = format!(
-        "{}/swap/allowance-holder/quote?chainId=8453&sellToken={}&buyToken={}&sellAmount=10000000000000000&taker={}",
+        "{}/swap/allowance-holder/quote?chainId={CHAIN_ID}&sellToken={}&buyToken={}&sellAmount=10000000000000000&taker={}",
         info.services.url,
         holdfast_devnet::NATIVE,
         holdfast_devnet::USDC,
@@ -76,7 +81,7 @@ async fn up_is_idempotent_down_leaves_nothing_and_the_key_stays_in_its_file() {
             .unwrap()
             .json_text()
             .await;
-    assert_eq!(supported["kinds"][0]["network"], "eip155:8453");
+    assert_eq!(supported["kinds"][0]["network"], format!("eip155:{CHAIN_ID}"));
     assert_eq!(quote["buyAmount"], "29907018", "{quote}");
 
     // A second up does nothing.

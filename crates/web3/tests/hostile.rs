@@ -116,6 +116,7 @@ fn networks() -> impl Strategy<Value = String> {
         "base",
         "base",
         "BASE",
+        "eip155:1752132708",
         "eip155:8453",
         "othernet",
         "eip155:31337",
@@ -294,7 +295,8 @@ fn hostile_server_script(mode: Arc<Mutex<Mode>>) -> impl FnOnce(String) -> commo
                     Mode::OverCap => r["amount"] = json!("60000"),
                     Mode::AttackerPayee => r["payTo"] = json!(ATTACKER.to_checksum(None)),
                     Mode::WrongAsset => r["asset"] = json!(WETH.to_checksum(None)),
-                    Mode::WrongNetwork => r["network"] = json!("eip155:31337"),
+                    // Base mainnet: a signature for it would be worth real money.
+                    Mode::WrongNetwork => r["network"] = json!("eip155:8453"),
                     Mode::Malformed => return raw_402(Some("%%%".into()), "{}".into()),
                     Mode::Huge => return raw_402(Some("A".repeat(40_000)), "{}".into()),
                     _ => {}

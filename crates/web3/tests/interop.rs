@@ -15,7 +15,7 @@ mod common;
 use alloy::primitives::{Address, B256, U256, address};
 use alloy::providers::Provider;
 use common::{Env, Tweaks, hostile_quoter};
-use holdfast_devnet::{FACILITATOR_ACCOUNT, PAYEE, QUOTE_PRICE, TestDevnet, USDC};
+use holdfast_devnet::{CHAIN_ID, FACILITATOR_ACCOUNT, PAYEE, QUOTE_PRICE, TestDevnet, USDC};
 use holdfast_web3::{EntryKind, EntryStatus};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -88,6 +88,9 @@ async fn holdfast_pays_the_reference_server(holdfast_facilitator: bool) {
     let devnet = TestDevnet::start().await.unwrap();
     let (upstream, _tamper) = hostile_quoter(&devnet).await;
     let pay_to = PAYEE.to_checksum(None);
+    // 0.01 USDC, as the devnet's own paywall asks.
+    let (chain_id, amount, asset) =
+        (holdfast_devnet::CHAIN_ID.to_string(), QUOTE_PRICE.to_string(), USDC.to_checksum(None));
     let mut args = vec![
         "--rpc",
         devnet.rpc_url.as_str(),
@@ -95,8 +98,12 @@ async fn holdfast_pays_the_reference_server(holdfast_facilitator: bool) {
         upstream.as_str(),
         "--pay-to",
         pay_to.as_str(),
-        "--price",
-        "$0.01",
+        "--chain-id",
+        &chain_id,
+        "--amount",
+        &amount,
+        "--asset",
+        &asset,
     ];
     let settler = if holdfast_facilitator {
         args.extend(["--facilitator", devnet.facilitator_url.as_str()]);
@@ -151,18 +158,31 @@ async fn the_reference_fetch_client_pays_the_holdfast_paywall() {
     let key = std::fs::read_to_string(&devnet.key_path).unwrap().trim().to_owned();
     let (wallet0, payee0) = (usdc(&devnet, devnet.wallet_address).await, usdc(&devnet, PAYEE).await);
     let url = format!(
-        "{}/swap/allowance-holder/quote?chainId=8453&sellToken={}&buyToken={USDC}&sellAmount=1000000000000000&taker={}",
+        "{}/swap/allowance-holder/quote?chainId={CHAIN_ID}&sellToken={}&buyToken={USDC}&sellAmount=1000000000000000&taker={}",
         devnet.quoter_url,
         holdfast_devnet::NATIVE,
         devnet.wallet_address
     );
-    let (_client, out) = start_peer("reference-client.mjs", &["--url", &url], &[("PAYER_KEY", &key)]);
+    let (_client, out) = start_peer(
+        "reference-client.mjs",
+        &[
+            "--url",
+            &url,
+            "--chain-id",
+            &CHAIN_ID.to_string(),
+            "--asset",
+            &USDC.to_checksum(None),
+            "--max-amount",
+            &QUOTE_PRICE.to_string(),
+        ],
+        &[("PAYER_KEY", &key)],
+    );
     assert_eq!(out["status"], 200, "{out}");
     assert_eq!(out["body"]["sellAmount"], "1000000000000000");
     assert_eq!(out["body"]["liquidityAvailable"], true);
     let settlement = &out["paymentResponse"];
     assert_eq!(settlement["success"], true, "{out}");
-    assert_eq!(settlement["network"], "eip155:8453");
+    assert_eq!(settlement["network"], format!("eip155:{CHAIN_ID}"));
     let hash: B256 = settlement["transaction"].as_str().unwrap().parse().unwrap();
     let receipt = devnet.provider().get_transaction_receipt(hash).await.unwrap().unwrap();
     assert!(receipt.status());

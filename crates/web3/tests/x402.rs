@@ -218,8 +218,10 @@ async fn a_price_above_the_cap_is_refused_and_nothing_is_signed() {
 #[tokio::test]
 async fn wrong_network_unknown_asset_and_foreign_payee_are_refused() {
     type Tamper = fn(&mut Value);
-    let cases: [(Tamper, &str); 5] = [
+    let cases: [(Tamper, &str); 6] = [
         (|r| r["network"] = json!("eip155:31337"), "network othernet is not the request's network base"),
+        // Base mainnet is not configured on the devnet: a mainnet-valid authorization is never signed.
+        (|r| r["network"] = json!("eip155:8453"), "is not configured"),
         (|r| r["network"] = json!("eip155:84532"), "is not configured"),
         (
             |r| r["asset"] = json!("0x000000000000000000000000000000000000bEEF"),
@@ -341,7 +343,7 @@ async fn a_fake_settlement_report_is_not_believed() {
                         return offer_v2(&url, vec![honest_requirement()], None);
                     }
                     let body = quote(&ctx, &call).await;
-                    let report = json!({"success": true, "transaction": format!("0x{}", "ab".repeat(32)), "network": "eip155:8453"});
+                    let report = json!({"success": true, "transaction": format!("0x{}", "ab".repeat(32)), "network": format!("eip155:{}", holdfast_devnet::CHAIN_ID)});
                     let mut resp = axum::response::IntoResponse::into_response(axum::Json(body));
                     resp.headers_mut().insert("payment-response", b64(&report).parse().unwrap());
                     resp
@@ -461,8 +463,10 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     assert!(entry.error.as_deref().unwrap().contains("expired"), "{entry:?}");
     let wallet = case.env.web3.wallet().address().to_checksum(None);
     let journal = case.env.web3.journal();
-    let spent =
-        journal.spent_today(8453, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group()).await.unwrap();
+    let spent = journal
+        .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
+        .await
+        .unwrap();
     assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
     case.paid_nothing().await;
 }

@@ -103,6 +103,9 @@ async fn paid_on_a_chain_ten_minutes_old(idle: bool) {
     }
     let (upstream, _tamper) = hostile_quoter(&devnet).await;
     let pay_to = PAYEE.to_checksum(None);
+    // 0.01 USDC, as the devnet's own paywall asks.
+    let (chain_id, amount, asset) =
+        (holdfast_devnet::CHAIN_ID.to_string(), QUOTE_PRICE.to_string(), USDC.to_checksum(None));
     let args = [
         "--rpc",
         devnet.rpc_url.as_str(),
@@ -110,8 +113,12 @@ async fn paid_on_a_chain_ten_minutes_old(idle: bool) {
         upstream.as_str(),
         "--pay-to",
         pay_to.as_str(),
-        "--price",
-        "$0.01",
+        "--chain-id",
+        &chain_id,
+        "--amount",
+        &amount,
+        "--asset",
+        &asset,
         "--facilitator-key",
         REFERENCE_FACILITATOR_KEY,
     ];

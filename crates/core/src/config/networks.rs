@@ -109,16 +109,17 @@ impl NetworkTable {
         Self { networks: IndexMap::from([(base.name.clone(), base)]) }
     }
 
-    /// Applies `[networks.NAME]` over the table. Errors say what is wrong, for the caller to place in its file.
-    pub fn merge(&mut self, name: &str, spec: NetworkSpec) -> Result<(), String> {
+    /// Applies `[networks.NAME]` over the table. An error is the key it is about (`""` for the table itself) and
+    /// what is wrong, for the caller to place in its file.
+    pub fn merge(&mut self, name: &str, spec: NetworkSpec) -> Result<(), (&'static str, String)> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(format!("network name {name:?} may hold only ASCII letters, digits, '-' and '_'"));
+            return Err(("", format!("network name {name:?} may hold only ASCII letters, digits, '-' and '_'")));
         }
         let mut net = match self.networks.get(name) {
             Some(existing) => existing.clone(),
             None => NetworkConfig {
                 name: name.to_owned(),
-                chain_id: spec.chain_id.ok_or("a new network needs `chain_id`")?,
+                chain_id: spec.chain_id.ok_or(("chain_id", "a new network needs `chain_id`".to_owned()))?,
                 aliases: Vec::new(),
                 display_name: name.to_owned(),
                 native_symbol: "ETH".into(),
@@ -127,8 +128,16 @@ impl NetworkTable {
                 contracts: PinnedContracts::default(),
             },
         };
-        if let Some(v) = spec.chain_id {
+        if let Some(v) = spec.chain_id
+            && v != net.chain_id
+        {
+            // Another chain under a built-in's name (a devnet or fork called `base`): the built-in's aliases,
+            // display name and explorer describe the public chain and must not be shown for this one, so they go
+            // unless the file gives them again. Pinned contracts stay (forks and the devnet keep Base's addresses).
             net.chain_id = v;
+            net.aliases.clear();
+            net.display_name = format!("{name} (chain {v})");
+            net.explorer = None;
         }
         if let Some(v) = spec.aliases {
             net.aliases = v;
@@ -142,17 +151,18 @@ impl NetworkTable {
         if let Some(v) = spec.rpc_urls {
             for url in &v {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(format!("rpc url {url:?} must start with http:// or https://"));
+                    return Err(("rpc_urls", format!("rpc url {url:?} must start with http:// or https://")));
                 }
             }
             net.rpc_urls = v;
         }
         if let Some(v) = spec.explorer {
-            net.explorer = Some(v);
+            // `explorer = ""` removes the built-in's explorer.
+            net.explorer = (!v.is_empty()).then_some(v);
         }
         if let Some(c) = spec.contracts {
-            let pin = |field: &str, v: Option<String>| -> Result<Option<Address>, String> {
-                v.map(|s| parse_address(field, &s).map_err(|e| e.message)).transpose()
+            let pin = |field: &str, v: Option<String>| -> Result<Option<Address>, (&'static str, String)> {
+                v.map(|s| parse_address(field, &s).map_err(|e| ("contracts", e.message))).transpose()
             };
             if let Some(a) = pin("contracts.swap_target", c.swap_target)? {
                 net.contracts.swap_target = Some(a);
@@ -162,7 +172,7 @@ impl NetworkTable {
             }
         }
         if let Some(other) = self.networks.values().find(|n| n.name != name && n.chain_id == net.chain_id) {
-            return Err(format!("chain id {} is already used by network `{}`", net.chain_id, other.name));
+            return Err(("chain_id", format!("chain id {} is already used by network `{}`", net.chain_id, other.name)));
         }
         self.networks.insert(name.to_owned(), net);
         Ok(())
@@ -212,13 +222,34 @@ mod tests {
         t.merge("base", spec).unwrap();
         assert_eq!(t.resolve("base").unwrap().rpc_urls, vec!["http://127.0.0.1:8545"]);
         assert_eq!(t.resolve("base").unwrap().contracts.swap_target, Some(ALLOWANCE_HOLDER));
-        assert!(t.merge("newnet", NetworkSpec::default()).unwrap_err().contains("chain_id"));
+        assert_eq!(t.merge("newnet", NetworkSpec::default()).unwrap_err().0, "chain_id");
         let dup = NetworkSpec { chain_id: Some(8453), ..Default::default() };
-        assert!(t.merge("other", dup).unwrap_err().contains("already used"));
+        assert!(t.merge("other", dup).unwrap_err().1.contains("already used"));
         let bad = NetworkSpec {
             contracts: Some(ContractsSpec { swap_target: Some("0x12".into()), allowance_spender: None }),
             ..Default::default()
         };
-        assert!(t.merge("base", bad).unwrap_err().contains("contracts.swap_target"));
+        assert!(t.merge("base", bad).unwrap_err().1.contains("contracts.swap_target"));
+    }
+
+    #[test]
+    fn another_chain_under_a_builtin_name_drops_the_public_chains_names() {
+        let mut t = NetworkTable::builtin();
+        t.merge("base", NetworkSpec { chain_id: Some(1_752_132_708), ..Default::default() }).unwrap();
+        let net = t.resolve("base").unwrap();
+        assert_eq!((net.chain_id, net.explorer.as_deref()), (1_752_132_708, None));
+        assert_eq!(net.display_name, "base (chain 1752132708)");
+        assert_eq!(net.contracts.swap_target, Some(ALLOWANCE_HOLDER), "pinned contracts stay");
+        // "base mainnet" no longer names it, nor does Base mainnet's CAIP-2 id.
+        for name in ["base-mainnet", "base mainnet", "eip155:8453"] {
+            assert_eq!(t.resolve(name).unwrap_err().code, ErrorCode::UnknownNetwork, "{name}");
+        }
+        assert!(t.resolve("eip155:1752132708").is_ok());
+        // The same chain id again keeps everything; explicit fields still win.
+        let mut t = NetworkTable::builtin();
+        let spec = NetworkSpec { chain_id: Some(8453), explorer: Some(String::new()), ..Default::default() };
+        t.merge("base", spec).unwrap();
+        let net = t.resolve("base-mainnet").unwrap();
+        assert_eq!((net.display_name.as_str(), net.explorer.as_deref()), ("Base", None));
     }
 }

@@ -13,14 +13,23 @@ export const load = createRequire(path.join(devnetDir, "package.json"));
 
 const { defineChain } = load("viem");
 
-/** The devnet chain (Base's chain id) at `rpcUrl`. */
-export function devnetChain(rpcUrl) {
+/** The devnet chain (its own chain id, `chainId`; Base's contract addresses) at `rpcUrl`. */
+export function devnetChain(rpcUrl, chainId) {
   return defineChain({
-    id: 8453,
+    id: chainId,
     name: "holdfast devnet",
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
+}
+
+/** The `--chain-id` argument as a number (the devnet's chain id, passed by the Rust test). */
+export function chainIdArg(opts) {
+  const id = Number(opts["chain-id"]);
+  if (!Number.isSafeInteger(id) || id <= 0) {
+    throw new Error(`--chain-id must be a positive integer, got ${opts["chain-id"]}`);
+  }
+  return id;
 }
 
 /** `--name value` pairs from argv. */

@@ -1,9 +1,12 @@
 // The x402 reference client (@x402/fetch + @x402/evm) paying one URL with the key in $PAYER_KEY.
 //
-//   PAYER_KEY=0x… node reference-client.mjs --url URL
+//   PAYER_KEY=0x… node reference-client.mjs --url URL --chain-id N --asset ADDRESS --max-amount RAW
+//
+// The devnet's USDC is not one of the client's default assets (the devnet is no public network), so the client's
+// spend controls allow exactly that asset on that chain, at most RAW units per payment.
 //
 // Prints {"status", "body", "paymentResponse"} (the decoded PAYMENT-RESPONSE, or null).
-import { announce, args, load } from "./lib.mjs";
+import { announce, args, chainIdArg, load } from "./lib.mjs";
 
 const opts = args();
 const { wrapFetchWithPaymentFromConfig, decodePaymentResponseHeader } = load("@x402/fetch");
@@ -11,8 +14,10 @@ const { ExactEvmScheme } = load("@x402/evm");
 const { privateKeyToAccount } = load("viem/accounts");
 
 const account = privateKeyToAccount(process.env.PAYER_KEY);
+const network = `eip155:${chainIdArg(opts)}`;
 const fetchWithPayment = wrapFetchWithPaymentFromConfig(fetch, {
-  schemes: [{ network: "eip155:8453", client: new ExactEvmScheme(account) }],
+  schemes: [{ network, client: new ExactEvmScheme(account) }],
+  spendControls: { allowedAssets: [{ network, asset: opts.asset, maxAmountPerPayment: opts["max-amount"] }] },
 });
 try {
   const response = await fetchWithPayment(opts.url, { method: "GET" });
