@@ -15,7 +15,7 @@ pub mod skills;
 pub use agent::{
     Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, NoObserver, StopReason, TurnObserver, TurnOutcome,
 };
-pub use runtime::{AGENT_ID, Decided, Runtime, RuntimeError, known_sections};
+pub use runtime::{AGENT_ID, CheckedConfig, Decided, Runtime, RuntimeError, known_sections};
 pub use sessions::{
     InMemorySessionStore, MessageRole, NewMessage, SessionInfo, SessionStorage, SqliteSessionStore, StoredMessage,
     ToolCallRecord,

@@ -102,6 +102,18 @@ struct AgentSection {
     session_idle_secs: Option<u64>,
 }
 
+/// A configuration file read and checked by every layer without opening a database, creating a wallet or starting
+/// anything ([`Runtime::check_document`]; `holdfast doctor`).
+#[derive(Debug)]
+pub struct CheckedConfig {
+    /// The core sections.
+    pub core: CoreConfig,
+    /// The web3 sections (wallet, presets, policy, payments, price feeds, address book).
+    pub web3: holdfast_web3::Web3Config,
+    /// `[llm]`.
+    pub llm: LlmConfig,
+}
+
 /// Everything a front end needs. Cheap to share behind an `Arc`.
 pub struct Runtime {
     /// The configuration document it was built from.
@@ -157,6 +169,21 @@ impl Runtime {
             None => ConfigDocument::empty(),
         };
         Self::from_document(doc).await
+    }
+
+    /// Reads every section of `doc` the way [`Runtime::from_document`] does — the same loaders, the same errors
+    /// (file, line, key) — but builds nothing: no database, no wallet file, no background task.
+    pub fn check_document(doc: &ConfigDocument) -> Result<CheckedConfig, RuntimeError> {
+        doc.check_sections(&known_sections())?;
+        let core = CoreConfig::from_document(doc)?;
+        let web3 = holdfast_web3::Web3Config::from_document(doc, &core)?;
+        doc.section_or_default::<MemoryConfig>("memory")?;
+        let llm: LlmConfig = doc.section_or_default("llm")?;
+        doc.section_or_default::<AgentSection>("agent")?;
+        if let Some(dir) = doc.section_or_default::<SkillsSection>("skills")?.dir {
+            SkillSet::load_dir(&doc.resolve_path(&dir))?;
+        }
+        Ok(CheckedConfig { core, web3, llm })
     }
 
     /// Builds every layer from a parsed document.

@@ -2,6 +2,7 @@
 
 mod chat;
 mod devnet_cmd;
+mod doctor;
 mod mcp_cmd;
 mod replay;
 mod serve;
@@ -13,12 +14,26 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// holdfast — an agent runtime where the model names values and never carries them.
+/// holdfast — an agent runtime where the model names values and never carries them, and nothing moves value
+/// outside your policy.
 #[derive(Debug, Parser)]
-#[command(name = "holdfast", version, about, long_about = None)]
+#[command(name = "holdfast", version, long_about = None)]
 struct Cli {
+    /// Log format on stderr: `text`, or `json` (one JSON object per event, for a collector). The level comes from
+    /// HOLDFAST_LOG, else RUST_LOG (default: warn).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines (colours only on a terminal).
+    Text,
+    /// One JSON object per event.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -38,6 +53,8 @@ enum Command {
         #[command(subcommand)]
         command: devnet_cmd::DevnetCommand,
     },
+    /// Check a configuration and what it points at (RPC nodes, wallet, policy, presets, LLM); non-zero on failure.
+    Doctor(doctor::DoctorArgs),
     /// Inspect the tool registry.
     Tools {
         #[command(subcommand)]
@@ -69,21 +86,24 @@ enum ToolsCommand {
     },
 }
 
-/// The log: `tracing` events on stderr, filtered by `HOLDFAST_LOG`, else `RUST_LOG` (the usual `EnvFilter` syntax,
-/// e.g. `RUST_LOG=info,holdfast_web3=debug`), else warnings only.
-fn init_tracing() {
+/// The log: `tracing` events on stderr as text or JSON, filtered by `HOLDFAST_LOG`, else `RUST_LOG` (the usual
+/// `EnvFilter` syntax, e.g. `RUST_LOG=info,holdfast_web3=debug`), else warnings only.
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colours only on a terminal: a log file or a collector gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().with_current_span(true).init(),
+        // Colours only on a terminal: a log file gets plain text.
+        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+    }
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    init_tracing();
     let cli = Cli::parse();
+    init_tracing(cli.log_format);
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
@@ -124,6 +144,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Doctor(args) => Ok(doctor::run(args).await),
         Command::Serve(args) => {
             serve::run(args).await?;
             Ok(ExitCode::SUCCESS)

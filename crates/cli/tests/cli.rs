@@ -191,3 +191,133 @@ fn params_that_are_not_an_object_are_the_calls_error_not_the_transcripts() {
     }
     assert_eq!(lines[4]["ok"], true, "the transcript goes on");
 }
+
+/// `holdfast doctor --config FILE` with no LLM key in the environment: (exit success, stdout).
+async fn doctor(config: &std::path::Path) -> (bool, String) {
+    let config = config.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .args(["doctor", "--config", config.to_str().unwrap()])
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .await
+    .unwrap()
+}
+
+fn row<'a>(out: &'a str, check: &str) -> &'a str {
+    out.lines().find(|l| l.starts_with(&format!("{check} "))).unwrap_or_else(|| panic!("no `{check}` row:\n{out}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_passes_on_a_devnet_config_and_names_the_key_and_line_of_a_broken_one() {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(ok, "{out}");
+    let chain = row(&out, "network base");
+    assert!(
+        chain.contains(&format!("chain id {} confirmed, eth_simulateV1 answers", holdfast_devnet::CHAIN_ID)),
+        "{out}"
+    );
+    assert!(row(&out, "wallet").contains(&devnet.wallet_address.to_checksum(None)), "{out}");
+    let policy = row(&out, "policy base");
+    assert!(
+        policy.contains("ETH: ≤ 1 per tx, ≤ 5 per day, without asking ≤ 0.01") && policy.contains("denied"),
+        "{out}"
+    );
+    assert!(row(&out, "payments base").contains("USDC (≤ 0.05 per request, ≤ 5 per day)"), "{out}");
+    assert!(row(&out, "preset swap_quote").contains("accepts connections"), "{out}");
+    assert!(row(&out, "llm").contains("warn"), "no key is a warning, not a failure: {out}");
+    let key = std::fs::read_to_string(&devnet.key_path).unwrap();
+    assert!(!out.contains(key.trim().trim_start_matches("0x")), "the key never appears");
+
+    // A value of the wrong type: the file, its line and the key's full path.
+    let text = std::fs::read_to_string(&devnet.config_path).unwrap();
+    let broken = text.replace("max_slippage_bps = 100", "max_slippage_bps = \"lots\"");
+    let line = broken.lines().position(|l| l.contains("\"lots\"")).unwrap() + 1;
+    let path = devnet.dir.join("broken.toml");
+    std::fs::write(&path, &broken).unwrap();
+    let (ok, out) = doctor(&path).await;
+    assert!(!ok, "{out}");
+    let config = row(&out, "config");
+    assert!(config.contains(&format!("broken.toml:{line}:20: `policy.base.max_slippage_bps`: invalid type")), "{out}");
+
+    // A node that serves another chain than the configured one fails its row.
+    let mainnet = text.replace(&format!("chain_id = {}", holdfast_devnet::CHAIN_ID), "chain_id = 8453");
+    std::fs::write(&path, &mainnet).unwrap();
+    let (ok, out) = doctor(&path).await;
+    assert!(!ok, "{out}");
+    let chain = row(&out, "network base");
+    assert!(
+        chain.contains("FAIL")
+            && chain.contains(&format!("serves chain id {}, not the configured 8453", holdfast_devnet::CHAIN_ID)),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debug_log_shows_tool_calls_rpc_x402_and_the_journal_as_json_and_never_the_key() {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let config = devnet.config_path.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .args([
+                "--log-format",
+                "json",
+                "replay",
+                "--config",
+                config.to_str().unwrap(),
+                "examples/swap-eth-usdc.jsonl",
+            ])
+            .current_dir(repo_root())
+            .env("RUST_LOG", "debug")
+            .env_remove("HOLDFAST_LOG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let events: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}")))
+        .collect();
+    let message = |e: &Value| e["fields"]["message"].as_str().unwrap_or_default().to_owned();
+    let tool_calls: Vec<&Value> = events.iter().filter(|e| message(e) == "tool call ok").collect();
+    assert!(tool_calls.iter().any(|e| e["fields"]["tool"] == "web3_tx"), "{stderr}");
+    assert!(tool_calls.iter().all(|e| e["fields"]["elapsed_ms"].is_u64()));
+    assert!(
+        events.iter().any(|e| e["span"]["name"] == "request"
+            && e["span"]["method_names"].as_str().is_some_and(|m| m.contains("eth_sendRawTransaction"))),
+        "the RPC calls are in the log: {stderr}"
+    );
+    assert!(events.iter().any(|e| message(e) == "x402: payment required"), "{stderr}");
+    for status in ["reserved", "signed", "confirmed"] {
+        assert!(
+            events.iter().any(|e| message(e) == "journal transition" && e["fields"]["status"] == status),
+            "journal {status}: {stderr}"
+        );
+    }
+    let key = std::fs::read_to_string(&devnet.key_path).unwrap();
+    assert!(
+        !stderr.to_lowercase().contains(&key.trim().trim_start_matches("0x").to_lowercase()),
+        "the key never appears"
+    );
+}
+
+#[test]
+fn the_shipped_base_sepolia_config_reads_and_is_not_mainnet() {
+    let path = repo_root().join("config/base-sepolia.toml");
+    let doc = holdfast_core::config::ConfigDocument::load(&path).unwrap();
+    let checked = holdfast_agent::Runtime::check_document(&doc).unwrap();
+    let net = checked.core.networks.resolve("base-sepolia").unwrap();
+    assert_eq!(net.chain_id, 84532);
+    assert!(checked.core.tokens.lookup("base-sepolia", "USDC").is_ok());
+    assert!(checked.web3.policy.contains_key("base-sepolia") && !checked.web3.policy.contains_key("base"));
+    assert_eq!(checked.core.data_dir, None, "no data dir inside the checkout");
+    assert!(checked.web3.wallet.key_file.is_none(), "no key file inside the checkout");
+}

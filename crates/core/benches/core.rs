@@ -75,7 +75,7 @@ fn context_bank(c: &mut Criterion) {
     let mut g = c.benchmark_group("context_bank_1MiB_1000_symbols");
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.sample_size(20);
-    g.bench_function("aho_corasick_single_pass", |b| b.iter(|| black_box(scanner.scan(black_box(&text))).len()));
+    g.bench_function("scanner_single_pass", |b| b.iter(|| black_box(scanner.scan(black_box(&text))).len()));
     g.sample_size(10);
     g.bench_function("baseline_regex_per_symbol", |b| {
         b.iter(|| {

@@ -151,10 +151,11 @@ pub struct ContextScanner {
     networks: Vec<(String, String)>,
 }
 
-/// Kept for API stability: building the word table cannot fail, so no scanner build returns this today.
+/// Why the context-bank scanner could not be built. Building the word table cannot fail today, so no scanner build
+/// returns this; the type keeps [`ContextScanner::new`] able to refuse a table later without an API break.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the context-bank scanner: {0}")]
-pub struct ScannerBuildError(#[from] aho_corasick::BuildError);
+pub struct ScannerBuildError(pub String);
 
 impl ContextScanner {
     /// Builds the scanner for every symbol of `tokens` (all networks) and every name and alias of `networks`.

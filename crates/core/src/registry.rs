@@ -153,10 +153,19 @@ impl ToolRegistry {
         if observed {
             ctx.events.publish(names::TOOL_CALL, serde_json::json!({"tool": name, "params": params}));
         }
+        let started = std::time::Instant::now();
         let result = match AssertUnwindSafe(tool.call(params, ctx)).catch_unwind().await {
             Ok(result) => result,
             Err(_) => Err(ToolError::internal(format!("tool `{name}` failed unexpectedly"))),
         };
+        // Name, outcome and duration only: parameters and outputs stay out of the log.
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match &result {
+            Ok(_) => tracing::debug!(tool = name, session = %ctx.session_id, elapsed_ms, "tool call ok"),
+            Err(e) => {
+                tracing::debug!(tool = name, session = %ctx.session_id, elapsed_ms, code = e.code.as_str(), "tool call failed")
+            }
+        }
         if observed {
             let data = match &result {
                 Ok(output) => serde_json::json!({"tool": name, "ok": true, "output": output}),

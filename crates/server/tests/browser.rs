@@ -149,6 +149,10 @@ impl ChatProvider for ScriptedModel {
         "browser-test"
     }
 
+    fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     fn complete<'a>(
         &'a self,
         _request: &'a ChatRequest,

@@ -196,6 +196,13 @@ impl Chain {
             .map(|_| ())
     }
 
+    /// Checks that the node answers `eth_simulateV1` (after the chain id check) the way every swap and transfer is
+    /// simulated before it is signed: one simulated balance read. `holdfast doctor` reports it.
+    pub async fn check_simulation(&self) -> Result<(), ToolError> {
+        self.verify().await?;
+        self.simulate(vec![Self::balance_read(NATIVE_TOKEN_ADDRESS, Address::ZERO, Address::ZERO)]).await.map(|_| ())
+    }
+
     /// Native balance.
     pub async fn native_balance(&self, owner: Address) -> Result<U256, ToolError> {
         self.verify().await?;

@@ -180,30 +180,39 @@ impl Web3Config {
         let mut policy = HashMap::new();
         let sections: IndexMap<String, NetworkPolicySection> = doc.section_or_default("policy")?;
         for (name, section) in sections {
-            let network =
-                core.networks.resolve(&name).map_err(|e| doc.invalid(format!("[policy.{name}]: {}", e.message)))?;
+            let network = core
+                .networks
+                .resolve(&name)
+                .map_err(|e| doc.invalid_at(&["policy", &name], format!("[policy.{name}]: {}", e.message)))?;
             let native = core.tokens.iter().find(|t| t.network == network.name && t.is_native());
             let native_decimals = native.map_or(18, |t| t.decimals);
             let amount = |field: &str, v: &Option<String>, decimals: u8, symbol: &str| {
-                v.as_deref()
-                    .map(|s| to_base_units(field, s, decimals, symbol))
-                    .transpose()
-                    .map_err(|e| doc.invalid(format!("[policy.{name}] {}", e.message)))
+                v.as_deref().map(|s| to_base_units(field, s, decimals, symbol)).transpose().map_err(|e| {
+                    let path: Vec<&str> = ["policy", name.as_str()].into_iter().chain(field.split('.')).collect();
+                    doc.invalid_at(&path, format!("[policy.{name}] {}", e.message))
+                })
             };
             let native_symbol = network.native_symbol.clone();
             let defaults = NetworkPolicy::default();
             let gwei = |field: &str, v: &Option<String>, default: u128| -> Result<u128, ConfigError> {
                 match v {
                     None => Ok(default),
-                    Some(s) => to_base_units(field, s, 9, "gwei")
-                        .ok()
-                        .and_then(|v| u128::try_from(v).ok())
-                        .ok_or_else(|| doc.invalid(format!("[policy.{name}] {field}: {s:?} is not an amount of gwei"))),
+                    Some(s) => {
+                        to_base_units(field, s, 9, "gwei").ok().and_then(|v| u128::try_from(v).ok()).ok_or_else(|| {
+                            doc.invalid_at(
+                                &["policy", &name, field],
+                                format!("[policy.{name}] {field}: {s:?} is not an amount of gwei"),
+                            )
+                        })
+                    }
                 }
             };
             let max_slippage_bps = section.max_slippage_bps.unwrap_or(defaults.max_slippage_bps);
             if max_slippage_bps > 10_000 {
-                return Err(doc.invalid(format!("[policy.{name}] max_slippage_bps: {max_slippage_bps} is above 10000")));
+                return Err(doc.invalid_at(
+                    &["policy", &name, "max_slippage_bps"],
+                    format!("[policy.{name}] max_slippage_bps: {max_slippage_bps} is above 10000"),
+                ));
             }
             let mut net = NetworkPolicy {
                 max_slippage_bps,
@@ -227,10 +236,12 @@ impl Web3Config {
                 tokens: HashMap::new(),
             };
             for (symbol, t) in section.tokens {
-                let token = core
-                    .tokens
-                    .lookup(&network.name, &symbol)
-                    .map_err(|e| doc.invalid(format!("[policy.{name}.tokens.{symbol}]: {}", e.message)))?;
+                let token = core.tokens.lookup(&network.name, &symbol).map_err(|e| {
+                    doc.invalid_at(
+                        &["policy", &name, "tokens", &symbol],
+                        format!("[policy.{name}.tokens.{symbol}]: {}", e.message),
+                    )
+                })?;
                 let limits = AssetLimits {
                     per_tx: amount(&format!("tokens.{symbol}.per_tx"), &t.per_tx, token.decimals, &token.symbol)?,
                     per_day: amount(&format!("tokens.{symbol}.per_day"), &t.per_day, token.decimals, &token.symbol)?,
@@ -249,21 +260,21 @@ impl Web3Config {
         let mut payments = HashMap::new();
         let sections: IndexMap<String, PaymentsSection> = doc.section_or_default("payments")?;
         for (name, section) in sections {
-            let network =
-                core.networks.resolve(&name).map_err(|e| doc.invalid(format!("[payments.{name}]: {}", e.message)))?;
+            let network = core
+                .networks
+                .resolve(&name)
+                .map_err(|e| doc.invalid_at(&["payments", &name], format!("[payments.{name}]: {}", e.message)))?;
             let mut assets = Vec::new();
             let mut max_per_request = HashMap::new();
             let mut daily_budget = HashMap::new();
             for symbol in &section.assets {
-                let token = core
-                    .tokens
-                    .lookup(&network.name, symbol)
-                    .map_err(|e| doc.invalid(format!("[payments.{name}] assets: {}", e.message)))?;
+                let token = core.tokens.lookup(&network.name, symbol).map_err(|e| {
+                    doc.invalid_at(&["payments", &name, "assets"], format!("[payments.{name}] assets: {}", e.message))
+                })?;
                 let convert = |field: &str, v: &Option<String>| {
-                    v.as_deref()
-                        .map(|s| to_base_units(field, s, token.decimals, &token.symbol))
-                        .transpose()
-                        .map_err(|e| doc.invalid(format!("[payments.{name}] {}", e.message)))
+                    v.as_deref().map(|s| to_base_units(field, s, token.decimals, &token.symbol)).transpose().map_err(
+                        |e| doc.invalid_at(&["payments", &name, field], format!("[payments.{name}] {}", e.message)),
+                    )
                 };
                 if let Some(v) = convert("max_per_request", &section.max_per_request)? {
                     max_per_request.insert(token.symbol.clone(), v);
@@ -281,15 +292,22 @@ impl Web3Config {
             let network = core
                 .networks
                 .resolve(&name)
-                .map_err(|e| doc.invalid(format!("[price_feeds.{name}]: {}", e.message)))?;
+                .map_err(|e| doc.invalid_at(&["price_feeds", &name], format!("[price_feeds.{name}]: {}", e.message)))?;
             let mut feeds = HashMap::new();
             for (symbol, address) in section.feeds {
-                let token = core
-                    .tokens
-                    .lookup(&network.name, &symbol)
-                    .map_err(|e| doc.invalid(format!("[price_feeds.{name}] feeds.{symbol}: {}", e.message)))?;
-                let address = holdfast_core::address::parse_address(&format!("feeds.{symbol}"), &address)
-                    .map_err(|e| doc.invalid(format!("[price_feeds.{name}] {}", e.message)))?;
+                let token = core.tokens.lookup(&network.name, &symbol).map_err(|e| {
+                    doc.invalid_at(
+                        &["price_feeds", &name, "feeds", &symbol],
+                        format!("[price_feeds.{name}] feeds.{symbol}: {}", e.message),
+                    )
+                })?;
+                let address =
+                    holdfast_core::address::parse_address(&format!("feeds.{symbol}"), &address).map_err(|e| {
+                        doc.invalid_at(
+                            &["price_feeds", &name, "feeds", &symbol],
+                            format!("[price_feeds.{name}] {}", e.message),
+                        )
+                    })?;
                 feeds.insert(token.symbol.clone(), address);
             }
             let max_age = std::time::Duration::from_secs(section.max_age_secs.unwrap_or(DEFAULT_FEED_MAX_AGE_SECS));
@@ -299,10 +317,11 @@ impl Web3Config {
         let mut address_book = HashMap::new();
         let book: IndexMap<String, String> = doc.section_or_default("address_book")?;
         for (label, address) in book {
-            holdfast_core::registers::validate_key("address_book", &label)
-                .map_err(|e| doc.invalid(format!("[address_book] {label}: {}", e.message)))?;
+            holdfast_core::registers::validate_key("address_book", &label).map_err(|e| {
+                doc.invalid_at(&["address_book", &label], format!("[address_book] {label}: {}", e.message))
+            })?;
             let address = holdfast_core::address::parse_address(&label, &address)
-                .map_err(|e| doc.invalid(format!("[address_book] {}", e.message)))?;
+                .map_err(|e| doc.invalid_at(&["address_book", &label], format!("[address_book] {}", e.message)))?;
             address_book.insert(label, address);
         }
         Ok(Self { wallet, presets, policy, payments, price_feeds, address_book })

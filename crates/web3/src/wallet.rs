@@ -105,6 +105,18 @@ impl Wallet {
         }
     }
 
+    /// The wallet `[wallet]` describes, read without creating anything: `Ok(None)` when its key file does not exist
+    /// yet (or there is neither a configured nor a default file). `holdfast doctor` uses it.
+    pub fn existing(section: &WalletSection, default_file: Option<&Path>) -> Result<Option<Self>, WalletError> {
+        if section.key_env.is_some() {
+            return Self::load(section, default_file).map(Some);
+        }
+        match section.key_file.as_deref().or(default_file) {
+            Some(path) if path.exists() => Self::from_file(path).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Loads the key file, creating it (mode 0600, atomically) when it does not exist.
     pub fn from_file(path: &Path) -> Result<Self, WalletError> {
         let shown = path.display().to_string();

@@ -122,6 +122,17 @@ impl ChatProvider for AnthropicProvider {
         &self.model
     }
 
+    fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async move {
+            let url = format!("{}/v1/models/{}", self.base_url, self.model);
+            send_with_retries(self.name(), &self.model, self.retry, || {
+                self.http.get(&url).header("x-api-key", &self.api_key).header("anthropic-version", ANTHROPIC_VERSION)
+            })
+            .await
+            .map(|_| ())
+        })
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -186,6 +186,9 @@ pub trait ChatProvider: Send + Sync {
         request: &'a ChatRequest,
         on_delta: DeltaSink<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>>;
+    /// Asks the provider whether the key is accepted and the model exists (`GET …/models/MODEL`, free of charge),
+    /// without a model call: `holdfast doctor` uses it.
+    fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>>;
 }
 
 /// Retry and timeout settings shared by the providers.

@@ -133,6 +133,21 @@ impl ChatProvider for OpenAiProvider {
         &self.model
     }
 
+    fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async move {
+            let url = format!("{}/models/{}", self.base_url, self.model);
+            send_with_retries(self.name(), &self.model, self.retry, || {
+                let req = self.http.get(&url);
+                match &self.api_key {
+                    Some(key) => req.bearer_auth(key),
+                    None => req,
+                }
+            })
+            .await
+            .map(|_| ())
+        })
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -5,6 +5,7 @@
 //! file, the line and the reason ([`ConfigError`]).
 
 mod networks;
+mod section;
 mod tokens;
 
 pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts};
@@ -131,15 +132,28 @@ impl ConfigDocument {
         }
     }
 
-    /// Deserialises section `name`, or `None` when the file has no such section.
+    /// Deserialises section `name`, or `None` when the file has no such section. An error names the key's full
+    /// path (`networks.base.chain_id`) and the line and column of the offending value or key.
     pub fn section<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, ConfigError> {
-        let Some(value) = self.table.get(name) else { return Ok(None) };
-        T::deserialize(value.clone()).map(Some).map_err(|e| ConfigError::Parse {
-            path: self.name(),
-            line: self.line_of_key(name),
-            column: 1,
-            reason: format!("in `{name}`: {}", e.message()),
-        })
+        if !self.table.contains_key(name) {
+            return Ok(None);
+        }
+        // Read from the text, not from `self.table`, so that the error keeps the span of what is wrong; the
+        // document parsed once already, so only a value of the wrong shape can fail here.
+        let parse_error = |e: toml::de::Error| {
+            let (line, column) = e.span().map_or((self.line_of_key(name), 1), |s| line_col(&self.text, s.start));
+            (line, column, e.message().to_owned())
+        };
+        let result = toml::de::Deserializer::parse(&self.text).map_err(parse_error).and_then(|de| {
+            let mut track = serde_path_to_error::Track::new();
+            let seed = section::Only::<T>::new(name);
+            serde::de::DeserializeSeed::deserialize(seed, serde_path_to_error::Deserializer::new(de, &mut track))
+                .map_err(|e| {
+                    let (line, column, message) = parse_error(e);
+                    (line, column, format!("`{}`: {message}", track.path()))
+                })
+        });
+        result.map_err(|(line, column, reason)| ConfigError::Parse { path: self.name(), line, column, reason })
     }
 
     /// Deserialises section `name`, or its default.
@@ -150,6 +164,31 @@ impl ConfigDocument {
     /// An `Invalid` error for this file.
     pub fn invalid(&self, reason: impl Into<String>) -> ConfigError {
         ConfigError::Invalid { path: self.name(), reason: reason.into() }
+    }
+
+    /// An error about the value at `key_path` (`["policy", "base", "per_tx"]`), placed at its line: the deepest key
+    /// of the path the file holds (the whole path when it is there). `reason` should name the key.
+    pub fn invalid_at(&self, key_path: &[&str], reason: impl Into<String>) -> ConfigError {
+        match self.line_of_path(key_path) {
+            Some((line, column)) => ConfigError::Parse { path: self.name(), line, column, reason: reason.into() },
+            None => self.invalid(reason),
+        }
+    }
+
+    /// Line and column of the deepest key of `key_path` present in the file.
+    fn line_of_path(&self, key_path: &[&str]) -> Option<(usize, usize)> {
+        let doc = toml::de::DeTable::parse(&self.text).ok()?;
+        let mut table = doc.get_ref();
+        let mut found = None;
+        for key in key_path {
+            let Some((k, v)) = table.iter().find(|(k, _)| k.get_ref() == key) else { break };
+            found = Some(k.span().start);
+            match v.get_ref() {
+                toml::de::DeValue::Table(inner) => table = inner,
+                _ => break,
+            }
+        }
+        found.map(|offset| line_col(&self.text, offset))
     }
 
     fn line_of_key(&self, key: &str) -> usize {
@@ -214,7 +253,10 @@ impl CoreConfig {
         let mut networks = NetworkTable::builtin();
         let specs: indexmap::IndexMap<String, NetworkSpec> = doc.section_or_default("networks")?;
         for (name, spec) in specs {
-            networks.merge(&name, spec).map_err(|reason| doc.invalid(format!("[networks.{name}]: {reason}")))?;
+            networks.merge(&name, spec).map_err(|(key, reason)| {
+                let shown = if key.is_empty() { format!("networks.{name}") } else { format!("networks.{name}.{key}") };
+                doc.invalid_at(&["networks", &name, key], format!("{shown}: {reason}"))
+            })?;
         }
         let tokens = match doc.section::<PathBuf>("tokens")? {
             Some(path) => TokenTable::load(&doc.resolve_path(&path))?,
@@ -228,7 +270,8 @@ impl CoreConfig {
         let mut registers = RegisterDeclarations::default();
         let overrides: indexmap::IndexMap<String, RegisterOverride> = doc.section_or_default("registers")?;
         for (key, o) in overrides {
-            crate::registers::validate_key(&format!("[registers.{key}]"), &key).map_err(|e| doc.invalid(e.message))?;
+            crate::registers::validate_key(&format!("[registers.{key}]"), &key)
+                .map_err(|e| doc.invalid_at(&["registers", &key], e.message))?;
             if let Some(secs) = o.max_age_secs {
                 // Applied when a layer declares the key; a key no layer declares is reported then.
                 registers.override_max_age(&key, Duration::from_secs(secs));
@@ -252,12 +295,23 @@ mod tests {
     }
 
     #[test]
-    fn section_errors_name_the_section_line() {
-        let text = "\n[networks.base]\nchain_id = \"eight\"\n".to_owned();
+    fn section_errors_name_the_key_and_its_line() {
+        let text = "\n[networks.base]\nrpc_urls = []\nchain_id = \"eight\"\n".to_owned();
         let doc = ConfigDocument::parse(Some("h.toml".into()), text).unwrap();
         let err = CoreConfig::from_document(&doc).unwrap_err().to_string();
-        assert!(err.starts_with("h.toml:2:"), "{err}");
-        assert!(err.contains("chain_id") || err.contains("invalid type"), "{err}");
+        assert!(err.starts_with("h.toml:4:12: `networks.base.chain_id`: invalid type"), "{err}");
+        let text = "[networks.base]\n\nexplorr = \"x\"\n".to_owned();
+        let err = CoreConfig::from_document(&ConfigDocument::parse(Some("h.toml".into()), text).unwrap()).unwrap_err();
+        assert!(err.to_string().starts_with("h.toml:3:1: `networks.base.explorr`: unknown field `explorr`"), "{err}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_key_and_its_line() {
+        let text = "[networks.base]\nchain_id = 8453\n\n  rpc_urls = [\"ftp://x\"]\n".to_owned();
+        let err = CoreConfig::from_document(&ConfigDocument::parse(Some("h.toml".into()), text).unwrap()).unwrap_err();
+        let err = err.to_string();
+        assert!(err.starts_with("h.toml:4:3: networks.base.rpc_urls: "), "{err}");
+        assert!(err.contains("must start with http"), "{err}");
     }
 
     #[test]

@@ -386,7 +386,9 @@ impl Journal {
 
     /// Writes a new entry durably and returns it (no cap, no idempotency check: for records such as `refused`).
     pub async fn insert(&self, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
-        self.write(entry, status).await
+        let written = self.write(entry, status).await?;
+        tracing::info!(journal_id = %written.id, status = status.as_str(), kind = written.kind.as_str(), "journal entry");
+        Ok(written)
     }
 
     /// Reserves `entry.amount` of `entry.asset` for `entry.from` on `entry.chain_id` under `cap`, in one immediate
@@ -438,8 +440,22 @@ impl Journal {
             })
             .await?;
         match outcome {
-            Err(done) => Ok(done),
-            Ok(()) => Ok(Reserved::New(self.get(&id).await?.ok_or_else(|| db_err("entry vanished after insert"))?)),
+            Err(done) => {
+                match &done {
+                    Reserved::Existing(found) => {
+                        tracing::info!(journal_id = %found.id, status = found.status.as_str(), "journal: the same action is already live");
+                    }
+                    Reserved::OverCap { spent } => {
+                        tracing::info!(%spent, "journal: refused, the day's cap would be exceeded")
+                    }
+                    Reserved::New(_) => {}
+                }
+                Ok(done)
+            }
+            Ok(()) => {
+                tracing::info!(journal_id = %id, status = "reserved", "journal transition");
+                Ok(Reserved::New(self.get(&id).await?.ok_or_else(|| db_err("entry vanished after insert"))?))
+            }
         }
     }
 
@@ -452,6 +468,7 @@ impl Journal {
         tx_hash: &str,
     ) -> Result<(), ToolError> {
         let (id, raw, hash, now) = (id.to_owned(), raw_tx.to_owned(), tx_hash.to_owned(), Utc::now().to_rfc3339());
+        let (log_id, log_hash) = (id.clone(), hash.clone());
         let changed = self
             .with(move |c| {
                 c.execute(
@@ -461,7 +478,12 @@ impl Journal {
                 )
             })
             .await?;
-        if changed == 1 { Ok(()) } else { Err(db_err("only a reserved entry can be marked signed")) }
+        if changed == 1 {
+            tracing::info!(journal_id = %log_id, status = "signed", tx_hash = %log_hash, "journal transition");
+            Ok(())
+        } else {
+            Err(db_err("only a reserved entry can be marked signed"))
+        }
     }
 
     /// Moves an entry to `to` only if it is still in one of `from` (compare-and-set: a reconciler working from an older
@@ -474,6 +496,7 @@ impl Journal {
         update: EntryUpdate,
     ) -> Result<bool, ToolError> {
         let id = id.to_owned();
+        let log_id = id.clone();
         let now = Utc::now().to_rfc3339();
         let summary = update.summary.map(|s| s.to_string());
         let allowed: Vec<String> = from.iter().map(|s| format!("'{}'", s.as_str())).collect();
@@ -500,6 +523,11 @@ impl Journal {
                 )
             })
             .await?;
+        if changed == 1 {
+            tracing::info!(journal_id = %log_id, status = to.as_str(), "journal transition");
+        } else {
+            tracing::debug!(journal_id = %log_id, to = to.as_str(), "journal: transition skipped, the entry moved on");
+        }
         Ok(changed == 1)
     }
 
@@ -521,6 +549,7 @@ impl Journal {
 
     /// Moves an entry to `status`, recording the given fields (unconditionally: prefer [`Journal::transition`]).
     pub async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
+        tracing::info!(journal_id = %id, status = status.as_str(), "journal transition");
         let id = id.to_owned();
         let now = Utc::now().to_rfc3339();
         let summary = update.summary.map(|s| s.to_string());

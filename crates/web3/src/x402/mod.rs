@@ -224,6 +224,9 @@ pub(crate) async fn fetch(
     cap: usize,
 ) -> Result<Fetched, ToolError> {
     let first = send(web3, req, None).await?;
+    // The host only: a preset URL's query may carry the user's values.
+    let host = req.url.host_str().unwrap_or_default();
+    tracing::debug!(preset = req.preset_name, host, status = first.status().as_u16(), "x402: fetched");
     if first.status() != StatusCode::PAYMENT_REQUIRED {
         let status = first.status();
         let body = read_limited(first, cap).await?;
@@ -237,6 +240,7 @@ pub(crate) async fn fetch(
         Err(_) => Err(WireError::BodyTooLarge { max: wire::MAX_BODY_BYTES }),
     }
     .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
+    tracing::info!(preset = req.preset_name, host, version = ?offer.version, offers = offer.accepts.len(), "x402: payment required");
     pay_and_fetch(web3, ctx, req, offer, cap).await
 }
 
@@ -398,6 +402,14 @@ async fn pay_and_fetch(
 ) -> Result<Fetched, ToolError> {
     let paid = choose_sign_journal(web3, ctx, req, &offer).await?;
     let journal_id = paid.entry.id.clone();
+    tracing::info!(
+        preset = req.preset_name,
+        %journal_id,
+        amount = %paid.entry.amount,
+        asset = %paid.symbol,
+        network = %paid.requirement.network,
+        "x402: authorization signed and journaled; retrying with payment"
+    );
     let failed = |reason: String| X402Error::Failed { preset: req.preset_name.to_owned(), reason };
 
     let retry = send(web3, req, Some((paid.header.0, paid.header.1.as_str()))).await;
@@ -418,6 +430,13 @@ async fn pay_and_fetch(
     };
     let status = response.status();
     let settlement = wire::parse_settlement(response.headers(), offer.version);
+    tracing::info!(
+        preset = req.preset_name,
+        %journal_id,
+        status = status.as_u16(),
+        settlement_reported = settlement.as_ref().is_some_and(Result::is_ok),
+        "x402: paid request answered"
+    );
     let again = (status == StatusCode::PAYMENT_REQUIRED).then(|| response.headers().clone());
     let body = read_limited(response, if again.is_some() { wire::MAX_BODY_BYTES } else { cap }).await;
 

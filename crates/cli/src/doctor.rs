@@ -1,0 +1,283 @@
+//! `holdfast doctor [--config FILE]`: checks a configuration and what it points at, prints one table row per check,
+//! and exits non-zero when any check fails.
+//!
+//! The checks read and never write: the config through every layer's own loader (an error names the file, the line
+//! and the key), each network's RPC node (its `eth_chainId` against the configured id, and `eth_simulateV1`, which
+//! every value-moving action is simulated with), the wallet (its address only, never the key; a missing key file is
+//! reported, not created), the policy (what it allows, and that everything else is denied), the presets' hosts (a TCP
+//! connection) and the LLM (the key and the model, asked without a model call). A warning does not fail the run.
+
+use holdfast_agent::{CheckedConfig, Runtime};
+use holdfast_core::amount::from_base_units;
+use holdfast_core::config::{ConfigDocument, CoreConfig};
+use holdfast_web3::Wallet;
+use holdfast_web3::chain::Chain;
+use holdfast_web3::config::AssetLimits;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long one network probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Options of `holdfast doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Configuration file (default: the built-in Base mainnet defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The data dir `serve` would use (default: the config's `[storage] data_dir`, else the platform's data dir),
+    /// where the wallet key is looked for.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Warn => "warn",
+            Self::Fail => "FAIL",
+        }
+    }
+}
+
+struct Row {
+    check: String,
+    status: Status,
+    detail: String,
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+}
+
+impl Report {
+    fn add(&mut self, check: impl Into<String>, status: Status, detail: impl Into<String>) {
+        self.rows.push(Row { check: check.into(), status, detail: detail.into() });
+    }
+
+    fn print(&self) {
+        let width = self.rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
+        println!("{:<width$}  {:<6}  DETAIL", "CHECK", "RESULT");
+        for r in &self.rows {
+            println!("{:<width$}  {:<6}  {}", r.check, r.status.label(), r.detail);
+        }
+        let failed = self.rows.iter().filter(|r| r.status == Status::Fail).count();
+        let warned = self.rows.iter().filter(|r| r.status == Status::Warn).count();
+        println!();
+        println!("{} checks: {failed} failed, {warned} warnings", self.rows.len());
+    }
+
+    fn failed(&self) -> bool {
+        self.rows.iter().any(|r| r.status == Status::Fail)
+    }
+}
+
+/// Runs the checks and prints the table.
+pub async fn run(args: DoctorArgs) -> ExitCode {
+    let mut report = Report::default();
+    let shown = args.config.as_ref().map_or_else(|| "built-in defaults".to_owned(), |p| p.display().to_string());
+    let doc = match &args.config {
+        Some(path) => ConfigDocument::load(path),
+        None => Ok(ConfigDocument::empty()),
+    };
+    let checked = doc.map_err(holdfast_agent::RuntimeError::from).and_then(|doc| {
+        let checked = Runtime::check_document(&doc)?;
+        holdfast_server::ServerSection::from_document(&doc)?;
+        Ok((doc, checked))
+    });
+    match checked {
+        Ok((doc, mut checked)) => {
+            checked.core.data_dir =
+                args.data_dir.or(checked.core.data_dir).or_else(|| crate::serve::default_data_dir().ok());
+            report.add("config", Status::Ok, format!("{shown}: every section reads"));
+            check_everything(&mut report, &doc, &checked).await;
+        }
+        Err(e) => report.add("config", Status::Fail, e.to_string()),
+    }
+    report.print();
+    if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &CheckedConfig) {
+    if let Err(e) = holdfast_mcp::McpSection::from_document(doc) {
+        report.add("config [mcp]", Status::Fail, e.to_string());
+    }
+    check_networks(report, &checked.core).await;
+    check_wallet(report, checked);
+    check_policy(report, checked);
+    check_presets(report, checked).await;
+    check_llm(report, checked).await;
+}
+
+async fn check_networks(report: &mut Report, core: &CoreConfig) {
+    for net in core.networks.iter() {
+        let check = format!("network {}", net.name);
+        let Some(url) = net.rpc_urls.first() else {
+            report.add(check, Status::Fail, "no rpc_urls configured");
+            continue;
+        };
+        let chain = match Chain::new(net) {
+            Ok(c) => c,
+            Err(e) => {
+                report.add(check, Status::Fail, e.message);
+                continue;
+            }
+        };
+        let probe = async {
+            chain.verify().await?;
+            chain.check_simulation().await
+        };
+        match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+            Ok(Ok(())) => report.add(
+                check,
+                Status::Ok,
+                format!("{} at {url}: chain id {} confirmed, eth_simulateV1 answers", net.display_name, net.chain_id),
+            ),
+            Ok(Err(e)) => report.add(check, Status::Fail, format!("{url}: {}", e.message)),
+            Err(_) => report.add(check, Status::Fail, format!("{url}: no answer within {} s", PROBE_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+fn check_wallet(report: &mut Report, checked: &CheckedConfig) {
+    let default_file = checked.core.data_dir.as_ref().map(|d| d.join("wallet.key"));
+    match Wallet::existing(&checked.web3.wallet, default_file.as_deref()) {
+        Ok(Some(wallet)) => report.add("wallet", Status::Ok, wallet.address().to_checksum(None)),
+        Ok(None) => match checked.web3.wallet.key_file.as_ref().or(default_file.as_ref()) {
+            Some(path) => report.add(
+                "wallet",
+                Status::Warn,
+                format!("{} does not exist yet: the first start creates a fresh burner key there", path.display()),
+            ),
+            None => report.add(
+                "wallet",
+                Status::Warn,
+                "no key configured and no data dir: an ephemeral key, and every value-moving action is refused",
+            ),
+        },
+        Err(e) => report.add("wallet", Status::Fail, e.to_string()),
+    }
+}
+
+/// `per tx 1, per day 5, without asking up to 0.01` in `symbol`'s units.
+fn limits(l: &AssetLimits, decimals: u8) -> Option<String> {
+    let show = |v: Option<alloy_primitives::U256>| v.map(|v| from_base_units(v, decimals));
+    let mut parts = Vec::new();
+    if let Some(v) = show(l.per_tx) {
+        parts.push(format!("≤ {v} per tx"));
+    }
+    if let Some(v) = show(l.per_day) {
+        parts.push(format!("≤ {v} per day"));
+    }
+    if let Some(v) = show(l.auto_per_tx) {
+        parts.push(format!("without asking ≤ {v}"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn check_policy(report: &mut Report, checked: &CheckedConfig) {
+    let core = &checked.core;
+    for net in core.networks.iter() {
+        let check = format!("policy {}", net.name);
+        let Some(policy) = checked.web3.policy.get(&net.name) else {
+            report.add(check, Status::Warn, "no [policy] for this network: every value-moving action is denied");
+            continue;
+        };
+        let decimals = |symbol: &str| core.tokens.lookup(&net.name, symbol).map_or(18, |t| t.decimals);
+        let mut allowed = Vec::new();
+        if let Some(l) = limits(&policy.native, decimals(&net.native_symbol)) {
+            allowed.push(format!("{}: {l}", net.native_symbol));
+        }
+        let mut symbols: Vec<&String> = policy.tokens.keys().collect();
+        symbols.sort();
+        for symbol in symbols {
+            if let Some(l) = limits(&policy.tokens[symbol], decimals(symbol)) {
+                allowed.push(format!("{symbol}: {l}"));
+            }
+        }
+        let detail = if allowed.is_empty() {
+            "no limits set: every value-moving action is denied".to_owned()
+        } else {
+            format!(
+                "allows {}; max slippage {} bps; every other token denied",
+                allowed.join("; "),
+                policy.max_slippage_bps
+            )
+        };
+        report.add(check, Status::Ok, detail);
+        match checked.web3.payments.get(&net.name) {
+            Some(p) if !p.assets.is_empty() => {
+                let per_asset: Vec<String> = p
+                    .assets
+                    .iter()
+                    .map(|t| {
+                        let cap = |m: &std::collections::HashMap<String, alloy_primitives::U256>| {
+                            m.get(&t.symbol).map_or_else(|| "no cap".to_owned(), |v| from_base_units(*v, t.decimals))
+                        };
+                        format!(
+                            "{} (≤ {} per request, ≤ {} per day)",
+                            t.symbol,
+                            cap(&p.max_per_request),
+                            cap(&p.daily_budget)
+                        )
+                    })
+                    .collect();
+                report.add(format!("payments {}", net.name), Status::Ok, format!("x402 in {}", per_asset.join(", ")));
+            }
+            _ => report.add(format!("payments {}", net.name), Status::Ok, "x402 payments denied (no [payments])"),
+        }
+    }
+}
+
+async fn check_presets(report: &mut Report, checked: &CheckedConfig) {
+    let presets = &checked.web3.presets;
+    if presets.names().is_empty() {
+        report.add("presets", Status::Warn, "no [presets] file: x402_fetch has nothing to fetch");
+        return;
+    }
+    for name in presets.names() {
+        let check = format!("preset {name}");
+        let Ok(preset) = presets.get(name) else { continue };
+        let Ok(url) = reqwest::Url::parse(&preset.url) else {
+            report.add(check, Status::Fail, format!("{} is not a URL", preset.url));
+            continue;
+        };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            report.add(check, Status::Fail, format!("{} has no host", preset.url));
+            continue;
+        };
+        let connect = tokio::net::TcpStream::connect((host, port));
+        match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
+            Ok(Ok(_)) => report.add(check, Status::Ok, format!("{host}:{port} accepts connections")),
+            Ok(Err(e)) => report.add(check, Status::Fail, format!("{host}:{port}: {e}")),
+            Err(_) => report.add(check, Status::Fail, format!("{host}:{port}: no connection within 10 s")),
+        }
+    }
+}
+
+async fn check_llm(report: &mut Report, checked: &CheckedConfig) {
+    let Some(provider) = checked.llm.provider() else {
+        report.add(
+            "llm",
+            Status::Warn,
+            "no API key (OPENAI_API_KEY, ANTHROPIC_API_KEY or [llm] api_key_env): chat is off, the tool console works",
+        );
+        return;
+    };
+    let what = format!("{} {}", provider.name(), provider.model());
+    match tokio::time::timeout(PROBE_TIMEOUT * 3, provider.check_model()).await {
+        Ok(Ok(())) => report.add("llm", Status::Ok, format!("{what}: the key is accepted and the model exists")),
+        Ok(Err(e)) => report.add("llm", Status::Fail, format!("{what}: {e}")),
+        Err(_) => report.add("llm", Status::Fail, format!("{what}: no answer within 30 s")),
+    }
+}
