@@ -5,15 +5,36 @@ use holdfast_core::{ToolInfo, ToolKind};
 use serde_json::Value;
 use std::fmt::Write as _;
 
+/// A literal value as the page shows it: `text` for a string, the JSON otherwise.
+fn literal(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::String(s) => format!("`{s}`"),
+        other => format!("`{other}`"),
+    }
+}
+
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+}
+
 fn type_of(schema: &Value) -> String {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let vals: Vec<String> = values
-            .iter()
-            .map(|v| if v.is_null() { "null".into() } else { format!("`{}`", v.as_str().unwrap_or_default()) })
-            .collect();
+        let vals: Vec<String> = values.iter().map(literal).collect();
         return format!("one of {}", vals.join(", "));
     }
-    if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+    if let Some(value) = schema.get("const") {
+        return literal(value);
+    }
+    if let Some(options) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
+        // An enum written as one `const` per variant (how schemars renders documented variants): its values.
+        let values: Option<Vec<String>> =
+            options.iter().filter(|o| !is_null_schema(o)).map(|o| o.get("const").map(literal)).collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            let nullable = options.iter().any(is_null_schema);
+            let base = format!("one of {}", values.join(", "));
+            return if nullable { format!("{base}, or null") } else { base };
+        }
         return options.iter().map(type_of).collect::<Vec<_>>().join(" or ");
     }
     match schema.get("type") {
@@ -85,4 +106,20 @@ pub fn render(tools: &[ToolInfo]) -> String {
         fields(&mut out, &t.output_schema, "");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_of;
+    use serde_json::json;
+
+    #[test]
+    fn enums_show_their_values() {
+        let consts = json!({"anyOf": [{"type": "string", "const": "text"}, {"type": "string", "const": "hybrid"}]});
+        assert_eq!(type_of(&consts), "one of `text`, `hybrid`");
+        let nullable = json!({"anyOf": [{"type": "string", "const": "a"}, {"type": "null"}]});
+        assert_eq!(type_of(&nullable), "one of `a`, or null");
+        assert_eq!(type_of(&json!({"enum": ["x", null]})), "one of `x`, null");
+        assert_eq!(type_of(&json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})), "string or integer");
+    }
 }

@@ -166,6 +166,9 @@ fn docs_tools_md_lists_every_tool_as_registered() {
     for name in ["web3_tx", "update_memory", "send_message", "track_task", "use_skill", "register_set"] {
         assert!(generated.contains(&format!("\n## {name}\n")), "{name}");
     }
+    // Enums show their values, not "string or string".
+    assert!(!generated.contains("string or string"), "an enum rendered without its values");
+    assert!(generated.contains("one of `text`, `hybrid`"), "search_memory's mode");
 }
 
 #[test]
