@@ -416,3 +416,33 @@ async fn reasoning_models_get_max_completion_tokens_and_anthropic_tool_errors_sa
     assert_eq!(results[0]["is_error"], true, "the unknown token's lookup failed: {}", results[0]);
     assert!(results[1].get("is_error").is_none(), "the USDC lookup did not: {}", results[1]);
 }
+
+/// `holdfast doctor`'s model check: the model is one encoded path segment (OpenRouter's `openai/gpt-4o`), and a
+/// server that only lists models (vLLM, llama.cpp) is asked for the list instead.
+#[tokio::test]
+async fn the_model_check_encodes_the_model_and_falls_back_to_the_model_list() {
+    use axum::extract::OriginalUri;
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&seen);
+    let app = axum::Router::new().fallback(move |OriginalUri(uri): OriginalUri| {
+        let log = Arc::clone(&log);
+        async move {
+            log.lock().push(uri.path().to_owned());
+            match uri.path() {
+                "/v1/models" => (axum::http::StatusCode::OK, axum::Json(json!({"data": [{"id": "openai/gpt-4o"}]}))),
+                _ => (axum::http::StatusCode::NOT_FOUND, axum::Json(json!({"error": {"message": "no route"}}))),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let listed = OpenAiProvider::new(&url, Some("k".into()), "openai/gpt-4o").with_retry(fast());
+    listed.check_model().await.unwrap();
+    assert_eq!(*seen.lock(), ["/v1/models/openai%2Fgpt-4o", "/v1/models"]);
+    let missing = OpenAiProvider::new(&url, Some("k".into()), "gpt-9").with_retry(fast());
+    let err = missing.check_model().await.unwrap_err();
+    assert_eq!(err.kind, LlmErrorKind::UnknownModel);
+    assert!(err.message.contains("`gpt-9` is not in the provider's model list"), "{err}");
+}

@@ -18,10 +18,14 @@ pub enum DevnetCommand {
         /// The devnet folder (created when missing).
         #[arg(long)]
         dir: PathBuf,
-        /// Run anvil with this chain id instead of the devnet's own (for tests that need another; a public
-        /// chain's id makes everything signed on the devnet valid there, and is warned about).
+        /// Run anvil with this chain id instead of the devnet's own (for tests that need another). A public
+        /// chain's id is refused unless --allow-public-chain-id is given: everything signed on the devnet would
+        /// be valid on that chain too.
         #[arg(long, default_value_t = holdfast_devnet::CHAIN_ID)]
         chain_id: u64,
+        /// Accept a public chain's id for --chain-id (with a warning).
+        #[arg(long)]
+        allow_public_chain_id: bool,
     },
     /// Stop the devnet in DIR (exactly the processes `up` started).
     Down {
@@ -41,10 +45,15 @@ pub enum DevnetCommand {
 /// Runs a `holdfast devnet` subcommand.
 pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
-        DevnetCommand::Up { dir, chain_id } => {
+        DevnetCommand::Up { dir, chain_id, allow_public_chain_id } => {
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
-            let opts = holdfast_devnet::UpOptions { dir: dir.clone(), services_exe, progress, chain_id };
+            let opts = holdfast_devnet::UpOptions {
+                chain_id,
+                allow_public_chain_id,
+                progress,
+                ..holdfast_devnet::UpOptions::new(dir.clone(), services_exe)
+            };
             let info = holdfast_devnet::up(opts).await?;
             let dir = dir.canonicalize().unwrap_or(dir);
             let config = dir.join(&info.config);

@@ -122,7 +122,8 @@ async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &C
 async fn check_networks(report: &mut Report, core: &CoreConfig) {
     for net in core.networks.iter() {
         let check = format!("network {}", net.name);
-        let Some(url) = net.rpc_urls.first() else {
+        // Scheme and host only: node URLs carry API keys in their paths.
+        let Some(url) = net.rpc_urls.first().map(|u| holdfast_core::redact_urls(u).into_owned()) else {
             report.add(check, Status::Fail, "no rpc_urls configured");
             continue;
         };

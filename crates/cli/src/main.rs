@@ -88,10 +88,23 @@ enum ToolsCommand {
 
 /// The log: `tracing` events on stderr as text or JSON, filtered by `HOLDFAST_LOG`, else `RUST_LOG` (the usual
 /// `EnvFilter` syntax, e.g. `RUST_LOG=info,holdfast_web3=debug`), else warnings only.
+/// Crates whose debug spans and events carry whole URLs, and RPC node URLs carry API keys (alloy's HTTP transport
+/// puts the node URL on a span; reqwest logs redirect targets). They stay at `info` unless the filter names them.
+const URL_LOGGING_TARGETS: &[&str] = &["alloy_transport_http", "reqwest"];
+
 fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
-        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // HOLDFAST_LOG first, then RUST_LOG; a filter that does not parse falls through to the next.
+    let spec = ["HOLDFAST_LOG", "RUST_LOG"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find(|spec| tracing_subscriber::EnvFilter::try_new(spec).is_ok())
+        .unwrap_or_else(|| "warn".to_owned());
+    let mut filter = tracing_subscriber::EnvFilter::new(&spec);
+    for target in URL_LOGGING_TARGETS.iter().filter(|t| !spec.contains(**t)) {
+        if let Ok(directive) = format!("{target}=info").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().with_current_span(true).init(),

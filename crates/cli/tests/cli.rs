@@ -261,6 +261,22 @@ async fn doctor_passes_on_a_devnet_config_and_names_the_key_and_line_of_a_broken
     );
 }
 
+/// Node URLs carry API keys in their paths (Alchemy, Infura): doctor shows scheme and host, in rows and errors.
+#[tokio::test]
+async fn doctor_never_prints_the_path_of_a_node_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("holdfast.toml");
+    let port = holdfast_devnet::anvil::free_port().unwrap();
+    let text = format!("[networks.base]\nrpc_urls = [\"http://user:pw@127.0.0.1:{port}/v2/SECRETKEY42?k=SECRETQ\"]\n");
+    std::fs::write(&path, text).unwrap();
+    let (ok, out) = doctor(&path).await;
+    assert!(!ok, "nothing listens there: {out}");
+    assert!(row(&out, "network base").contains(&format!("http://127.0.0.1:{port}/…")), "{out}");
+    for secret in ["SECRETKEY42", "SECRETQ", "user:pw"] {
+        assert!(!out.contains(secret), "{secret} in {out}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debug_log_shows_tool_calls_rpc_x402_and_the_journal_as_json_and_never_the_key() {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
@@ -294,10 +310,10 @@ async fn a_debug_log_shows_tool_calls_rpc_x402_and_the_journal_as_json_and_never
     assert!(tool_calls.iter().any(|e| e["fields"]["tool"] == "web3_tx"), "{stderr}");
     assert!(tool_calls.iter().all(|e| e["fields"]["elapsed_ms"].is_u64()));
     assert!(
-        events.iter().any(|e| e["span"]["name"] == "request"
-            && e["span"]["method_names"].as_str().is_some_and(|m| m.contains("eth_sendRawTransaction"))),
+        events.iter().any(|e| message(e) == "sending request" && e["fields"]["method"] == "eth_sendRawTransaction"),
         "the RPC calls are in the log: {stderr}"
     );
+    assert!(!stderr.contains("ReqwestTransport"), "alloy's span with the node URL (API keys live there) stays off");
     assert!(events.iter().any(|e| message(e) == "x402: payment required"), "{stderr}");
     for status in ["reserved", "signed", "confirmed"] {
         assert!(

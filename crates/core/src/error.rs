@@ -213,9 +213,15 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    /// An error with a code and message.
+    /// An error with a code and message. URLs in the message keep only scheme and host
+    /// ([`crate::redact_urls`]): RPC and API URLs carry keys, and HTTP client errors quote them.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), details: None }
+        let message = message.into();
+        let message = match crate::redact_urls(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(redacted) => redacted,
+        };
+        Self { code, message, details: None }
     }
 
     /// Attaches structured details.

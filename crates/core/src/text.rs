@@ -25,8 +25,61 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// `text` with every URL cut down to its scheme, host and port: `https://node.example/v2/KEY?x=1` becomes
+/// `https://node.example/…`, and user info (`https://user:pass@host`) is dropped. RPC and API URLs carry keys in
+/// their paths and queries (Alchemy, Infura, QuickNode), and HTTP client errors quote the URL they failed on, so
+/// every error message is passed through this before anyone sees it ([`crate::ToolError::new`]).
+///
+/// ```
+/// use holdfast_core::redact_urls;
+/// let e = "error sending request for url (https://base.g.alchemy.com/v2/SECRET)";
+/// assert_eq!(redact_urls(e), "error sending request for url (https://base.g.alchemy.com/…)");
+/// assert_eq!(redact_urls("no url here"), "no url here");
+/// ```
+pub fn redact_urls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("://") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let ends = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at);
+        let after = &after[3..];
+        let url_len = after.find(ends).unwrap_or(after.len());
+        let (url, tail) = after.split_at(url_len);
+        let authority_len = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let authority = &url[..authority_len];
+        let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        out.push_str(before);
+        out.push_str("://");
+        out.push_str(host);
+        if authority_len < url.len() || host.len() < authority.len() {
+            out.push_str("/…");
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_keep_scheme_and_host_only() {
+        let cases = [
+            ("https://h.example:8545/v3/k3y?token=t#f", "https://h.example:8545/…"),
+            ("http://user:pw@h/", "http://h/…"),
+            ("ws://h", "ws://h"),
+            ("a (http://127.0.0.1:1/x) and \"https://b/y\" end", "a (http://127.0.0.1:1/…) and \"https://b/…\" end"),
+            ("://x/y", "://x/…"),
+            ("trailing ://", "trailing ://"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(super::redact_urls(input), want, "{input}");
+        }
+    }
+
     #[test]
     fn previews_are_bounded() {
         assert_eq!(super::preview("abc"), "\"abc\"");

@@ -93,7 +93,7 @@ pub fn parse_anvil_version(output: &str) -> Option<(u64, u64, u64)> {
 
 /// Runs `bin --version` (five seconds at most) and parses what it printed.
 fn anvil_version(bin: &Path) -> Option<(u64, u64, u64)> {
-    let mut child = Command::new(bin)
+    let mut child = with_plain_env(&mut Command::new(bin))
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -116,12 +116,38 @@ fn anvil_version(bin: &Path) -> Option<(u64, u64, u64)> {
     parse_anvil_version(&out)
 }
 
-/// The first executable `anvil` in the `PATH` folders, if any.
+/// The first executable `anvil` in the absolute `PATH` folders, canonicalized (the binary whose version is checked
+/// is the one that is started). Relative entries (`.`, an empty one) are skipped: they name whatever folder
+/// holdfast was started in, and a checkout or a download folder must not supply the node.
 fn anvil_on_path(path: Option<PathBuf>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
-    std::env::split_paths(&path?).map(|dir| dir.join("anvil")).find(|candidate| {
-        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::env::split_paths(&path?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("anvil"))
+        .find(|candidate| {
+            std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|found| found.canonicalize().ok())
+}
+
+/// Whether a child program (anvil, npm) gets environment variable `name`: what finding programs, a home, a locale,
+/// temporary files, proxies, certificates and npm's own settings need — never the rest, where API keys and wallet
+/// keys live (`OPENAI_API_KEY`, `[wallet] key_env`).
+fn passed_to_children(name: &str) -> bool {
+    const KEPT: &[&str] =
+        &["PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TERM", "SSL_CERT_FILE", "SSL_CERT_DIR"];
+    let lower = name.to_ascii_lowercase();
+    KEPT.contains(&name)
+        || name.starts_with("LC_")
+        || matches!(lower.as_str(), "http_proxy" | "https_proxy" | "no_proxy" | "all_proxy")
+        || lower.starts_with("npm_config_")
+        || name.starts_with("NODE_EXTRA_CA_CERTS")
+        || name.starts_with("XDG_")
+}
+
+/// `cmd` with only the environment [`passed_to_children`] allows.
+fn with_plain_env(cmd: &mut Command) -> &mut Command {
+    cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(passed_to_children)))
 }
 
 /// An anvil binary that is already there, without installing anything: `$HOLDFAST_ANVIL`, a recent enough `anvil`
@@ -191,7 +217,7 @@ pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathB
     };
     let cache = cache_dir()?;
     progress(&format!(
-        "anvil not found; installing @foundry-rs/{package} (about 45 MB, one time) with `npm ci` into {}…",
+        "anvil not found; installing @foundry-rs/{package} (about 43 MB, one time) with `npm ci` into {}…",
         cache.display()
     ));
     let installed = {
@@ -247,7 +273,7 @@ fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
     }
     // --ignore-scripts: the anvil package's postinstall only re-downloads what npm already placed; no package code
     // runs at install time.
-    let status = Command::new(npm)
+    let status = with_plain_env(&mut Command::new(npm))
         .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
         .current_dir(cache)
         .stdin(Stdio::null())
@@ -304,6 +330,7 @@ pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
 /// `genesis_timestamp` when given.
 fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option<u64>) -> Command {
     let mut cmd = Command::new(bin);
+    with_plain_env(&mut cmd);
     cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
         "--chain-id",
         &chain_id.to_string(),
@@ -497,7 +524,7 @@ mod tests {
         let env = env_of(&[("HOLDFAST_DEVNET_CACHE", &cache), ("PATH", &bin)]);
 
         let on_path = anvil_script(&bin, "anvil Version: 1.7.1-stable");
-        assert_eq!(find_anvil_from(&env, &repo, &note).unwrap(), Some(on_path.clone()));
+        assert_eq!(find_anvil_from(&env, &repo, &note).unwrap(), Some(on_path.canonicalize().unwrap()));
         assert!(notes.lock().unwrap()[0].contains("using anvil 1.7.1 from PATH"), "{notes:?}");
 
         anvil_script(&bin, "anvil 0.2.0 (5c3b075 2024-03-12T00:04:15.513262581Z)");
@@ -510,6 +537,29 @@ mod tests {
         let found = find_anvil_from(&env, &repo, &note).unwrap().unwrap();
         assert!(found.starts_with(repo.canonicalize().unwrap()), "{found:?}");
         assert!(notes.lock().unwrap()[2].contains("gave no version"), "{notes:?}");
+    }
+
+    #[test]
+    fn relative_path_entries_never_supply_anvil() {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = anvil_script(&tmp.path().join("bin"), "anvil Version: 1.7.1-stable");
+        assert_eq!(anvil_on_path(Some(tmp.path().join("bin"))), Some(script.canonicalize().unwrap()));
+        assert_eq!(anvil_on_path(Some(PathBuf::from("bin"))), None, "a relative entry names the working folder");
+        let joined = std::env::join_paths([PathBuf::from(""), PathBuf::from("."), tmp.path().join("bin")]).unwrap();
+        assert_eq!(anvil_on_path(Some(joined.into())), Some(script.canonicalize().unwrap()));
+    }
+
+    #[test]
+    fn children_get_no_secrets_from_the_environment() {
+        for kept in ["PATH", "HOME", "LC_ALL", "HTTPS_PROXY", "no_proxy", "npm_config_registry", "NODE_EXTRA_CA_CERTS"]
+        {
+            assert!(passed_to_children(kept), "{kept}");
+        }
+        for dropped in
+            ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HOLDFAST_WALLET_KEY", "AWS_SECRET_ACCESS_KEY", "NPM_TOKEN"]
+        {
+            assert!(!passed_to_children(dropped), "{dropped}");
+        }
     }
 
     #[test]

@@ -42,12 +42,21 @@ pub struct UpOptions {
     /// The chain id anvil runs with ([`CHAIN_ID`] unless a test needs another). A running devnet is reused
     /// whatever its chain id.
     pub chain_id: u64,
+    /// Whether a public network's chain id may be used (then everything the devnet wallet signs is valid on that
+    /// network too): without it, [`up`] refuses such an id before starting anything.
+    pub allow_public_chain_id: bool,
 }
 
 impl UpOptions {
     /// Options with silent progress and the devnet's own chain id.
     pub fn new(dir: impl Into<PathBuf>, services_exe: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), services_exe: services_exe.into(), progress: Arc::new(|_| {}), chain_id: CHAIN_ID }
+        Self {
+            dir: dir.into(),
+            services_exe: services_exe.into(),
+            progress: Arc::new(|_| {}),
+            chain_id: CHAIN_ID,
+            allow_public_chain_id: false,
+        }
     }
 }
 
@@ -68,6 +77,7 @@ impl std::fmt::Debug for UpOptions {
             .field("dir", &self.dir)
             .field("services_exe", &self.services_exe)
             .field("chain_id", &self.chain_id)
+            .field("allow_public_chain_id", &self.allow_public_chain_id)
             .finish_non_exhaustive()
     }
 }
@@ -110,6 +120,9 @@ fn services_expect(dir: &Path) -> Expect {
 /// processes are all still running, nothing is started and that devnet is returned with `already_up` set.
 pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     let progress = opts.progress.clone();
+    if PUBLIC_CHAIN_IDS.contains(&opts.chain_id) && !opts.allow_public_chain_id {
+        return Err(DevnetError::PublicChainId(opts.chain_id));
+    }
     std::fs::create_dir_all(&opts.dir).map_err(|e| DevnetError::io(format!("creating {}", opts.dir.display()), e))?;
     let dir = canonical_dir(&opts.dir)?;
 

@@ -17,7 +17,7 @@ struct Cli {
 #[test]
 fn parses_up_down_and_hidden_services() {
     let up = Cli::try_parse_from(["holdfast", "up", "--dir", "/tmp/x"]).unwrap();
-    assert!(matches!(up.devnet, DevnetCommand::Up { dir, chain_id }
+    assert!(matches!(up.devnet, DevnetCommand::Up { dir, chain_id, allow_public_chain_id: false }
         if dir == std::path::Path::new("/tmp/x") && chain_id == holdfast_devnet::CHAIN_ID));
     let other = Cli::try_parse_from(["holdfast", "up", "--dir", "x", "--chain-id", "31337"]).unwrap();
     assert!(matches!(other.devnet, DevnetCommand::Up { chain_id: 31337, .. }));
@@ -28,6 +28,21 @@ fn parses_up_down_and_hidden_services() {
     assert!(Cli::try_parse_from(["holdfast", "up"]).is_err(), "--dir is required");
     let help = Cli::command().render_help().to_string();
     assert!(help.contains("up") && help.contains("down") && !help.contains("services"), "{help}");
+}
+
+#[tokio::test]
+async fn a_public_chain_id_is_refused_without_the_flag_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("devnet");
+    let up = Cli::try_parse_from(["holdfast", "up", "--dir", dir.to_str().unwrap(), "--chain-id", "8453"]).unwrap();
+    let err = devnet_cmd::run(up.devnet).await.unwrap_err().to_string();
+    assert!(err.contains("chain id 8453 belongs to a public network") && err.contains("--allow-public-chain-id"));
+    assert!(!dir.exists(), "nothing was created");
+    let allowed = ["holdfast", "up", "--dir", "d", "--chain-id", "8453", "--allow-public-chain-id"];
+    assert!(matches!(
+        Cli::try_parse_from(allowed).unwrap().devnet,
+        DevnetCommand::Up { chain_id: 8453, allow_public_chain_id: true, .. }
+    ));
 }
 
 #[tokio::test]

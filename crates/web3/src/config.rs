@@ -169,6 +169,16 @@ impl Web3Config {
     /// Reads the web3 sections of `doc`, checking networks, tokens and amounts against `core`.
     pub fn from_document(doc: &ConfigDocument, core: &CoreConfig) -> Result<Self, ConfigError> {
         let mut wallet: WalletSection = doc.section_or_default("wallet")?;
+        if let Some(name) = &wallet.key_env
+            && !crate::wallet::is_env_var_name(name)
+        {
+            // The value is never echoed: a key pasted here by mistake must not reach a terminal or a log.
+            return Err(doc.invalid_at(
+                &["wallet", "key_env"],
+                "`wallet.key_env` must be the NAME of an environment variable (letters, digits and `_`, not starting \
+                 with a digit), not the key itself; if you pasted a key here, remove it and treat it as exposed",
+            ));
+        }
         if let Some(path) = &wallet.key_file {
             wallet.key_file = Some(doc.resolve_path(path));
         }
@@ -325,5 +335,25 @@ impl Web3Config {
             address_book.insert(label, address);
         }
         Ok(Self { wallet, presets, policy, payments, price_feeds, address_book })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Web3Config;
+    use holdfast_core::config::{ConfigDocument, CoreConfig};
+
+    #[test]
+    fn a_key_pasted_into_key_env_is_refused_at_its_line_and_never_echoed() {
+        let key = "ab".repeat(32);
+        let text = format!("[wallet]\nkey_env = \"0x{key}\"\n");
+        let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
+        let core = CoreConfig::from_document(&doc).unwrap();
+        let err = Web3Config::from_document(&doc, &core).unwrap_err().to_string();
+        assert!(err.contains("holdfast.toml:2") && err.contains("NAME of an environment variable"), "{err}");
+        assert!(!err.contains(&key), "{err}");
+        let doc = ConfigDocument::parse(None, "[wallet]\nkey_env = \"MY_KEY_1\"\n".into()).unwrap();
+        let core = CoreConfig::from_document(&doc).unwrap();
+        assert_eq!(Web3Config::from_document(&doc, &core).unwrap().wallet.key_env.as_deref(), Some("MY_KEY_1"));
     }
 }

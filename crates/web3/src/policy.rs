@@ -487,7 +487,7 @@ mod tests {
             "#3: asset",
             "#4: network ethereum is not the request's network base",
             "#5: network \"eip155:8453\" is not configured",
-            "#6: the resource is on http://evil.example/q",
+            "#6: the resource is on http://evil.example/… not the preset's host",
             "#7: scheme",
             "#8: unreadable: `amount` is missing",
             "#9: 0.045 USDC would bring today's payments to 0.105 USDC, above the daily budget of 0.1 USDC",

@@ -124,9 +124,17 @@ impl ChatProvider for AnthropicProvider {
 
     fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
         Box::pin(async move {
-            let url = format!("{}/v1/models/{}", self.base_url, self.model);
+            let base = format!("{}/v1", self.base_url);
+            let url = super::model_url(&base, "models", &self.model).ok_or_else(|| LlmError {
+                provider: "anthropic".into(),
+                kind: LlmErrorKind::Protocol,
+                message: "base_url is not a URL".to_owned(),
+            })?;
             send_with_retries(self.name(), &self.model, self.retry, || {
-                self.http.get(&url).header("x-api-key", &self.api_key).header("anthropic-version", ANTHROPIC_VERSION)
+                self.http
+                    .get(url.clone())
+                    .header("x-api-key", &self.api_key)
+                    .header("anthropic-version", ANTHROPIC_VERSION)
             })
             .await
             .map(|_| ())

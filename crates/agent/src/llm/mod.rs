@@ -222,7 +222,12 @@ pub(crate) async fn send_with_retries(
     policy: RetryPolicy,
     build: impl Fn() -> reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, LlmError> {
-    let err = |kind, message: String| LlmError { provider: provider.to_owned(), kind, message };
+    // Neither an API key in the URL nor one echoed in an error body reaches the message.
+    let err = |kind, message: String| LlmError {
+        provider: provider.to_owned(),
+        kind,
+        message: holdfast_core::redact_urls(&message).into_owned(),
+    };
     let mut backoff = policy.initial_backoff;
     let mut attempt = 0;
     loop {
@@ -268,7 +273,9 @@ pub(crate) async fn send_with_retries(
             Err(e) if e.is_timeout() => {
                 (true, err(LlmErrorKind::Timeout, format!("no answer within {:?}", policy.request_timeout)), None)
             }
-            Err(e) => (true, err(LlmErrorKind::Network, format!("cannot reach the provider: {e}")), None),
+            Err(e) => {
+                (true, err(LlmErrorKind::Network, format!("cannot reach the provider: {}", e.without_url())), None)
+            }
         };
         if !retryable || attempt >= policy.max_retries {
             return Err(failure);
@@ -280,6 +287,37 @@ pub(crate) async fn send_with_retries(
         tracing::warn!(provider, attempt, ?delay, "retrying: {}", failure.message);
         tokio::time::sleep(delay).await;
         backoff = (backoff * 2).min(policy.max_backoff);
+    }
+}
+
+/// `{base}/{segment}/{model}` with the model as one percent-encoded path segment (`openai/gpt-4o` stays one
+/// segment); `None` when `base` is no URL.
+pub(crate) fn model_url(base: &str, segment: &str, model: &str) -> Option<reqwest::Url> {
+    let mut url = reqwest::Url::parse(base).ok()?;
+    url.path_segments_mut().ok()?.pop_if_empty().push(segment).push(model);
+    Some(url)
+}
+
+/// Whether `GET {base}/{segment}` lists `model` (`{"data":[{"id":…}]}`, the shape OpenAI, Anthropic, vLLM and
+/// OpenRouter share): the fallback of [`ChatProvider::check_model`] for servers without `GET …/models/MODEL`.
+pub(crate) async fn model_listed(
+    provider: &str,
+    model: &str,
+    retry: RetryPolicy,
+    list_url: reqwest::Url,
+    build: impl Fn(reqwest::Url) -> reqwest::RequestBuilder,
+) -> Result<(), LlmError> {
+    let response = send_with_retries(provider, model, retry, || build(list_url.clone())).await?;
+    let err = |kind, message: String| LlmError { provider: provider.to_owned(), kind, message };
+    let list: Value = response
+        .json()
+        .await
+        .map_err(|e| err(LlmErrorKind::Protocol, format!("the model list is not JSON: {}", e.without_url())))?;
+    let listed = list["data"].as_array().is_some_and(|models| models.iter().any(|m| m["id"] == model));
+    if listed {
+        Ok(())
+    } else {
+        Err(err(LlmErrorKind::UnknownModel, format!("model `{model}` is not in the provider's model list")))
     }
 }
 

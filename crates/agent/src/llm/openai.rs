@@ -135,16 +135,27 @@ impl ChatProvider for OpenAiProvider {
 
     fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
         Box::pin(async move {
-            let url = format!("{}/models/{}", self.base_url, self.model);
-            send_with_retries(self.name(), &self.model, self.retry, || {
-                let req = self.http.get(&url);
+            let protocol =
+                |message: String| LlmError { provider: "openai".into(), kind: LlmErrorKind::Protocol, message };
+            let url = super::model_url(&self.base_url, "models", &self.model)
+                .ok_or_else(|| protocol("base_url is not a URL".to_owned()))?;
+            let get = |url: reqwest::Url| {
+                let req = self.http.get(url);
                 match &self.api_key {
                     Some(key) => req.bearer_auth(key),
                     None => req,
                 }
-            })
-            .await
-            .map(|_| ())
+            };
+            match send_with_retries(self.name(), &self.model, self.retry, || get(url.clone())).await {
+                Ok(_) => Ok(()),
+                // Some OpenAI-compatible servers (vLLM, llama.cpp) list models but have no `/models/{id}` route.
+                Err(e) if e.kind == LlmErrorKind::UnknownModel => {
+                    let mut list = url.clone();
+                    list.path_segments_mut().map_err(|()| protocol("base_url is not a URL".to_owned()))?.pop();
+                    super::model_listed(self.name(), &self.model, self.retry, list, get).await
+                }
+                Err(e) => Err(e),
+            }
         })
     }
 

@@ -174,6 +174,23 @@ impl NetworkTable {
         if let Some(other) = self.networks.values().find(|n| n.name != name && n.chain_id == net.chain_id) {
             return Err(("chain_id", format!("chain id {} is already used by network `{}`", net.chain_id, other.name)));
         }
+        // Every name resolves to one network: a name or alias another network answers to (case-insensitively, its
+        // CAIP-2 id included) would make `network` mean whichever comes first, and a CAIP-2 alias must be its own.
+        for alias in &net.aliases {
+            if let Some(id) = alias.to_ascii_lowercase().strip_prefix("eip155:")
+                && id != net.chain_id.to_string()
+            {
+                return Err((
+                    "aliases",
+                    format!("alias {alias:?} is a CAIP-2 id of another chain than {}", net.chain_id),
+                ));
+            }
+        }
+        for (key, label) in std::iter::once(("", name)).chain(net.aliases.iter().map(|a| ("aliases", a.as_str()))) {
+            if let Some(other) = self.networks.values().find(|n| n.name != name && n.answers_to(label)) {
+                return Err((key, format!("{label:?} already names network `{}`", other.name)));
+            }
+        }
         self.networks.insert(name.to_owned(), net);
         Ok(())
     }
@@ -230,6 +247,26 @@ mod tests {
             ..Default::default()
         };
         assert!(t.merge("base", bad).unwrap_err().1.contains("contracts.swap_target"));
+    }
+
+    #[test]
+    fn no_two_networks_answer_to_one_name() {
+        let mut t = NetworkTable::builtin();
+        let net = |id: u64, aliases: &[&str]| NetworkSpec {
+            chain_id: Some(id),
+            aliases: Some(aliases.iter().map(|a| (*a).to_owned()).collect()),
+            ..Default::default()
+        };
+        // A case-only twin of `base`, an alias `base` answers to, a CAIP-2 alias of another chain.
+        assert_eq!(t.merge("BASE", net(7, &[])).unwrap_err().0, "");
+        assert!(t.merge("fork", net(7, &["Base-Mainnet"])).unwrap_err().1.contains("already names network `base`"));
+        assert!(t.merge("fork", net(7, &["eip155:8453"])).unwrap_err().1.contains("CAIP-2"));
+        t.merge("fork", net(7, &["eip155:7", "my-fork"])).unwrap();
+        assert_eq!(t.resolve("MY-FORK").unwrap().chain_id, 7);
+        // Once the devnet takes `base` off chain 8453, its old aliases are free, but only for a network on 8453.
+        t.merge("base", NetworkSpec { chain_id: Some(1_752_132_708), ..Default::default() }).unwrap();
+        assert!(t.merge("other", net(9, &["eip155:8453"])).is_err());
+        assert!(t.merge("fork", net(7, &["base"])).unwrap_err().1.contains("already names network `base`"));
     }
 
     #[test]

@@ -549,8 +549,8 @@ impl Journal {
 
     /// Moves an entry to `status`, recording the given fields (unconditionally: prefer [`Journal::transition`]).
     pub async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
-        tracing::info!(journal_id = %id, status = status.as_str(), "journal transition");
         let id = id.to_owned();
+        let log_id = id.clone();
         let now = Utc::now().to_rfc3339();
         let summary = update.summary.map(|s| s.to_string());
         self.with(move |c| {
@@ -570,8 +570,10 @@ impl Journal {
                 ],
             )
         })
-        .await
-        .map(|_| ())
+        .await?;
+        // Logged once written: the log never shows a state the journal does not hold.
+        tracing::info!(journal_id = %log_id, status = status.as_str(), "journal transition");
+        Ok(())
     }
 
     /// One entry.
