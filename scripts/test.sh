@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every holdfast test on a fresh machine, installing first what the tests need
-# (the npm devnet packages: anvil, solc-js, viem, the x402 reference implementation).
+# (the npm devnet packages: anvil, solc-js, viem, the x402 reference implementation; Debian's chromium;
+# schemathesis from PyPI in a virtualenv under ~/.cache/holdfast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,15 @@ cargo test --workspace --locked -- --skip crash_ --skip hostile_transcripts
 
 step "the devnet's own anvil install: anvil alone from npm into an empty cache, at most 100 MB (crates/devnet/src/anvil.rs)"
 cargo test --locked -p holdfast-devnet --lib -- --ignored installs_anvil --nocapture
+
+step "schemathesis against the server's OpenAPI document: no 5xx, every answer matching its schema (crates/server/tests/schemathesis.rs)"
+st_venv="${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/schemathesis-4.32.5"
+if [ ! -x "$st_venv/bin/st" ]; then
+  python3 -m venv "$st_venv"
+  "$st_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
+fi
+HOLDFAST_SCHEMATHESIS="$st_venv/bin/st" \
+  cargo test --locked -p holdfast-server --test schemathesis -- --ignored --nocapture
 
 step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/cli/tests/crash.rs)"
 cargo test --locked -p holdfast --test crash -- --nocapture

@@ -2,7 +2,7 @@
 
 use crate::{ApiError, AppState};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use holdfast_agent::{CancelToken, ConfirmDecision, Decided, MessageRole, NewMessage, TurnObserver};
@@ -32,6 +32,7 @@ async fn session(state: &AppState, id: &str) -> Result<ToolContext, ApiError> {
         .ok_or_else(|| ApiError::Tool(ToolError::new(ErrorCode::NotFound, format!("no session {id:?}"))))
 }
 
+#[utoipa::path(get, path = "/api/info", tag = "runtime", responses((status = 200, description = "Version, wallet address, networks, presets, the agent, register declarations and skills", body = Object)))]
 pub async fn info(State(state): State<Arc<AppState>>) -> ApiResult {
     let rt = &state.runtime;
     let declarations: Vec<Value> = rt
@@ -62,19 +63,23 @@ pub async fn info(State(state): State<Arc<AppState>>) -> ApiResult {
     }))
 }
 
+#[utoipa::path(get, path = "/api/tools", tag = "runtime", responses((status = 200, description = "Every tool: name, description, input and output JSON Schemas, kind", body = [Object])))]
 pub async fn tools(State(state): State<Arc<AppState>>) -> ApiResult {
     ok(serde_json::to_value(state.runtime.registry.list()).map_err(internal)?)
 }
 
+#[utoipa::path(get, path = "/api/sessions", tag = "sessions", responses((status = 200, description = "The 200 most recent sessions", body = Object)))]
 pub async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult {
     ok(json!({"sessions": state.runtime.sessions.list(200).await?}))
 }
 
+#[utoipa::path(post, path = "/api/sessions", tag = "sessions", responses((status = 201, description = "A new session", body = Object)))]
 pub async fn create_session(State(state): State<Arc<AppState>>) -> ApiResult {
     let (info, _) = state.runtime.open_session("http").await?;
     Ok((StatusCode::CREATED, Json(serde_json::to_value(info).map_err(internal)?)).into_response())
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "The session and its history", body = Object), (status = 404, description = "No such session", body = crate::error::ErrorBody)))]
 pub async fn get_session(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult {
     let info = state
         .runtime
@@ -86,9 +91,12 @@ pub async fn get_session(State(state): State<Arc<AppState>>, Path(id): Path<Stri
     ok(json!({"session": info, "history": history}))
 }
 
-#[derive(Deserialize)]
+/// A user message.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserMessage {
+    /// The text (1 to 65536 bytes).
+    #[schema(min_length = 1, max_length = 65536)]
     content: String,
 }
 
@@ -116,6 +124,7 @@ impl TurnObserver for ServerObserver {
     }
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "Session id")), request_body = UserMessage, responses((status = 200, description = "The agent's turn (or, without a model, the context bank it fed)", body = Object), (status = 404, description = "No such session", body = crate::error::ErrorBody), (status = 422, description = "Empty or oversized message", body = crate::error::ErrorBody), (status = 429, description = "A turn is already running in this session", body = crate::error::ErrorBody)))]
 pub async fn send_message(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -154,6 +163,7 @@ pub async fn send_message(
     }
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/cancel", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Whether a running turn was cancelled", body = Object)))]
 pub async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult {
     let cancelled = state.turns.lock().get(&id).map(CancelToken::cancel).is_some();
     ok(json!({"cancelled": cancelled}))
@@ -166,6 +176,7 @@ fn tool_response(result: Result<Value, ToolError>) -> ApiResult {
     }
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/tools/{name}", tag = "tools", params(("id" = String, Path, description = "Session id"), ("name" = String, Path, description = "Tool name")), request_body(content = Object, description = "The tool's parameters (its input schema, `GET /api/tools`)"), responses((status = 200, description = "The tool's output", body = Object), (status = 202, description = "The action waits for the user's confirmation", body = crate::error::ErrorBody), (status = 404, description = "No such session or tool", body = crate::error::ErrorBody), (status = 422, description = "The tool refused: bad parameters, policy, simulation…", body = crate::error::ErrorBody)))]
 pub async fn call_tool(
     State(state): State<Arc<AppState>>,
     Path((id, name)): Path<(String, String)>,
@@ -176,6 +187,7 @@ pub async fn call_tool(
     tool_response(state.runtime.registry.call(&name, params, &ctx).await)
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/registers", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Registers with value, origin, writer, age", body = Object), (status = 404, description = "No such session", body = crate::error::ErrorBody)))]
 pub async fn registers(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult {
     let ctx = session(&state, &id).await?;
     let mut out = serde_json::Map::new();
@@ -192,11 +204,13 @@ pub async fn registers(State(state): State<Arc<AppState>>, Path(id): Path<String
     ok(json!({"registers": out}))
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/context-bank", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Values found in the user's own words", body = Object), (status = 404, description = "No such session", body = crate::error::ErrorBody)))]
 pub async fn context_bank(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult {
     let ctx = session(&state, &id).await?;
     ok(json!({"items": ctx.context_bank.items(), "formatted": ctx.context_bank.format_for_agent()}))
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/confirmations", tag = "confirmations", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Actions waiting for the user", body = Object), (status = 404, description = "No such session", body = crate::error::ErrorBody)))]
 pub async fn confirmations(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult {
     let ctx = session(&state, &id).await?;
     ok(json!({"pending": ctx.confirmations.pending()}))
@@ -225,40 +239,31 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
     }
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/confirmations/{cid}/approve", tag = "confirmations", params(("id" = String, Path, description = "Session id"), ("cid" = String, Path, description = "Confirmation id")), responses((status = 200, description = "Approved: the action ran (its output) or the waiting agent resumed", body = Object), (status = 404, description = "No such session or confirmation", body = crate::error::ErrorBody), (status = 422, description = "The action was refused when re-checked", body = crate::error::ErrorBody)))]
 pub async fn approve(State(state): State<Arc<AppState>>, Path((id, cid)): Path<(String, String)>) -> ApiResult {
     resolve(&state, &id, &cid, ConfirmDecision::Approve).await
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/confirmations/{cid}/deny", tag = "confirmations", params(("id" = String, Path, description = "Session id"), ("cid" = String, Path, description = "Confirmation id")), responses((status = 200, description = "Denied", body = Object), (status = 404, description = "No such session or confirmation", body = crate::error::ErrorBody)))]
 pub async fn deny(State(state): State<Arc<AppState>>, Path((id, cid)): Path<(String, String)>) -> ApiResult {
     resolve(&state, &id, &cid, ConfirmDecision::Deny).await
 }
 
+#[utoipa::path(get, path = "/api/memory", tag = "memory", responses((status = 200, description = "Memory blocks", body = Object)))]
 pub async fn memory(State(state): State<Arc<AppState>>) -> ApiResult {
     let blocks = state.runtime.agent.memory.blocks().await.map_err(internal)?;
     ok(json!({"blocks": blocks}))
 }
 
+#[utoipa::path(get, path = "/api/tasks", tag = "memory", responses((status = 200, description = "Tasks", body = Object)))]
 pub async fn tasks(State(state): State<Arc<AppState>>) -> ApiResult {
     let tasks =
         state.runtime.agent.tasks.list(TaskFilter { status: None, include_done: true }).await.map_err(internal)?;
     ok(json!({"tasks": tasks}))
 }
 
+#[utoipa::path(get, path = "/api/reminders", tag = "memory", responses((status = 200, description = "Reminders", body = Object)))]
 pub async fn reminders(State(state): State<Arc<AppState>>) -> ApiResult {
     let reminders = state.runtime.agent.reminders.list(true).await.map_err(internal)?;
     ok(json!({"reminders": reminders}))
-}
-
-#[derive(Deserialize)]
-pub struct JournalQuery {
-    session_id: Option<String>,
-}
-
-pub async fn journal(State(state): State<Arc<AppState>>, Query(q): Query<JournalQuery>) -> ApiResult {
-    let journal = state.runtime.web3.journal();
-    let entries = match q.session_id {
-        Some(id) => journal.for_session(&id).await?,
-        None => journal.recent(200).await?,
-    };
-    ok(json!({"journal": entries}))
 }

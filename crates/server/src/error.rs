@@ -34,10 +34,34 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
     }
 }
 
+/// The body of every error answer (`{"error": {...}}`), the edge's refusals included.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// A coded error.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// The stable code (`not_found`, `invalid_params`, `policy_denied`…; `docs/interfaces.md` lists them).
+    pub code: String,
+    /// A message naming the offending field or value.
+    pub message: String,
+    /// Structured extra information, when the code has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
-            Self::Tool(e) => (status_for(e.code), Json(serde_json::json!({ "error": e }))).into_response(),
+            Self::Tool(e) => {
+                let body = ErrorBody {
+                    error: ErrorDetail { code: e.code.as_str().to_owned(), message: e.message, details: e.details },
+                };
+                (status_for(e.code), Json(body)).into_response()
+            }
         }
     }
 }

@@ -12,7 +12,9 @@
 //!   `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`.
 //! - REST: sessions, user messages (the agent runs when a provider is configured; otherwise the message feeds the
 //!   context bank), tool calls by name through the same registry as the model, registers, context bank, memory,
-//!   tasks, reminders, journal, pending confirmations (approve / deny).
+//!   tasks, reminders, pending confirmations (approve / deny); the money views: the wallet's balances and
+//!   today's spending against the caps, the journal with explorer links, a transaction page for the devnet. The
+//!   OpenAPI document of all of it is `GET /api/openapi.json` ([`openapi`]).
 //! - `/ws`: events of the sessions a client subscribes to (`?session=ID`, repeatable, or
 //!   `{"type":"subscribe","session_id":ID}`), as `{"type":"event","event","session_id","data"}`. A client that
 //!   cannot keep up is disconnected; publishing never waits for it.
@@ -20,6 +22,8 @@
 mod api;
 pub mod config;
 pub mod error;
+mod money;
+pub mod openapi;
 mod ws;
 
 use axum::Router;
@@ -42,6 +46,9 @@ const INDEX_HTML: &str = include_str!("../static/index.html");
 
 /// The web UI's script, served as `/app.js`.
 const APP_JS: &str = include_str!("../static/app.js");
+
+/// The web UI's money views (wallet, journal, payments, transaction page), served as `/money.js`.
+const MONEY_JS: &str = include_str!("../static/money.js");
 
 /// The UI's Content-Security-Policy: scripts only from this server (no inline script, no `eval`), no framing, no
 /// `<base>`, forms only to this server; inline styles stay allowed; `data:` images for the empty favicon.
@@ -89,8 +96,8 @@ async fn index(guard: Arc<Guard>, uri: &axum::http::Uri) -> Response {
         .into_response()
 }
 
-async fn app_js() -> Response {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], APP_JS)
+fn script(text: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], text)
         .into_response()
 }
 
@@ -133,13 +140,17 @@ pub fn router(state: Arc<AppState>, hosts: HostPolicy) -> Router {
         .route("/api/memory", get(api::memory))
         .route("/api/tasks", get(api::tasks))
         .route("/api/reminders", get(api::reminders))
-        .route("/api/journal", get(api::journal))
+        .route("/api/journal", get(money::journal))
+        .route("/api/journal/{id}/tx", get(money::tx_page))
+        .route("/api/wallet", get(money::wallet))
+        .route("/api/openapi.json", get(|| async { axum::Json(openapi::document()) }))
         .route("/ws", get(ws::upgrade));
     let api = guard.require_token(api).layer(axum::extract::DefaultBodyLimit::max(1 << 20));
     let login = Arc::clone(&guard);
     let app = Router::new()
         .route("/", get(move |OriginalUri(uri): OriginalUri| async move { index(login, &uri).await }))
-        .route("/app.js", get(app_js))
+        .route("/app.js", get(|| async { script(APP_JS) }))
+        .route("/money.js", get(|| async { script(MONEY_JS) }))
         .route("/health", get(health))
         .merge(api)
         .with_state(state);

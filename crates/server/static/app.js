@@ -7,7 +7,7 @@ const S = {
   info: null, tools: [], toolsByName: new Map(), sessions: [], session: null,
   ws: null, wsRetry: 0, wsTimer: null, skew: 0,
   registers: new Map(), maxAge: new Map(), regTouched: new Map(), openRegs: new Set(), removed: [],
-  contextBank: [], pending: new Map(), journal: [], memory: [], tasks: [], reminders: [],
+  contextBank: [], pending: new Map(), memory: [], tasks: [], reminders: [],
   dialogId: null, dialogDone: false, consoleConfirm: null, dismissed: new Set(),
   streamEl: null, turnRunning: false, toolRows: [], turnFinal: false, finalEl: null, finalTimer: null,
 };
@@ -106,6 +106,8 @@ async function get(path) {
   return r.data;
 }
 const sid = () => encodeURIComponent(S.session);
+/** What the other scripts of the page (money.js) share with this one: rendering helpers and the API call. */
+window.holdfast = Object.freeze({ h, get, rel, short, humanKey, summaryText, toast });
 
 // ---------------------------------------------------------------- token
 // The token travels once: `GET /?token=…` (the link `holdfast serve` prints, or the form below) makes the server set
@@ -180,9 +182,9 @@ tid("session-new").addEventListener("click", async () => {
 async function selectSession(id) {
   S.session = id;
   sessionStorage.setItem("holdfast.session", id);
-  S.registers.clear(); S.regTouched.clear(); S.removed = []; S.contextBank = []; S.pending.clear(); S.journal = [];
+  S.registers.clear(); S.regTouched.clear(); S.removed = []; S.contextBank = []; S.pending.clear();
   S.streamEl = null; S.toolRows = [];
-  renderSessions(); renderRegisters(); renderContextBank(); renderPending(); renderJournal();
+  renderSessions(); renderRegisters(); renderContextBank(); renderPending(); moneyChanged(id);
   $("chatlog").replaceChildren();
   try {
     const { history } = await get("/api/sessions/" + sid());
@@ -229,7 +231,8 @@ function connectWs() {
 }
 
 async function refreshAll() {
-  const tasks = [refreshRegisters(), refreshContextBank(), refreshPending(), refreshJournal(), refreshMemory(),
+  moneyChanged();
+  const tasks = [refreshRegisters(), refreshContextBank(), refreshPending(), refreshMemory(),
     refreshTasks(), refreshReminders(), loadSessions()];
   const results = await Promise.allSettled(tasks);
   const failed = results.filter((r) => r.status === "rejected");
@@ -255,7 +258,7 @@ function onEvent(msg) {
       if (S.dialogId === d.id && !S.dialogDone && S.deciding !== d.id) closeConfirm();
       break;
     case "tx.pending": case "tx.confirmed": case "payment.made":
-      refreshJournal().catch(() => {}); break;
+      moneyChanged(); break;
     case "message.outbox":
       addMsg("assistant", d.content || d.text || pretty(d)); break;
     default: break;
@@ -912,34 +915,13 @@ async function decide(c, approve) {
   S.deciding = null;
   actions.replaceChildren(done);
   done.focus();
-  refreshJournal().catch(() => {});
+  moneyChanged();
 }
 
-// ---------------------------------------------------------------- journal, memory, tasks, reminders
-function statusBadge(st) {
-  const cls = st === "confirmed" ? "b-ok" : st === "pending" || st === "signed" ? "b-warn" : "b-err";
-  return h("span", { class: "badge " + cls, testid: "status" }, st);
-}
-async function refreshJournal() {
-  S.journal = (await get("/api/journal?session_id=" + sid())).journal || [];
-  renderJournal();
-}
-function renderJournal() {
-  const pane = $("pane-journal");
-  $("n-journal").textContent = S.journal.length;
-  if (!S.journal.length) { pane.replaceChildren(h("div", { class: "empty" }, "No transactions or payments in this session. Each one is written here before it is sent.")); return; }
-  pane.replaceChildren(...[...S.journal].reverse().map((j) => {
-    const s = j.summary || {};
-    let what;
-    if (j.kind === "payment") what = `paid ${s.amount || j.amount + " " + (j.asset_symbol || "")} to ${short(s.payee || j.to)}${s.preset ? " for " + s.preset : ""}`;
-    else if (s.sell) what = `sell ${s.sell} → ${s.buy_simulated || s.buy_expected || "?"}${s.buy_minimum ? " (min " + s.buy_minimum + ")" : ""}`;
-    else what = Object.entries(s).filter(([k]) => k !== "action" && k !== "network").slice(0, 3).map(([k, v]) => `${humanKey(k)} ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ");
-    return h("div", { class: "card", testid: "journal-entry", data: { kind: j.kind, status: j.status, id: j.id } },
-      h("div", { class: "ch" }, h("span", { class: "ct" }, j.kind), statusBadge(j.status), h("span", {}, what)),
-      h("div", { class: "cm" }, j.network, j.block_number !== null && j.block_number !== undefined ? " · block " + j.block_number : "",
-        j.tx_hash ? [" · ", h("code", { title: j.tx_hash }, short(j.tx_hash))] : "",
-        " · " + rel(j.created_at), j.error ? h("div", { class: "b-err" }, j.error) : null));
-  }));
+// ---------------------------------------------------------------- memory, tasks, reminders (the journal: money.js)
+/** The money views (money.js) follow the session and refresh when value moved. */
+function moneyChanged(session) {
+  document.dispatchEvent(new CustomEvent("holdfast:money", { detail: { session: session || S.session } }));
 }
 async function refreshMemory() {
   S.memory = (await get("/api/memory")).blocks || [];
@@ -1006,7 +988,7 @@ async function start() {
 setInterval(() => { tickAges(); }, 1000);
 setInterval(() => { if (S.session) { renderSessions(); } }, 30000);
 if (!legacyToken()) {
-  renderRegisters(); renderContextBank(); renderPending(); renderJournal();
+  renderRegisters(); renderContextBank(); renderPending();
   start();
 }
 })();

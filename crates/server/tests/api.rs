@@ -82,7 +82,7 @@ where
 #[tokio::test]
 async fn no_token_no_access() {
     let s = Server::start().await;
-    for path in ["/api/info", "/api/sessions", "/api/journal", "/ws"] {
+    for path in ["/api/info", "/api/sessions", "/api/journal", "/api/wallet", "/api/openapi.json", "/ws"] {
         let resp = s.http.get(format!("{}{path}", s.url)).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 401, "{path}");
         let body: Value = resp.json().await.unwrap();
@@ -164,6 +164,82 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
     let (_, journal) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={a}"), None).await;
     assert!(journal["journal"].as_array().unwrap().iter().any(|e| e["kind"] == "swap" && e["status"] == "confirmed"));
     let _ = ws_a.close(None).await;
+    money_views_agree_with_the_node_and_the_journal(&s, &a).await;
+}
+
+/// A number a node answered (`0x…` quantity or 32-byte word), as decimal text.
+fn quantity(v: &Value) -> String {
+    u128::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap().to_string()
+}
+
+/// The wallet view against the node itself (plain JSON-RPC, not the server's client) and the journal's sums; the
+/// journal's payments filter and the transaction page of the swap.
+async fn money_views_agree_with_the_node_and_the_journal(s: &Server, session: &str) {
+    let rpc = |method: &'static str, params: Value| {
+        let (http, url) = (s.http.clone(), s._devnet.rpc_url.clone());
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            let answer: Value = http.post(url).json(&body).send().await.unwrap().json().await.unwrap();
+            answer["result"].clone()
+        }
+    };
+    let (status, wallet) = s.req(reqwest::Method::GET, "/api/wallet", None).await;
+    assert_eq!(status, 200, "{wallet}");
+    let owner = wallet["address"].as_str().unwrap().to_owned();
+    let base = &wallet["networks"][0];
+    assert_eq!((base["network"].as_str(), base["chain_id"].as_u64()), (Some("base"), Some(holdfast_devnet::CHAIN_ID)));
+    let holding =
+        |symbol: &str| base["holdings"].as_array().unwrap().iter().find(|h| h["symbol"] == symbol).unwrap().clone();
+    let eth = quantity(&rpc("eth_getBalance", json!([owner, "latest"])).await);
+    assert_eq!(holding("ETH")["balance"], eth.as_str());
+    let usdc = s._devnet.info.contracts.usdc.to_string();
+    let call = format!("0x70a08231{:0>64}", owner.trim_start_matches("0x").to_lowercase());
+    let usdc_balance = quantity(&rpc("eth_call", json!([{"to": usdc, "data": call}, "latest"])).await);
+    assert_eq!(holding("USDC")["balance"], usdc_balance.as_str());
+    let gauge = |budget: &str, symbol: &str| {
+        base["spend"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["budget"] == budget && g["symbol"] == symbol)
+            .unwrap()
+            .clone()
+    };
+    // The swap sold 0.02 ETH against the 5 ETH daily cap; the quote was paid from the 5 USDC x402 budget.
+    let eth_day = gauge("transactions", "ETH");
+    assert_eq!((eth_day["spent"].as_str(), eth_day["cap_human"].as_str()), (Some("20000000000000000"), Some("5")));
+    let x402 = gauge("x402", "USDC");
+    assert!(x402["spent"].as_str().unwrap().parse::<u64>().unwrap() > 0, "{x402}");
+    assert_eq!(x402["cap"], "5000000");
+
+    let (_, payments) = s.req(reqwest::Method::GET, "/api/journal?kind=payment", None).await;
+    let payments = payments["journal"].as_array().unwrap();
+    assert!(!payments.is_empty() && payments.iter().all(|e| e["kind"] == "payment"), "{payments:?}");
+    let (status, bad) = s.req(reqwest::Method::GET, "/api/journal?kind=gift", None).await;
+    assert_eq!(status, 400, "{bad}");
+
+    let (_, mine) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={session}&kind=swap"), None).await;
+    let swap = &mine["journal"][0];
+    assert_eq!(swap["explorer_url"], Value::Null, "the devnet has no explorer");
+    let (status, page) =
+        s.req(reqwest::Method::GET, &format!("/api/journal/{}/tx", swap["id"].as_str().unwrap()), None).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!((page["status"].as_str(), page["tx_hash"].as_str()), (Some("success"), swap["tx_hash"].as_str()));
+    let receipt = rpc("eth_getTransactionReceipt", json!([swap["tx_hash"]])).await;
+    assert_eq!(page["gas_used"].as_u64().map(|g| g.to_string()), Some(quantity(&receipt["gasUsed"])));
+    let bought = page["transfers"].as_array().unwrap().iter().find(|t| t["symbol"] == "USDC").unwrap();
+    assert_eq!(bought["to"].as_str(), Some(owner.as_str()));
+    let (status, missing) = s.req(reqwest::Method::GET, "/api/journal/j_nope/tx", None).await;
+    assert_eq!((status, missing["error"]["code"].as_str()), (404, Some("not_found")));
+
+    // The OpenAPI document describes these routes, with the bearer token.
+    let (status, doc) = s.req(reqwest::Method::GET, "/api/openapi.json", None).await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    for path in ["/api/wallet", "/api/journal", "/api/journal/{id}/tx", "/api/sessions/{id}/tools/{name}"] {
+        assert!(doc["paths"][path].is_object(), "{path} is not in the document");
+    }
+    assert_eq!(doc["components"]["securitySchemes"]["token"]["scheme"], "bearer");
 }
 
 #[tokio::test]

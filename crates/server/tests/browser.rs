@@ -120,6 +120,8 @@ async fn the_swap_step_by_step_in_a_real_browser() {
         "03-confirmation-dialog.png",
         "04-receipt.png",
         "05-journal.png",
+        "07-wallet.png",
+        "08-tx-page.png",
         "06-stale-quote.png",
     ];
     run_scenario("swap", state, &shots).await;

@@ -24,6 +24,7 @@ sol! {
         function allowance(address owner, address spender) external view returns (uint256);
         function approve(address spender, uint256 amount) external returns (bool);
         function transfer(address to, uint256 amount) external returns (bool);
+        event Transfer(address indexed from, address indexed to, uint256 value);
     }
 
     /// The EIP-3009 read the x402 client makes to learn whether a payment authorization was settled.

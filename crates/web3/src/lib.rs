@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod policy;
 pub mod presets;
 pub mod quote;
+pub mod report;
 pub mod tools;
 pub mod wallet;
 pub mod x402;

@@ -42,6 +42,17 @@ impl NetworkConfig {
         format!("eip155:{}", self.chain_id)
     }
 
+    /// The explorer page of transaction `tx_hash` (`{explorer}/tx/{hash}`), when an explorer is configured and the
+    /// hash is one (`0x` and 64 hex digits: nothing else is ever put into the link).
+    pub fn explorer_tx_url(&self, tx_hash: &str) -> Option<String> {
+        let hex = tx_hash.strip_prefix("0x")?;
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let explorer = self.explorer.as_deref()?.trim_end_matches('/');
+        Some(format!("{explorer}/tx/{tx_hash}"))
+    }
+
     /// True when `name` is this network's name, an alias, or its CAIP-2 id (case-insensitive).
     pub fn answers_to(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
@@ -247,6 +258,18 @@ mod tests {
             ..Default::default()
         };
         assert!(t.merge("base", bad).unwrap_err().1.contains("contracts.swap_target"));
+    }
+
+    #[test]
+    fn explorer_links_hold_only_a_transaction_hash() {
+        let base = NetworkTable::builtin().resolve("base").unwrap().clone();
+        let hash = format!("0x{}", "ab".repeat(32));
+        assert_eq!(base.explorer_tx_url(&hash), Some(format!("https://basescan.org/tx/{hash}")));
+        for bad in ["0x12", "javascript:alert(1)", &format!("0x{}/../x", "ab".repeat(31))] {
+            assert_eq!(base.explorer_tx_url(bad), None, "{bad}");
+        }
+        let devnet = NetworkConfig { explorer: None, ..base };
+        assert_eq!(devnet.explorer_tx_url(&hash), None, "no explorer: the UI's own transaction page");
     }
 
     #[test]

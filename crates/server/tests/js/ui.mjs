@@ -10,12 +10,12 @@
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
 // panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
-// the journal. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
+// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
 // inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
 // failure screenshot). Never downloads a browser.
 //
-// Development: HOLDFAST_UI_FILE=path/to/index.html serves that file (and the app.js beside it) instead of the server's
-// embedded page and script, so the UI can be iterated on against a running `holdfast serve` without rebuilding.
+// Development: HOLDFAST_UI_FILE=path/to/index.html serves that file (and the app.js and money.js beside it) instead of
+// the server's embedded page and scripts, so the UI can be iterated on against a running `holdfast serve` without rebuilding.
 
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -79,6 +79,8 @@ if (override) {
   const js = readFileSync(path.join(path.dirname(override), "app.js"), "utf8");
   await context.route(base + "/", (route) => route.fulfill({ status: 200, contentType: "text/html; charset=utf-8", body: html }));
   await context.route(base + "/app.js", (route) => route.fulfill({ status: 200, contentType: "text/javascript; charset=utf-8", body: js }));
+  const money = readFileSync(path.join(path.dirname(override), "money.js"), "utf8");
+  await context.route(base + "/money.js", (route) => route.fulfill({ status: 200, contentType: "text/javascript; charset=utf-8", body: money }));
 }
 
 const problems = [];
@@ -317,7 +319,7 @@ async function swapScenario() {
     const count = await page.locator(`${T("registers-panel")} ${T("register")}`).count();
     if (count !== 6) fail(`${count} registers shown, expected 6`);
     if (await page.locator(`${T("register")}[data-key="swap_quote"] ${T("register-scratch")}`).count()) fail("swap_quote is declared, not scratch");
-    await page.waitForSelector(`${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
+    await page.waitForSelector(`${T("journal-list")} ${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
     await page.locator(T("registers-panel")).scrollIntoViewIfNeeded();
     await shot("02-registers-after-quote.png");
     await shot("02b-registers-panel.png", page.locator(T("registers-panel")));
@@ -380,12 +382,56 @@ async function swapScenario() {
   });
 
   await step("8. the journal shows the swap; the used quote is cleared", async () => {
-    await page.waitForSelector(`${T("journal-entry")}[data-kind="swap"][data-status="confirmed"]`);
+    await page.waitForSelector(`${T("journal-list")} ${T("journal-entry")}[data-kind="swap"][data-status="confirmed"]`);
     await page.waitForSelector(`${T("register-removed")}[data-key="swap_quote"]`);
     if (await page.locator(`${T("register")}[data-key="swap_quote"]`).count()) fail("swap_quote is still shown after it was used");
     await page.waitForSelector(`${T("chat-tool")}[data-tool="web3_tx"][data-status="ok"]`);
     await page.locator(T("activity-panel")).scrollIntoViewIfNeeded();
     await shot("05-journal.png");
+  });
+
+  await step("9. the wallet: balances, today's spending against the caps, the x402 budget", async () => {
+    const wallet = `${T("wallet-panel")} ${T("wallet-network")}[data-network="base"]`;
+    // The swap's 0.02 ETH counts against the 5 ETH daily cap; the quote's x402 payment against the 5 USDC budget.
+    await page.waitForFunction((sel) => /^0\.02 of 5 ETH today$/.test(document.querySelector(sel)?.textContent || ""),
+      `${wallet} ${T("spend-gauge")}[data-budget="transactions"][data-symbol="ETH"] ${T("spend-text")}`);
+    const x402 = await page.textContent(`${wallet} ${T("spend-gauge")}[data-budget="x402"][data-symbol="USDC"] ${T("spend-text")}`);
+    const paid = /^([\d.]+) of 5 USDC today$/.exec(x402);
+    if (!paid || !(Number(paid[1]) > 0)) fail(`x402 gauge: ${x402}`);
+    const usdcCap = await page.textContent(`${wallet} ${T("spend-gauge")}[data-budget="transactions"][data-symbol="USDC"] ${T("spend-text")}`);
+    if (usdcCap !== "0 of 20000 USDC today") fail(`USDC gauge: ${usdcCap}`);
+    // Balances as the chain has them (app-independent check: the API reads the node; the page shows the same).
+    const api = await page.evaluate(async () => (await fetch("/api/wallet", { credentials: "same-origin" })).json());
+    const base = api.networks.find((n) => n.network === "base");
+    for (const symbol of ["ETH", "USDC", "WETH"]) {
+      const want = base.holdings.find((t) => t.symbol === symbol).balance_human;
+      if (want === null) fail(`no ${symbol} balance from the node`);
+      const shown = await page.textContent(`${wallet} ${T("balance")}[data-symbol="${symbol}"] ${T("balance-value")}`);
+      if (shown !== want) fail(`${symbol} balance shows ${shown}, the node says ${want}`);
+    }
+    if (!(Number(base.holdings.find((t) => t.symbol === "USDC").balance_human) > 0)) fail("the swap bought no USDC");
+    await page.locator(T("wallet-panel")).scrollIntoViewIfNeeded();
+    await shot("07-wallet.png");
+  });
+
+  await step("10. the devnet has no explorer: the journal opens the built-in transaction page", async () => {
+    const swap = `${T("journal-list")} ${T("journal-entry")}[data-kind="swap"][data-status="confirmed"]`;
+    if (await page.locator(`${swap} ${T("explorer-link")}`).count()) fail("an explorer link on a network without one");
+    const summary = await page.textContent(`${swap} ${T("journal-summary")}`);
+    if (!/sell 0\.02 ETH → [\d.]+ USDC/.test(summary)) fail(`journal summary: ${summary}`);
+    if (!/gas [\d,]+/.test(await page.textContent(swap))) fail("the journal entry shows no gas");
+    await page.click(`${swap} ${T("tx-page-link")}`);
+    await page.waitForSelector(`${T("tx-page")}[open] ${T("tx-status")}`);
+    const status = (await page.textContent(T("tx-status"))).trim();
+    if (status !== "success") fail(`tx page status: ${status}`);
+    const transfers = await page.locator(T("tx-transfer")).allTextContents();
+    if (!transfers.some((t) => / USDC from /.test(t))) fail(`tx page transfers: ${transfers.join(" | ")}`);
+    await shot("08-tx-page.png");
+    await page.keyboard.press("Escape");
+    await page.waitForFunction((sel) => !document.querySelector(sel).open, T("tx-page"));
+    await page.click(T("tab-payments"));
+    await page.waitForSelector(`${T("payment-list")} ${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
+    await page.click(T("tab-journal"));
   });
 
   await step("memory blocks update live", async () => {

@@ -23,14 +23,15 @@ use holdfast_core::ToolError;
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use schema::{COLUMNS, LIVE, Row, insert_row, row_to_entry};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
 /// What an entry records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EntryKind {
     /// A swap transaction.
     Swap,
@@ -45,6 +46,7 @@ pub enum EntryKind {
 /// Where an entry stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EntryStatus {
     /// Its amount is reserved against the caps; nothing is signed yet.
     Reserved,
@@ -179,6 +181,7 @@ pub struct NewEntry {
 
 /// A stored entry.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JournalEntry {
     /// Id (`j_…`).
     pub id: String,

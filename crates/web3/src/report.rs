@@ -1,0 +1,293 @@
+//! What a wallet user looks at first, read for the UI and the API: the balances of the configured tokens, today's
+//! spending against each daily cap and the x402 budget, and a mined transaction as a page (for networks without a
+//! block explorer, such as the devnet).
+//!
+//! Everything here reads; nothing signs. Balances come from the chain and spending from the journal, through the same
+//! [`crate::journal::Journal::spent_today`] the kernel reserves against, so the gauge shows exactly what the next
+//! action will be checked with.
+
+use crate::Web3;
+use crate::chain::IERC20;
+use crate::journal::{EntryKind, JournalEntry};
+use alloy::primitives::{Address, B256, U256};
+use alloy::sol_types::SolEvent;
+use holdfast_core::amount::from_base_units;
+use holdfast_core::config::{NATIVE_TOKEN_ADDRESS, NetworkConfig, TokenInfo};
+use holdfast_core::{ErrorCode, ToolError};
+use serde::Serialize;
+
+/// One token's balance.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Holding {
+    /// Symbol (`ETH`, `USDC`).
+    pub symbol: String,
+    /// Contract address (the native placeholder for the native token), checksummed.
+    pub address: String,
+    /// Decimals.
+    pub decimals: u8,
+    /// Balance in base units, when the node answered.
+    pub balance: Option<String>,
+    /// Balance in the token's units (`0.5`), when the node answered.
+    pub balance_human: Option<String>,
+    /// Why the balance is missing.
+    pub error: Option<String>,
+}
+
+/// Today's (UTC) spending of one asset against its daily cap.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SpendGauge {
+    /// `transactions` (swaps and transfers share the cap) or `x402` (the payment budget).
+    pub budget: SpendBudget,
+    /// Symbol.
+    pub symbol: String,
+    /// Decimals.
+    pub decimals: u8,
+    /// Spent today, base units (live entries: reserved, signed, pending, unknown and confirmed).
+    pub spent: String,
+    /// Spent today in the token's units.
+    pub spent_human: String,
+    /// The daily cap in base units; `None` means the asset may not move at all (deny by default).
+    pub cap: Option<String>,
+    /// The daily cap in the token's units.
+    pub cap_human: Option<String>,
+}
+
+/// Which daily limit a gauge measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SpendBudget {
+    /// Swaps and transfers (`[policy.NETWORK]` `*_per_day`).
+    Transactions,
+    /// x402 payments (`[payments.NETWORK] daily_budget`).
+    X402,
+}
+
+/// A network's money view.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NetworkMoney {
+    /// Canonical name.
+    pub network: String,
+    /// Display name.
+    pub display_name: String,
+    /// Chain id.
+    pub chain_id: u64,
+    /// Block explorer base URL, when configured.
+    pub explorer: Option<String>,
+    /// The configured tokens' balances: the native token, the policy's tokens and the payment assets.
+    pub holdings: Vec<Holding>,
+    /// Today's spending against each cap.
+    pub spend: Vec<SpendGauge>,
+}
+
+/// A mined transaction of the journal, read back from the chain.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TxPage {
+    /// Transaction hash.
+    pub tx_hash: String,
+    /// `success`, `reverted`, or `not_mined` (no receipt yet).
+    pub status: String,
+    /// Block number.
+    pub block_number: Option<u64>,
+    /// Sender.
+    pub from: Option<String>,
+    /// Recipient or contract.
+    pub to: Option<String>,
+    /// Gas used.
+    pub gas_used: Option<u64>,
+    /// Effective gas price, wei.
+    pub effective_gas_price: Option<String>,
+    /// The fee paid in the native token's units.
+    pub fee: Option<String>,
+    /// The ERC-20 `Transfer` events the transaction emitted, decoded with the token table.
+    pub transfers: Vec<TokenTransfer>,
+    /// Logs the page did not decode.
+    pub other_logs: usize,
+}
+
+/// One decoded ERC-20 `Transfer` event.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenTransfer {
+    /// The token contract.
+    pub token: String,
+    /// Its symbol when the token table knows it.
+    pub symbol: Option<String>,
+    /// Sender.
+    pub from: String,
+    /// Recipient.
+    pub to: String,
+    /// Amount in the token's units when its decimals are known, else base units.
+    pub amount: String,
+}
+
+impl Web3 {
+    /// The tokens a network's wallet view shows: the native token, then the policy's tokens, then the payment assets,
+    /// each once, as the token table knows them.
+    fn configured_tokens(&self, network: &NetworkConfig) -> Vec<TokenInfo> {
+        let tokens = &self.core().tokens;
+        let mut out: Vec<TokenInfo> = Vec::new();
+        let mut push = |t: Option<&TokenInfo>| {
+            if let Some(t) = t
+                && !out.iter().any(|o| o.address == t.address)
+            {
+                out.push(t.clone());
+            }
+        };
+        push(tokens.lookup(&network.name, &network.native_symbol).ok());
+        if let Some(policy) = self.policy().network(&network.name) {
+            let mut symbols: Vec<&String> = policy.tokens.keys().collect();
+            symbols.sort();
+            for symbol in symbols {
+                push(tokens.lookup(&network.name, symbol).ok());
+            }
+        }
+        if let Some(payments) = self.policy().payments(&network.name) {
+            for t in &payments.assets {
+                push(Some(t));
+            }
+        }
+        out
+    }
+
+    /// Balances and today's spending on every configured network. A node that fails leaves its balances empty with
+    /// the reason; the spending comes from the journal and is always there.
+    pub async fn money(&self) -> Result<Vec<NetworkMoney>, ToolError> {
+        let owner = self.wallet().address();
+        let mut out = Vec::new();
+        for network in self.core().networks.iter() {
+            let tokens = self.configured_tokens(network);
+            let chain = self.chain(network);
+            let mut holdings = Vec::with_capacity(tokens.len());
+            for t in &tokens {
+                let read = match &chain {
+                    Ok(chain) => {
+                        tokio::time::timeout(BALANCE_TIMEOUT, chain.balance(t.address, owner)).await.unwrap_or_else(
+                            |_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time")),
+                        )
+                    }
+                    Err(e) => Err(e.clone()),
+                };
+                holdings.push(Holding {
+                    symbol: t.symbol.clone(),
+                    address: t.address.to_checksum(None),
+                    decimals: t.decimals,
+                    balance: read.as_ref().ok().map(ToString::to_string),
+                    balance_human: read.as_ref().ok().map(|v| from_base_units(*v, t.decimals)),
+                    error: read.err().map(|e| e.message),
+                });
+            }
+            let spend = self.spend_today(network, &tokens).await?;
+            out.push(NetworkMoney {
+                network: network.name.clone(),
+                display_name: network.display_name.clone(),
+                chain_id: network.chain_id,
+                explorer: network.explorer.clone(),
+                holdings,
+                spend,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn spend_today(&self, network: &NetworkConfig, tokens: &[TokenInfo]) -> Result<Vec<SpendGauge>, ToolError> {
+        let from = self.wallet().address().to_checksum(None);
+        let journal = self.journal();
+        let mut gauges = Vec::new();
+        let gauge = |budget, t: &TokenInfo, spent: U256, cap: Option<U256>| SpendGauge {
+            budget,
+            symbol: t.symbol.clone(),
+            decimals: t.decimals,
+            spent: spent.to_string(),
+            spent_human: from_base_units(spent, t.decimals),
+            cap: cap.map(|c| c.to_string()),
+            cap_human: cap.map(|c| from_base_units(c, t.decimals)),
+        };
+        if let Some(policy) = self.policy().network(&network.name) {
+            for t in tokens {
+                let limits =
+                    if t.address == NATIVE_TOKEN_ADDRESS { Some(&policy.native) } else { policy.tokens.get(&t.symbol) };
+                let Some(limits) = limits else { continue };
+                let asset = t.address.to_checksum(None);
+                let spent = journal.spent_today(network.chain_id, &from, &asset, EntryKind::Swap.cap_group()).await?;
+                gauges.push(gauge(SpendBudget::Transactions, t, spent, limits.per_day));
+            }
+        }
+        if let Some(payments) = self.policy().payments(&network.name) {
+            for t in &payments.assets {
+                let asset = t.address.to_checksum(None);
+                let spent =
+                    journal.spent_today(network.chain_id, &from, &asset, EntryKind::Payment.cap_group()).await?;
+                gauges.push(gauge(SpendBudget::X402, t, spent, payments.daily_budget.get(&t.symbol).copied()));
+            }
+        }
+        Ok(gauges)
+    }
+
+    /// The chain's record of a journal entry's transaction (for a payment: its settlement transaction), decoded:
+    /// status, block, gas, fee and the token transfers it made. `not_found` when the entry has no transaction hash.
+    pub async fn tx_page(&self, entry: &JournalEntry) -> Result<TxPage, ToolError> {
+        let hash_text = entry.tx_hash.as_deref().ok_or_else(|| {
+            ToolError::new(ErrorCode::NotFound, format!("journal entry {} has no transaction", entry.id))
+        })?;
+        let hash: B256 = hash_text.parse().map_err(|_| {
+            ToolError::new(ErrorCode::Internal, format!("journal entry {}: bad transaction hash", entry.id))
+        })?;
+        let network = self.core().networks.resolve(&entry.network)?;
+        let receipt = self.chain(network)?.receipt(hash).await?;
+        let Some(receipt) = receipt else {
+            return Ok(TxPage {
+                tx_hash: hash_text.to_owned(),
+                status: "not_mined".into(),
+                block_number: None,
+                from: None,
+                to: None,
+                gas_used: None,
+                effective_gas_price: None,
+                fee: None,
+                transfers: Vec::new(),
+                other_logs: 0,
+            });
+        };
+        let native_decimals =
+            self.core().tokens.lookup(&network.name, &network.native_symbol).map_or(18, |t| t.decimals);
+        let fee = U256::from(receipt.gas_used) * U256::from(receipt.effective_gas_price);
+        let mut transfers = Vec::new();
+        let mut other_logs = 0;
+        for log in receipt.inner.logs() {
+            match IERC20::Transfer::decode_log_data(log.data()) {
+                Ok(t) => {
+                    let token: Address = log.address();
+                    let known = self.core().tokens.by_address(&network.name, token);
+                    transfers.push(TokenTransfer {
+                        token: token.to_checksum(None),
+                        symbol: known.map(|k| k.symbol.clone()),
+                        from: t.from.to_checksum(None),
+                        to: t.to.to_checksum(None),
+                        amount: known.map_or_else(|| t.value.to_string(), |k| from_base_units(t.value, k.decimals)),
+                    });
+                }
+                Err(_) => other_logs += 1,
+            }
+        }
+        Ok(TxPage {
+            tx_hash: hash_text.to_owned(),
+            status: if receipt.status() { "success" } else { "reverted" }.into(),
+            block_number: receipt.block_number,
+            from: Some(receipt.from.to_checksum(None)),
+            to: receipt.to.map(|a| a.to_checksum(None)),
+            gas_used: Some(receipt.gas_used),
+            effective_gas_price: Some(receipt.effective_gas_price.to_string()),
+            fee: Some(format!("{} {}", from_base_units(fee, native_decimals), network.native_symbol)),
+            transfers,
+            other_logs,
+        })
+    }
+}
+
+/// How long one balance read may take before the view shows it as missing.
+const BALANCE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
