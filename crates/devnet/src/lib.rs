@@ -18,7 +18,8 @@
 //! [`TestDevnet`] is the same devnet in a temporary folder with the services (paywall included) in-process, for
 //! integration tests.
 //!
-//! Linux only (x86_64 and arm64): processes are identified through `/proc`. anvil is `$HOLDFAST_ANVIL`, a recent
+//! Unix: processes are identified through `/proc` on Linux and `ps` elsewhere (macOS; that path is tested on Linux,
+//! never run on a Mac). anvil is `$HOLDFAST_ANVIL`, a recent
 //! `anvil` on `PATH`, or this platform's npm package, installed alone into the cache ([`anvil`]).
 
 pub mod anvil;

@@ -1,8 +1,10 @@
 //! Child processes: spawning them detached with their output in a log file, telling whether a recorded pid is
 //! still the process we started, and stopping it (SIGTERM, then SIGKILL after a grace period).
 //!
-//! A pid from `devnet.json` is signalled only when `/proc/PID/cmdline` still shows the command we started
-//! ([`Expect`]), so a pid the kernel has recycled for another program is never touched. Linux only (`/proc`).
+//! A pid from `devnet.json` is signalled only when its command line still shows the command we started ([`Expect`]),
+//! so a pid the kernel has recycled for another program is never touched. On Linux the command line and state come
+//! from `/proc`; elsewhere (macOS) from `ps -ww -o stat=,args=` — that path is compiled and tested on Linux too, but
+//! has not run on a Mac.
 
 use crate::error::DevnetError;
 use rustix::process::{Pid, Signal, kill_process};
@@ -38,16 +40,28 @@ impl Expect {
                 let port = port.to_string();
                 exe_is_anvil && argv.windows(2).any(|w| w[0] == "--port" && w[1] == port)
             }
-            Self::Services { dir } => {
-                argv.windows(4).any(|w| w[0] == "devnet" && w[1] == "services" && w[2] == "--dir" && w[3] == *dir)
-            }
+            // The folder is the last argument; joined, so a folder with spaces matches also when the command line
+            // came from `ps` (one string, split on spaces).
+            Self::Services { dir } => argv
+                .windows(3)
+                .position(|w| w[0] == "devnet" && w[1] == "services" && w[2] == "--dir")
+                .is_some_and(|at| argv[at + 3..].join(" ") == *dir),
         }
     }
 }
 
 /// The command line of `pid`, or `None` when there is no such (non-zombie) process.
 pub(crate) fn cmdline(pid: u32) -> Option<Vec<String>> {
-    if !is_running(pid) {
+    if cfg!(target_os = "linux") { proc_cmdline(pid) } else { ps_cmdline(pid) }
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub(crate) fn is_running(pid: u32) -> bool {
+    if cfg!(target_os = "linux") { proc_is_running(pid) } else { ps_is_running(pid) }
+}
+
+fn proc_cmdline(pid: u32) -> Option<Vec<String>> {
+    if !proc_is_running(pid) {
         return None;
     }
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
@@ -62,12 +76,34 @@ pub(crate) fn cmdline(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-/// Whether `pid` exists and is not a zombie.
-pub(crate) fn is_running(pid: u32) -> bool {
+fn proc_is_running(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
     // The state is the first field after the command name, which is in parentheses and may contain spaces.
     let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
     !matches!(state, None | Some("Z") | Some("X") | Some("x"))
+}
+
+/// `ps -ww -o FIELD= -p PID` (POSIX `ps`, as on macOS and Linux), trimmed; `None` when there is no such process.
+fn ps(pid: u32, field: &str) -> Option<String> {
+    let out = Command::new("ps")
+        .args(["-ww", "-o", &format!("{field}="), "-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+fn ps_is_running(pid: u32) -> bool {
+    ps(pid, "stat").is_some_and(|state| !state.starts_with('Z'))
+}
+
+fn ps_cmdline(pid: u32) -> Option<Vec<String>> {
+    if !ps_is_running(pid) {
+        return None;
+    }
+    Some(ps(pid, "args")?.split(' ').filter(|a| !a.is_empty()).map(str::to_owned).collect())
 }
 
 /// Whether `pid` is alive and still the process described by `expect`.
@@ -188,6 +224,31 @@ mod tests {
         let a = argv(&["/x/holdfast", "devnet", "services", "--dir", "/tmp/d"]);
         assert!(Expect::Services { dir: "/tmp/d".into() }.matches(&a));
         assert!(!Expect::Services { dir: "/tmp/e".into() }.matches(&a));
+        assert!(!Expect::Services { dir: "/tmp".into() }.matches(&a), "a prefix of the folder is another folder");
+        let spaced = argv(&["/x/holdfast", "devnet", "services", "--dir", "/Users/me/my", "devnet"]);
+        assert!(Expect::Services { dir: "/Users/me/my devnet".into() }.matches(&spaced));
+    }
+
+    #[test]
+    fn the_ps_path_sees_what_proc_sees() {
+        let dir = tempfile::tempdir().unwrap();
+        let spaced = dir.path().join("my devnet");
+        std::fs::create_dir(&spaced).unwrap();
+        // A stand-in for the services process: `sh -c 'sleep 30; true' sh devnet services --dir "<folder with a space>"`.
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30; true", "sh", "devnet", "services", "--dir"])
+            .arg(&spaced)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let expect = Expect::Services { dir: spaced.display().to_string() };
+        assert!(ps_is_running(pid) && proc_is_running(pid));
+        assert!(expect.matches(&ps_cmdline(pid).unwrap()), "{:?}", ps_cmdline(pid));
+        assert!(expect.matches(&proc_cmdline(pid).unwrap()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!ps_is_running(pid) && !proc_is_running(pid));
+        assert_eq!(ps_cmdline(pid), None);
     }
 
     #[test]
