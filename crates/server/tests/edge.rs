@@ -181,7 +181,7 @@ async fn a_cross_site_text_plain_post_creates_no_session() {
 #[tokio::test]
 async fn the_ui_and_the_api_carry_a_strict_content_security_policy_and_no_inline_script() {
     let url = serve(Some(TOKEN)).await;
-    for path in ["/", "/app.js", "/api/info", "/health"] {
+    for path in ["/", "/app.js", "/money.js", "/api/info", "/health"] {
         let resp = http().get(format!("{url}{path}")).bearer_auth(TOKEN).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 200, "{path}");
         let h = resp.headers();
@@ -202,14 +202,14 @@ async fn the_ui_and_the_api_carry_a_strict_content_security_policy_and_no_inline
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
-        if path == "/app.js" {
+        if path.ends_with(".js") {
             assert!(h["content-type"].to_str().unwrap().starts_with("text/javascript"));
         }
     }
     let page = http().get(format!("{url}/")).send().await.unwrap().text().await.unwrap();
     let lower = page.to_ascii_lowercase();
     let scripts: Vec<&str> = lower.split("<script").skip(1).map(|s| s.split('>').next().unwrap()).collect();
-    assert_eq!(scripts, [r#" src="/app.js""#], "one external script, no inline one");
+    assert_eq!(scripts, [r#" src="/app.js""#, r#" src="/money.js""#], "external scripts only, no inline one");
     for attr in [" onclick=", " onload=", " onerror=", " onsubmit=", " oninput=", " onchange=", "javascript:"] {
         assert!(!lower.contains(attr), "inline handler {attr} in the page");
     }
