@@ -119,7 +119,7 @@ impl CancelToken {
 }
 
 /// Why a turn stopped before the model finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The step limit was reached.
@@ -131,7 +131,7 @@ pub enum StopReason {
 }
 
 /// The result of one user message.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TurnOutcome {
     /// The model's final text (or the runtime's note when it stopped the loop).
     pub text: String,
@@ -296,6 +296,7 @@ impl Agent {
     }
 
     /// Runs one user message to the end of the turn.
+    #[tracing::instrument(name = "turn", skip_all, fields(session = %ctx.session_id))]
     pub async fn run_turn(
         &self,
         ctx: &ToolContext,
@@ -329,12 +330,21 @@ impl Agent {
                     events.publish(names::AGENT_MESSAGE, json!({"delta": t}));
                 }
             };
+            let asked = std::time::Instant::now();
             let response = tokio::select! {
                 r = self.provider.complete(&request, &on_delta) => r?,
                 () = cancel.cancelled() => {
                     return self.stop(ctx, outcome, StopReason::Cancelled, "Cancelled by the user.").await;
                 }
             };
+            tracing::debug!(
+                step = outcome.steps,
+                elapsed_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX),
+                input_tokens = response.usage.input_tokens,
+                output_tokens = response.usage.output_tokens,
+                tool_calls = response.tool_calls.len(),
+                "model answered"
+            );
             outcome.usage.add(response.usage);
             self.runtime.sessions.add_usage(&ctx.session_id, response.usage).await?;
             let records: Vec<ToolCallRecord> = response
@@ -358,6 +368,7 @@ impl Agent {
                     json!({"role": "assistant", "content": response.text, "final": true}),
                 );
                 outcome.text = response.text;
+                tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, "turn finished");
                 return Ok(outcome);
             }
             for call in &response.tool_calls {
@@ -404,6 +415,7 @@ impl Agent {
     ) -> Result<TurnOutcome, AgentError> {
         self.record(ctx, NewMessage::text(MessageRole::System, note)).await?;
         ctx.events.publish(names::AGENT_MESSAGE, json!({"role": "system", "content": note, "final": true}));
+        tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, ?reason, "turn stopped");
         outcome.stopped = Some(reason);
         outcome.text = note.to_owned();
         Ok(outcome)

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Who speaks in a history entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
     /// The user.
@@ -53,7 +53,7 @@ impl MessageRole {
 }
 
 /// One tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCallRecord {
     /// The provider's call id.
     pub id: String,
@@ -64,7 +64,7 @@ pub struct ToolCallRecord {
 }
 
 /// One history entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StoredMessage {
     /// Position in the session, from 1.
     pub seq: i64,
@@ -108,7 +108,7 @@ impl NewMessage {
 }
 
 /// A session's row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionInfo {
     /// Id.
     pub id: String,

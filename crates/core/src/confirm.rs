@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How a confirmation ended (or that it has not yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfirmationState {
     /// Waiting for the user.
@@ -42,7 +42,7 @@ pub enum ConfirmationState {
 }
 
 /// Where a user's decision came from. Nothing else decides a confirmation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UserChannel {
     /// The terminal of `holdfast chat`.
@@ -93,7 +93,7 @@ impl UserDecisions {
 }
 
 /// One confirmation request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Confirmation {
     /// Its id (`cf_…`).
     pub id: String,

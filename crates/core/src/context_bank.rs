@@ -67,7 +67,7 @@ pub const ORDINARY_WORDS: &[&str] = &[
 ];
 
 /// What kind of item the bank holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemType {
     /// An Ethereum address.
@@ -81,7 +81,7 @@ pub enum ItemType {
 }
 
 /// A flag on an item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemFlag {
     /// A mixed-case address whose EIP-55 checksum is wrong.
@@ -89,7 +89,7 @@ pub enum ItemFlag {
 }
 
 /// One extracted item.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextItem {
     /// The value: an EIP-55 address, a symbol as in the table, a canonical network name, a canonical amount.
     pub value: String,

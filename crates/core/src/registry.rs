@@ -35,7 +35,7 @@ pub enum RegistryError {
 }
 
 /// A registered tool's public description (`holdfast tools list --json`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     /// Name.
     pub name: String,

@@ -51,7 +51,7 @@ impl Permission {
 }
 
 /// One memory block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryBlock {
     /// The block's label, unique per agent.
     pub label: String,

@@ -24,7 +24,7 @@ pub const MAX_NAP: Duration = Duration::from_secs(30);
 pub const PAST_GRACE_SECS: i64 = 60;
 
 /// A reminder.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Reminder {
     /// `rem_<n>`.
     pub id: String,

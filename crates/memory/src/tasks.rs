@@ -67,7 +67,7 @@ pub struct TaskStep {
 }
 
 /// A task.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Task {
     /// Id (unique per database).
     pub id: u64,

@@ -1,6 +1,7 @@
 //! JSON errors with the same stable codes as tools: `{"error": {"code", "message", "details?"}}`.
 
 use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use holdfast_core::{ErrorCode, ToolError};
@@ -11,6 +12,26 @@ use holdfast_core::{ErrorCode, ToolError};
 pub enum ApiError {
     /// A coded error (from a tool, the registry or storage).
     Tool(ToolError),
+    /// A request axum could not read: a body that is not JSON (400) or not the expected shape (422), a query
+    /// string that does not parse (400). Answered as `invalid_params` with axum's reason, in the same JSON shape.
+    Unreadable {
+        /// axum's status for the rejection.
+        status: StatusCode,
+        /// axum's reason.
+        message: String,
+    },
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        Self::Unreadable { status: r.status(), message: r.body_text() }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        Self::Unreadable { status: r.status(), message: r.body_text() }
+    }
 }
 
 impl From<ToolError> for ApiError {
@@ -35,14 +56,14 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
 }
 
 /// The body of every error answer (`{"error": {...}}`), the edge's refusals included.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct ErrorBody {
     /// What went wrong.
     pub error: ErrorDetail,
 }
 
 /// A coded error.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct ErrorDetail {
     /// The stable code (`not_found`, `invalid_params`, `policy_denied`…; `docs/interfaces.md` lists them).
     pub code: String,
@@ -55,13 +76,15 @@ pub struct ErrorDetail {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        match self {
-            Self::Tool(e) => {
-                let body = ErrorBody {
-                    error: ErrorDetail { code: e.code.as_str().to_owned(), message: e.message, details: e.details },
-                };
-                (status_for(e.code), Json(body)).into_response()
+        let (status, error) = match self {
+            Self::Tool(e) => (
+                status_for(e.code),
+                ErrorDetail { code: e.code.as_str().to_owned(), message: e.message, details: e.details },
+            ),
+            Self::Unreadable { status, message } => {
+                (status, ErrorDetail { code: ErrorCode::InvalidParams.as_str().to_owned(), message, details: None })
             }
-        }
+        };
+        (status, Json(ErrorBody { error })).into_response()
     }
 }

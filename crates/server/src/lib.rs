@@ -20,6 +20,7 @@
 //!   cannot keep up is disconnected; publishing never waits for it.
 
 mod api;
+mod bodies;
 pub mod config;
 pub mod error;
 mod money;

@@ -4,8 +4,10 @@
 //! Read-only: nothing here signs or moves anything. The figures come from [`holdfast_web3::report`], which reads the
 //! same journal sums the kernel reserves against.
 
+use crate::openapi::schema;
 use crate::{ApiError, AppState};
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use holdfast_core::{ErrorCode, ToolError};
 use holdfast_web3::report::{NetworkMoney, TxPage};
@@ -14,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// `GET /api/wallet`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct WalletView {
     /// The wallet's address, checksummed.
     pub address: String,
@@ -23,7 +25,7 @@ pub struct WalletView {
 }
 
 /// One journal entry with the link to its transaction.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct JournalRow {
     /// The entry.
     #[serde(flatten)]
@@ -33,7 +35,7 @@ pub struct JournalRow {
 }
 
 /// `GET /api/journal`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct JournalList {
     /// Entries, oldest first.
     pub journal: Vec<JournalRow>,
@@ -46,12 +48,22 @@ pub struct JournalQuery {
     /// Only this session's entries (else the 200 most recent of all sessions).
     session_id: Option<String>,
     /// Only entries of this kind (`payment` lists the x402 payments).
+    #[param(schema_with = entry_kind)]
     kind: Option<EntryKind>,
+}
+
+/// The `kind` parameter's schema: one of the journal's kinds.
+fn entry_kind() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(crate::openapi::string_values::<EntryKind>()))
+        .description(Some("Only entries of this kind (`payment` lists the x402 payments)."))
+        .build()
 }
 
 /// The balances of the wallet's configured tokens and today's spending against each daily cap and the x402 budget.
 #[utoipa::path(get, path = "/api/wallet", tag = "money",
-    responses((status = 200, description = "Balances and today's spending", body = WalletView)))]
+    responses((status = 200, description = "Balances and today's spending", body = schema::WalletView)))]
 pub async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<WalletView>, ApiError> {
     let web3 = &state.runtime.web3;
     Ok(Json(WalletView { address: web3.wallet().address().to_checksum(None), networks: web3.money().await? }))
@@ -59,11 +71,13 @@ pub async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<WalletVie
 
 /// Transactions and payments as the journal holds them: status, decoded summary, gas and an explorer link.
 #[utoipa::path(get, path = "/api/journal", tag = "money", params(JournalQuery),
-    responses((status = 200, description = "Journal entries", body = JournalList)))]
+    responses((status = 200, description = "Journal entries", body = schema::JournalList),
+        (status = 400, description = "An unknown `kind`", body = schema::ErrorBody)))]
 pub async fn journal(
     State(state): State<Arc<AppState>>,
-    Query(q): Query<JournalQuery>,
+    q: Result<Query<JournalQuery>, QueryRejection>,
 ) -> Result<Json<JournalList>, ApiError> {
+    let Query(q) = q?;
     let journal = state.runtime.web3.journal();
     let entries = match q.session_id {
         Some(id) => journal.for_session(&id).await?,
@@ -88,8 +102,8 @@ pub async fn journal(
 /// UI's transaction page on networks without a block explorer.
 #[utoipa::path(get, path = "/api/journal/{id}/tx", tag = "money",
     params(("id" = String, Path, description = "Journal entry id (`j_…`)")),
-    responses((status = 200, description = "The transaction", body = TxPage),
-        (status = 404, description = "No such entry, or it has no transaction", body = crate::error::ErrorBody)))]
+    responses((status = 200, description = "The transaction", body = schema::TxPage),
+        (status = 404, description = "No such entry, or it has no transaction", body = schema::ErrorBody)))]
 pub async fn tx_page(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Json<TxPage>, ApiError> {
     let web3 = &state.runtime.web3;
     let entry = web3

@@ -262,6 +262,30 @@ async fn errors_carry_tool_codes_and_statuses() {
     assert!(info["wallet_address"].as_str().unwrap().starts_with("0x"));
     let (_, tools) = s.req(reqwest::Method::GET, "/api/tools", None).await;
     assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "web3_tx"));
+
+    // What axum cannot read is answered in the same JSON shape: a body that is not JSON (400), one of the wrong
+    // shape (422), a query that does not parse (400).
+    let raw = |path: String, body: &'static str| {
+        s.http
+            .post(format!("{}{path}", s.url))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    for (path, body, want) in [
+        (format!("/api/sessions/{a}/messages"), "{not json", 400),
+        (format!("/api/sessions/{a}/messages"), r#"{"text": "hi"}"#, 422),
+        (format!("/api/sessions/{a}/tools/register_get"), "[1, 2", 400),
+    ] {
+        let resp = raw(path.clone(), body).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), want, "{path} {body}");
+        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(answer["error"]["code"], "invalid_params", "{path} {body}: {answer}");
+        assert!(!answer["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let (status, body) = s.req(reqwest::Method::GET, "/api/journal?kind=bribe", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_params")));
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! schemathesis (PyPI) against a live server on the devnet, driven by the server's own OpenAPI document: every
-//! operation with generated inputs; no answer may be a 5xx and every documented answer must match its schema.
+//! operation with generated inputs, valid and invalid; no answer may be a 5xx, and every answer must be a
+//! documented status with the documented content type and match its schema.
 //!
 //! `#[ignore]`: it needs the `st` program; `scripts/test.sh` installs schemathesis into a virtualenv in the cache
 //! and runs this test with `HOLDFAST_SCHEMATHESIS` pointing at it.
@@ -47,7 +48,13 @@ async fn schemathesis_finds_no_server_error_and_no_answer_off_its_schema() {
         .arg("run")
         .arg(&schema)
         .args(["--url", &url, "--header", &format!("Authorization: Bearer {TOKEN}")])
-        .args(["--checks", "not_a_server_error,response_schema_conformance"])
+        // Generated inputs both valid and invalid (`--mode all`): every answer is a documented status with the
+        // documented content type and schema, never a 5xx.
+        .args(["--mode", "all"])
+        .args([
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+        ])
         .args(["--max-examples", "25", "--seed", "1", "--workers", "1", "--request-timeout", "30"])
         .env("SCHEMATHESIS_HOOKS", "")
         .env("NO_COLOR", "1")

@@ -17,8 +17,7 @@ use holdfast_core::{ErrorCode, ToolError};
 use serde::Serialize;
 
 /// One token's balance.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Holding {
     /// Symbol (`ETH`, `USDC`).
     pub symbol: String,
@@ -35,8 +34,7 @@ pub struct Holding {
 }
 
 /// Today's (UTC) spending of one asset against its daily cap.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SpendGauge {
     /// `transactions` (swaps and transfers share the cap) or `x402` (the payment budget).
     pub budget: SpendBudget,
@@ -55,8 +53,7 @@ pub struct SpendGauge {
 }
 
 /// Which daily limit a gauge measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpendBudget {
     /// Swaps and transfers (`[policy.NETWORK]` `*_per_day`).
@@ -66,8 +63,7 @@ pub enum SpendBudget {
 }
 
 /// A network's money view.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NetworkMoney {
     /// Canonical name.
     pub network: String,
@@ -84,8 +80,7 @@ pub struct NetworkMoney {
 }
 
 /// A mined transaction of the journal, read back from the chain.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TxPage {
     /// Transaction hash.
     pub tx_hash: String,
@@ -110,8 +105,7 @@ pub struct TxPage {
 }
 
 /// One decoded ERC-20 `Transfer` event.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TokenTransfer {
     /// The token contract.
     pub token: String,

@@ -80,7 +80,7 @@ pub struct ChatRequest {
 }
 
 /// Token counts of one model call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     /// Prompt tokens (for Anthropic: those not read from or written to the prompt cache).
     pub input_tokens: u64,

@@ -46,7 +46,7 @@ impl Origin {
 }
 
 /// Where a register entry came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     /// The origin class.
     pub origin: Origin,
@@ -63,7 +63,7 @@ pub struct Provenance {
 }
 
 /// A register's value and provenance. Held behind an `Arc`: reading never copies the value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegisterEntry {
     /// The value.
     pub value: serde_json::Value,

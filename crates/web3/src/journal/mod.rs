@@ -29,9 +29,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// What an entry records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EntryKind {
     /// A swap transaction.
     Swap,
@@ -44,9 +43,8 @@ pub enum EntryKind {
 }
 
 /// Where an entry stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EntryStatus {
     /// Its amount is reserved against the caps; nothing is signed yet.
     Reserved,
@@ -180,8 +178,7 @@ pub struct NewEntry {
 }
 
 /// A stored entry.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct JournalEntry {
     /// Id (`j_…`).
     pub id: String,
