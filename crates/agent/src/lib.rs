@@ -2,11 +2,12 @@
 //!
 //! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
 //! [`SessionStorage`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
-//! protocols; [`Agent`] runs the tool loop; [`skills`] loads markdown skills; [`access`] guards the HTTP front ends
-//! (access token, `Host`/`Origin` checks).
+//! protocols; [`Agent`] runs the tool loop; [`inbox`] starts the turns that messages and reminders ask for; [`skills`]
+//! loads markdown skills; [`access`] guards the HTTP front ends (access token, `Host`/`Origin` checks).
 
 pub mod access;
 pub mod agent;
+pub mod inbox;
 pub mod llm;
 pub mod runtime;
 pub mod sessions;

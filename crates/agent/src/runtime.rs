@@ -100,6 +100,7 @@ struct AgentSection {
     max_tokens: Option<u32>,
     instructions: Option<String>,
     session_idle_secs: Option<u64>,
+    inbox_turns_per_minute: Option<u32>,
 }
 
 /// A configuration file read and checked by every layer without opening a database, creating a wallet or starting
@@ -234,6 +235,7 @@ impl Runtime {
             max_identical_calls: section.max_identical_calls.unwrap_or(defaults.max_identical_calls).max(1),
             max_tokens: section.max_tokens.unwrap_or(defaults.max_tokens),
             instructions: section.instructions.unwrap_or(defaults.instructions),
+            inbox_turns_per_minute: section.inbox_turns_per_minute.unwrap_or(defaults.inbox_turns_per_minute).max(1),
         };
         let session_idle = section.session_idle_secs.map_or(DEFAULT_SESSION_IDLE, Duration::from_secs);
         Ok(Self {

@@ -30,6 +30,9 @@ pub enum MessageRole {
     Tool,
     /// The runtime (step limits, confirmations, cancellations).
     System,
+    /// A message the inbox delivered (another agent, a group, a channel, a reminder): never the user's words.
+    /// `name` says who sent it and how; `tool_call_id` holds its message id.
+    Inbox,
 }
 
 impl MessageRole {
@@ -39,6 +42,7 @@ impl MessageRole {
             Self::Assistant => "assistant",
             Self::Tool => "tool",
             Self::System => "system",
+            Self::Inbox => "inbox",
         }
     }
 
@@ -47,6 +51,7 @@ impl MessageRole {
             "assistant" => Self::Assistant,
             "tool" => Self::Tool,
             "system" => Self::System,
+            "inbox" => Self::Inbox,
             _ => Self::User,
         }
     }

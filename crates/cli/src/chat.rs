@@ -226,6 +226,11 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
     )?;
     let agent = Agent::new(Arc::clone(&runtime), provider).with_config(runtime.agent_config());
     let (info, ctx) = runtime.open_session("chat").await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Messages from other agents and reminders start turns of their own in the agent's `inbox` session; an action
+    // one of them asks for waits for the user there (`holdfast serve` shows it).
+    let inbox = CancelToken::new();
+    let _inbox_worker = holdfast_agent::inbox::spawn(agent.clone(), inbox.clone());
+    let _stop_inbox = StopOnDrop(inbox);
     let input = Arc::new(Input::start());
     if input.interactive {
         println!(
@@ -266,6 +271,15 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
         tokio::task::yield_now().await;
     }
     Ok(())
+}
+
+/// Cancels its token when dropped: the inbox stops with the chat.
+struct StopOnDrop(CancelToken);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 #[cfg(test)]

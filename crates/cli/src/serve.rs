@@ -160,6 +160,16 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         Some(a) => format!("{} {}", a.provider().name(), a.provider().model()),
         None => "none (the tool console works; set OPENAI_API_KEY or ANTHROPIC_API_KEY to chat)".to_owned(),
     };
+    // Messages from other agents and reminders start turns of their own (in the agent's `inbox` session).
+    let inbox = holdfast_agent::CancelToken::new();
+    let _inbox_worker = state.agent.clone().map(|agent| holdfast_agent::inbox::spawn(agent, inbox.clone()));
+    let inbox_line = match &state.agent {
+        Some(a) => format!(
+            "answered by the agent in its `inbox` session (at most {} turns a minute)",
+            a.config().inbox_turns_per_minute
+        ),
+        None => "messages and reminders wait (no LLM)".to_owned(),
+    };
     println!("holdfast serving on http://{addr}/");
     match token.as_ref().map(|t| (t, t.origin())) {
         Some((t, TokenOrigin::File { path, created: true })) => {
@@ -183,6 +193,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     }
     println!("  wallet: {}", runtime.web3.wallet().address());
     println!("  LLM: {llm}");
+    println!("  inbox: {inbox_line}");
     println!("  data: {}", data_dir.display());
     // Events are small and latency matters more than packet count: no Nagle delay on client sockets.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -192,6 +203,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;
+    inbox.cancel();
     eprintln!("holdfast: stopped; in-flight requests finished");
     Ok(())
 }

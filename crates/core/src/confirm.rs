@@ -116,6 +116,32 @@ pub struct Confirmation {
     pub created_at: DateTime<Utc>,
 }
 
+/// Who started the turn a session runs now. The agent loop sets it on the session before each turn: [`User`] for a
+/// turn the user's message started, [`Other`] (naming the sender) for one the inbox started — a message from another
+/// agent, a group, a channel, or a reminder. The value-moving kernel reads it: a turn the user did not start moves
+/// nothing by itself (every action waits for the user's confirmation; an x402 payment, which has no confirmation, is
+/// refused). Absent — the tool console, an MCP host's call — counts as the user's, as before.
+///
+/// [`User`]: TurnStarter::User
+/// [`Other`]: TurnStarter::Other
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnStarter {
+    /// The user's own message.
+    User,
+    /// Someone else: who and how (`agent 'b'`, `a reminder you scheduled`).
+    Other(String),
+}
+
+impl TurnStarter {
+    /// Who started the current turn of `ctx`, when it is not the user.
+    pub fn not_user(ctx: &crate::ToolContext) -> Option<String> {
+        match ctx.extensions.get::<TurnStarter>().as_deref() {
+            Some(TurnStarter::Other(who)) => Some(who.clone()),
+            _ => None,
+        }
+    }
+}
+
 /// How long an approval or a pending request stays usable.
 pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
 

@@ -35,6 +35,12 @@ pub mod names {
     pub const PAYMENT_MADE: &str = "payment.made";
     /// A message was delivered to the session's user outbox.
     pub const MESSAGE_OUTBOX: &str = "message.outbox";
+    /// A message between agents was refused: the conversation reached the hop limit (`[memory] max_hops`).
+    pub const MESSAGE_HOP_LIMIT: &str = "message.hop_limit";
+    /// An agent's inbox turn waits: the agent started its most turns allowed per minute (`[agent] inbox_turns_per_minute`).
+    pub const AGENT_RATE_LIMITED: &str = "agent.rate_limited";
+    /// A turn the inbox started (a message from another agent, a group, a channel, or a reminder) begins.
+    pub const AGENT_INBOX_TURN: &str = "agent.inbox_turn";
 }
 
 /// One event, as delivered to subscribers.

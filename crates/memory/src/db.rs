@@ -16,10 +16,11 @@ use std::time::Duration;
 /// The file name [`crate::AgentRuntime::open_dir`] uses inside a data directory.
 pub const DEFAULT_DB_FILE: &str = "holdfast.db";
 
-/// The migrations, in order. Each is idempotent on its own (`IF NOT EXISTS`) and recorded once applied.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    r#"
+/// The migrations, in order. Each runs once, in the transaction that records it in `memory_migrations`.
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        r#"
 CREATE TABLE IF NOT EXISTS memory_blocks (
     id          INTEGER PRIMARY KEY,
     agent_id    TEXT NOT NULL,
@@ -128,7 +129,13 @@ CREATE TABLE IF NOT EXISTS reminders_items (
 );
 CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (fired_at, due_at);
 "#,
-)];
+    ),
+    (
+        2,
+        // How many agent-to-agent hops led to a message (the runtime's count, never the sender's metadata).
+        "ALTER TABLE messages_log ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
+    ),
+];
 
 /// A shared handle on the database. Clones share the connection.
 #[derive(Clone)]

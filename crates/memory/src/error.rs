@@ -90,6 +90,17 @@ pub enum MemoryError {
         /// How long until the pair may message again.
         retry_after: Duration,
     },
+    /// A message between agents was refused: the conversation that led to it already made the most hops allowed.
+    #[error(
+        "`target`: this conversation between agents already made {hops} hops, the most `[memory] max_hops` allows; answer your user instead, or wait for a message that starts a new conversation"
+    )]
+    HopLimit {
+        /// Hops made so far.
+        hops: u32,
+    },
+    /// A reminder was already delivered (by another scheduler pass); this delivery is dropped.
+    #[error("the reminder was already delivered")]
+    AlreadyFired,
     /// A task, reminder or other record was not found.
     #[error("`{field}`: no {what} with id {id}")]
     RecordNotFound {
@@ -168,10 +179,10 @@ impl HasErrorCode for MemoryError {
             Self::AmbiguousMatch { .. } => ErrorCode::MemoryAmbiguousMatch,
             Self::InvalidParams { .. } => ErrorCode::InvalidParams,
             Self::TargetNotFound { .. } => ErrorCode::TargetNotFound,
-            Self::Cooldown { .. } => ErrorCode::RateLimited,
+            Self::Cooldown { .. } | Self::HopLimit { .. } => ErrorCode::RateLimited,
             Self::RecordNotFound { .. } => ErrorCode::NotFound,
             Self::Upstream { .. } => ErrorCode::UpstreamError,
-            Self::Storage(_) | Self::Internal(_) => ErrorCode::Internal,
+            Self::Storage(_) | Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,
         }
     }
 }

@@ -47,8 +47,8 @@ pub use memory::{Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
 pub use reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};
 pub use render::render_blocks;
 pub use router::{
-    Inbox, InboxMessage, MessageEndpoint, MessageRouter, MessageTarget, RoutedMessage, RouterConfig, SendOrigin,
-    SendReceipt, TargetType, UserMessage,
+    ConversationHops, Inbox, InboxMessage, MessageEndpoint, MessageRouter, MessageTarget, RoutedMessage, RouterConfig,
+    SendOrigin, SendReceipt, TargetType, UserMessage,
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
 pub use store::{InMemoryStore, MemoryStore, SqliteMemoryStore};

@@ -1,9 +1,11 @@
 //! Reminders: persisted in `reminders_items`, delivered by a [`ReminderScheduler`] as a message to the agent (or
 //! another target) when due.
 //!
-//! Delivery is at most once: a reminder is claimed (`fired_at` set, only if still unset) before it is sent, so two
-//! schedulers, or a scheduler started twice, never deliver it twice. Reminders that came due while the process was
-//! down are delivered when the scheduler starts: its first pass runs at once. If the target no longer exists, the
+//! Delivery is exactly once: a reminder is marked fired (`fired_at` set, only if still unset) in the same
+//! transaction that puts its message in the inbox (or the outbox), so two schedulers, or a scheduler started twice,
+//! never deliver it twice, and a process that dies while delivering leaves it either delivered or still due. The
+//! inbox then starts one turn for it (`holdfast_agent::inbox`). Reminders that came due while the process was down
+//! are delivered when the scheduler starts: its first pass runs at once. If the target no longer exists, the
 //! reminder goes to the agent's own inbox with a note instead of being lost.
 
 use crate::agent_id::AgentId;
@@ -236,41 +238,43 @@ impl ReminderScheduler {
             .await?;
         let mut fired = Vec::new();
         for mut reminder in due {
-            let n = parse_reminder_id("id", &reminder.id)?;
             let at = self.clock.now();
-            let stamp = fmt_time(at);
-            let claimed = self
-                .db
-                .call(move |c| {
-                    Ok(c.execute(
-                        "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
-                        params![stamp, n],
-                    )? == 1)
-                })
-                .await?;
-            if !claimed {
-                continue;
+            if self.deliver(&reminder, at).await? {
+                reminder.fired_at = Some(at);
+                fired.push(reminder);
             }
-            reminder.fired_at = Some(at);
-            self.deliver(&reminder).await;
-            fired.push(reminder);
         }
         Ok(fired)
     }
 
-    async fn deliver(&self, r: &Reminder) {
+    /// Delivers `r` and marks it fired at `at`, in one transaction; `false` when it had already fired.
+    async fn deliver(&self, r: &Reminder, at: DateTime<Utc>) -> Result<bool> {
+        let fires = (parse_reminder_id("id", &r.id)?, fmt_time(at));
         let Ok(agent) = AgentId::new(&r.agent_id) else {
             tracing::warn!(reminder = %r.id, "reminder of an invalid agent id dropped");
-            return;
+            return Ok(false);
         };
         let metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
-        let sent = self.router.send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone())).await;
-        if let Err(e) = sent {
-            tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
-            let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
-            let own = MessageTarget::agent(agent.as_str());
-            if let Err(e) = self.router.send_reminder(&agent, &own, note, Some(metadata)).await {
-                tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered");
+        let sent = self
+            .router
+            .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), fires.clone())
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(MemoryError::AlreadyFired) => Ok(false),
+            Err(e) => {
+                tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
+                let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
+                let own = MessageTarget::agent(agent.as_str());
+                match self.router.send_reminder(&agent, &own, note, Some(metadata), fires).await {
+                    Ok(_) => Ok(true),
+                    Err(MemoryError::AlreadyFired) => Ok(false),
+                    Err(e) => {
+                        // Still due: the next pass tries again (nothing was marked fired).
+                        tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered");
+                        Ok(false)
+                    }
+                }
             }
         }
     }

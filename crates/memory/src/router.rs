@@ -19,6 +19,13 @@
 //! recipient was skipped. Messages to users and reminders are exempt. The window is kept in memory (a restart
 //! resets it).
 //!
+//! **Hop limit.** Every message carries the runtime's count of agent-to-agent hops that led to it: a message an
+//! agent sends in a turn its user started has 1; one sent in a turn that answers a message of `n` hops has `n + 1`
+//! (the inbox sets [`ConversationHops`] on that turn's session). A send to an agent, group or channel from a turn
+//! at the limit ([`RouterConfig::max_hops`]) is refused with `rate_limited` and a `message.hop_limit` event, so two
+//! agents answering each other stop. The count is the router's, stored in `messages_log.hops`; a sender's metadata
+//! cannot change it.
+//!
 //! Content is delivered whole: never truncated or summarised.
 
 use crate::agent_id::{AgentId, validate_id};
@@ -131,18 +138,32 @@ impl MessageTarget {
     }
 }
 
+/// The most agent-to-agent hops one conversation may make unless configured (`[memory] max_hops`).
+pub const DEFAULT_MAX_HOPS: u32 = 4;
+
+/// On a session whose turn answers a message from another agent (set by the inbox): how many agent-to-agent hops
+/// led to that message. Sends from the session carry one more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConversationHops(pub u32);
+
 /// Router settings.
 #[derive(Debug, Clone)]
 pub struct RouterConfig {
     /// The anti-loop cooldown between the same ordered pair of agents (zero disables it).
     pub agent_cooldown: Duration,
+    /// The most agent-to-agent hops one conversation may make.
+    pub max_hops: u32,
     /// Timeout of a channel's webhook POST.
     pub webhook_timeout: Duration,
 }
 
 impl Default for RouterConfig {
     fn default() -> Self {
-        Self { agent_cooldown: DEFAULT_AGENT_COOLDOWN, webhook_timeout: Duration::from_secs(10) }
+        Self {
+            agent_cooldown: DEFAULT_AGENT_COOLDOWN,
+            max_hops: DEFAULT_MAX_HOPS,
+            webhook_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -186,8 +207,11 @@ pub struct InboxMessage {
     pub message_id: String,
     /// The sender.
     pub from: String,
-    /// How it arrived: `direct`, `group:<name>`, `channel:<name>` or `reminder`.
+    /// How it arrived: `direct`, `group:<name>`, `channel:<name>` or `reminder`. Set by the router, never by the
+    /// sender.
     pub via: String,
+    /// Agent-to-agent hops that led to it (see the module's hop limit); 0 for reminders.
+    pub hops: u32,
     /// The content, whole.
     pub content: String,
     /// Metadata object, if any.
@@ -233,22 +257,28 @@ pub struct SendOrigin {
     pub session_id: Option<String>,
     /// The session's event bus (`message.outbox` is published there).
     pub events: Option<EventBus>,
+    /// Agent-to-agent hops that led to the turn sending it (0: a turn the user started).
+    pub hops: u32,
 }
 
 impl SendOrigin {
-    /// From a tool context.
+    /// From a tool context: its session, its bus and the hops its turn answers ([`ConversationHops`]).
     pub fn session(ctx: &holdfast_core::ToolContext) -> Self {
-        Self { session_id: Some(ctx.session_id.to_string()), events: Some(ctx.events.clone()) }
+        let hops = ctx.extensions.get::<ConversationHops>().map_or(0, |h| h.0);
+        Self { session_id: Some(ctx.session_id.to_string()), events: Some(ctx.events.clone()), hops }
     }
 }
 
 /// Options of the runtime's own sends (reminders).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct SendRules {
     /// Subject to the anti-loop cooldown and the no-messaging-yourself rule.
     agent_rules: bool,
     /// How inbox rows are labelled, overriding the target's.
     via: Option<&'static str>,
+    /// A reminder (row id, firing time) marked fired in the transaction that delivers it: delivered once or not at
+    /// all, whatever stops the process. Already fired → the send is dropped ([`MemoryError::AlreadyFired`]).
+    fires: Option<(i64, String)>,
 }
 
 /// The router. Clones share state.
@@ -471,20 +501,46 @@ impl MessageRouter {
         metadata: Option<Value>,
         origin: SendOrigin,
     ) -> Result<SendReceipt> {
-        self.route(from, target, content, metadata, origin, SendRules { agent_rules: true, via: None }).await
+        self.route(from, target, content, metadata, origin, SendRules { agent_rules: true, via: None, fires: None })
+            .await
     }
 
-    /// Sends as the runtime (a reminder): exempt from the anti-loop rule, and an agent may be its own target.
+    /// Sends as the runtime (a reminder): exempt from the anti-loop rule, and an agent may be its own target. The
+    /// reminder (`fires`: its row id and firing time) is marked fired in the same transaction.
     pub(crate) async fn send_reminder(
         &self,
         from: &AgentId,
         target: &MessageTarget,
         content: String,
         metadata: Option<Value>,
+        fires: (i64, String),
     ) -> Result<SendReceipt> {
-        let origin = SendOrigin { session_id: None, events: None };
-        self.route(from, target, content, metadata, origin, SendRules { agent_rules: false, via: Some("reminder") })
-            .await
+        let origin = SendOrigin::default();
+        let rules = SendRules { agent_rules: false, via: Some("reminder"), fires: Some(fires) };
+        self.route(from, target, content, metadata, origin, rules).await
+    }
+
+    /// Sends `from`'s answer to a message `to` sent it (the inbox delivers the final text of the turn that answered
+    /// it). Labelled `reply`, so the recipient's inbox does not answer it in turn; subject to the anti-loop rules.
+    pub async fn reply(
+        &self,
+        from: &AgentId,
+        to: &str,
+        content: String,
+        in_reply_to: &str,
+        origin: SendOrigin,
+    ) -> Result<SendReceipt> {
+        let target = MessageTarget::agent(to);
+        let metadata = Some(serde_json::json!({"in_reply_to": in_reply_to}));
+        self.route(
+            from,
+            &target,
+            content,
+            metadata,
+            origin,
+            SendRules { agent_rules: true, via: Some("reply"), fires: None },
+        )
+        .await
     }
 
     /// Checks that a target exists (for reminders scheduled now and sent later).
@@ -538,6 +594,17 @@ impl MessageRouter {
                 "target.id",
                 "is you: an agent cannot message itself (use memory, track_task or schedule_reminder)",
             ));
+        }
+
+        if rules.agent_rules && target.kind != TargetType::User && origin.hops >= self.inner.config.max_hops {
+            if let Some(bus) = &origin.events {
+                bus.publish(
+                    names::MESSAGE_HOP_LIMIT,
+                    serde_json::json!({"agent_id": sender, "target": target.describe(), "hops": origin.hops}),
+                );
+            }
+            tracing::info!(agent = %sender, target = %target.describe(), hops = origin.hops, "hop limit reached");
+            return Err(MemoryError::HopLimit { hops: origin.hops });
         }
 
         // Resolve recipients (agents whose inbox receives the message) and the channel webhook.
@@ -617,16 +684,26 @@ impl MessageRouter {
         };
         let to_insert = routed.clone();
         let inbox_for = recipients.clone();
+        let hops = if rules.agent_rules { origin.hops.saturating_add(1) } else { 0 };
+        let fires = rules.fires.clone();
         let stored = self
             .inner
             .db
             .call(move |c| {
                 let tx = c.transaction()?;
+                if let Some((reminder, at)) = &fires
+                    && tx.execute(
+                        "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
+                        params![at, reminder],
+                    )? == 0
+                {
+                    return Err(MemoryError::AlreadyFired);
+                }
                 let m = &to_insert;
                 let id: i64 = tx.query_row(
-                    "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                    params![m.from, m.target_type.as_str(), m.target_id, m.content, metadata_text(&m.metadata), m.session_id, fmt_time(m.created_at)],
+                    "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                    params![m.from, m.target_type.as_str(), m.target_id, m.content, metadata_text(&m.metadata), m.session_id, fmt_time(m.created_at), hops],
                     |r| r.get(0),
                 )?;
                 for agent in &inbox_for {
@@ -703,7 +780,9 @@ impl MessageRouter {
                 Ok(status) => details.push_str(&format!("; webhook POST returned {status}")),
                 Err(e) => {
                     tracing::warn!(channel = ?routed.target_id, error = %e, "channel webhook failed");
-                    if recipients.is_empty() {
+                    // A reminder is delivered (and marked fired) once its message is stored; the failed POST is
+                    // reported, not retried as a second delivery.
+                    if recipients.is_empty() && rules.fires.is_none() {
                         return Err(e);
                     }
                     details.push_str(&format!("; {e}"));
@@ -845,23 +924,24 @@ impl std::fmt::Debug for Inbox {
     }
 }
 
-const INBOX_SELECT: &str = "SELECT i.id, l.id, l.sender, i.via, l.content, l.metadata, l.created_at
+const INBOX_SELECT: &str = "SELECT i.id, l.id, l.sender, i.via, l.content, l.metadata, l.created_at, l.hops
      FROM messages_inbox i JOIN messages_log l ON l.id = i.message_id";
 
-/// An inbox row: inbox id, message id, sender, via, content, metadata, created_at.
-type InboxRow = (i64, i64, String, String, String, Option<String>, String);
+/// An inbox row: inbox id, message id, sender, via, content, metadata, created_at, hops.
+type InboxRow = (i64, i64, String, String, String, Option<String>, String, u32);
 
 fn inbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
 }
 
 fn to_inbox_message(row: InboxRow) -> Result<InboxMessage> {
-    let (inbox_id, id, from, via, content, metadata, at) = row;
+    let (inbox_id, id, from, via, content, metadata, at, hops) = row;
     Ok(InboxMessage {
         inbox_id,
         message_id: msg_id(id),
         from,
         via,
+        hops,
         content,
         metadata: parse_metadata(metadata),
         created_at: parse_time(&at).ok_or_else(|| bad_time(&at))?,
@@ -895,6 +975,54 @@ impl Inbox {
                 tx.execute("UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2", params![now, row.0])?;
                 tx.commit()?;
                 to_inbox_message(row).map(Some)
+            })
+            .await
+    }
+
+    /// The oldest waiting message, without taking it: [`Inbox::ack`] takes it once it has been handled, so a
+    /// message being handled when the process dies is handled again after a restart (at least once).
+    pub async fn peek(&self) -> Result<Option<InboxMessage>> {
+        let agent = self.agent.clone();
+        self.router
+            .inner
+            .db
+            .call(move |c| {
+                c.query_row(
+                    &format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1"),
+                    [&agent],
+                    inbox_row,
+                )
+                .optional()?
+                .map(to_inbox_message)
+                .transpose()
+            })
+            .await
+    }
+
+    /// Waits for a message and returns it without taking it (see [`Inbox::peek`]).
+    pub async fn next(&self) -> Result<InboxMessage> {
+        let notify = self.router.notifier(&self.agent);
+        loop {
+            let notified = notify.notified();
+            if let Some(m) = self.peek().await? {
+                return Ok(m);
+            }
+            notified.await;
+        }
+    }
+
+    /// Takes a message [`Inbox::peek`] returned: it is delivered and will not be returned again.
+    pub async fn ack(&self, inbox_id: i64) -> Result<()> {
+        let (agent, now) = (self.agent.clone(), fmt_time(self.router.inner.clock.now()));
+        self.router
+            .inner
+            .db
+            .call(move |c| {
+                c.execute(
+                    "UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2 AND agent_id = ?3 AND delivered_at IS NULL",
+                    params![now, inbox_id, agent],
+                )?;
+                Ok(())
             })
             .await
     }

@@ -54,6 +54,9 @@ pub struct MemoryConfig {
     /// The anti-loop cooldown between the same ordered pair of agents, in seconds (0 disables it).
     #[serde(default = "default_cooldown")]
     pub agent_cooldown_secs: u64,
+    /// The most agent-to-agent hops one conversation may make (see [`crate::router`]'s hop limit).
+    #[serde(default = "default_max_hops")]
+    pub max_hops: u32,
     /// Timeout of channel webhook POSTs, in seconds.
     #[serde(default = "default_webhook_timeout")]
     pub webhook_timeout_secs: u64,
@@ -79,6 +82,10 @@ fn default_cooldown() -> u64 {
     crate::router::DEFAULT_AGENT_COOLDOWN.as_secs()
 }
 
+fn default_max_hops() -> u32 {
+    crate::router::DEFAULT_MAX_HOPS
+}
+
 fn default_webhook_timeout() -> u64 {
     10
 }
@@ -88,6 +95,7 @@ impl Default for MemoryConfig {
         Self {
             default_char_limit: default_char_limit(),
             agent_cooldown_secs: default_cooldown(),
+            max_hops: default_max_hops(),
             webhook_timeout_secs: default_webhook_timeout(),
             embeddings: None,
             groups: BTreeMap::new(),
@@ -156,6 +164,7 @@ impl RuntimeBuilder {
         let store = self.store.unwrap_or_else(|| Arc::new(SqliteMemoryStore::new(self.db.clone())));
         let router_config = RouterConfig {
             agent_cooldown: Duration::from_secs(self.config.agent_cooldown_secs),
+            max_hops: self.config.max_hops,
             webhook_timeout: Duration::from_secs(self.config.webhook_timeout_secs.max(1)),
         };
         let router = MessageRouter::new(self.db.clone(), router_config, Arc::clone(&clock))?;

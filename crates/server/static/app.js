@@ -456,7 +456,8 @@ function renderHistory(history) {
       try { parsed = JSON.parse(m.content); } catch (_) { parsed = m.content; }
       const err = parsed && typeof parsed === "object" && parsed.error;
       chatToolResult({ tool: m.name, ok: !err, output: err ? undefined : parsed, error: err || undefined });
-    } else addMsg("system", m.content);
+    } else if (m.role === "inbox") addMsg("inbox", (m.name ? "From " + m.name + ": " : "") + m.content);
+    else addMsg("system", m.content);
   }
 }
 function argsLine(params) {

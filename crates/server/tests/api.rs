@@ -266,11 +266,7 @@ async fn errors_carry_tool_codes_and_statuses() {
     // What axum cannot read is answered in the same JSON shape: a body that is not JSON (400), one of the wrong
     // shape (422), a query that does not parse (400).
     let raw = |path: String, body: &'static str| {
-        s.http
-            .post(format!("{}{path}", s.url))
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .body(body)
+        s.http.post(format!("{}{path}", s.url)).bearer_auth(TOKEN).header("content-type", "application/json").body(body)
     };
     for (path, body, want) in [
         (format!("/api/sessions/{a}/messages"), "{not json", 400),

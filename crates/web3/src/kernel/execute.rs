@@ -132,8 +132,15 @@ pub(crate) async fn execute(
     a: Action<'_>,
     m: &AssetMove<'_>,
 ) -> Result<Sent, ToolError> {
-    if let Decision::Confirm(reason) = &a.decision {
-        ctx.confirmations.require(a.tool, &a.params, &a.fingerprint, a.summary.clone(), reason)?;
+    // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
+    let not_user = holdfast_core::confirm::TurnStarter::not_user(ctx)
+        .map(|who| format!("this turn was started by {who}, not by you"));
+    let reason = match &a.decision {
+        Decision::Confirm(reason) => Some(reason.clone()),
+        Decision::Auto => not_user,
+    };
+    if let Some(reason) = reason {
+        ctx.confirmations.require(a.tool, &a.params, &a.fingerprint, a.summary.clone(), &reason)?;
     }
     let from = web3.wallet().address();
     let new = NewEntry {

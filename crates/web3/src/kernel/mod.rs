@@ -14,6 +14,7 @@
 //! | balance deltas of the simulated transaction | [`swap`], [`transfer`] |
 //! | caps reserved atomically before signing, per chain id, wallet and asset | `execute::execute` with [`crate::journal::Journal::reserve`] |
 //! | fee caps, wrap rule, per-tx caps, auto vs confirm | [`crate::policy`], called from here |
+//! | a turn the user did not start moves nothing by itself | `execute::execute` (confirm), `payment::reserve` (refuse) |
 //! | journal before broadcast; only a definite rejection is "not sent" | [`execute`] |
 //! | reconciliation by hash at the call, in the background and at start | [`reconcile`] |
 //!

@@ -9,17 +9,28 @@ use crate::Web3;
 use crate::journal::{DayCap, EntryKind, JournalEntry, NewEntry, Reserved};
 use crate::policy::ApprovedPayment;
 use holdfast_core::amount::from_base_units;
-use holdfast_core::{ErrorCode, ToolError};
+use holdfast_core::{ErrorCode, ToolContext, ToolError};
 
 /// Reserves `approved`'s amount under the network's daily payment budget and returns the reserved entry.
-/// Over the budget → `payment_refused`, nothing written or signed.
+/// Over the budget → `payment_refused`, nothing written or signed. In a turn the user did not start (another agent,
+/// a reminder) → `payment_refused`: a payment has no confirmation step, so only the user's own turn may pay.
 pub(crate) async fn reserve(
     web3: &Web3,
+    ctx: &ToolContext,
     preset: &str,
     entry: NewEntry,
     approved: &ApprovedPayment,
 ) -> Result<JournalEntry, ToolError> {
     require_durable(web3)?;
+    if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
+        return Err(ToolError::new(
+            ErrorCode::PaymentRefused,
+            format!(
+                "preset `{preset}`: this turn was started by {who}, not by the user; x402 payments run only in a turn \
+                 the user started; nothing was signed"
+            ),
+        ));
+    }
     let token = &approved.token;
     let limit =
         web3.policy().payments(&entry.network).and_then(|p| p.daily_budget.get(&token.symbol)).copied().ok_or_else(

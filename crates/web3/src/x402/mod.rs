@@ -369,7 +369,7 @@ async fn choose_sign_journal(
         summary,
     };
     // The budget is reserved (atomically, against every session's payments) before anything is signed.
-    let entry = crate::kernel::payment::reserve(web3, req.preset_name, entry, &approved).await?;
+    let entry = crate::kernel::payment::reserve(web3, ctx, req.preset_name, entry, &approved).await?;
     let signature = match web3.wallet().sign_transfer_authorization(&typed, &domain) {
         Ok(s) => s,
         Err(e) => {

@@ -1,0 +1,216 @@
+//! The agent between messages: turns its inbox starts.
+//!
+//! A message to the agent — from another agent, a group, a channel — and a reminder that fires land in the agent's
+//! durable inbox (`holdfast_memory::router`). [`spawn`] watches that inbox and answers each message with a turn of
+//! its own ([`Agent::answer_message`]) in the agent's **inbox session** (kind `inbox`, one per agent, found again
+//! after a restart through the session link `inbox:<agent id>`). The final text of a turn that answers another
+//! agent's direct message is sent back to it as a `reply`, which that agent reads but does not answer.
+//!
+//! **What such a turn may do.** The message is shown to the model as what it is — who sent it and how — and never as
+//! the user's words: it does not feed the context bank. The turn has no user channel, so an action that needs the
+//! user's confirmation is left pending for the user to decide in the UI (`Runtime::decide`), whatever the message
+//! says.
+//!
+//! **Once, and nothing lost.** A message stays in the inbox until its turn has ended (and its reply was sent); only
+//! then is it taken (acknowledged). Before the turn starts, the session link records the message being answered. If
+//! the process dies during the turn, the message is found again at start; the link shows its turn already began, so
+//! it is taken with a note in the session instead of a second turn. So each message is delivered at least once and
+//! starts at most one turn — the turn is idempotent for a message id (a reminder's message id is its firing).
+//! Reminders that came due while the process was down fire at start (the scheduler's first pass) and arrive here.
+//!
+//! **Limits.** At most `[agent] inbox_turns_per_minute` turns per minute: more messages wait in the inbox (an
+//! `agent.rate_limited` event says how long), none is dropped. Messages between agents carry the router's hop count
+//! and a conversation stops at `[memory] max_hops` (a `message.hop_limit` event), so two agents answering each
+//! other cannot run forever.
+
+use crate::agent::{Agent, AgentError, CancelToken};
+use holdfast_core::event::names;
+use holdfast_core::{ToolContext, ToolError};
+use holdfast_memory::{ConversationHops, InboxMessage, SendOrigin};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// The kind of the session the inbox's turns run in (one per agent). Users' turns are refused there.
+pub const SESSION_KIND: &str = "inbox";
+
+/// The window of `[agent] inbox_turns_per_minute`.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
+/// How long the worker waits after a storage error before it looks at the inbox again.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+
+/// Starts answering `agent`'s inbox until `cancel` fires.
+pub fn spawn(agent: Agent, cancel: CancelToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { Worker { agent, recent: VecDeque::new() }.run(&cancel).await })
+}
+
+/// Who sent a message and how, as the model and the history show it.
+pub fn describe_sender(m: &InboxMessage) -> String {
+    match m.via.as_str() {
+        "reminder" => "a reminder you scheduled".to_owned(),
+        "direct" => format!("agent '{}'", m.from),
+        "reply" => format!("agent '{}' (its reply to your message)", m.from),
+        via => match via.split_once(':') {
+            Some(("group", g)) => format!("agent '{}' to group '{g}'", m.from),
+            Some(("channel", c)) => format!("agent '{}' on channel '{c}'", m.from),
+            _ => format!("agent '{}' ({via})", m.from),
+        },
+    }
+}
+
+struct Worker {
+    agent: Agent,
+    /// When the last turns started, oldest first, within [`RATE_WINDOW`].
+    recent: VecDeque<Instant>,
+}
+
+impl Worker {
+    async fn run(mut self, cancel: &CancelToken) {
+        let inbox = self.agent.runtime().agent.inbox();
+        loop {
+            let next = tokio::select! {
+                m = inbox.next() => m,
+                () = cancel.cancelled() => return,
+            };
+            let message = match next {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::error!(error = %e, "the inbox could not be read");
+                    if pause(RETRY_AFTER_ERROR, cancel).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            if let Some(wait) = self.wait_for_rate() {
+                if let Ok(ctx) = self.session().await {
+                    ctx.events.publish(
+                        names::AGENT_RATE_LIMITED,
+                        json!({"agent_id": inbox.agent(), "message_id": message.message_id,
+                               "retry_after_secs": wait.as_secs().max(1)}),
+                    );
+                }
+                tracing::info!(message = %message.message_id, wait_secs = wait.as_secs(), "inbox turns per minute reached");
+                if pause(wait, cancel).await {
+                    return;
+                }
+                continue;
+            }
+            match self.handle(&message, cancel).await {
+                Ok(()) => {
+                    if let Err(e) = inbox.ack(message.inbox_id).await {
+                        tracing::error!(error = %e, message = %message.message_id, "an answered message stays in the inbox");
+                    }
+                }
+                Err(e) => {
+                    // Storage failed before or while the turn ran: the message stays and is looked at again.
+                    tracing::error!(error = %e, message = %message.message_id, "inbox turn failed");
+                    if pause(RETRY_AFTER_ERROR, cancel).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long to wait before another turn may start, if the window is full.
+    fn wait_for_rate(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        while self.recent.front().is_some_and(|t| now.duration_since(*t) >= RATE_WINDOW) {
+            self.recent.pop_front();
+        }
+        let limit = usize::try_from(self.agent.config().inbox_turns_per_minute.max(1)).unwrap_or(usize::MAX);
+        if self.recent.len() < limit {
+            return None;
+        }
+        self.recent.front().map(|t| RATE_WINDOW.saturating_sub(now.duration_since(*t)))
+    }
+
+    /// The agent's inbox session, created the first time.
+    async fn session(&self) -> Result<ToolContext, ToolError> {
+        let runtime = self.agent.runtime();
+        let key = link_key(runtime.agent.agent_id.as_str());
+        let known = runtime.sessions.link_get(&key).await?;
+        if let Some(id) = known.as_ref().and_then(|l| l.get("session_id")).and_then(|v| v.as_str())
+            && let Some(ctx) = runtime.session(id).await?
+        {
+            return Ok(ctx);
+        }
+        let (info, ctx) = runtime.open_session(SESSION_KIND).await?;
+        runtime.sessions.link_merge(&key, json!({"session_id": info.id})).await?;
+        Ok(ctx)
+    }
+
+    /// Answers one message: a turn, then the reply to an agent's direct message. `Err` only when storage failed and
+    /// the message should be looked at again; a failed model call ends the turn (recorded) and the message is taken.
+    async fn handle(&mut self, message: &InboxMessage, cancel: &CancelToken) -> Result<(), ToolError> {
+        let runtime = self.agent.runtime();
+        let key = link_key(runtime.agent.agent_id.as_str());
+        let ctx = self.session().await?;
+        let began = runtime.sessions.link_get(&key).await?;
+        if began.as_ref().and_then(|l| l.get("answering")).and_then(|v| v.as_str()) == Some(&message.message_id) {
+            tracing::warn!(message = %message.message_id, "a turn for this message began before a restart; not run twice");
+            let note = format!(
+                "The turn answering {} was interrupted (the process stopped); it is not run again.",
+                message.message_id
+            );
+            let system = crate::NewMessage::text(crate::MessageRole::System, note);
+            runtime.sessions.append(&ctx.session_id, system).await?;
+            return Ok(());
+        }
+        runtime.sessions.link_merge(&key, json!({"answering": message.message_id})).await?;
+        self.recent.push_back(Instant::now());
+
+        let from = describe_sender(message);
+        ctx.extensions.insert(ConversationHops(message.hops));
+        ctx.events.publish(
+            names::AGENT_INBOX_TURN,
+            json!({"message_id": message.message_id, "from": message.from, "via": message.via, "hops": message.hops}),
+        );
+        tracing::info!(message = %message.message_id, from = %message.from, via = %message.via, hops = message.hops, "inbox turn");
+        let outcome = match self.agent.answer_message(&ctx, &from, &message.message_id, &message.content, cancel).await
+        {
+            Ok(outcome) => outcome,
+            Err(AgentError::Llm(e)) => {
+                // Recorded in the session; the message is not answered again (the model failed, not storage).
+                let note = format!("The model could not answer {}: {}", message.message_id, ToolError::from(e));
+                runtime
+                    .sessions
+                    .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note))
+                    .await?;
+                return Ok(());
+            }
+            Err(AgentError::Tool(e)) => return Err(e),
+        };
+        if message.via == "direct" && outcome.stopped.is_none() && !outcome.text.trim().is_empty() {
+            let origin = SendOrigin::session(&ctx);
+            let sent = runtime
+                .agent
+                .messages
+                .router()
+                .reply(&runtime.agent.agent_id, &message.from, outcome.text.clone(), &message.message_id, origin)
+                .await;
+            if let Err(e) = sent {
+                let note = format!("The reply to {} was not sent: {e}", message.message_id);
+                runtime
+                    .sessions
+                    .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The session link of an agent's inbox session.
+fn link_key(agent_id: &str) -> String {
+    format!("inbox:{agent_id}")
+}
+
+/// Sleeps `d`; `true` when cancelled first.
+async fn pause(d: Duration, cancel: &CancelToken) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(d) => false,
+        () = cancel.cancelled() => true,
+    }
+}
