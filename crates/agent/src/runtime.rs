@@ -179,7 +179,7 @@ impl Runtime {
         let core = CoreConfig::from_document(doc)?;
         let web3 = holdfast_web3::Web3Config::from_document(doc, &core)?;
         doc.section_or_default::<MemoryConfig>("memory")?;
-        let llm: LlmConfig = doc.section_or_default("llm")?;
+        let llm = LlmConfig::from_document(&doc)?;
         doc.section_or_default::<AgentSection>("agent")?;
         if let Some(dir) = doc.section_or_default::<SkillsSection>("skills")?.dir {
             SkillSet::load_dir(&doc.resolve_path(&dir))?;
@@ -227,7 +227,7 @@ impl Runtime {
             None => SkillSet::builtin()?,
         });
         registry.register(UseSkill::new(Arc::clone(&skills), registry.clone()))?;
-        let llm: LlmConfig = doc.section_or_default("llm")?;
+        let llm = LlmConfig::from_document(&doc)?;
         let section: AgentSection = doc.section_or_default("agent")?;
         let defaults = AgentConfig::default();
         let agent_config = AgentConfig {

@@ -25,6 +25,27 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// Whether `name` can be the NAME of an environment variable a config field points to (`wallet.key_env`,
+/// `llm.api_key_env`): letters, digits and `_`, not starting with a digit — and not 32 or more hex digits (with or
+/// without `0x`), which is a key pasted where its variable's name belongs. Callers refuse such a field without ever
+/// echoing it.
+///
+/// ```
+/// use holdfast_core::is_env_var_name;
+/// assert!(is_env_var_name("HOLDFAST_WALLET_KEY"));
+/// assert!(!is_env_var_name("sk-proj-abc"));
+/// assert!(!is_env_var_name(&"ab12".repeat(16)), "a bare hex key");
+/// assert!(!is_env_var_name("9LIVES"));
+/// ```
+pub fn is_env_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let hex = name.strip_prefix("0x").unwrap_or(name);
+    let key_like = hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    shaped && !key_like
+}
+
 /// `text` with every URL cut down to its scheme, host and port: `https://node.example/v2/KEY?x=1` becomes
 /// `https://node.example/…`, and user info (`https://user:pass@host`) is dropped. RPC and API URLs carry keys in
 /// their paths and queries (Alchemy, Infura, QuickNode), and HTTP client errors quote the URL they failed on, so

@@ -170,7 +170,7 @@ impl Web3Config {
     pub fn from_document(doc: &ConfigDocument, core: &CoreConfig) -> Result<Self, ConfigError> {
         let mut wallet: WalletSection = doc.section_or_default("wallet")?;
         if let Some(name) = &wallet.key_env
-            && !crate::wallet::is_env_var_name(name)
+            && !holdfast_core::is_env_var_name(name)
         {
             // The value is never echoed: a key pasted here by mistake must not reach a terminal or a log.
             return Err(doc.invalid_at(
@@ -346,12 +346,15 @@ mod tests {
     #[test]
     fn a_key_pasted_into_key_env_is_refused_at_its_line_and_never_echoed() {
         let key = "ab".repeat(32);
-        let text = format!("[wallet]\nkey_env = \"0x{key}\"\n");
-        let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
-        let core = CoreConfig::from_document(&doc).unwrap();
-        let err = Web3Config::from_document(&doc, &core).unwrap_err().to_string();
-        assert!(err.contains("holdfast.toml:2") && err.contains("NAME of an environment variable"), "{err}");
-        assert!(!err.contains(&key), "{err}");
+        // With `0x`, and bare: a bare hex key starting with a letter is shaped like a variable's name.
+        for pasted in [format!("0x{key}"), key.clone()] {
+            let text = format!("[wallet]\nkey_env = \"{pasted}\"\n");
+            let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
+            let core = CoreConfig::from_document(&doc).unwrap();
+            let err = Web3Config::from_document(&doc, &core).unwrap_err().to_string();
+            assert!(err.contains("holdfast.toml:2") && err.contains("NAME of an environment variable"), "{err}");
+            assert!(!err.contains(&key), "{err}");
+        }
         let doc = ConfigDocument::parse(None, "[wallet]\nkey_env = \"MY_KEY_1\"\n".into()).unwrap();
         let core = CoreConfig::from_document(&doc).unwrap();
         assert_eq!(Web3Config::from_document(&doc, &core).unwrap().wallet.key_env.as_deref(), Some("MY_KEY_1"));

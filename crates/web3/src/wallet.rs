@@ -71,14 +71,6 @@ impl fmt::Debug for Wallet {
     }
 }
 
-/// Whether `name` can be an environment variable's name (`[A-Za-z_][A-Za-z0-9_]*`): a `key_env` that is not may be
-/// a key pasted in its place, and is never echoed.
-pub(crate) fn is_env_var_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 fn parse_key(text: &str) -> Option<PrivateKeySigner> {
     let hex = text.trim();
     let hex = hex.strip_prefix("0x").unwrap_or(hex);
@@ -99,7 +91,7 @@ impl Wallet {
     /// file when it does not exist. With neither a configured nor a default file, an ephemeral key.
     pub fn load(section: &WalletSection, default_file: Option<&Path>) -> Result<Self, WalletError> {
         if let Some(name) = &section.key_env {
-            if !is_env_var_name(name) {
+            if !holdfast_core::is_env_var_name(name) {
                 return Err(WalletError::Env {
                     name: "(not shown)".into(),
                     reason: "`key_env` must name an environment variable, not hold the key".into(),

@@ -48,6 +48,22 @@ fn env(name: &str) -> Option<String> {
 }
 
 impl LlmConfig {
+    /// Reads `[llm]` from `doc`. An `api_key_env` that cannot be a variable's name (a key pasted in its place) is
+    /// refused at its line and never echoed.
+    pub fn from_document(
+        doc: &holdfast_core::config::ConfigDocument,
+    ) -> Result<Self, holdfast_core::config::ConfigError> {
+        let llm: Self = doc.section_or_default("llm")?;
+        if llm.api_key_env.as_deref().is_some_and(|name| !holdfast_core::is_env_var_name(name)) {
+            return Err(doc.invalid_at(
+                &["llm", "api_key_env"],
+                "`llm.api_key_env` must be the NAME of an environment variable (letters, digits and `_`, not \
+                 starting with a digit), not the key itself; if you pasted a key here, remove it and treat it as exposed",
+            ));
+        }
+        Ok(llm)
+    }
+
     /// The configured provider, or `None` when neither the file nor the environment names one.
     pub fn provider(&self) -> Option<Arc<dyn ChatProvider>> {
         let kind = self.provider.or_else(|| {
@@ -91,5 +107,23 @@ impl LlmConfig {
                 Some(Arc::new(AnthropicProvider::new(&base, key, &model).with_retry(retry)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LlmConfig;
+    use holdfast_core::config::ConfigDocument;
+
+    #[test]
+    fn a_key_pasted_into_api_key_env_is_refused_at_its_line_and_never_echoed() {
+        let key = "sk-proj-Zq81xJ3f0a9b8c7d6e5f4a3b2c1d0e9f";
+        let text = format!("[llm]\nprovider = \"openai\"\napi_key_env = \"{key}\"\n");
+        let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
+        let err = LlmConfig::from_document(&doc).unwrap_err().to_string();
+        assert!(err.contains("holdfast.toml:3") && err.contains("NAME of an environment variable"), "{err}");
+        assert!(!err.contains("Zq81"), "{err}");
+        let doc = ConfigDocument::parse(None, "[llm]\napi_key_env = \"MY_OPENAI_KEY\"\n".into()).unwrap();
+        assert_eq!(LlmConfig::from_document(&doc).unwrap().api_key_env.as_deref(), Some("MY_OPENAI_KEY"));
     }
 }

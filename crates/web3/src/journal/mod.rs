@@ -28,6 +28,12 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
+/// An error as the journal keeps it: a node's or a transport's message quotes the node URL, whose path or query
+/// often holds an API key; only its scheme and host are kept (the journal is shown in the UI and the API).
+pub(crate) fn stored_error(error: &str) -> String {
+    holdfast_core::redact_urls(error).into_owned()
+}
+
 /// What an entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -499,6 +505,7 @@ impl Journal {
         let log_id = id.clone();
         let now = Utc::now().to_rfc3339();
         let summary = update.summary.map(|s| s.to_string());
+        let error = update.error.as_deref().map(stored_error);
         let allowed: Vec<String> = from.iter().map(|s| format!("'{}'", s.as_str())).collect();
         let sql = format!(
             "UPDATE journal SET status = ?2, tx_hash = COALESCE(?3, tx_hash), block_number = COALESCE(?4, block_number),
@@ -516,7 +523,7 @@ impl Journal {
                         update.tx_hash,
                         update.block_number.and_then(|n| i64::try_from(n).ok()),
                         update.gas_used,
-                        update.error,
+                        error,
                         summary,
                         now
                     ],
@@ -553,6 +560,7 @@ impl Journal {
         let log_id = id.clone();
         let now = Utc::now().to_rfc3339();
         let summary = update.summary.map(|s| s.to_string());
+        let error = update.error.as_deref().map(stored_error);
         self.with(move |c| {
             c.execute(
                 "UPDATE journal SET status = ?2, tx_hash = COALESCE(?3, tx_hash), block_number = COALESCE(?4, block_number),
@@ -564,7 +572,7 @@ impl Journal {
                     update.tx_hash,
                     update.block_number.and_then(|n| i64::try_from(n).ok()),
                     update.gas_used,
-                    update.error,
+                    error,
                     summary,
                     now
                 ],

@@ -127,7 +127,7 @@ pub(super) fn insert_row(c: &Connection, r: &Row<'_>) -> rusqlite::Result<()> {
             e.raw_tx,
             e.tx_hash,
             r.status.as_str(),
-            e.error,
+            e.error.as_deref().map(super::stored_error),
             r.summary,
             r.now,
             e.intent,

@@ -140,3 +140,22 @@ async fn an_older_file_is_migrated_in_place() {
     assert_eq!((old.status, old.intent()), (EntryStatus::Confirmed, None));
     new(j.reserve(entry("n", "1", Some("i")), Some(CAP)).await.unwrap());
 }
+
+#[tokio::test]
+async fn a_node_url_in_an_error_keeps_only_its_host() {
+    let j = Journal::in_memory().unwrap();
+    let key = "v2/k3y-0123456789abcdef";
+    let leaky =
+        |what: &str| format!("{what}: error sending request for url (https://rpc.example.com/{key}?apikey=s3cret)");
+    let first = NewEntry { error: Some(leaky("refused")), ..entry("fp-url", "1", None) };
+    let e = new(j.reserve(first, Some(CAP)).await.unwrap());
+    assert!(!e.error.as_deref().unwrap().contains(key));
+    let update = EntryUpdate { error: Some(leaky("unknown")), ..Default::default() };
+    assert!(j.transition(&e.id, &[EntryStatus::Reserved], EntryStatus::Unknown, update.clone()).await.unwrap());
+    let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
+    assert!(stored.starts_with("unknown") && stored.contains("https://rpc.example.com"), "{stored}");
+    assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
+    j.update(&e.id, EntryStatus::Failed, update).await.unwrap();
+    let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
+    assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
+}
