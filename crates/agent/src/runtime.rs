@@ -179,7 +179,7 @@ impl Runtime {
         let core = CoreConfig::from_document(doc)?;
         let web3 = holdfast_web3::Web3Config::from_document(doc, &core)?;
         doc.section_or_default::<MemoryConfig>("memory")?;
-        let llm = LlmConfig::from_document(&doc)?;
+        let llm = LlmConfig::from_document(doc)?;
         doc.section_or_default::<AgentSection>("agent")?;
         if let Some(dir) = doc.section_or_default::<SkillsSection>("skills")?.dir {
             SkillSet::load_dir(&doc.resolve_path(&dir))?;
