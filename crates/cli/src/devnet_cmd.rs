@@ -18,12 +18,12 @@ pub enum DevnetCommand {
         /// The devnet folder (created when missing).
         #[arg(long)]
         dir: PathBuf,
-        /// Run anvil with this chain id instead of the devnet's own (for tests that need another). A public
-        /// chain's id is refused unless --allow-public-chain-id is given: everything signed on the devnet would
-        /// be valid on that chain too.
+        /// Run anvil with this chain id instead of the devnet's own (for tests that need another). Ids other than
+        /// the local ones (31337, 1337) may be a public chain's and are refused unless --allow-public-chain-id is
+        /// given: everything signed on the devnet would be valid on that chain too.
         #[arg(long, default_value_t = holdfast_devnet::CHAIN_ID)]
         chain_id: u64,
-        /// Accept a public chain's id for --chain-id (with a warning).
+        /// Accept a non-local chain id for --chain-id (with a warning).
         #[arg(long)]
         allow_public_chain_id: bool,
     },

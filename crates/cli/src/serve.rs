@@ -212,7 +212,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
 fn net_note(chain_id: u64) -> &'static str {
     if chain_id == holdfast_devnet::CHAIN_ID {
         " (local devnet: no real value)"
-    } else if holdfast_devnet::PUBLIC_CHAIN_IDS.contains(&chain_id) {
+    } else if !holdfast_devnet::is_local_chain_id(chain_id) {
         " (a public network: real value)"
     } else {
         ""

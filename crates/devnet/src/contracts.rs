@@ -20,10 +20,16 @@ use std::time::Duration;
 /// written for Base run unchanged. `holdfast devnet up --chain-id N` picks another id (tests that need one).
 pub const CHAIN_ID: u64 = 1_752_132_708;
 
-/// Chain ids of public networks the devnet must not run with unless asked to: Ethereum, Base, Base Sepolia,
-/// Optimism, Arbitrum One, Polygon. A devnet on one of these ids signs data that is valid on the real chain; `up`
-/// warns when asked for one, and when it finds a running devnet (started by an older holdfast) on one.
-pub const PUBLIC_CHAIN_IDS: &[u64] = &[1, 8453, 84532, 10, 42161, 137, 11155111];
+/// Chain ids a devnet may run with without being asked twice: its own ([`CHAIN_ID`]) and the local ids of anvil and
+/// hardhat (31337) and ganache (1337), which no public network uses. Any other id may be some public network's —
+/// the registry of chain ids has thousands, and a denylist always misses one — so `up` refuses it without
+/// `--allow-public-chain-id`, and warns when it finds a running devnet on one.
+pub const LOCAL_CHAIN_IDS: &[u64] = &[CHAIN_ID, 31_337, 1_337];
+
+/// Whether `chain_id` is one of [`LOCAL_CHAIN_IDS`].
+pub fn is_local_chain_id(chain_id: u64) -> bool {
+    LOCAL_CHAIN_IDS.contains(&chain_id)
+}
 /// USDC on Base; the devnet places `FiatTokenDevnet` here (6 decimals, EIP-3009, open `mint`).
 pub const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 /// WETH on Base; the devnet places `WETH9` here.

@@ -109,10 +109,12 @@ pub enum DevnetError {
         /// What is wrong (never the key itself).
         reason: String,
     },
-    /// A public network's chain id was asked for without `allow_public_chain_id`.
+    /// A chain id that is not a local one (it may be a public network's) was asked for without
+    /// `allow_public_chain_id`.
     #[error(
-        "chain id {0} belongs to a public network: everything the devnet wallet signs would be valid there too; \
-         leave out --chain-id for the devnet's own id, or add --allow-public-chain-id if a test really needs it"
+        "chain id {0} is not a local chain id (the devnet's own, 31337 or 1337) and may belong to a public network: \
+         everything the devnet wallet signs would be valid there too; leave out --chain-id for the devnet's own id, \
+         or add --allow-public-chain-id if a test really needs it"
     )]
     PublicChainId(u64),
     /// The services process could not serve.

@@ -7,7 +7,7 @@
 
 use crate::anvil::{anvil_path, free_port, start_anvil};
 use crate::config::write_config;
-use crate::contracts::{CHAIN_ID, PUBLIC_CHAIN_IDS, fund_wallet, place_and_seed};
+use crate::contracts::{CHAIN_ID, fund_wallet, is_local_chain_id, place_and_seed};
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
@@ -60,13 +60,14 @@ impl UpOptions {
     }
 }
 
-/// A warning when `chain_id` is a public network's: whatever the devnet wallet signs on it is valid there too.
+/// A warning when `chain_id` is not a local one: it may be a public network's, and whatever the devnet wallet signs
+/// on it is valid there too.
 pub fn public_chain_warning(chain_id: u64) -> Option<String> {
-    PUBLIC_CHAIN_IDS.contains(&chain_id).then(|| {
+    (!is_local_chain_id(chain_id)).then(|| {
         format!(
-            "WARNING: chain id {chain_id} belongs to a public network; transactions and payment authorizations \
-             signed on this devnet are valid there too. Run `holdfast devnet down` and start it again without \
-             --chain-id to get the devnet's own id {CHAIN_ID}."
+            "WARNING: chain id {chain_id} is not a local chain id and may belong to a public network; transactions \
+             and payment authorizations signed on this devnet would be valid there too. Run `holdfast devnet down` \
+             and start it again without --chain-id to get the devnet's own id {CHAIN_ID}."
         )
     })
 }
@@ -120,7 +121,7 @@ fn services_expect(dir: &Path) -> Expect {
 /// processes are all still running, nothing is started and that devnet is returned with `already_up` set.
 pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     let progress = opts.progress.clone();
-    if PUBLIC_CHAIN_IDS.contains(&opts.chain_id) && !opts.allow_public_chain_id {
+    if !is_local_chain_id(opts.chain_id) && !opts.allow_public_chain_id {
         return Err(DevnetError::PublicChainId(opts.chain_id));
     }
     std::fs::create_dir_all(&opts.dir).map_err(|e| DevnetError::io(format!("creating {}", opts.dir.display()), e))?;

@@ -34,10 +34,14 @@ fn parses_up_down_and_hidden_services() {
 async fn a_public_chain_id_is_refused_without_the_flag_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("devnet");
-    let up = Cli::try_parse_from(["holdfast", "up", "--dir", dir.to_str().unwrap(), "--chain-id", "8453"]).unwrap();
-    let err = devnet_cmd::run(up.devnet).await.unwrap_err().to_string();
-    assert!(err.contains("chain id 8453 belongs to a public network") && err.contains("--allow-public-chain-id"));
-    assert!(!dir.exists(), "nothing was created");
+    // Base, and chains a list of public ids would have to remember: BNB Chain, Avalanche, Linea.
+    for id in ["8453", "56", "43114", "59144"] {
+        let up = Cli::try_parse_from(["holdfast", "up", "--dir", dir.to_str().unwrap(), "--chain-id", id]).unwrap();
+        let err = devnet_cmd::run(up.devnet).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("chain id {id} is not a local chain id")), "{err}");
+        assert!(err.contains("--allow-public-chain-id"), "{err}");
+        assert!(!dir.exists(), "nothing was created");
+    }
     let allowed = ["holdfast", "up", "--dir", "d", "--chain-id", "8453", "--allow-public-chain-id"];
     assert!(matches!(
         Cli::try_parse_from(allowed).unwrap().devnet,
