@@ -37,9 +37,7 @@ pub mod testnet;
 pub mod wallet;
 
 pub use anvil::{MIN_ANVIL_VERSION, anvil_path, cache_dir, find_anvil};
-pub use contracts::{
-    CHAIN_ID, LOCAL_CHAIN_IDS, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH, is_local_chain_id,
-};
+pub use contracts::{CHAIN_ID, LOCAL_CHAIN_IDS, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH, is_local_chain_id};
 pub use error::DevnetError;
 pub use facilitator::{FACILITATOR_ACCOUNT, Facilitator, facilitator_router};
 pub use info::{DevnetInfo, DevnetState, read_info};

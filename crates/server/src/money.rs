@@ -79,19 +79,15 @@ pub async fn journal(
 ) -> Result<Json<JournalList>, ApiError> {
     let Query(q) = q?;
     let journal = state.runtime.web3.journal();
-    let entries = match q.session_id {
-        Some(id) => journal.for_session(&id).await?,
-        None => journal.recent(200).await?,
-    };
+    let entries = journal.list(q.session_id.as_deref(), q.kind, 200).await?;
     let networks = &state.runtime.services.config.networks;
     let journal = entries
         .into_iter()
-        .filter(|e| q.kind.is_none_or(|k| e.kind == k))
         .map(|entry| {
             let explorer_url = entry
                 .tx_hash
                 .as_deref()
-                .and_then(|h| networks.resolve(&entry.network).ok().and_then(|n| n.explorer_tx_url(h)));
+                .and_then(|h| networks.by_chain_id(entry.chain_id).and_then(|n| n.explorer_tx_url(h)));
             JournalRow { entry, explorer_url }
         })
         .collect();

@@ -20,13 +20,15 @@ function gauge(g) {
   const spent = Number(g.spent_human);
   const cap = g.cap_human === null ? null : Number(g.cap_human);
   const pct = cap ? Math.min(100, (100 * spent) / cap) : 0;
-  const level = cap === null ? "deny" : pct >= 90 ? "hot" : pct >= 60 ? "warm" : "cool";
+  // No cap, or a cap of zero: the policy allows nothing of this asset (deny by default).
+  const denied = cap === null || cap === 0;
+  const level = denied ? "deny" : pct >= 90 ? "hot" : pct >= 60 ? "warm" : "cool";
   const what = g.budget === "x402" ? "x402 payments" : "swaps + transfers";
-  const text = cap === null ? `${g.spent_human} ${g.symbol} today · no daily cap: not allowed`
+  const text = denied ? `${g.spent_human} ${g.symbol} today · ${cap === null ? "no daily cap" : "daily cap 0"}: not allowed`
     : `${g.spent_human} of ${g.cap_human} ${g.symbol} today`;
   return h("div", { class: "gauge", testid: "spend-gauge", data: { budget: g.budget, symbol: g.symbol, level } },
     h("div", { class: "gl" }, h("b", {}, g.symbol), h("span", { class: "gk" }, what), h("span", { class: "gv", testid: "spend-text" }, text)),
-    h("div", { class: "meter " + level, title: cap === null ? "" : Math.round(pct) + "% of the daily cap" },
+    h("div", { class: "meter " + level, title: denied ? "" : Math.round(pct) + "% of the daily cap" },
       h("div", { style: `width:${pct}%` })));
 }
 function renderWallet(w) {
@@ -41,10 +43,14 @@ function renderWallet(w) {
     n.spend.length ? h("div", { class: "gauges" }, ...n.spend.map(gauge))
       : h("div", { class: "empty" }, "No [policy] for this network: nothing may move."))));
 }
+/** One wallet read at a time: a slow node must not pile requests up (the timer and money events both call this). */
+let walletLoading = false;
 async function refreshWallet() {
+  if (walletLoading) return;
+  walletLoading = true;
   try { renderWallet(await get("/api/wallet")); } catch (e) {
     if (e.status !== 401) $("wallet-body").replaceChildren(h("div", { class: "empty" }, "Wallet: " + e.message));
-  }
+  } finally { walletLoading = false; }
 }
 
 // ---------------------------------------------------------------- journal and payments

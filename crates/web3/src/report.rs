@@ -148,44 +148,49 @@ impl Web3 {
         out
     }
 
-    /// Balances and today's spending on every configured network. A node that fails leaves its balances empty with
-    /// the reason; the spending comes from the journal and is always there.
+    /// Balances and today's spending on every configured network. Every balance is read at once, each within
+    /// [`NODE_READ_TIMEOUT`], so a slow node delays the view by that much at most. A node that fails leaves its
+    /// balances empty with the reason; the spending comes from the journal and is always there.
     pub async fn money(&self) -> Result<Vec<NetworkMoney>, ToolError> {
+        let views = self.core().networks.iter().map(|network| self.network_money(network));
+        futures::future::try_join_all(views).await
+    }
+
+    async fn network_money(&self, network: &NetworkConfig) -> Result<NetworkMoney, ToolError> {
         let owner = self.wallet().address();
-        let mut out = Vec::new();
-        for network in self.core().networks.iter() {
-            let tokens = self.configured_tokens(network);
-            let chain = self.chain(network);
-            let mut holdings = Vec::with_capacity(tokens.len());
-            for t in &tokens {
-                let read = match &chain {
+        let tokens = self.configured_tokens(network);
+        let chain = self.chain(network);
+        let reads = tokens.iter().map(|t| {
+            let chain = &chain;
+            async move {
+                let read = match chain {
                     Ok(chain) => {
-                        tokio::time::timeout(BALANCE_TIMEOUT, chain.balance(t.address, owner)).await.unwrap_or_else(
+                        tokio::time::timeout(NODE_READ_TIMEOUT, chain.balance(t.address, owner)).await.unwrap_or_else(
                             |_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time")),
                         )
                     }
                     Err(e) => Err(e.clone()),
                 };
-                holdings.push(Holding {
+                Holding {
                     symbol: t.symbol.clone(),
                     address: t.address.to_checksum(None),
                     decimals: t.decimals,
                     balance: read.as_ref().ok().map(ToString::to_string),
                     balance_human: read.as_ref().ok().map(|v| from_base_units(*v, t.decimals)),
                     error: read.err().map(|e| e.message),
-                });
+                }
             }
-            let spend = self.spend_today(network, &tokens).await?;
-            out.push(NetworkMoney {
-                network: network.name.clone(),
-                display_name: network.display_name.clone(),
-                chain_id: network.chain_id,
-                explorer: network.explorer.clone(),
-                holdings,
-                spend,
-            });
-        }
-        Ok(out)
+        });
+        let holdings = futures::future::join_all(reads).await;
+        let spend = self.spend_today(network, &tokens).await?;
+        Ok(NetworkMoney {
+            network: network.name.clone(),
+            display_name: network.display_name.clone(),
+            chain_id: network.chain_id,
+            explorer: network.explorer.clone(),
+            holdings,
+            spend,
+        })
     }
 
     async fn spend_today(&self, network: &NetworkConfig, tokens: &[TokenInfo]) -> Result<Vec<SpendGauge>, ToolError> {
@@ -231,8 +236,24 @@ impl Web3 {
         let hash: B256 = hash_text.parse().map_err(|_| {
             ToolError::new(ErrorCode::Internal, format!("journal entry {}: bad transaction hash", entry.id))
         })?;
-        let network = self.core().networks.resolve(&entry.network)?;
-        let receipt = self.chain(network)?.receipt(hash).await?;
+        // The chain the entry was signed for, by id: a network renamed or repointed since must not answer for it.
+        let network = self.core().networks.by_chain_id(entry.chain_id).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::NotFound,
+                format!("journal entry {}: chain id {} is no longer configured", entry.id, entry.chain_id),
+            )
+        })?;
+        let receipt = tokio::time::timeout(NODE_READ_TIMEOUT, self.chain(network)?.receipt(hash))
+            .await
+            .map_err(|_| ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))??;
+        if let Some(r) = &receipt
+            && r.transaction_hash != hash
+        {
+            return Err(ToolError::new(
+                ErrorCode::UpstreamError,
+                format!("the node answered the receipt of {} for {hash_text}", r.transaction_hash),
+            ));
+        }
         let Some(receipt) = receipt else {
             return Ok(TxPage {
                 tx_hash: hash_text.to_owned(),
@@ -283,5 +304,5 @@ impl Web3 {
     }
 }
 
-/// How long one balance read may take before the view shows it as missing.
-const BALANCE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long one node read of the money views (a balance, a receipt) may take before it is given up.
+const NODE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -168,7 +168,17 @@ impl NetworkTable {
             net.rpc_urls = v;
         }
         if let Some(v) = spec.explorer {
-            // `explorer = ""` removes the built-in's explorer.
+            // `explorer = ""` removes the built-in's explorer. Every journal row links here: an https:// base (or
+            // http:// on loopback) with a host and no query, so a link cannot run script or carry the hash elsewhere.
+            if !v.is_empty() && !is_explorer_base(&v) {
+                return Err((
+                    "explorer",
+                    format!(
+                        "explorer {v:?} must be an https:// URL (http:// only for localhost or 127.0.0.1) with a \
+                         host and no query or fragment"
+                    ),
+                ));
+            }
             net.explorer = (!v.is_empty()).then_some(v);
         }
         if let Some(c) = spec.contracts {
@@ -228,6 +238,25 @@ impl NetworkTable {
     }
 }
 
+/// Whether `url` may be a block explorer's base: `https://HOST[:PORT][/PATH]`, or `http://` on localhost or
+/// 127.0.0.1; no user info, query or fragment, no spaces or quotes.
+fn is_explorer_base(url: &str) -> bool {
+    let (rest, loopback_only) = match url.split_once("://") {
+        Some(("https", rest)) => (rest, false),
+        Some(("http", rest)) => (rest, true),
+        _ => return false,
+    };
+    let host_port = rest.split('/').next().unwrap_or_default();
+    let host = host_port
+        .rsplit_once(':')
+        .map_or(host_port, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host_port });
+    let clean = |c: char| c.is_ascii_graphic() && !matches!(c, '?' | '#' | '@' | '"' | '\'' | '<' | '>' | '\\' | '`');
+    !host.is_empty()
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+        && url.chars().all(clean)
+        && (!loopback_only || matches!(host, "localhost" | "127.0.0.1"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +299,24 @@ mod tests {
         }
         let devnet = NetworkConfig { explorer: None, ..base };
         assert_eq!(devnet.explorer_tx_url(&hash), None, "no explorer: the UI's own transaction page");
+        for good in
+            ["https://basescan.org", "https://explorer.example/base/", "http://127.0.0.1:4000", "http://localhost"]
+        {
+            assert!(super::is_explorer_base(good), "{good}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "http://basescan.org",
+            "https://user:pw@evil.example",
+            "https://basescan.org/?next=https://evil.example",
+            "https://basescan.org/#x",
+            "https:///path",
+            "https://bad host",
+            "ftp://basescan.org",
+        ] {
+            assert!(!super::is_explorer_base(bad), "{bad}");
+        }
     }
 
     #[test]

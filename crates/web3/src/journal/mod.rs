@@ -657,6 +657,32 @@ impl Journal {
         self.query("WHERE session_id = ?1 ORDER BY created_at", vec![session_id.to_owned()]).await
     }
 
+    /// The entries a view asks for, filtered in SQL before the limit: one session's (all of them, oldest first) or
+    /// the `limit` most recent of all sessions (newest first), of one `kind` when given.
+    pub async fn list(
+        &self,
+        session_id: Option<&str>,
+        kind: Option<EntryKind>,
+        limit: usize,
+    ) -> Result<Vec<JournalEntry>, ToolError> {
+        let mut args = Vec::new();
+        let mut conditions = Vec::new();
+        if let Some(kind) = kind {
+            args.push(kind.as_str().to_owned());
+            conditions.push(format!("kind = ?{}", args.len()));
+        }
+        if let Some(id) = session_id {
+            args.push(id.to_owned());
+            conditions.push(format!("session_id = ?{}", args.len()));
+        }
+        let filter = if conditions.is_empty() { String::new() } else { format!("WHERE {} ", conditions.join(" AND ")) };
+        let order = match session_id {
+            Some(_) => "ORDER BY created_at".to_owned(),
+            None => format!("ORDER BY created_at DESC LIMIT {}", limit.min(10_000)),
+        };
+        self.query(&format!("{filter}{order}"), args).await
+    }
+
     /// The most recent entries, newest first.
     pub async fn recent(&self, limit: usize) -> Result<Vec<JournalEntry>, ToolError> {
         self.query(&format!("ORDER BY created_at DESC LIMIT {}", limit.min(10_000)), Vec::new()).await

@@ -159,3 +159,19 @@ async fn a_node_url_in_an_error_keeps_only_its_host() {
     let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
     assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
 }
+
+#[tokio::test]
+async fn a_kind_is_filtered_before_the_limit() {
+    let j = Journal::in_memory().unwrap();
+    let payment = NewEntry { kind: EntryKind::Payment, ..entry("fp-pay", "1", None) };
+    let paid = new(j.reserve(payment, None).await.unwrap());
+    for i in 0..5 {
+        j.reserve(entry(&format!("fp-swap-{i}"), "1", None), None).await.unwrap();
+    }
+    // Five newer swaps would push the payment out of "the 3 most recent", then filtered: it must still be listed.
+    let payments = j.list(None, Some(EntryKind::Payment), 3).await.unwrap();
+    assert_eq!(payments.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), [paid.id.as_str()]);
+    assert_eq!(j.list(None, None, 3).await.unwrap().len(), 3);
+    assert_eq!(j.list(Some("s"), Some(EntryKind::Swap), 3).await.unwrap().len(), 5, "a session's: all of them");
+    assert!(j.list(Some("other"), None, 3).await.unwrap().is_empty());
+}
