@@ -116,38 +116,51 @@ fn anvil_version(bin: &Path) -> Option<(u64, u64, u64)> {
     parse_anvil_version(&out)
 }
 
-/// The first executable `anvil` in the absolute `PATH` folders, canonicalized (the binary whose version is checked
-/// is the one that is started). Relative entries (`.`, an empty one) are skipped: they name whatever folder
-/// holdfast was started in, and a checkout or a download folder must not supply the node.
+/// The first executable `anvil` in the absolute `PATH` folders ([`program_on_path`]).
 fn anvil_on_path(path: Option<PathBuf>) -> Option<PathBuf> {
+    program_on_path("anvil", path)
+}
+
+/// The first executable `name` in the absolute folders of `path`, canonicalized (the binary that is checked is the
+/// one that is started). Relative entries (`.`, an empty one) are skipped: they name whatever folder holdfast was
+/// started in, and a checkout or a download folder must not supply anvil, npm or ps.
+pub(crate) fn program_on_path(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     std::env::split_paths(&path?)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("anvil"))
+        .map(|dir| dir.join(name))
         .find(|candidate| {
             std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
         .and_then(|found| found.canonicalize().ok())
 }
 
-/// Whether a child program (anvil, npm) gets environment variable `name`: what finding programs, a home, a locale,
-/// temporary files, proxies, certificates and npm's own settings need — never the rest, where API keys and wallet
-/// keys live (`OPENAI_API_KEY`, `[wallet] key_env`).
-fn passed_to_children(name: &str) -> bool {
-    const KEPT: &[&str] =
-        &["PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TERM", "SSL_CERT_FILE", "SSL_CERT_DIR"];
+/// Whether a child program gets environment variable `name`: what finding programs, a home, a locale and temporary
+/// files need — never the rest, where API keys and wallet keys live (`OPENAI_API_KEY`, `[wallet] key_env`). anvil and
+/// the devnet services get only this.
+pub(crate) fn passed_to_children(name: &str) -> bool {
+    const KEPT: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TERM", "RUST_LOG"];
+    KEPT.contains(&name) || name.starts_with("LC_") || name.starts_with("XDG_")
+}
+
+/// Whether npm (installing anvil) gets `name`: [`passed_to_children`], and what a download needs — proxies,
+/// certificates and npm's own settings (a private registry's token among them: npm's, and only npm's).
+fn passed_to_npm(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    KEPT.contains(&name)
-        || name.starts_with("LC_")
+    passed_to_children(name)
         || matches!(lower.as_str(), "http_proxy" | "https_proxy" | "no_proxy" | "all_proxy")
         || lower.starts_with("npm_config_")
-        || name.starts_with("NODE_EXTRA_CA_CERTS")
-        || name.starts_with("XDG_")
+        || matches!(name, "NODE_EXTRA_CA_CERTS" | "SSL_CERT_FILE" | "SSL_CERT_DIR")
+}
+
+/// `cmd` with only the environment `keep` allows.
+pub(crate) fn with_env<'c>(cmd: &'c mut Command, keep: fn(&str) -> bool) -> &'c mut Command {
+    cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(keep)))
 }
 
 /// `cmd` with only the environment [`passed_to_children`] allows.
 fn with_plain_env(cmd: &mut Command) -> &mut Command {
-    cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(passed_to_children)))
+    with_env(cmd, passed_to_children)
 }
 
 /// An anvil binary that is already there, without installing anything: `$HOLDFAST_ANVIL`, a recent enough `anvil`
@@ -273,7 +286,8 @@ fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
     }
     // --ignore-scripts: the anvil package's postinstall only re-downloads what npm already placed; no package code
     // runs at install time.
-    let status = with_plain_env(&mut Command::new(npm))
+    let npm = program_on_path(npm, std::env::var_os("PATH").map(PathBuf::from)).ok_or(DevnetError::NpmMissing)?;
+    let status = with_env(&mut Command::new(npm), passed_to_npm)
         .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
         .current_dir(cache)
         .stdin(Stdio::null())
@@ -551,14 +565,19 @@ mod tests {
 
     #[test]
     fn children_get_no_secrets_from_the_environment() {
-        for kept in ["PATH", "HOME", "LC_ALL", "HTTPS_PROXY", "no_proxy", "npm_config_registry", "NODE_EXTRA_CA_CERTS"]
+        for kept in ["PATH", "HOME", "LC_ALL", "XDG_CACHE_HOME"] {
+            assert!(passed_to_children(kept) && passed_to_npm(kept), "{kept}");
+        }
+        // npm's download settings, its registry token included, go to npm only: anvil needs none of them.
+        for npm_only in
+            ["HTTPS_PROXY", "no_proxy", "npm_config_registry", "npm_config__authToken", "NODE_EXTRA_CA_CERTS"]
         {
-            assert!(passed_to_children(kept), "{kept}");
+            assert!(passed_to_npm(npm_only) && !passed_to_children(npm_only), "{npm_only}");
         }
         for dropped in
             ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HOLDFAST_WALLET_KEY", "AWS_SECRET_ACCESS_KEY", "NPM_TOKEN"]
         {
-            assert!(!passed_to_children(dropped), "{dropped}");
+            assert!(!passed_to_children(dropped) && !passed_to_npm(dropped), "{dropped}");
         }
     }
 

@@ -209,6 +209,8 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         crate::services::check_facilitator_account(&provider).await?;
         progress(&format!("starting the services (quoter behind an x402 paywall, facilitator) on {services_url}…"));
         let mut cmd = Command::new(&opts.services_exe);
+        // The services (holdfast itself) need no secret of this process: no API key, no wallet key variable.
+        crate::anvil::with_env(&mut cmd, crate::anvil::passed_to_children);
         cmd.args(["devnet", "services", "--dir"]).arg(&dir);
         let services_log = dir.join(SERVICES_LOG);
         let child = spawn_logged(cmd, &services_log, true, "the devnet services")?;

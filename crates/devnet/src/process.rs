@@ -85,7 +85,10 @@ fn proc_is_running(pid: u32) -> bool {
 
 /// `ps -ww -o FIELD= -p PID` (POSIX `ps`, as on macOS and Linux), trimmed; `None` when there is no such process.
 fn ps(pid: u32, field: &str) -> Option<String> {
-    let out = Command::new("ps")
+    // From an absolute PATH folder only (the working folder must not supply it), else the usual places.
+    let ps = crate::anvil::program_on_path("ps", std::env::var_os("PATH").map(std::path::PathBuf::from))
+        .or_else(|| ["/bin/ps", "/usr/bin/ps"].into_iter().map(std::path::PathBuf::from).find(|p| p.is_file()))?;
+    let out = Command::new(ps)
         .args(["-ww", "-o", &format!("{field}="), "-p", &pid.to_string()])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
