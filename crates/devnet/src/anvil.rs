@@ -154,7 +154,7 @@ fn passed_to_npm(name: &str) -> bool {
 }
 
 /// `cmd` with only the environment `keep` allows.
-pub(crate) fn with_env<'c>(cmd: &'c mut Command, keep: fn(&str) -> bool) -> &'c mut Command {
+pub(crate) fn with_env(cmd: &mut Command, keep: fn(&str) -> bool) -> &mut Command {
     cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(keep)))
 }
 
