@@ -44,6 +44,9 @@ pub struct AgentConfig {
     pub instructions: String,
     /// Most turns the inbox starts per minute (messages from agents, groups, channels, reminders); more wait.
     pub inbox_turns_per_minute: u32,
+    /// Estimated tokens of history a request may carry before older turns are summarized into memory (0: no
+    /// limit; see [`crate::window`]).
+    pub history_token_budget: usize,
 }
 
 impl Default for AgentConfig {
@@ -54,6 +57,7 @@ impl Default for AgentConfig {
             max_tokens: 2048,
             instructions: BASE_INSTRUCTIONS.to_owned(),
             inbox_turns_per_minute: 6,
+            history_token_budget: crate::window::DEFAULT_HISTORY_TOKEN_BUDGET,
         }
     }
 }
@@ -244,11 +248,24 @@ impl Agent {
         if !available.is_empty() {
             let _ = write!(out, "\n\n## Skills you can load with use_skill\n- {}", available.join("\n- "));
         }
-        match self.runtime.agent.memory.render().await {
-            Ok(section) if !section.trim().is_empty() => {
-                let _ = write!(out, "\n\n## Memory\n{section}");
+        match self.runtime.agent.memory.blocks().await {
+            Ok(blocks) => {
+                // Sessions' summaries (`crate::window`) are agent memory, but each is shown in its own session only.
+                let own = crate::window::summary_label(&ctx.session_id);
+                let (summaries, blocks): (Vec<_>, Vec<_>) =
+                    blocks.into_iter().partition(|b| b.label.starts_with("summary_"));
+                let section = holdfast_memory::render_blocks(&blocks);
+                if !section.trim().is_empty() {
+                    let _ = write!(out, "\n\n## Memory\n{section}");
+                }
+                if let Some(summary) = summaries.iter().find(|b| b.label == own) {
+                    let _ = write!(
+                        out,
+                        "\n\n## Earlier in this conversation (your summary; not the user's words)\n{}",
+                        summary.value
+                    );
+                }
             }
-            Ok(_) => {}
             Err(e) => tracing::warn!("memory render failed: {e}"),
         }
         if let Some(bank) = ctx.context_bank.format_for_agent() {
@@ -386,6 +403,25 @@ impl Agent {
             }
             outcome.steps += 1;
             let history = self.runtime.sessions.history(&ctx.session_id).await?;
+            let window = crate::window::fit(
+                self.provider.as_ref(),
+                self.runtime.sessions.as_ref(),
+                &self.runtime.agent,
+                &ctx.session_id,
+                history,
+                self.config.history_token_budget,
+                self.config.max_tokens,
+            )
+            .await
+            .map_err(|e| match e {
+                crate::window::FitError::Llm(e) => AgentError::Llm(e),
+                crate::window::FitError::Tool(e) => AgentError::Tool(e),
+            })?;
+            if window.usage != Usage::default() {
+                outcome.usage.add(window.usage);
+                self.runtime.sessions.add_usage(&ctx.session_id, window.usage).await?;
+            }
+            let history = window.visible;
             let request = ChatRequest {
                 system: self.system_context(ctx).await,
                 messages: Self::to_chat(&history),

@@ -2,8 +2,8 @@
 //!
 //! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
 //! [`SessionStorage`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
-//! protocols; [`Agent`] runs the tool loop; [`inbox`] starts the turns that messages and reminders ask for; [`skills`]
-//! loads markdown skills; [`access`] guards the HTTP front ends (access token, `Host`/`Origin` checks).
+//! protocols; [`Agent`] runs the tool loop, fitting the history into the context window ([`window`]); [`inbox`]
+//! starts the turns that messages and reminders ask for; [`skills`] loads markdown skills; [`access`] guards the HTTP front ends (access token, `Host`/`Origin` checks).
 
 pub mod access;
 pub mod agent;
@@ -12,6 +12,7 @@ pub mod llm;
 pub mod runtime;
 pub mod sessions;
 pub mod skills;
+pub mod window;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, NoObserver, StopReason, TurnObserver, TurnOutcome,

@@ -101,6 +101,7 @@ struct AgentSection {
     instructions: Option<String>,
     session_idle_secs: Option<u64>,
     inbox_turns_per_minute: Option<u32>,
+    history_token_budget: Option<usize>,
 }
 
 /// A configuration file read and checked by every layer without opening a database, creating a wallet or starting
@@ -236,6 +237,7 @@ impl Runtime {
             max_tokens: section.max_tokens.unwrap_or(defaults.max_tokens),
             instructions: section.instructions.unwrap_or(defaults.instructions),
             inbox_turns_per_minute: section.inbox_turns_per_minute.unwrap_or(defaults.inbox_turns_per_minute).max(1),
+            history_token_budget: section.history_token_budget.unwrap_or(defaults.history_token_budget),
         };
         let session_idle = section.session_idle_secs.map_or(DEFAULT_SESSION_IDLE, Duration::from_secs);
         Ok(Self {

@@ -1,8 +1,8 @@
-//! The agent handle and the agent's larger state, split as the built-in tools design asks.
+//! The agent handle: what tools hold and clone — the agent's id, its [`Memory`], its [`MessageSender`], its
+//! [`TaskList`] and [`Reminders`], all `Arc`s inside, so a clone copies no data.
 //!
-//! [`AgentHandle`] is what tools hold and clone: the agent's id, its [`Memory`], its [`MessageSender`], its
-//! [`TaskList`] and [`Reminders`] — all `Arc`s inside, so a clone copies no data. The agent's larger state lives in
-//! [`AgentContext`]: the message history and the metadata, each behind its own lock, so tools never copy history.
+//! The conversation itself is not here: it is the session's durable history (`holdfast_agent::SessionStorage`),
+//! from which the agent loop builds every model request.
 
 use crate::agent_id::AgentId;
 use crate::error::Result;
@@ -10,10 +10,7 @@ use crate::memory::Memory;
 use crate::reminders::Reminders;
 use crate::router::{Inbox, MessageRouter, MessageTarget, SendOrigin, SendReceipt};
 use crate::tasks::TaskList;
-use chrono::{DateTime, Utc};
 use holdfast_core::{SessionHook, ToolContext};
-use parking_lot::RwLock;
-use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -97,123 +94,5 @@ struct AttachAgent(AgentHandle);
 impl SessionHook for AttachAgent {
     fn on_new_session(&self, ctx: &ToolContext) {
         self.0.attach(ctx);
-    }
-}
-
-/// Who said something in the conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The user.
-    User,
-    /// The agent.
-    Assistant,
-    /// A tool result.
-    Tool,
-    /// The runtime (reminders, inbox messages).
-    System,
-}
-
-/// One entry of the conversation history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryEntry {
-    /// Who.
-    pub role: Role,
-    /// What.
-    pub content: String,
-    /// When.
-    pub at: DateTime<Utc>,
-}
-
-/// The conversation history (kept out of the handle).
-#[derive(Debug, Clone, Default)]
-pub struct MessageHistory {
-    entries: Vec<HistoryEntry>,
-}
-
-impl MessageHistory {
-    /// Appends an entry.
-    pub fn push(&mut self, role: Role, content: impl Into<String>) {
-        self.entries.push(HistoryEntry { role, content: content.into(), at: Utc::now() });
-    }
-
-    /// Every entry, oldest first.
-    pub fn entries(&self) -> &[HistoryEntry] {
-        &self.entries
-    }
-
-    /// The last `n` entries.
-    pub fn recent(&self, n: usize) -> &[HistoryEntry] {
-        &self.entries[self.entries.len().saturating_sub(n)..]
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
-
-/// Statistics about the agent, updated concurrently.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AgentMetadata {
-    /// When the context was created.
-    pub created_at: DateTime<Utc>,
-    /// Last activity.
-    pub last_active: DateTime<Utc>,
-    /// Conversation turns.
-    pub turns: u64,
-    /// Tool calls made.
-    pub tool_calls: u64,
-}
-
-/// An agent's full state: the cheap [`AgentHandle`] plus history and metadata behind their own locks.
-#[derive(Debug, Clone)]
-pub struct AgentContext {
-    handle: AgentHandle,
-    /// The conversation history.
-    pub history: Arc<RwLock<MessageHistory>>,
-    /// The statistics.
-    pub metadata: Arc<RwLock<AgentMetadata>>,
-}
-
-impl AgentContext {
-    /// A fresh context around `handle`.
-    pub fn new(handle: AgentHandle) -> Self {
-        let now = Utc::now();
-        Self {
-            handle,
-            history: Arc::new(RwLock::new(MessageHistory::default())),
-            metadata: Arc::new(RwLock::new(AgentMetadata {
-                created_at: now,
-                last_active: now,
-                turns: 0,
-                tool_calls: 0,
-            })),
-        }
-    }
-
-    /// The handle the tools get (a clone: cheap).
-    pub fn handle(&self) -> AgentHandle {
-        self.handle.clone()
-    }
-
-    /// Records a turn.
-    pub fn record_turn(&self, role: Role, content: impl Into<String>) {
-        self.history.write().push(role, content);
-        let mut m = self.metadata.write();
-        m.turns += 1;
-        m.last_active = Utc::now();
-    }
-
-    /// Records a tool call.
-    pub fn record_tool_call(&self) {
-        let mut m = self.metadata.write();
-        m.tool_calls += 1;
-        m.last_active = Utc::now();
     }
 }

@@ -35,7 +35,7 @@ pub mod tasks;
 pub mod tools;
 pub mod when;
 
-pub use agent::{AgentContext, AgentHandle, AgentMetadata, HistoryEntry, MessageHistory, MessageSender, Role};
+pub use agent::{AgentHandle, MessageSender};
 pub use agent_id::AgentId;
 pub use block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Permission};
 pub use builtin::{BUILTIN_TOOL_NAMES, BuiltinTools, BuiltinToolsBuilder, CORE_TOOL_NAMES};
