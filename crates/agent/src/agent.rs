@@ -6,6 +6,7 @@
 //! action and asks the user through the [`TurnObserver`]; approval re-runs the same call, denial is reported to the
 //! model as `confirmation_denied`. History, tool calls and results are persisted per session.
 
+use crate::agents::AgentProfile;
 use crate::llm::{ChatMessage, ChatProvider, ChatRequest, LlmError, StreamDelta, ToolCall, ToolSpec, Usage};
 use crate::runtime::Runtime;
 use crate::sessions::{MessageRole, NewMessage, StoredMessage, ToolCallRecord};
@@ -176,6 +177,7 @@ pub struct Agent {
     provider: Arc<dyn ChatProvider>,
     skills: Arc<SkillSet>,
     config: AgentConfig,
+    profile: Arc<AgentProfile>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -188,10 +190,32 @@ impl std::fmt::Debug for Agent {
 const SHOWN_VALUE_MAX: usize = 66;
 
 impl Agent {
-    /// An agent over `runtime` using `provider`.
+    /// The default agent over `runtime` using `provider`, with the default loop limits.
     pub fn new(runtime: Arc<Runtime>, provider: Arc<dyn ChatProvider>) -> Self {
         let skills = runtime.skills();
-        Self { runtime, provider, skills, config: AgentConfig::default() }
+        let profile = runtime.profile(crate::AGENT_ID).unwrap_or_else(|| {
+            Arc::new(AgentProfile {
+                name: crate::AGENT_ID.to_owned(),
+                handle: runtime.agent.clone(),
+                config: AgentConfig::default(),
+                model: None,
+                tools: None,
+                skills: None,
+            })
+        });
+        Self { runtime, provider, skills, config: AgentConfig::default(), profile }
+    }
+
+    /// Agent `profile` of `runtime` ([`Runtime::profiles`]) using `provider`, with its own limits and persona.
+    pub fn for_profile(runtime: Arc<Runtime>, provider: Arc<dyn ChatProvider>, profile: Arc<AgentProfile>) -> Self {
+        let skills = runtime.skills();
+        let config = profile.config.clone();
+        Self { runtime, provider, skills, config, profile }
+    }
+
+    /// Who this agent is and what it may do.
+    pub fn profile(&self) -> &Arc<AgentProfile> {
+        &self.profile
     }
 
     /// Changes the loop limits.
@@ -225,6 +249,7 @@ impl Agent {
             .registry
             .list()
             .into_iter()
+            .filter(|t| self.profile.may_call(&t.name))
             .filter(|t| t.kind != ToolKind::ValueMoving || unlocked.contains(&&t.name))
             .map(|t| ToolSpec { name: t.name, description: t.description, parameters: t.input_schema })
             .collect()
@@ -242,13 +267,13 @@ impl Agent {
         let available: Vec<String> = self
             .skills
             .iter()
-            .filter(|s| !skills.contains(&s.name))
+            .filter(|s| !skills.contains(&s.name) && self.profile.may_load(&s.name))
             .map(|s| format!("{} — {}", s.name, s.description))
             .collect();
         if !available.is_empty() {
             let _ = write!(out, "\n\n## Skills you can load with use_skill\n- {}", available.join("\n- "));
         }
-        match self.runtime.agent.memory.blocks().await {
+        match self.profile.handle.memory.blocks().await {
             Ok(blocks) => {
                 // Sessions' summaries (`crate::window`) are agent memory, but each is shown in its own session only.
                 let own = crate::window::summary_label(&ctx.session_id);
@@ -354,6 +379,7 @@ impl Agent {
                  to talk to it (pending actions here can still be approved or denied)",
             )));
         }
+        self.check_owner(ctx)?;
         // Invariant 11: only the user's own words feed the context bank.
         ctx.scan_user_input(user_text).await?;
         // The user started this turn: what it sends to other agents starts a new conversation (hop 1).
@@ -376,6 +402,7 @@ impl Agent {
         content: &str,
         cancel: &CancelToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.check_owner(ctx)?;
         let message = NewMessage {
             name: Some(from.to_owned()),
             tool_call_id: Some(message_id.to_owned()),
@@ -384,6 +411,18 @@ impl Agent {
         self.record(ctx, message).await?;
         ctx.extensions.insert(TurnStarter::Other(from.to_owned()));
         self.run_loop(ctx, &NoObserver, cancel).await
+    }
+
+    /// Refuses a session of another agent: its memory and messages are that agent's.
+    fn check_owner(&self, ctx: &ToolContext) -> Result<(), AgentError> {
+        let owner = self.runtime.profile_of(ctx);
+        if owner.name == self.profile.name {
+            return Ok(());
+        }
+        Err(AgentError::Tool(ToolError::new(
+            ErrorCode::SessionConflict,
+            format!("session {} belongs to agent `{}`, not `{}`", ctx.session_id, owner.name, self.profile.name),
+        )))
     }
 
     /// The model/tool loop of a turn whose opening message is recorded.
@@ -406,7 +445,7 @@ impl Agent {
             let window = crate::window::fit(
                 self.provider.as_ref(),
                 self.runtime.sessions.as_ref(),
-                &self.runtime.agent,
+                &self.profile.handle,
                 &ctx.session_id,
                 history,
                 self.config.history_token_budget,
@@ -558,12 +597,26 @@ impl Agent {
             )
         })?;
         if !self.visible_tools(ctx).iter().any(|t| t.name == call.name) {
-            let hint = if self.runtime.registry.get(&call.name).is_some() {
+            let hint = if !self.profile.may_call(&call.name) {
+                format!(
+                    "agent `{}` may not call {:?} ([agents.{}] tools)",
+                    self.profile.name, call.name, self.profile.name
+                )
+            } else if self.runtime.registry.get(&call.name).is_some() {
                 format!("`{}` is available only while a skill that needs it is active (use_skill)", call.name)
             } else {
                 format!("no tool named {:?}", call.name)
             };
             return Err(ToolError::new(ErrorCode::UnknownTool, hint));
+        }
+        if call.name == "use_skill"
+            && let Some(skill) = params.get("name").and_then(Value::as_str)
+            && !self.profile.may_load(skill)
+        {
+            return Err(ToolError::new(
+                ErrorCode::InvalidParams,
+                format!("`name`: agent `{}` may not load skill {skill:?}", self.profile.name),
+            ));
         }
         let result = self.runtime.registry.call(&call.name, params, ctx).await;
         let Err(error) = &result else { return result };

@@ -66,7 +66,7 @@ struct Worker {
 
 impl Worker {
     async fn run(mut self, cancel: &CancelToken) {
-        let inbox = self.agent.runtime().agent.inbox();
+        let inbox = self.agent.profile().handle.inbox();
         loop {
             let next = tokio::select! {
                 m = inbox.next() => m,
@@ -129,14 +129,14 @@ impl Worker {
     /// The agent's inbox session, created the first time.
     async fn session(&self) -> Result<ToolContext, ToolError> {
         let runtime = self.agent.runtime();
-        let key = link_key(runtime.agent.agent_id.as_str());
+        let key = link_key(self.agent.profile().name.as_str());
         let known = runtime.sessions.link_get(&key).await?;
         if let Some(id) = known.as_ref().and_then(|l| l.get("session_id")).and_then(|v| v.as_str())
             && let Some(ctx) = runtime.session(id).await?
         {
             return Ok(ctx);
         }
-        let (info, ctx) = runtime.open_session(SESSION_KIND).await?;
+        let (info, ctx) = runtime.open_session_as(SESSION_KIND, &self.agent.profile().name).await?;
         runtime.sessions.link_merge(&key, json!({"session_id": info.id})).await?;
         Ok(ctx)
     }
@@ -145,7 +145,7 @@ impl Worker {
     /// the message should be looked at again; a failed model call ends the turn (recorded) and the message is taken.
     async fn handle(&mut self, message: &InboxMessage, cancel: &CancelToken) -> Result<(), ToolError> {
         let runtime = self.agent.runtime();
-        let key = link_key(runtime.agent.agent_id.as_str());
+        let key = link_key(self.agent.profile().name.as_str());
         let ctx = self.session().await?;
         let began = runtime.sessions.link_get(&key).await?;
         if began.as_ref().and_then(|l| l.get("answering")).and_then(|v| v.as_str()) == Some(&message.message_id) {
@@ -184,11 +184,11 @@ impl Worker {
         };
         if message.via == "direct" && outcome.stopped.is_none() && !outcome.text.trim().is_empty() {
             let origin = SendOrigin::session(&ctx);
-            let sent = runtime
-                .agent
+            let me = &self.agent.profile().handle;
+            let sent = me
                 .messages
                 .router()
-                .reply(&runtime.agent.agent_id, &message.from, outcome.text.clone(), &message.message_id, origin)
+                .reply(&me.agent_id, &message.from, outcome.text.clone(), &message.message_id, origin)
                 .await;
             if let Err(e) = sent {
                 let note = format!("The reply to {} was not sent: {e}", message.message_id);

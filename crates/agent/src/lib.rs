@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod agents;
 pub mod inbox;
 pub mod llm;
 pub mod runtime;

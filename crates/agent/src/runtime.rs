@@ -3,6 +3,7 @@
 //! and opens persisted sessions.
 
 use crate::agent::AgentConfig;
+use crate::agents::AgentProfile;
 use crate::llm::{ChatProvider, LlmConfig};
 use crate::sessions::{InMemorySessionStore, SessionInfo, SessionStorage, SqliteSessionStore};
 use crate::skills::{SkillError, SkillSet, UseSkill};
@@ -15,7 +16,7 @@ use holdfast_web3::{WEB3_SECTIONS, Web3};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,11 +26,16 @@ pub const AGENT_ID: &str = "assistant";
 
 /// Top-level sections the agent layer and the front ends above it read (`server` is read by `holdfast serve`, `mcp`
 /// by the MCP server).
-pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "skills", "server", "mcp"];
+pub const AGENT_SECTIONS: &[&str] = &["memory", "llm", "agent", "agents", "skills", "server", "mcp"];
 
 /// Every top-level section a configuration file may hold.
 pub fn known_sections() -> Vec<&'static str> {
     CORE_SECTIONS.iter().chain(WEB3_SECTIONS).chain(AGENT_SECTIONS).copied().collect()
+}
+
+/// The session link that records which agent a session belongs to (absent: the default agent).
+fn agent_link(session_id: &str) -> String {
+    format!("agent:{session_id}")
 }
 
 /// What [`Runtime::decide`] did.
@@ -126,13 +132,14 @@ pub struct Runtime {
     pub registry: ToolRegistry,
     /// The web3 layer (wallet, chains, policy, journal).
     pub web3: Arc<Web3>,
-    /// The agent every session acts for.
+    /// The default agent's handle (`assistant`); [`Runtime::profiles`] has every agent.
     pub agent: AgentHandle,
     /// Persisted sessions.
     pub sessions: Arc<dyn SessionStorage>,
     skills: Arc<SkillSet>,
     llm: LlmConfig,
     agent_config: AgentConfig,
+    profiles: BTreeMap<String, Arc<AgentProfile>>,
     session_idle: Duration,
     live: Mutex<HashMap<String, Live>>,
     /// Serializes restoring and unloading, so a restore never reads a state older than an unload just saved.
@@ -182,6 +189,7 @@ impl Runtime {
         doc.section_or_default::<MemoryConfig>("memory")?;
         let llm = LlmConfig::from_document(doc)?;
         doc.section_or_default::<AgentSection>("agent")?;
+        crate::agents::specs(doc)?;
         if let Some(dir) = doc.section_or_default::<SkillsSection>("skills")?.dir {
             SkillSet::load_dir(&doc.resolve_path(&dir))?;
         }
@@ -240,6 +248,19 @@ impl Runtime {
             history_token_budget: section.history_token_budget.unwrap_or(defaults.history_token_budget),
         };
         let session_idle = section.session_idle_secs.map_or(DEFAULT_SESSION_IDLE, Duration::from_secs);
+        let mut profiles = BTreeMap::new();
+        let default = AgentProfile::default_agent(agent.clone(), agent_config.clone());
+        profiles.insert(AGENT_ID.to_owned(), Arc::new(default));
+        let (tool_names, skill_names) = (registry.names(), skills.iter().map(|s| s.name.clone()).collect::<Vec<_>>());
+        for (name, spec) in crate::agents::specs(&doc)? {
+            crate::agents::check_names(&doc, &name, &spec, &tool_names, &skill_names)?;
+            let handle = memory.agent(&name).await?;
+            for block in &spec.memory {
+                handle.memory.ensure_block(block.clone()).await?;
+            }
+            let profile = AgentProfile::from_spec(&name, handle, &spec, &agent_config);
+            profiles.insert(name, Arc::new(profile));
+        }
         Ok(Self {
             document: doc,
             services,
@@ -250,6 +271,7 @@ impl Runtime {
             skills,
             llm,
             agent_config,
+            profiles,
             session_idle,
             live: Mutex::new(HashMap::new()),
             restoring: tokio::sync::Mutex::new(()),
@@ -272,6 +294,45 @@ impl Runtime {
         self.agent_config.clone()
     }
 
+    /// Every agent, by name: the default `assistant` and one per `[agents.NAME]` ([`crate::agents`]).
+    pub fn profiles(&self) -> impl Iterator<Item = &Arc<AgentProfile>> {
+        self.profiles.values()
+    }
+
+    /// The agent named `name`.
+    pub fn profile(&self, name: &str) -> Option<Arc<AgentProfile>> {
+        self.profiles.get(name).cloned()
+    }
+
+    /// The agent session `ctx` belongs to (the default agent when it names none).
+    pub fn profile_of(&self, ctx: &ToolContext) -> Arc<AgentProfile> {
+        AgentHandle::from_context(ctx)
+            .and_then(|h| self.profiles.get(h.agent_id.as_str()).cloned())
+            .or_else(|| self.profiles.get(AGENT_ID).cloned())
+            .unwrap_or_else(|| Arc::new(AgentProfile::default_agent(self.agent.clone(), self.agent_config.clone())))
+    }
+
+    /// The model `profile` talks to: `[llm]` (or the environment) with the agent's own model, if it names one.
+    pub fn provider_for(&self, profile: &AgentProfile) -> Option<Arc<dyn ChatProvider>> {
+        match &profile.model {
+            Some(model) => LlmConfig { model: Some(model.clone()), ..self.llm.clone() }.provider(),
+            None => self.llm.provider(),
+        }
+    }
+
+    /// An [`Agent`](crate::Agent) for every agent, when a model is configured: the default one first.
+    pub fn agents(self: &Arc<Self>) -> Vec<crate::Agent> {
+        let mut profiles: Vec<&Arc<AgentProfile>> = self.profiles.values().collect();
+        profiles.sort_by_key(|p| p.name != AGENT_ID);
+        profiles
+            .into_iter()
+            .filter_map(|p| {
+                self.provider_for(p)
+                    .map(|provider| crate::Agent::for_profile(Arc::clone(self), provider, Arc::clone(p)))
+            })
+            .collect()
+    }
+
     /// The data dir, when one is configured.
     pub fn data_dir(&self) -> Option<&PathBuf> {
         self.services.config.data_dir.as_ref()
@@ -279,9 +340,24 @@ impl Runtime {
 
     /// Opens a new persisted session of `kind` (`http`, `mcp`, `chat`, `replay`).
     pub async fn open_session(&self, kind: &str) -> Result<(SessionInfo, ToolContext), ToolError> {
+        self.open_session_as(kind, AGENT_ID).await
+    }
+
+    /// Opens a new session of `kind` for agent `agent`: its tools act for that agent (its memory, its messages).
+    /// `not_found` when there is no such agent.
+    pub async fn open_session_as(&self, kind: &str, agent: &str) -> Result<(SessionInfo, ToolContext), ToolError> {
+        let profile = self.profiles.get(agent).cloned().ok_or_else(|| {
+            let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+            ToolError::new(ErrorCode::NotFound, format!("`agent`: no agent {agent:?} (agents: {})", known.join(", ")))
+        })?;
         let id = format!("s_{}", holdfast_core::confirm::random_id());
+        if profile.name != AGENT_ID {
+            // Recorded before the session exists: a restart finds whose it is.
+            self.sessions.link_merge(&agent_link(&id), serde_json::json!({"agent": profile.name})).await?;
+        }
         let info = self.sessions.create(&id, kind).await?;
         let ctx = self.services.new_session(&id);
+        profile.handle.attach(&ctx);
         self.live.lock().insert(id, Live::new(ctx.clone()));
         Ok((info, ctx))
     }
@@ -311,6 +387,20 @@ impl Runtime {
             },
             None => self.services.new_session(id),
         };
+        if let Some(name) = self
+            .sessions
+            .link_get(&agent_link(id))
+            .await?
+            .and_then(|l| l.get("agent").and_then(serde_json::Value::as_str).map(str::to_owned))
+        {
+            let profile = self.profiles.get(&name).ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::ConfigInvalid,
+                    format!("session {id} belongs to agent {name:?}, which is no longer configured ([agents.{name}])"),
+                )
+            })?;
+            profile.handle.attach(&restored);
+        }
         let ctx = restored.clone();
         self.live.lock().insert(id.to_owned(), Live::new(restored));
         Ok(Some(ctx))

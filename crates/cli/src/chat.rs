@@ -217,15 +217,20 @@ fn watch_events(ctx: &ToolContext) {
 }
 
 /// Runs the terminal chat until end of input.
-pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
+pub async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()> {
     let runtime = Arc::new(Runtime::load(config).await?);
     crate::startup::reconcile_journal(&runtime).await;
-    let provider = runtime.provider().context(
+    let profile = runtime.profile(agent).with_context(|| {
+        let known: Vec<String> = runtime.profiles().map(|p| p.name.clone()).collect();
+        format!("no agent {agent:?} (agents: {})", known.join(", "))
+    })?;
+    let provider = runtime.provider_for(&profile).context(
         "no LLM provider is configured: set OPENAI_API_KEY (with OPENAI_BASE_URL and HOLDFAST_MODEL for other \
          OpenAI-compatible servers) or ANTHROPIC_API_KEY, or add an [llm] section to the config (see docs/llm.md)",
     )?;
-    let agent = Agent::new(Arc::clone(&runtime), provider).with_config(runtime.agent_config());
-    let (info, ctx) = runtime.open_session("chat").await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let agent = Agent::for_profile(Arc::clone(&runtime), provider, profile);
+    let (info, ctx) =
+        runtime.open_session_as("chat", &agent.profile().name).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     // Messages from other agents and reminders start turns of their own in the agent's `inbox` session; an action
     // one of them asks for waits for the user there (`holdfast serve` shows it).
     let inbox = CancelToken::new();

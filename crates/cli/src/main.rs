@@ -47,6 +47,9 @@ enum Command {
         /// Configuration file (default: built-in defaults).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// The agent to talk to: `assistant` (the default) or an `[agents.NAME]` of the config.
+        #[arg(long, default_value = holdfast_agent::AGENT_ID)]
+        agent: String,
     },
     /// Start or stop the local devnet (anvil + contracts at Base addresses + quoter + funded burner wallet).
     Devnet {
@@ -175,8 +178,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mcp_cmd::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Chat { config } => {
-            chat::run(config.as_deref()).await?;
+        Command::Chat { config, agent } => {
+            chat::run(config.as_deref(), &agent).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Devnet { command } => {

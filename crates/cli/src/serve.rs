@@ -162,10 +162,13 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     };
     // Messages from other agents and reminders start turns of their own (in the agent's `inbox` session).
     let inbox = holdfast_agent::CancelToken::new();
-    let _inbox_worker = state.agent.clone().map(|agent| holdfast_agent::inbox::spawn(agent, inbox.clone()));
-    let inbox_line = match &state.agent {
+    let _inbox_workers: Vec<_> =
+        state.agents().iter().map(|agent| holdfast_agent::inbox::spawn(agent.clone(), inbox.clone())).collect();
+    let names: Vec<&str> = state.agents().iter().map(|a| a.profile().name.as_str()).collect();
+    let inbox_line = match state.agents().first() {
         Some(a) => format!(
-            "answered by the agent in its `inbox` session (at most {} turns a minute)",
+            "{} answer messages and reminders in their `inbox` sessions (at most {} turns a minute each)",
+            names.join(", "),
             a.config().inbox_turns_per_minute
         ),
         None => "messages and reminders wait (no LLM)".to_owned(),

@@ -1,8 +1,9 @@
 //! REST handlers. Every tool call goes through the runtime's registry, exactly as the model's calls do.
 
 use crate::bodies::{
-    AgentInfo, Cancelled, ContextBankView, DeclarationInfo, Info, MemoryList, NetworkInfo, PendingList, RegisterView,
-    Registers, ReminderList, Resolution, SessionDetail, SessionList, SkillInfo, TaskList, ToolOutput, TurnReply,
+    AgentEntry, AgentInfo, Cancelled, ContextBankView, DeclarationInfo, Info, MemoryList, NetworkInfo, PendingList,
+    RegisterView, Registers, ReminderList, Resolution, SessionDetail, SessionList, SkillInfo, TaskList, ToolOutput,
+    TurnReply,
 };
 use crate::openapi::schema;
 use crate::{ApiError, AppState};
@@ -64,6 +65,19 @@ pub async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> {
             .agent
             .as_ref()
             .map(|a| AgentInfo { provider: a.provider().name().to_owned(), model: a.provider().model().to_owned() }),
+        agents: rt
+            .profiles()
+            .map(|p| AgentEntry {
+                name: p.name.clone(),
+                model: state
+                    .agents()
+                    .iter()
+                    .find(|a| a.profile().name == p.name)
+                    .map(|a| a.provider().model().to_owned()),
+                tools: p.tools.as_ref().map(|t| t.iter().cloned().collect()),
+                default: p.name == holdfast_agent::AGENT_ID,
+            })
+            .collect(),
         registers,
         skills: rt
             .skills()
@@ -83,11 +97,13 @@ pub async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult<Sess
     Ok(Json(SessionList { sessions: state.runtime.sessions.list(200).await? }))
 }
 
-#[utoipa::path(post, path = "/api/sessions", tag = "sessions", responses((status = 201, description = "A new session", body = schema::SessionInfo)))]
+#[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body(content = Option<NewSession>, description = "Optional: the agent"), responses((status = 201, description = "A new session", body = schema::SessionInfo), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such agent", body = schema::ErrorBody), (status = 422, description = "Not an `{\"agent\"}` object", body = schema::ErrorBody)))]
 pub async fn create_session(
     State(state): State<Arc<AppState>>,
+    body: Result<Option<Json<NewSession>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<holdfast_agent::SessionInfo>), ApiError> {
-    let (info, _) = state.runtime.open_session("http").await?;
+    let agent = body?.and_then(|Json(b)| b.agent).unwrap_or_else(|| holdfast_agent::AGENT_ID.to_owned());
+    let (info, _) = state.runtime.open_session_as("http", &agent).await?;
     tracing::info!(session = %info.id, "session opened");
     Ok((StatusCode::CREATED, Json(info)))
 }
@@ -102,6 +118,14 @@ pub async fn get_session(State(state): State<Arc<AppState>>, Path(id): Path<Stri
         .ok_or_else(|| ApiError::Tool(ToolError::new(ErrorCode::NotFound, format!("no session {id:?}"))))?;
     let history = state.runtime.sessions.history(&id).await?;
     Ok(Json(SessionDetail { session: info, history }))
+}
+
+/// A new session.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// The agent it talks to (`GET /api/info` lists them); the default agent when absent.
+    agent: Option<String>,
 }
 
 /// A user message.
@@ -148,7 +172,7 @@ pub async fn send_message(
     if msg.content.trim().is_empty() || msg.content.len() > 64 * 1024 {
         return Err(ApiError::Tool(ToolError::new(ErrorCode::InvalidParams, "`content`: 1 to 65536 bytes of text")));
     }
-    let Some(agent) = state.agent.clone() else {
+    let Some(agent) = state.agent_for(&ctx) else {
         // No model: the user's words still feed the context bank, and the tool console does the rest.
         ctx.scan_user_input(&msg.content).await?;
         state.runtime.sessions.append(&id, NewMessage::text(MessageRole::User, msg.content)).await?;

@@ -24,8 +24,10 @@ pub struct Info {
     pub networks: Vec<NetworkInfo>,
     /// The `x402_fetch` presets' names.
     pub presets: Vec<String>,
-    /// The model the agent uses; `null` without one (the tool console still works).
+    /// The model the default agent uses; `null` without one (the tool console still works).
     pub agent: Option<AgentInfo>,
+    /// Every agent: the default `assistant` and one per `[agents.NAME]`.
+    pub agents: Vec<AgentEntry>,
     /// The register declarations.
     pub registers: Vec<DeclarationInfo>,
     /// The loaded skills.
@@ -48,6 +50,19 @@ pub struct AgentInfo {
     pub provider: String,
     /// The model name.
     pub model: String,
+}
+
+/// One of the runtime's agents.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentEntry {
+    /// Its name (its id for messages between agents).
+    pub name: String,
+    /// Its model; `null` when no LLM is configured.
+    pub model: Option<String>,
+    /// The tools it may call; `null`: every tool.
+    pub tools: Option<Vec<String>>,
+    /// Whether it is the default agent (new sessions talk to it unless they name another).
+    pub default: bool,
 }
 
 /// A register declaration.

@@ -61,8 +61,10 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 pub struct AppState {
     /// The runtime.
     pub runtime: Arc<Runtime>,
-    /// The agent, when an LLM provider is configured.
+    /// The default agent, when an LLM provider is configured.
     pub agent: Option<Agent>,
+    /// Every agent with a model (the default first): `[agents.NAME]` too.
+    agents: Vec<Agent>,
     token: Option<AccessToken>,
     turns: Mutex<HashMap<String, CancelToken>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<ConfirmDecision>>>,
@@ -78,13 +80,37 @@ impl AppState {
     /// State over `runtime`. `token: None` disables authentication (callers allow that only on loopback); the
     /// `Host`/`Origin` checks of [`router`] apply either way.
     pub fn new(runtime: Arc<Runtime>, token: Option<AccessToken>) -> Arc<Self> {
-        let agent = runtime.provider().map(|p| Agent::new(Arc::clone(&runtime), p).with_config(runtime.agent_config()));
-        Self::with_agent(runtime, agent, token)
+        let agents = runtime.agents();
+        Self::with_agents(runtime, agents, token)
     }
 
-    /// State with an explicit agent (tests use a scripted provider).
+    /// State with an explicit default agent (tests use a scripted provider).
     pub fn with_agent(runtime: Arc<Runtime>, agent: Option<Agent>, token: Option<AccessToken>) -> Arc<Self> {
-        Arc::new(Self { runtime, agent, token, turns: Mutex::new(HashMap::new()), waiters: Mutex::new(HashMap::new()) })
+        Self::with_agents(runtime, agent.into_iter().collect(), token)
+    }
+
+    /// State with explicit agents; the one named `assistant` is the default.
+    pub fn with_agents(runtime: Arc<Runtime>, agents: Vec<Agent>, token: Option<AccessToken>) -> Arc<Self> {
+        let agent = agents.iter().find(|a| a.profile().name == holdfast_agent::AGENT_ID).cloned();
+        Arc::new(Self {
+            runtime,
+            agent,
+            agents,
+            token,
+            turns: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Every agent with a model, the default first.
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// The agent session `ctx` belongs to, when it has a model.
+    pub fn agent_for(&self, ctx: &holdfast_core::ToolContext) -> Option<Agent> {
+        let owner = self.runtime.profile_of(ctx);
+        self.agents.iter().find(|a| a.profile().name == owner.name).cloned()
     }
 }
 

@@ -170,11 +170,12 @@ function renderSessions() {
   ul.replaceChildren(...S.sessions.map((s) => h("li", {
     class: s.id === S.session ? "active" : "", testid: "session-item", data: { id: s.id }, title: s.id,
     onclick: () => { if (s.id !== S.session) selectSession(s.id); },
-  }, h("div", { class: "st" }, s.title || "New session"),
+  }, h("div", { class: "st" }, (s.kind === "inbox" ? "Inbox · " : "") + (s.title || (s.kind === "inbox" ? "messages and reminders" : "New session"))),
     h("div", { class: "sm" }, (s.message_count || 0) + " msg · " + rel(s.updated_at)))));
 }
 tid("session-new").addEventListener("click", async () => {
-  const r = await call("POST", "/api/sessions");
+  const pick = $("session-agent");
+  const r = await call("POST", "/api/sessions", pick.hidden ? undefined : { agent: pick.value });
   if (!r.ok) { toast("Could not create a session: " + (r.data && r.data.error ? r.data.error.message : r.status), true); return; }
   await selectSession(r.data.id);
   await loadSessions();
@@ -971,6 +972,11 @@ async function start() {
     return;
   }
   renderHeader();
+  // Several agents ([agents.NAME]): a new session asks which one it talks to.
+  const agents = (S.info.agents || []).map((a) => a.name);
+  const pick = $("session-agent");
+  pick.replaceChildren(...agents.map((n) => h("option", { value: n }, n)));
+  pick.hidden = agents.length < 2;
   const tools = await get("/api/tools");
   S.tools = Array.isArray(tools) ? tools : [];
   S.toolsByName = new Map(S.tools.map((t) => [t.name, t]));
