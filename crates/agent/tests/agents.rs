@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Reply, Scripted, Wire, tool};
+use common::{Reply, Scripted, Wire, eventually, tool};
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::{Agent, CancelToken, MessageRole, NoObserver, Runtime};
 use serde_json::{Value, json};
@@ -38,16 +38,6 @@ fn agent(runtime: &Arc<Runtime>, name: &str, scripted: &Scripted) -> Agent {
 
 fn send(to: &str, content: &str) -> (String, String) {
     tool("send_message", json!({"target": {"type": "agent", "id": to}, "content": content, "metadata": null}))
-}
-
-async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..600 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Reply, Scripted, Wire, swap_script, tool};
+use common::{Reply, Scripted, Wire, eventually, swap_script, tool};
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::llm::{ChatProvider, RetryPolicy};
 use holdfast_agent::{Agent, CancelToken, MessageRole, Runtime, SessionInfo, StoredMessage};
@@ -23,17 +23,6 @@ fn provider(s: &Scripted) -> Arc<dyn ChatProvider> {
         request_timeout: Duration::from_secs(20),
     };
     Arc::new(OpenAiProvider::new(&s.url, Some("sk-test".into()), "scripted-model").with_retry(retry))
-}
-
-/// Polls `f` every 50 ms for up to 30 s.
-async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..600 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 async fn inbox_session(runtime: &Runtime) -> Option<SessionInfo> {

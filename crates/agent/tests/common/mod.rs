@@ -28,6 +28,17 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
 }
 
+/// Polls `f` every 50 ms for up to 30 s.
+pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..600 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
 pub fn tool(name: &str, args: Value) -> (String, String) {
     (name.to_owned(), args.to_string())
 }
