@@ -509,7 +509,7 @@ impl Agent {
             if response.tool_calls.is_empty() {
                 ctx.events.publish(
                     names::AGENT_MESSAGE,
-                    json!({"role": "assistant", "content": response.text, "final": true}),
+                    json!({"role": "assistant", "content": response.text, "final": true, "usage": outcome.usage}),
                 );
                 outcome.text = response.text;
                 tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, "turn finished");
@@ -558,7 +558,10 @@ impl Agent {
         note: &str,
     ) -> Result<TurnOutcome, AgentError> {
         self.record(ctx, NewMessage::text(MessageRole::System, note)).await?;
-        ctx.events.publish(names::AGENT_MESSAGE, json!({"role": "system", "content": note, "final": true}));
+        ctx.events.publish(
+            names::AGENT_MESSAGE,
+            json!({"role": "system", "content": note, "final": true, "usage": outcome.usage}),
+        );
         tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, ?reason, "turn stopped");
         outcome.stopped = Some(reason);
         outcome.text = note.to_owned();

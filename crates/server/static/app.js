@@ -171,7 +171,7 @@ function renderSessions() {
     class: s.id === S.session ? "active" : "", testid: "session-item", data: { id: s.id }, title: s.id,
     onclick: () => { if (s.id !== S.session) selectSession(s.id); },
   }, h("div", { class: "st" }, (s.kind === "inbox" ? "Inbox · " : "") + (s.title || (s.kind === "inbox" ? "messages and reminders" : "New session"))),
-    h("div", { class: "sm" }, (s.message_count || 0) + " msg · " + rel(s.updated_at)))));
+    h("div", { class: "sm" }, (s.message_count || 0) + " msg · " + ((s.input_tokens || 0) + (s.output_tokens || 0)) + " tokens · " + rel(s.updated_at)))));
 }
 tid("session-new").addEventListener("click", async () => {
   const pick = $("session-agent");
@@ -522,7 +522,13 @@ function onAgentMessage(d) {
     }
     S.streamEl = null;
     S.turnFinal = true;
+    if (d.usage) addUsage(d.usage);
   }
+}
+/** The turn's token usage, under its last message. */
+function addUsage(u) {
+  const cached = u.cache_read_tokens ? ` (${u.cache_read_tokens} from the prompt cache)` : "";
+  appendChat(h("div", { class: "usage muted", testid: "turn-usage", data: { role: "usage" } }, `${u.input_tokens} tokens in${cached} · ${u.output_tokens} out`));
 }
 function setTurn(running) {
   S.turnRunning = running;

@@ -229,8 +229,11 @@ async function chatScenario() {
     }, [`${T("chat-msg")}[data-role="assistant"]`, final]);
     await page.waitForSelector("#typing", { state: "detached" });
     const order = await page.$$eval(`${T("chat-log")} > *`, (els) => els.map((e) => e.dataset.testid + ":" + (e.dataset.role || e.dataset.tool)));
-    const want = ["chat-msg:user", "chat-msg:assistant", "chat-tool:token_lookup", "chat-msg:assistant"];
+    const want = ["chat-msg:user", "chat-msg:assistant", "chat-tool:token_lookup", "chat-msg:assistant", "turn-usage:usage"];
     if (JSON.stringify(order) !== JSON.stringify(want)) fail(`chat order ${JSON.stringify(order)}`);
+    // The turn's token usage, from the final event, under the reply.
+    const usage = await page.textContent(T("turn-usage"));
+    if (!/^\d+ tokens in( \(\d+ from the prompt cache\))? · \d+ out$/.test(usage)) fail(`turn usage: ${usage}`);
     if (await page.isDisabled(T("chat-send"))) fail("send stays disabled after the turn");
   });
   await step("the model's register shows up live", async () => {
