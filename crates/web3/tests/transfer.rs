@@ -133,3 +133,23 @@ async fn an_amount_converted_for_another_token_waits_for_the_user() {
     assert!(err.details.unwrap()["reason"].as_str().unwrap().contains("not converted for the token"));
     assert_eq!(env.nonce().await, nonce);
 }
+
+#[tokio::test]
+async fn in_a_turn_the_user_did_not_start_even_an_auto_approved_transfer_waits_for_the_user() {
+    let env = Env::start().await;
+    // Everything as in the auto-approved case: the user's own words, the user's own recipient …
+    prepare(&env, "send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base", "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    // … but the turn running now was started by another agent.
+    env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::Other("agent 'mallory'".into()));
+    let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
+    let err = env.err("transfer", to_register()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    let reason = err.details.unwrap()["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("started by agent 'mallory'"), "{reason}");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce), "nothing moved");
+    // The user's own turn: the same transfer runs without asking.
+    env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::User);
+    let out = env.ok("transfer", to_register()).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+}
