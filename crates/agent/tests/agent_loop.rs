@@ -446,3 +446,40 @@ async fn the_model_check_encodes_the_model_and_falls_back_to_the_model_list() {
     assert_eq!(err.kind, LlmErrorKind::UnknownModel);
     assert!(err.message.contains("`gpt-9` is not in the provider's model list"), "{err}");
 }
+
+#[tokio::test]
+async fn a_server_that_does_not_stream_is_understood_on_both_wires() {
+    let args = json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"});
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        // Recorded in each provider's documented non-streamed shape: a tool call, then the answer.
+        let (call, answer) = match wire {
+            Wire::OpenAi => (
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "scripted",
+                       "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                         "tool_calls": [{"id": "call_1", "type": "function",
+                                         "function": {"name": "token_lookup", "arguments": args.to_string()}}]}}],
+                       "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}}),
+                json!({"id": "chatcmpl-2", "object": "chat.completion", "model": "scripted",
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": "USDC is in buy_token."}}],
+                       "usage": {"prompt_tokens": 70, "completion_tokens": 6, "total_tokens": 76}}),
+            ),
+            Wire::Anthropic => (
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted", "stop_reason": "tool_use",
+                       "content": [{"type": "tool_use", "id": "toolu_1", "name": "token_lookup", "input": args}],
+                       "usage": {"input_tokens": 50, "output_tokens": 10, "cache_read_input_tokens": 0}}),
+                json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "scripted", "stop_reason": "end_turn",
+                       "content": [{"type": "text", "text": "USDC is in buy_token."}],
+                       "usage": {"input_tokens": 70, "output_tokens": 6}}),
+            ),
+        };
+        let runtime = Arc::new(Runtime::load(None).await.unwrap());
+        let scripted = Scripted::start(wire, vec![Reply::Json(call), Reply::Json(answer)]).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
+        let (_, ctx) = runtime.open_session("test").await.unwrap();
+        let out = agent.run_turn(&ctx, "what is USDC on base?", &NoObserver, &CancelToken::new()).await.unwrap();
+        assert_eq!((out.text.as_str(), out.steps, out.tool_calls), ("USDC is in buy_token.", 2, 1), "{wire:?}");
+        assert_eq!((out.usage.input_tokens, out.usage.output_tokens), (120, 16), "{wire:?}");
+        assert_eq!(ctx.registers.get("buy_token").unwrap().value["symbol"], "USDC", "{wire:?}");
+    }
+}

@@ -161,66 +161,83 @@ impl ChatProvider for AnthropicProvider {
                 |message: String| LlmError { provider: "anthropic".into(), kind: LlmErrorKind::Protocol, message };
             let mut out = ChatResponse::default();
             let mut blocks: Vec<Block> = Vec::new();
-            read_events(response, |event| {
-                let data: Value = match serde_json::from_str(&event.data) {
-                    Ok(v) => v,
-                    Err(_) if event.data.is_empty() => return Ok(true),
-                    Err(e) => return Err(format!("an event is not JSON: {e}")),
-                };
-                match data.get("type").and_then(Value::as_str).unwrap_or_default() {
-                    "message_start" => {
-                        let usage =
-                            |field: &str| data.pointer(&format!("/message/usage/{field}")).and_then(Value::as_u64);
-                        out.usage.input_tokens = usage("input_tokens").unwrap_or_default();
-                        out.usage.cache_read_tokens = usage("cache_read_input_tokens").unwrap_or_default();
-                        out.usage.cache_write_tokens = usage("cache_creation_input_tokens").unwrap_or_default();
-                    }
-                    "content_block_start" => {
-                        let block = &data["content_block"];
-                        blocks.push(match block.get("type").and_then(Value::as_str) {
-                            Some("text") => Block::Text,
-                            Some("tool_use") => {
-                                let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                                on_delta(StreamDelta::ToolCallStarted { name: name.clone() });
-                                Block::Tool {
-                                    id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                                    name,
-                                    json: String::new(),
+            {
+                // One event of the stream; a non-streamed answer is read as the events that would have carried it.
+                let mut handle = |data: Value| -> Result<bool, String> {
+                    match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+                        "message_start" => {
+                            let usage =
+                                |field: &str| data.pointer(&format!("/message/usage/{field}")).and_then(Value::as_u64);
+                            out.usage.input_tokens = usage("input_tokens").unwrap_or_default();
+                            out.usage.cache_read_tokens = usage("cache_read_input_tokens").unwrap_or_default();
+                            out.usage.cache_write_tokens = usage("cache_creation_input_tokens").unwrap_or_default();
+                        }
+                        "content_block_start" => {
+                            let block = &data["content_block"];
+                            blocks.push(match block.get("type").and_then(Value::as_str) {
+                                Some("text") => Block::Text,
+                                Some("tool_use") => {
+                                    let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                                    on_delta(StreamDelta::ToolCallStarted { name: name.clone() });
+                                    Block::Tool {
+                                        id: block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                                        name,
+                                        json: String::new(),
+                                    }
                                 }
-                            }
-                            _ => Block::Other,
-                        });
-                    }
-                    "content_block_delta" => {
-                        let delta = &data["delta"];
-                        match (blocks.last_mut(), delta.get("type").and_then(Value::as_str)) {
-                            (Some(Block::Text), Some("text_delta")) => {
-                                let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
-                                out.text.push_str(text);
-                                on_delta(StreamDelta::Text(text.to_owned()));
-                            }
-                            (Some(Block::Tool { json, .. }), Some("input_json_delta")) => {
-                                json.push_str(delta.get("partial_json").and_then(Value::as_str).unwrap_or_default());
-                            }
-                            _ => {}
+                                _ => Block::Other,
+                            });
                         }
-                    }
-                    "message_delta" => {
-                        if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                            out.stop_reason = Some(r.to_owned());
+                        "content_block_delta" => {
+                            let delta = &data["delta"];
+                            match (blocks.last_mut(), delta.get("type").and_then(Value::as_str)) {
+                                (Some(Block::Text), Some("text_delta")) => {
+                                    let text = delta.get("text").and_then(Value::as_str).unwrap_or_default();
+                                    out.text.push_str(text);
+                                    on_delta(StreamDelta::Text(text.to_owned()));
+                                }
+                                (Some(Block::Tool { json, .. }), Some("input_json_delta")) => {
+                                    json.push_str(
+                                        delta.get("partial_json").and_then(Value::as_str).unwrap_or_default(),
+                                    );
+                                }
+                                _ => {}
+                            }
                         }
-                        if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-                            out.usage.output_tokens = n;
+                        "message_delta" => {
+                            if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                                out.stop_reason = Some(r.to_owned());
+                            }
+                            if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                                out.usage.output_tokens = n;
+                            }
                         }
+                        "message_stop" => return Ok(false),
+                        "error" => return Err(format!("the provider reported an error mid-stream: {}", data["error"])),
+                        _ => {}
                     }
-                    "message_stop" => return Ok(false),
-                    "error" => return Err(format!("the provider reported an error mid-stream: {}", data["error"])),
-                    _ => {}
-                }
-                Ok(true)
-            })
-            .await
-            .map_err(protocol)?;
+                    Ok(true)
+                };
+                read_events(response, |event| {
+                    if event.whole {
+                        let answer: Value =
+                            serde_json::from_str(&event.data).map_err(|e| format!("the answer is not JSON: {e}"))?;
+                        for data in whole_as_events(&answer) {
+                            if !handle(data)? {
+                                break;
+                            }
+                        }
+                        return Ok(false);
+                    }
+                    match serde_json::from_str(&event.data) {
+                        Ok(data) => handle(data),
+                        Err(_) if event.data.is_empty() => Ok(true),
+                        Err(e) => Err(format!("an event is not JSON: {e}")),
+                    }
+                })
+                .await
+                .map_err(protocol)?;
+            }
             for block in blocks {
                 if let Block::Tool { id, name, json } = block {
                     // An empty input streams no deltas: it means `{}`.
@@ -231,6 +248,32 @@ impl ChatProvider for AnthropicProvider {
             Ok(out)
         })
     }
+}
+
+/// A non-streamed Messages answer as the stream events that would have carried it: `message_start` (input usage),
+/// each content block's start and one delta (its text, or its input as JSON), `message_delta` (stop reason, output
+/// usage) and `message_stop`.
+fn whole_as_events(answer: &Value) -> Vec<Value> {
+    let mut events =
+        vec![json!({"type": "message_start", "message": {"usage": answer.get("usage").cloned().unwrap_or(json!({}))}})];
+    for (index, block) in answer.get("content").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": block}));
+        let delta = match block.get("type").and_then(Value::as_str) {
+            Some("text") => json!({"type": "text_delta", "text": block.get("text").cloned().unwrap_or(json!(""))}),
+            Some("tool_use") => {
+                json!({"type": "input_json_delta", "partial_json": block.get("input").map(Value::to_string).unwrap_or_default()})
+            }
+            _ => continue,
+        };
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+    }
+    events.push(json!({
+        "type": "message_delta",
+        "delta": {"stop_reason": answer.get("stop_reason").cloned().unwrap_or(Value::Null)},
+        "usage": {"output_tokens": answer.pointer("/usage/output_tokens").cloned().unwrap_or(Value::Null)},
+    }));
+    events.push(json!({"type": "message_stop"}));
+    events
 }
 
 #[cfg(test)]

@@ -185,6 +185,7 @@ impl ChatProvider for OpenAiProvider {
                 }
                 let chunk: Value =
                     serde_json::from_str(&event.data).map_err(|e| format!("a chunk is not JSON: {e}"))?;
+                let chunk = if event.whole { whole_as_chunk(chunk) } else { chunk };
                 if let Some(err) = chunk.get("error") {
                     return Err(format!("the provider reported an error mid-stream: {err}"));
                 }
@@ -240,4 +241,17 @@ impl ChatProvider for OpenAiProvider {
             Ok(out)
         })
     }
+}
+/// A non-streamed answer (`choices[0].message`) as the one chunk that would have carried all of it: the message as
+/// the delta, its tool calls numbered by position.
+fn whole_as_chunk(mut answer: Value) -> Value {
+    if let Some(choice) = answer.pointer_mut("/choices/0")
+        && let Some(mut delta) = choice.get("message").cloned()
+    {
+        for (i, call) in delta.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
+            call["index"] = Value::from(i);
+        }
+        choice["delta"] = delta;
+    }
+    answer
 }

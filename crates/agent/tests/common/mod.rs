@@ -26,6 +26,8 @@ pub enum Reply {
     Limited(String),
     /// Wait before answering (for cancellation tests).
     Delay(Duration, Box<Reply>),
+    /// A non-streamed answer: this JSON body as `application/json` (a server that ignores `stream: true`).
+    Json(Value),
 }
 
 /// Polls `f` every 50 ms for up to 30 s.
@@ -121,6 +123,10 @@ fn error(status: u16, message: &str) -> Response {
         .unwrap()
 }
 
+fn whole(body: &Value) -> Response {
+    Response::builder().header("content-type", "application/json").body(Body::from(body.to_string())).unwrap()
+}
+
 fn limited(retry_after: &str) -> Response {
     let mut resp = error(429, "rate limited");
     resp.headers_mut().insert("retry-after", retry_after.parse().unwrap());
@@ -147,6 +153,7 @@ async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum:
     let mut events = vec![data(chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
     match reply {
         Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Json(body) => return whole(&body),
         Reply::Limited(after) => return limited(&after),
         Reply::Text(text) => {
             let (a, b) = halves(&text);
@@ -188,6 +195,7 @@ async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: ax
     )];
     let stop_reason = match reply {
         Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Json(body) => return whole(&body),
         Reply::Limited(after) => return limited(&after),
         Reply::Text(text) => {
             let (a, b) = halves(&text);

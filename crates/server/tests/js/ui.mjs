@@ -157,8 +157,9 @@ async function openUi() {
     await page.fill(T("token-input"), "not-the-token-of-this-server");
     await page.click(T("token-submit"));
     // The server answers `303 /#refused` and sets nothing; the page says so and drops the fragment.
-    await page.waitForFunction(() => /refused/.test(document.getElementById("token-why").textContent)
-      && document.getElementById("token-prompt").classList.contains("show"));
+    // Null-safe: while the 303 navigates, the document is briefly one without these elements.
+    await page.waitForFunction(() => /refused/.test(document.getElementById("token-why")?.textContent || "")
+      && document.getElementById("token-prompt")?.classList.contains("show"));
     if (page.url() !== base + "/") fail(`after a refused token the page is at ${page.url()}`);
     if ((await context.cookies(base)).length) fail("a wrong token set a cookie");
     await page.close();
