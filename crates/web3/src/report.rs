@@ -149,7 +149,7 @@ impl Web3 {
     }
 
     /// Balances and today's spending on every configured network. Every balance is read at once, each within
-    /// [`NODE_READ_TIMEOUT`], so a slow node delays the view by that much at most. A node that fails leaves its
+    /// 10 s, so a slow node delays the view by that much at most. A node that fails leaves its
     /// balances empty with the reason; the spending comes from the journal and is always there.
     pub async fn money(&self) -> Result<Vec<NetworkMoney>, ToolError> {
         let views = self.core().networks.iter().map(|network| self.network_money(network));
