@@ -290,6 +290,7 @@ struct Web3SessionHook(Arc<Wallet>);
 impl SessionHook for Web3SessionHook {
     fn on_new_session(&self, ctx: &ToolContext) {
         ctx.extensions.insert(kernel::inputs::SpentRegisters::default());
+        ctx.extensions.insert(kernel::inputs::AutoActions::default());
         ctx.registers.set_intrinsic_provider(Arc::new(WalletIntrinsics(Arc::clone(&self.0))));
     }
 }

@@ -137,7 +137,12 @@ pub(crate) async fn execute(
         .map(|who| format!("this turn was started by {who}, not by you"));
     let reason = match &a.decision {
         Decision::Confirm(reason) => Some(reason.clone()),
-        Decision::Auto => not_user,
+        Decision::Auto => not_user.or_else(|| {
+            // One amount from the user's words, one automatic action of a class per user message.
+            let shown = crate::kernel::human(m.amount, m.decimals, m.symbol);
+            let approval = a.kind == EntryKind::Approval;
+            crate::kernel::inputs::already_authorized(ctx, approval, &a.asset, &m.amount.to_string(), &shown, &a.intent)
+        }),
     };
     if let Some(reason) = reason {
         ctx.confirmations.require(a.tool, &a.params, &a.fingerprint, a.summary.clone(), &reason)?;

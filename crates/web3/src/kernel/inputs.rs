@@ -63,6 +63,42 @@ pub fn intent_key(ctx: &ToolContext, purpose: &str, entries: &[(&str, &SharedEnt
     fingerprint(&refs)
 }
 
+/// Per session: which intent each automatic action of a user turn was (by turn, class, asset and amount), so one
+/// amount from the user's words authorizes one automatic action of a class per user message (see
+/// [`holdfast_core::confirm::UserTurn`]); a retry of the same intent is the same action.
+#[derive(Debug, Default)]
+pub struct AutoActions(Mutex<HashMap<AutoKey, String>>);
+
+/// The user turn, the class (`approval` or `transfer of value`), the asset and the amount of an automatic action.
+type AutoKey = (String, &'static str, String, String);
+
+/// Why an automatic action needs the user after all: this turn already ran another automatic action of the same class
+/// with the same amount of the same asset. `None` when it is the first (recorded now) or a retry of it.
+pub fn already_authorized(
+    ctx: &ToolContext,
+    approval: bool,
+    asset: &str,
+    amount: &str,
+    shown: &str,
+    intent: &str,
+) -> Option<String> {
+    let turn = ctx.extensions.get::<holdfast_core::confirm::UserTurn>()?;
+    let actions = ctx.extensions.get::<AutoActions>()?;
+    let class = if approval { "approval" } else { "transfer of value" };
+    let key = (turn.0.clone(), class, asset.to_owned(), amount.to_owned());
+    let mut seen = actions.0.lock();
+    match seen.get(&key) {
+        Some(first) if first != intent => Some(format!(
+            "{shown} from your words already authorized one {class} in this turn; another one needs your approval"
+        )),
+        Some(_) => None,
+        None => {
+            seen.insert(key, intent.to_owned());
+            None
+        }
+    }
+}
+
 /// Per session: which intent spent a register the kernel cleared (a swap's quote, once its transaction settled), so
 /// that a retry on the now-empty register returns that transaction instead of `register_missing`.
 #[derive(Debug, Default)]

@@ -15,6 +15,7 @@
 //! | caps reserved atomically before signing, per chain id, wallet and asset | `execute::execute` with [`crate::journal::Journal::reserve`] |
 //! | fee caps, wrap rule, per-tx caps, auto vs confirm | [`crate::policy`], called from here |
 //! | a turn the user did not start moves nothing by itself | `execute::execute` (confirm), `payment::reserve` (refuse) |
+//! | one user amount, one automatic action of a class per user message | [`inputs::already_authorized`] from `execute::execute` |
 //! | journal before broadcast; only a definite rejection is "not sent" | [`execute`] |
 //! | reconciliation by hash at the call, in the background and at start | [`reconcile`] |
 //!
