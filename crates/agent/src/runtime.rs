@@ -304,6 +304,16 @@ impl Runtime {
         self.profiles.get(name).cloned()
     }
 
+    /// The name of the agent session `id` belongs to (recorded when it was opened; the default agent otherwise).
+    pub async fn agent_of_session(&self, id: &str) -> Result<String, ToolError> {
+        Ok(self
+            .sessions
+            .link_get(&agent_link(id))
+            .await?
+            .and_then(|l| l.get("agent").and_then(serde_json::Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| AGENT_ID.to_owned()))
+    }
+
     /// The agent session `ctx` belongs to (the default agent when it names none).
     pub fn profile_of(&self, ctx: &ToolContext) -> Arc<AgentProfile> {
         AgentHandle::from_context(ctx)

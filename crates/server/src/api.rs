@@ -2,8 +2,8 @@
 
 use crate::bodies::{
     AgentEntry, AgentInfo, Cancelled, ContextBankView, DeclarationInfo, Info, MemoryList, NetworkInfo, PendingList,
-    RegisterView, Registers, ReminderList, Resolution, SessionDetail, SessionList, SkillInfo, TaskList, ToolOutput,
-    TurnReply,
+    RegisterView, Registers, ReminderList, Resolution, SessionDetail, SessionList, SessionRow, SkillInfo, TaskList,
+    ToolOutput, TurnReply,
 };
 use crate::openapi::schema;
 use crate::{ApiError, AppState};
@@ -94,7 +94,12 @@ pub async fn tools(State(state): State<Arc<AppState>>) -> ApiResult<Vec<holdfast
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions", responses((status = 200, description = "The 200 most recent sessions", body = schema::SessionList)))]
 pub async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult<SessionList> {
-    Ok(Json(SessionList { sessions: state.runtime.sessions.list(200).await? }))
+    let mut sessions = Vec::new();
+    for info in state.runtime.sessions.list(200).await? {
+        let agent = state.runtime.agent_of_session(&info.id).await?;
+        sessions.push(SessionRow { info, agent });
+    }
+    Ok(Json(SessionList { sessions }))
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body(content = Option<NewSession>, description = "Optional: the agent"), responses((status = 201, description = "A new session", body = schema::SessionInfo), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such agent", body = schema::ErrorBody), (status = 422, description = "Not an `{\"agent\"}` object", body = schema::ErrorBody)))]

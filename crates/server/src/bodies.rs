@@ -91,7 +91,17 @@ pub struct SkillInfo {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SessionList {
     /// The most recent sessions first.
-    pub sessions: Vec<SessionInfo>,
+    pub sessions: Vec<SessionRow>,
+}
+
+/// A session and the agent it belongs to.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionRow {
+    /// The session.
+    #[serde(flatten)]
+    pub info: SessionInfo,
+    /// The agent it talks to.
+    pub agent: String,
 }
 
 /// `GET /api/sessions/{id}`.

@@ -231,8 +231,11 @@ mod tests {
         }
         assert_eq!(
             schemas["SessionList"]["properties"]["sessions"]["items"]["$ref"],
-            "#/components/schemas/SessionInfo"
+            "#/components/schemas/SessionRow"
         );
+        let row: Vec<&str> =
+            schemas["SessionRow"]["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        assert!(row.contains(&"agent") && row.contains(&"id"), "a session row is the session and its agent: {row:?}");
         assert_eq!(schemas["ToolList"]["type"], "array");
         assert_eq!(doc["openapi"], "3.1.0");
     }

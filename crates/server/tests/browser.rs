@@ -192,3 +192,76 @@ async fn a_chat_with_a_model_streams_in_the_browser() {
     let state = AppState::with_agent(runtime, Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
     run_scenario("chat", state, &["chat-1-streaming.png", "chat-2-final.png"]).await;
 }
+
+/// A model that plays its replies in order, without streaming (each agent of the `agents` scenario has one).
+struct Replies(parking_lot::Mutex<std::collections::VecDeque<ChatResponse>>);
+
+impl Replies {
+    fn new(replies: Vec<ChatResponse>) -> Arc<Self> {
+        Arc::new(Self(parking_lot::Mutex::new(replies.into())))
+    }
+
+    fn text(text: &str) -> ChatResponse {
+        ChatResponse { text: text.to_owned(), stop_reason: Some("stop".into()), ..ChatResponse::default() }
+    }
+}
+
+impl ChatProvider for Replies {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "browser-test"
+    }
+
+    fn check_model(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+        _on_delta: DeltaSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move { Ok(self.0.lock().pop_front().unwrap_or_else(|| Replies::text("(nothing more)"))) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_agents_and_the_messages_between_them_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("holdfast.toml");
+    std::fs::write(
+        &config,
+        "[memory]\nagent_cooldown_secs = 0\n\n[agents.researcher]\npersona = \"You research.\"\n\
+         tools = [\"send_message\", \"token_lookup\"]\n",
+    )
+    .unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    // The researcher, asked by the user, messages the assistant; the assistant's inbox turn answers it.
+    let ask = ToolCall {
+        id: "call_1".into(),
+        name: "send_message".into(),
+        arguments:
+            r#"{"target":{"type":"agent","id":"assistant"},"content":"Which network is USDC on?","metadata":null}"#
+                .into(),
+    };
+    let researcher_model = Replies::new(vec![
+        ChatResponse { tool_calls: vec![ask], stop_reason: Some("tool_calls".into()), ..ChatResponse::default() },
+        Replies::text("I asked the assistant."),
+        Replies::text("The assistant says: Base."),
+    ]);
+    let assistant_model = Replies::new(vec![Replies::text("USDC is on Base.")]);
+    let agent = |name: &str, model: Arc<Replies>| {
+        Agent::for_profile(Arc::clone(&runtime), model, runtime.profile(name).unwrap())
+    };
+    let agents = vec![agent("assistant", assistant_model), agent("researcher", researcher_model)];
+    let cancel = holdfast_agent::CancelToken::new();
+    for a in &agents {
+        holdfast_agent::inbox::spawn(a.clone(), cancel.clone());
+    }
+    let state = AppState::with_agents(Arc::clone(&runtime), agents, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    run_scenario("agents", state, &["agents-1-inbox.png"]).await;
+    cancel.cancel();
+}

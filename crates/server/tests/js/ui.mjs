@@ -10,7 +10,8 @@
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
 // panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
-// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
+// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments. Scenario `agents` (two agents with scripted models): the agent list, a session for the researcher, and the
+// message it sent the assistant shown in the assistant's inbox session with its answer. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
 // inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
 // failure screenshot). Never downloads a browser.
 //
@@ -455,9 +456,38 @@ async function swapScenario() {
   });
 }
 
+async function agentsScenario() {
+  await step("the agents are listed, and a new session talks to the one chosen", async () => {
+    await page.waitForSelector(`${T("session-agent")}:not([hidden])`);
+    const names = await page.$$eval(`${T("session-agent")} option`, (os) => os.map((o) => o.value));
+    if (JSON.stringify(names) !== JSON.stringify(["assistant", "researcher"])) fail(`agents ${JSON.stringify(names)}`);
+    await page.selectOption(T("session-agent"), "researcher");
+    await page.click(T("session-new"));
+    await page.fill(T("chat-input"), "ask the assistant which network USDC is on");
+    await page.click(T("chat-send"));
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent === "I asked the assistant."),
+      `${T("chat-msg")}[data-role="assistant"]`);
+  });
+  await step("the message between the agents shows in the assistant's inbox session, with its answer", async () => {
+    const inbox = `${T("session-item")}:has-text("Inbox · assistant")`;
+    for (let i = 0; i < 40 && !(await page.locator(inbox).count()); i++) {
+      await page.waitForTimeout(250);
+      await page.reload();
+      await page.waitForSelector(T("session-item"));
+    }
+    await page.click(inbox);
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent === "From agent 'researcher': Which network is USDC on?"),
+      `${T("chat-msg")}[data-role="inbox"]`);
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent === "USDC is on Base."),
+      `${T("chat-msg")}[data-role="assistant"]`);
+    await shot("agents-1-inbox.png");
+  });
+}
+
 try {
   await openUi();
   if (scenario === "chat") await chatScenario();
+  else if (scenario === "agents") await agentsScenario();
   else await swapScenario();
   if (problems.length) fail("browser errors:\n" + problems.join("\n"));
   log({ ok: true, screenshots: shots });
