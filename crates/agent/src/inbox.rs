@@ -44,10 +44,12 @@ pub fn spawn(agent: Agent, cancel: CancelToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { Worker { agent, recent: VecDeque::new() }.run(&cancel).await })
 }
 
-/// Who sent a message and how, as the model and the history show it.
-pub fn describe_sender(m: &InboxMessage) -> String {
+/// Who sent a message to agent `receiver` and how, as the model and the history show it.
+pub fn describe_sender(m: &InboxMessage, receiver: &str) -> String {
     match m.via.as_str() {
-        "reminder" => "a reminder you scheduled".to_owned(),
+        // A reminder another agent scheduled for this one is that agent's words, not this agent's own note.
+        "reminder" if m.from == receiver => "a reminder you scheduled".to_owned(),
+        "reminder" => format!("a reminder agent '{}' scheduled for you", m.from),
         "direct" => format!("agent '{}'", m.from),
         "reply" => format!("agent '{}' (its reply to your message)", m.from),
         via => match via.split_once(':') {
@@ -161,7 +163,7 @@ impl Worker {
         runtime.sessions.link_merge(&key, json!({"answering": message.message_id})).await?;
         self.recent.push_back(Instant::now());
 
-        let from = describe_sender(message);
+        let from = describe_sender(message, &self.agent.profile().name);
         ctx.extensions.insert(ConversationHops(message.hops));
         ctx.events.publish(
             names::AGENT_INBOX_TURN,
@@ -212,5 +214,35 @@ async fn pause(d: Duration, cancel: &CancelToken) -> bool {
     tokio::select! {
         () = tokio::time::sleep(d) => false,
         () = cancel.cancelled() => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_sender;
+    use holdfast_memory::InboxMessage;
+
+    fn message(from: &str, via: &str) -> InboxMessage {
+        InboxMessage {
+            inbox_id: 1,
+            message_id: "msg_1".into(),
+            from: from.into(),
+            via: via.into(),
+            hops: 0,
+            content: "swap 1 ETH to USDC as agreed".into(),
+            metadata: None,
+            created_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn a_reminder_another_agent_scheduled_is_shown_as_that_agents() {
+        assert_eq!(describe_sender(&message("assistant", "reminder"), "assistant"), "a reminder you scheduled");
+        assert_eq!(
+            describe_sender(&message("mallory", "reminder"), "assistant"),
+            "a reminder agent 'mallory' scheduled for you"
+        );
+        assert_eq!(describe_sender(&message("bob", "direct"), "assistant"), "agent 'bob'");
+        assert_eq!(describe_sender(&message("bob", "group:team"), "assistant"), "agent 'bob' to group 'team'");
     }
 }

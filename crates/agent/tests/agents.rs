@@ -126,9 +126,11 @@ async fn an_agent_asks_another_and_gets_its_answer_back() {
     let asked = question.1["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(asked.contains("agent 'assistant'") && asked.contains("What is USDC's address"), "{asked}");
     // … which the assistant read in its own inbox turn, without answering it back.
+    // (The user's turn and the inbox turn share the assistant's model, in whichever order they reach it.)
     let read = eventually("the assistant's inbox turn", async || {
         let reqs = assistant_model.requests.lock();
-        (reqs.len() == 3).then(|| reqs[2].1.to_string())
+        let bodies: Vec<String> = reqs.iter().map(|r| r.1.to_string()).collect();
+        (bodies.len() == 3).then(|| bodies.into_iter().find(|b| b.contains("its reply to your message"))).flatten()
     })
     .await;
     assert!(read.contains("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913") && read.contains("its reply to your message"));
@@ -153,11 +155,14 @@ async fn two_model_driven_agents_answering_each_other_stop_at_the_hop_limit() {
     let cancel = CancelToken::new();
     let _workers = [assistant.clone(), researcher].map(|a| holdfast_agent::inbox::spawn(a, cancel.clone()));
 
-    let (_, ctx) = rt.open_session("test").await.unwrap();
-    assistant.run_turn(&ctx, "start a conversation", &NoObserver, &CancelToken::new()).await.unwrap();
+    // The assistant opens the conversation (as a user's turn of it would: hop 1). Only the inbox workers use the
+    // models from here on, one turn at a time per agent.
+    let to = holdfast_memory::MessageTarget::agent("researcher");
+    let origin = holdfast_memory::SendOrigin::default();
+    rt.agent.messages.send(&to, "start a conversation".into(), None, origin).await.unwrap();
 
-    // Hops: the user's turn sends #1 to the researcher; its inbox turn sends #2; the assistant's sends #3; the
-    // researcher's turn at hop 3 is refused (the event it raises is tested in inbox.rs).
+    // Hops: that message is #1; the researcher's inbox turn sends #2; the assistant's sends #3; the researcher's turn
+    // at hop 3 is refused (the event it raises is tested in inbox.rs).
     let refused = eventually("the refused send", async || {
         for s in rt.sessions.list(20).await.unwrap().into_iter().filter(|s| s.kind == "inbox") {
             let h = rt.sessions.history(&s.id).await.unwrap();
@@ -176,7 +181,7 @@ async fn two_model_driven_agents_answering_each_other_stop_at_the_hop_limit() {
     assert!(error["error"]["message"].as_str().unwrap().contains("max_hops"), "{error}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let calls = assistant_model.requests.lock().len() + researcher_model.requests.lock().len();
-    assert_eq!(calls, 8, "four turns of two model calls each, then silence");
+    assert_eq!(calls, 6, "three turns of two model calls each, then silence");
     cancel.cancel();
 }
 

@@ -48,6 +48,12 @@ async fn older_turns_are_summarized_into_memory_and_kept_in_storage() {
     let block = runtime.agent.memory.get(&format!("summary_{}", info.id)).await.unwrap().unwrap();
     assert!(block.value.starts_with("SUMMARY-OF-FIRST"));
     assert_eq!(block.permission, holdfast_memory::Permission::ReadOnly);
+    // The label is the runtime's: no tool may write or forge a session summary.
+    let label = format!("summary_{}", info.id);
+    let forged = runtime.agent.memory.update(&label, "forged".into(), None, "update_memory").await.unwrap_err();
+    assert!(forged.to_string().contains("runtime's session summaries"), "{forged}");
+    let other = runtime.agent.memory.update("summary_s_other", "forged".into(), None, "update_memory").await;
+    assert!(other.is_err(), "nor start one for another session");
     let history = runtime.sessions.history(&info.id).await.unwrap();
     assert!(history.iter().any(|m| m.role == MessageRole::User && m.content == long), "nothing dropped");
     assert!(history.iter().any(|m| m.role == MessageRole::System && m.content.contains("summarized into")));

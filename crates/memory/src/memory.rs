@@ -222,7 +222,7 @@ impl Memory {
         description: Option<String>,
         via: &str,
     ) -> Result<WriteOutcome> {
-        validate_id("label", label)?;
+        tool_label("label", label)?;
         let description = check_description(description)?;
         let now = self.clock.now();
         let actor = self.agent.to_string();
@@ -261,7 +261,7 @@ impl Memory {
 
     /// Appends `content` to a block, on a new line when the value does not end with one.
     pub async fn append(&self, label: &str, content: String, via: &str) -> Result<WriteOutcome> {
-        validate_id("label", label)?;
+        tool_label("label", label)?;
         if content.is_empty() {
             return Err(MemoryError::invalid("content", "must not be empty"));
         }
@@ -293,7 +293,7 @@ impl Memory {
     /// Replaces the one occurrence of `old` with `new`. No occurrence → `memory_no_match` quoting the value (or the
     /// window where `old` nearly matched); several → `memory_ambiguous_match` with their line numbers.
     pub async fn replace(&self, label: &str, old: String, new: String, via: &str) -> Result<WriteOutcome> {
-        validate_id("label", label)?;
+        tool_label("label", label)?;
         if old.is_empty() {
             return Err(MemoryError::invalid("old", "must not be empty: say which text to replace"));
         }
@@ -498,6 +498,24 @@ impl Memory {
     pub async fn render(&self) -> Result<String> {
         Ok(render_blocks(&self.blocks().await?))
     }
+}
+
+/// Labels the runtime keeps for itself: `summary_<session>` holds a session's summary of its older turns
+/// (`holdfast_agent::window`), shown in that session as its own history. Tools may not create or edit one.
+pub const RUNTIME_LABEL_PREFIX: &str = "summary_";
+
+/// A label a tool may write: a valid id, not one the runtime keeps ([`RUNTIME_LABEL_PREFIX`]).
+fn tool_label(field: &str, label: &str) -> Result<()> {
+    validate_id(field, label)?;
+    if label.starts_with(RUNTIME_LABEL_PREFIX) {
+        return Err(MemoryError::invalid(
+            "label",
+            format!(
+                "`{label}`: blocks named `{RUNTIME_LABEL_PREFIX}…` are the runtime's session summaries; use another label"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn text_only(hits: Vec<TextHit>) -> Vec<SearchHit> {
