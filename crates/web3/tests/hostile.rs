@@ -381,8 +381,9 @@ impl Worker {
         Worker { _server: server, mode, doc, key, key_path, wallet }
     }
 
-    /// A fresh runtime over the shared devnet: this worker's wallet, a fresh journal file (its own day), one session.
-    fn runtime(&self) -> (Arc<Web3>, ToolRegistry, ToolContext) {
+    /// A fresh runtime over the shared devnet: this worker's wallet, a fresh journal file (its own day), one session;
+    /// and that journal file's path, which the case removes once its invariants hold.
+    fn runtime(&self) -> (Arc<Web3>, ToolRegistry, ToolContext, std::path::PathBuf) {
         let core = CoreConfig::from_document(&self.doc).unwrap();
         let services = CoreServices::new(core).unwrap();
         let config = Web3Config::from_document(&self.doc, &services.config).unwrap();
@@ -392,13 +393,14 @@ impl Worker {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = self.key_path.parent().unwrap();
-        let journal = Journal::open(&dir.join(format!("hostile-journal-{n}.db"))).unwrap();
+        let journal_path = dir.join(format!("hostile-journal-{n}.db"));
+        let journal = Journal::open(&journal_path).unwrap();
         let web3 = Web3::new(Arc::clone(&services.config), config, wallet, journal).unwrap();
         let registry = ToolRegistry::new();
         holdfast_core::builtin::register_core_tools(&registry).unwrap();
         let services = web3.install(services, &registry).unwrap();
         let ctx = services.new_session("hostile");
-        (web3, registry, ctx)
+        (web3, registry, ctx, journal_path)
     }
 
     async fn top_up(&self, devnet: &TestDevnet) {
@@ -451,7 +453,7 @@ async fn call(registry: &ToolRegistry, ctx: &ToolContext, tool: &str, params: Va
 async fn run(world: &World, worker: &Worker, actions: Vec<Action>) -> Result<(), TestCaseError> {
     worker.top_up(&world.devnet).await;
     *worker.mode.lock() = Mode::Honest;
-    let (web3, registry, ctx) = worker.runtime();
+    let (web3, registry, ctx, journal_path) = worker.runtime();
     let provider = world.devnet.provider();
     let wallet = worker.wallet;
     let nonce0 = provider.get_transaction_count(wallet).await.unwrap();
@@ -545,6 +547,14 @@ async fn run(world: &World, worker: &Worker, actions: Vec<Action>) -> Result<(),
             "key material in an output: {}",
             &text[..text.len().min(200)]
         );
+    }
+    // The case passed: its journal file goes (10,000 cases would otherwise leave 10,000 databases in the temp
+    // folder, more than a small tmpfs holds). A failing case returned above and keeps its file as evidence.
+    drop((web3, registry, ctx));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = journal_path.clone().into_os_string();
+        path.push(suffix);
+        let _ = std::fs::remove_file(path);
     }
     Ok(())
 }
