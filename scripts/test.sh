@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+# Every cargo command below selects the whole workspace (and filters targets): one package alone (`-p`) unifies
+# features differently, and cargo would rebuild most crates for it (only the check of the library alone does).
 
 # One build per run: incremental caches would only add gigabytes to target/ (CI starts from a clean checkout).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
@@ -33,7 +35,7 @@ step "tests (the crash harness and the hostile transcripts run next, on their ow
 cargo test --workspace --locked -- --skip crash_ --skip hostile_transcripts
 
 step "the devnet's own anvil install: anvil alone from npm into an empty cache, at most 100 MB (crates/devnet/src/anvil.rs)"
-cargo test --locked -p holdfast-devnet --lib -- --ignored installs_anvil --nocapture
+cargo test --workspace --locked --lib -- --ignored installs_anvil --nocapture
 
 step "schemathesis against the server's OpenAPI document: no 5xx, every answer matching its schema (crates/server/tests/schemathesis.rs)"
 st_venv="${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/schemathesis-4.32.5"
@@ -42,18 +44,28 @@ if [ ! -x "$st_venv/bin/st" ]; then
   "$st_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
 fi
 HOLDFAST_SCHEMATHESIS="$st_venv/bin/st" \
-  cargo test --locked -p holdfast-server --test schemathesis -- --ignored --nocapture
+  cargo test --workspace --locked --test schemathesis -- --ignored --nocapture
 
-step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/cli/tests/crash.rs)"
-cargo test --locked -p holdfast --test crash -- --nocapture
+step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/holdfast/tests/crash.rs)"
+cargo test --workspace --locked --test crash -- --nocapture
 
-step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=10000} generated cases, 4 workers on one devnet (crates/web3/tests/hostile.rs)"
+step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=6000} generated cases, 4 workers on one devnet (crates/web3/tests/hostile.rs)"
 # The test build above already holds this binary: an optimized build would cost CI more minutes than it saves.
 HOLDFAST_HOSTILE_CASES=$HOLDFAST_HOSTILE_CASES HOLDFAST_HOSTILE_WORKERS=4 \
-  cargo test --locked -p holdfast-web3 --test hostile hostile_transcripts -- --exact --nocapture
+  cargo test --workspace --locked --test hostile hostile_transcripts -- --exact --nocapture
 
-step "examples run"
-cargo run --quiet --locked -p holdfast-memory --example logging_memory_tool > /dev/null
+step "examples run (crates/holdfast/examples), and the library without default features has no alloy, axum or rmcp"
+cargo build --workspace --locked --quiet --examples
+for example in custom_tool replace_memory_tool embed_runtime agent_loop custom_preset; do
+  echo "--- example $example"
+  "${CARGO_TARGET_DIR:-target}/debug/examples/$example" > /dev/null
+done
+cargo build --quiet --locked -p holdfast --no-default-features
+tree=$(cargo tree --locked -p holdfast --no-default-features -e normal --prefix none)
+if grep -E '^(alloy|axum|rmcp) ' <<< "$tree"; then
+  echo "holdfast --no-default-features pulls in the crates above" >&2
+  exit 1
+fi
 
 step "docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

@@ -21,8 +21,6 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::sync::Notify;
 
 /// The base instructions every session starts from.
 pub const BASE_INSTRUCTIONS: &str = "You are holdfast, an assistant that can act on the user's behalf with tools.\n\
@@ -99,38 +97,9 @@ pub struct NoObserver;
 
 impl TurnObserver for NoObserver {}
 
-/// Cancels a running turn. Clones share the signal.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<(AtomicBool, Notify)>);
-
-impl CancelToken {
-    /// A fresh token.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancels.
-    pub fn cancel(&self) {
-        self.0.0.store(true, Ordering::SeqCst);
-        self.0.1.notify_waiters();
-    }
-
-    /// True once cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.0.load(Ordering::SeqCst)
-    }
-
-    /// Resolves when cancelled.
-    pub async fn cancelled(&self) {
-        loop {
-            let notified = self.0.1.notified();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
+/// Cancels a running turn, and the tool call in flight in it (each call sees it as `ToolContext::cancel`). Clones
+/// share the signal.
+pub type CancelToken = holdfast_core::CancellationToken;
 
 /// Why a turn stopped before the model finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -433,6 +402,8 @@ impl Agent {
         observer: &dyn TurnObserver,
         cancel: &CancelToken,
     ) -> Result<TurnOutcome, AgentError> {
+        // The turn's calls see its stop: a tool in flight gives way where it has written nothing.
+        let ctx = &ctx.with_cancel(cancel.clone());
         let mut outcome =
             TurnOutcome { text: String::new(), steps: 0, tool_calls: 0, stopped: None, usage: Usage::default() };
         let mut seen: HashMap<(String, String), usize> = HashMap::new();
@@ -521,7 +492,7 @@ impl Agent {
                     self.record_result(
                         ctx,
                         call,
-                        &Err(ToolError::new(ErrorCode::Internal, "cancelled before this call ran")),
+                        &Err(ToolError::new(ErrorCode::Cancelled, "cancelled before this call ran")),
                     )
                     .await?;
                     continue;

@@ -7,7 +7,7 @@
 use crate::config::CoreConfig;
 use crate::confirm::{Confirmations, UserDecisions};
 use crate::context_bank::{ContextBank, ContextScanner, ScannerBuildError};
-use crate::error::ToolError;
+use crate::error::{ErrorCode, ToolError};
 use crate::event::EventBus;
 use crate::registers::{Origin, RegisterDeclarations, RegisterEntry, RegisterStore};
 use crate::session_state::{STATE_VERSION, SessionState, SessionStateStore};
@@ -15,7 +15,9 @@ use parking_lot::RwLock;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+pub use tokio_util::sync::CancellationToken;
 
 /// Runs when a session is opened, so other layers can attach their per-session state (an intrinsic-register
 /// provider, a journal handle…).
@@ -102,6 +104,7 @@ impl CoreServices {
             events,
             config: Arc::clone(&self.config),
             extensions: Extensions::default(),
+            cancel: CancellationToken::new(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
                 saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, superseded: false, digest: None })),
@@ -139,6 +142,11 @@ impl Extensions {
     }
 }
 
+/// The error of a call that was stopped: `when` says where (`before …`, `while …`).
+fn cancelled(when: &str) -> ToolError {
+    ToolError::new(ErrorCode::Cancelled, format!("cancelled {when}; nothing was written"))
+}
+
 /// One session, as every tool sees it. Clones share state.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -156,6 +164,10 @@ pub struct ToolContext {
     pub config: Arc<CoreConfig>,
     /// Per-session state of other layers.
     pub extensions: Extensions,
+    /// Cancels the call in flight: the front end's stop (the turn's token, given with [`ToolContext::with_cancel`]).
+    /// A session's own context never cancels. Tools stop only where they have written nothing, through
+    /// [`ToolContext::until_cancelled`] or [`ToolContext::check_cancelled`].
+    pub cancel: CancellationToken,
     persistence: Option<Persistence>,
 }
 
@@ -183,6 +195,48 @@ struct Saved {
 }
 
 impl ToolContext {
+    /// The same session, with calls cancelled by `token` (a turn's stop). Everything else is shared with `self`.
+    ///
+    /// ```
+    /// use holdfast_core::config::CoreConfig;
+    /// use holdfast_core::{CoreServices, ErrorCode};
+    /// use holdfast_core::context::CancellationToken;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = CoreServices::new(CoreConfig::default())?.new_session("doc");
+    /// let stop = CancellationToken::new();
+    /// let turn = session.with_cancel(stop.clone());
+    /// stop.cancel();
+    /// // A wait that has written nothing yet gives way to the stop…
+    /// let slow = tokio::time::sleep(std::time::Duration::from_secs(3600));
+    /// let err = turn.until_cancelled("waiting", slow).await.unwrap_err();
+    /// assert_eq!(err.code, ErrorCode::Cancelled);
+    /// // …and the session itself is not cancelled.
+    /// assert!(session.check_cancelled("anything").is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_cancel(&self, token: CancellationToken) -> ToolContext {
+        ToolContext { cancel: token, ..self.clone() }
+    }
+
+    /// `Err(cancelled)` once the call was asked to stop. `what` says what was about to happen (`signing`).
+    pub fn check_cancelled(&self, what: &str) -> Result<(), ToolError> {
+        if self.cancel.is_cancelled() { Err(cancelled(&format!("before {what}"))) } else { Ok(()) }
+    }
+
+    /// Runs `work` unless the call is asked to stop first; then `work` is dropped and `Err(cancelled)` returned.
+    /// Only for work that writes nothing until it completes (a fetch, a read, a simulation): what it would have
+    /// written is never half-written, because it is dropped before writing.
+    pub async fn until_cancelled<T>(&self, what: &str, work: impl Future<Output = T>) -> Result<T, ToolError> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(cancelled(&format!("while {what}"))),
+            out = work => Ok(out),
+        }
+    }
+
     /// The session's registers, context bank and confirmations as one value.
     pub fn state(&self) -> SessionState {
         let registers = self.registers.snapshot().0.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);

@@ -97,6 +97,9 @@ pub enum ErrorCode {
     /// it (for example `holdfast serve` and `holdfast mcp` both using one session). Nothing of this change was saved;
     /// the session is reloaded from what was saved, so the next call sees the other process's state.
     SessionConflict,
+    /// The call was stopped before it finished (the user's stop button, a closed page, Ctrl-C). A tool stops only at
+    /// a point where it has written nothing; once it signed or paid, it finishes instead.
+    Cancelled,
 }
 
 impl ErrorCode {
@@ -140,6 +143,7 @@ impl ErrorCode {
         Self::OutcomeUnknown,
         Self::ConfirmationUnavailable,
         Self::SessionConflict,
+        Self::Cancelled,
     ];
 
     /// The snake_case wire form of the code.
@@ -183,6 +187,7 @@ impl ErrorCode {
             Self::OutcomeUnknown => "outcome_unknown",
             Self::ConfirmationUnavailable => "confirmation_unavailable",
             Self::SessionConflict => "session_conflict",
+            Self::Cancelled => "cancelled",
         }
     }
 

@@ -34,7 +34,7 @@ pub mod tool;
 pub mod transcript;
 
 pub use confirm::{Confirmation, Confirmations, UserChannel, UserDecision, UserDecisions};
-pub use context::{CoreServices, Extensions, SessionHook, ToolContext};
+pub use context::{CancellationToken, CoreServices, Extensions, SessionHook, ToolContext};
 pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};
 pub use event::{Event, EventBus};
@@ -47,3 +47,7 @@ pub use tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
 
 /// Re-exported so tool authors derive schemas with the same version.
 pub use schemars;
+
+/// The value types of addresses and base-unit amounts (from `alloy-primitives`), re-exported so a tool author
+/// parses and computes with the same types the core does.
+pub use alloy_primitives::{Address, U256};

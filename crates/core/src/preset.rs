@@ -15,6 +15,31 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// A preset name or custom fields.
+///
+/// ```
+/// use holdfast_core::PresetOrCustom;
+/// use serde::Deserialize;
+///
+/// #[derive(Debug, Deserialize)]
+/// struct Custom {
+///     url: String,
+/// }
+///
+/// #[derive(Debug, Deserialize)]
+/// struct Params {
+///     #[serde(flatten)]
+///     mode: PresetOrCustom<Custom>,
+///     network: String,
+/// }
+///
+/// let preset: Params = serde_json::from_str(r#"{"preset": "swap_quote", "url": null, "network": "base"}"#).unwrap();
+/// assert_eq!(preset.mode.preset(), Some("swap_quote"));
+/// let custom: Params = serde_json::from_str(r#"{"preset": null, "url": "https://x.test", "network": "base"}"#).unwrap();
+/// assert!(matches!(custom.mode, PresetOrCustom::Custom(Custom { .. })));
+/// // Both at once is refused, never silently resolved one way.
+/// let both = serde_json::from_str::<Params>(r#"{"preset": "swap_quote", "url": "https://x.test", "network": "base"}"#);
+/// assert!(both.unwrap_err().to_string().contains("cannot be combined"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum PresetOrCustom<T> {

@@ -50,6 +50,32 @@ pub struct ToolInfo {
 }
 
 /// The registry. Clones share the same set of tools.
+///
+/// Every call of every front end (the agent loop, the HTTP API, MCP, replay) goes through [`ToolRegistry::call`]:
+/// an unknown tool is `unknown_tool`, params that do not deserialize are `invalid_params` with the field's path, a
+/// panicking tool is `internal`, and what the call changed in the session is saved before the caller sees the result.
+///
+/// ```
+/// use holdfast_core::config::CoreConfig;
+/// use holdfast_core::{CoreServices, ErrorCode, ToolRegistry};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = ToolRegistry::new();
+/// holdfast_core::builtin::register_core_tools(&registry)?;
+/// let ctx = CoreServices::new(CoreConfig::default())?.new_session("doc");
+///
+/// let usdc = registry.call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "sell_token"}), &ctx).await?;
+/// assert_eq!(usdc["decimals"], 6);
+///
+/// let unknown = registry.call("send_everything", json!({}), &ctx).await.unwrap_err();
+/// assert_eq!(unknown.code, ErrorCode::UnknownTool);
+/// let typo = registry.call("token_lookup", json!({"symbol": "USDC", "netwrk": "base"}), &ctx).await.unwrap_err();
+/// assert_eq!(typo.code, ErrorCode::InvalidParams);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Arc<RwLock<IndexMap<String, Arc<dyn DynTool>>>>,
@@ -149,6 +175,8 @@ impl ToolRegistry {
                 format!("no tool named {} is registered", crate::text::preview(name)),
             ));
         };
+        // A stopped turn starts no new call (a call already running stops where it has written nothing).
+        ctx.check_cancelled(&format!("`{name}` ran"))?;
         let observed = ctx.events.has_subscribers();
         if observed {
             ctx.events.publish(names::TOOL_CALL, serde_json::json!({"tool": name, "params": params}));

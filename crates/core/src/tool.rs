@@ -28,6 +28,61 @@ pub enum ToolKind {
 }
 
 /// A tool with typed input and output.
+///
+/// The registry derives a strict schema from `Input` and `Output` once, refuses params that do not deserialize
+/// (`invalid_params`, naming the field) before the tool runs, and serializes the output. A tool that takes a value
+/// the model must not type takes a register *name* and reads the register.
+///
+/// ```
+/// use holdfast_core::config::CoreConfig;
+/// use holdfast_core::{AiTool, CoreServices, ErrorCode, ToolContext, ToolError, ToolRegistry};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(deny_unknown_fields)]
+/// struct LengthInput {
+///     /// The register whose text to measure.
+///     register: String,
+/// }
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct LengthOutput {
+///     chars: usize,
+/// }
+///
+/// struct RegisterLength;
+///
+/// impl AiTool for RegisterLength {
+///     type Input = LengthInput;
+///     type Output = LengthOutput;
+///     fn name(&self) -> &str {
+///         "register_length"
+///     }
+///     fn description(&self) -> &str {
+///         "Count the characters of a register's text."
+///     }
+///     async fn execute(&self, input: LengthInput, ctx: &ToolContext) -> Result<LengthOutput, ToolError> {
+///         let entry = ctx.registers.require(&input.register)?;
+///         Ok(LengthOutput { chars: entry.value.as_str().map_or(0, |s| s.chars().count()) })
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = ToolRegistry::new();
+/// holdfast_core::builtin::register_core_tools(&registry)?;
+/// registry.register(RegisterLength)?;
+/// let ctx = CoreServices::new(CoreConfig::default())?.new_session("doc");
+/// registry.call("register_set", serde_json::json!({"key": "note", "value": "héllo"}), &ctx).await?;
+/// let out = registry.call("register_length", serde_json::json!({"register": "note"}), &ctx).await?;
+/// assert_eq!(out["chars"], 5);
+/// // A register that does not exist is a coded error, not a guess.
+/// let err = registry.call("register_length", serde_json::json!({"register": "nope"}), &ctx).await.unwrap_err();
+/// assert_eq!(err.code, ErrorCode::RegisterMissing);
+/// # Ok(())
+/// # }
+/// ```
 pub trait AiTool: Send + Sync + 'static {
     /// The parameters, as the model sends them. Use `#[serde(deny_unknown_fields)]`.
     type Input: DeserializeOwned + JsonSchema + Send;

@@ -1,8 +1,8 @@
-//! Compiles the CLI's `devnet` subcommand module (`crates/cli/src/devnet_cmd.rs`) against this crate and checks its
+//! Compiles the CLI's `devnet` subcommand module (`crates/holdfast/src/cli/devnet_cmd.rs`) against this crate and checks its
 //! argument parsing, so the glue the lead wires into `holdfast` is known to build.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "../../cli/src/devnet_cmd.rs"]
+#[path = "../../holdfast/src/cli/devnet_cmd.rs"]
 mod devnet_cmd;
 
 use clap::{CommandFactory, Parser};

@@ -17,6 +17,7 @@ use crate::prompts::{self, MAX_USER_TEXT, USER_REQUEST_PROMPT};
 use crate::resources::{self, Subscriptions};
 use crate::tools;
 use holdfast_agent::{MessageRole, NewMessage, Runtime, ToolCallRecord};
+use holdfast_core::CancellationToken;
 use holdfast_core::confirm::CONFIRMATION_TTL;
 use holdfast_core::{Confirmation, ToolContext, ToolError, UserChannel, UserDecision};
 use rmcp::model::{
@@ -175,10 +176,17 @@ impl HoldfastMcp {
         self.record(session, message).await;
     }
 
-    /// Runs one registry call and records it (call and result) in the session's history.
-    async fn run_tool(&self, session: &Session, name: &str, params: Value) -> Result<Value, ToolError> {
+    /// Runs one registry call and records it (call and result) in the session's history. The client's
+    /// `notifications/cancelled` for the request (`cancel`) stops the tool where it has written nothing.
+    async fn run_tool(
+        &self,
+        session: &Session,
+        name: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ToolError> {
         let call_id = self.record_call(session, name, &params).await;
-        let result = self.runtime.registry.call(name, params, &session.ctx).await;
+        let result = self.runtime.registry.call(name, params, &session.ctx.with_cancel(cancel.clone())).await;
         self.record_result(session, call_id, name, &result).await;
         result
     }
@@ -192,8 +200,9 @@ impl HoldfastMcp {
         peer: &Peer<RoleServer>,
         name: &str,
         params: Value,
+        cancel: &CancellationToken,
     ) -> Result<Value, ToolError> {
-        let mut outcome = self.run_tool(session, name, params).await;
+        let mut outcome = self.run_tool(session, name, params, cancel).await;
         for asked in 0..=MAX_ASKS {
             let error = match outcome {
                 Err(error) => error,
@@ -371,7 +380,7 @@ impl ServerHandler for HoldfastMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context).await?;
         let params = Value::Object(request.arguments.unwrap_or_default());
-        let result = self.call(session, &context.peer, &request.name, params).await;
+        let result = self.call(session, &context.peer, &request.name, params, &context.ct).await;
         Ok(tools::to_call_result(&result).into())
     }
 

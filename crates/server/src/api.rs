@@ -198,9 +198,20 @@ pub async fn send_message(
         }
         turns.insert(id.clone(), cancel.clone());
     }
-    let observer = ServerObserver(Arc::clone(&state));
-    let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
-    state.turns.lock().remove(&id);
+    // The turn runs on its own task: if this request's future is dropped mid-turn, the guard stops the turn (a tool
+    // in flight gives way where it has written nothing) instead of the turn being dropped half-way through a step.
+    let stop_if_dropped = cancel.clone().drop_guard();
+    let turn = tokio::spawn({
+        let (state, ctx, id) = (Arc::clone(&state), ctx.clone(), id.clone());
+        async move {
+            let observer = ServerObserver(Arc::clone(&state));
+            let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
+            state.turns.lock().remove(&id);
+            result
+        }
+    });
+    let result = turn.await.map_err(|e| ToolError::internal(format!("the turn failed unexpectedly: {e}")))?;
+    stop_if_dropped.disarm();
     match result {
         Ok(outcome) => Ok(Json(TurnReply { agent: Some(outcome), note: None, context_bank: ctx.context_bank.items() })),
         Err(holdfast_agent::AgentError::Llm(e)) => Err(ApiError::Tool(e.into())),
@@ -210,7 +221,7 @@ pub async fn send_message(
 
 #[utoipa::path(post, path = "/api/sessions/{id}/cancel", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Whether a running turn was cancelled", body = schema::Cancelled)))]
 pub async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Cancelled> {
-    let cancelled = state.turns.lock().get(&id).map(CancelToken::cancel).is_some();
+    let cancelled = state.cancel_turn(&id);
     Ok(Json(Cancelled { cancelled }))
 }
 

@@ -50,7 +50,7 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
         ErrorCode::Internal | ErrorCode::ConfigInvalid => StatusCode::INTERNAL_SERVER_ERROR,
         ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorCode::ConfirmationRequired => StatusCode::ACCEPTED,
-        ErrorCode::SessionConflict => StatusCode::CONFLICT,
+        ErrorCode::SessionConflict | ErrorCode::Cancelled => StatusCode::CONFLICT,
         _ => StatusCode::UNPROCESSABLE_ENTITY,
     }
 }

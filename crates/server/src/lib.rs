@@ -67,6 +67,9 @@ pub struct AppState {
     agents: Vec<Agent>,
     token: Option<AccessToken>,
     turns: Mutex<HashMap<String, CancelToken>>,
+    /// Per session, how many WebSocket clients watch it: when the last one closes, the session's running turn
+    /// stops (the page that started it is gone).
+    watchers: Mutex<HashMap<String, usize>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<ConfirmDecision>>>,
 }
 
@@ -98,6 +101,7 @@ impl AppState {
             agents,
             token,
             turns: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(HashMap::new()),
             waiters: Mutex::new(HashMap::new()),
         })
     }
@@ -105,6 +109,11 @@ impl AppState {
     /// Every agent with a model, the default first.
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// Stops the turn running in session `id`, if any; true when there was one.
+    pub(crate) fn cancel_turn(&self, id: &str) -> bool {
+        self.turns.lock().get(id).map(CancelToken::cancel).is_some()
     }
 
     /// The agent session `ctx` belongs to, when it has a model.

@@ -36,9 +36,19 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
     let slow = Arc::new(Notify::new());
     let mut subscribed: HashSet<String> = HashSet::new();
     let mut forwarders = Vec::new();
+    // The sessions this client watches (subscribed and found), counted in `AppState::watchers`.
+    let mut watching = Vec::new();
+    let mut watch = |id: Option<String>| {
+        if let Some(id) = id {
+            *state.watchers.lock().entry(id.clone()).or_insert(0) += 1;
+            watching.push(id);
+        }
+    };
 
     for id in initial {
-        forwarders.extend(subscribe(&state, &tx, &slow, &mut subscribed, id).await);
+        let (forwarder, found) = subscribe(&state, &tx, &slow, &mut subscribed, id).await;
+        forwarders.extend(forwarder);
+        watch(found);
     }
     loop {
         tokio::select! {
@@ -54,7 +64,9 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
                         let request: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
                         match (request["type"].as_str(), request["session_id"].as_str()) {
                             (Some("subscribe"), Some(id)) => {
-                                forwarders.extend(subscribe(&state, &tx, &slow, &mut subscribed, id.to_owned()).await);
+                                let (forwarder, found) = subscribe(&state, &tx, &slow, &mut subscribed, id.to_owned()).await;
+                                forwarders.extend(forwarder);
+                                watch(found);
                             }
                             _ => {
                                 let _ = tx.try_send(json!({"type": "error", "error": {"code": "invalid_params", "message": "expected {\"type\":\"subscribe\",\"session_id\":…}"}}).to_string());
@@ -75,29 +87,42 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
     for f in forwarders {
         f.abort();
     }
+    // The last page watching a session is gone: its running turn stops.
+    let mut watchers = state.watchers.lock();
+    for id in watching {
+        if let Some(count) = watchers.get_mut(&id) {
+            *count -= 1;
+            if *count == 0 {
+                watchers.remove(&id);
+                if state.cancel_turn(&id) {
+                    tracing::info!(session = %id, "the last WebSocket watching the session closed: its turn stops");
+                }
+            }
+        }
+    }
 }
 
-/// Starts forwarding session `id`'s events into the client's queue. `None` when already subscribed or unknown
-/// (the client is told).
+/// Starts forwarding session `id`'s events into the client's queue: the forwarding task and the session id, or
+/// `(None, None)` when already subscribed or unknown (the client is told).
 async fn subscribe(
     state: &AppState,
     tx: &mpsc::Sender<String>,
     slow: &Arc<Notify>,
     subscribed: &mut HashSet<String>,
     id: String,
-) -> Option<tokio::task::JoinHandle<()>> {
+) -> (Option<tokio::task::JoinHandle<()>>, Option<String>) {
     if !subscribed.insert(id.clone()) {
-        return None;
+        return (None, None);
     }
     let Ok(Some(ctx)) = state.runtime.session(&id).await else {
         let error = json!({"type": "error", "error": {"code": "not_found", "message": format!("no session {id:?}")}});
         let _ = tx.try_send(error.to_string());
-        return None;
+        return (None, None);
     };
     let mut events = ctx.events.subscribe();
     let _ = tx.try_send(json!({"type": "subscribed", "session_id": id}).to_string());
-    let (tx, slow) = (tx.clone(), Arc::clone(slow));
-    Some(tokio::spawn(async move {
+    let (tx, slow, found) = (tx.clone(), Arc::clone(slow), id.clone());
+    let forwarder = tokio::spawn(async move {
         loop {
             let text = match events.recv().await {
                 Ok(event) => event.envelope().to_string(),
@@ -115,5 +140,6 @@ async fn subscribe(
                 Err(mpsc::error::TrySendError::Closed(_)) => return,
             }
         }
-    }))
+    });
+    (Some(forwarder), Some(found))
 }

@@ -96,6 +96,35 @@ struct Inner {
 }
 
 /// The register store of one session. Clones share state.
+///
+/// Every write carries its provenance (origin, writing tool, preset, what it was derived from); the store checks
+/// the value's type and the register's declared writers, and a value derived from a `model` value is itself `model`.
+///
+/// ```
+/// use holdfast_core::config::CoreConfig;
+/// use holdfast_core::{CoreServices, ErrorCode, Origin, RegisterWrite};
+/// use serde_json::json;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ctx = CoreServices::new(CoreConfig::default())?.new_session("doc");
+/// let registers = &ctx.registers;
+///
+/// // A scratch `*_address` register holds an address, stored EIP-55 checksummed.
+/// let typed = json!("0x90f79bf6eb2c4f870365e785982e1f101e93b906");
+/// registers.set(RegisterWrite::new("payee_address", typed, Origin::User, "context_address"))?;
+/// assert_eq!(registers.require("payee_address")?.value, "0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+///
+/// // What is not an address is refused, whoever writes it.
+/// let bad = RegisterWrite::new("other_address", json!("0x90f7"), Origin::User, "context_address");
+/// assert_eq!(registers.set(bad).unwrap_err().code, ErrorCode::InvalidAddress);
+///
+/// // Taint: a value derived from a model value counts as the model's.
+/// registers.set(RegisterWrite::new("guess_amount", json!("1000"), Origin::Model, "register_set"))?;
+/// let derived = RegisterWrite::new("half_amount", json!("500"), Origin::Tool, "my_tool").derived_from(["guess_amount"]);
+/// assert_eq!(registers.set(derived)?.origin(), Origin::Model);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct RegisterStore {
     inner: Arc<Inner>,

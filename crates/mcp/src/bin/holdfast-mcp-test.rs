@@ -1,10 +1,10 @@
 //! `holdfast-mcp-test mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token TOKEN]`: the `holdfast mcp`
-//! command on its own, compiled from the CLI's own glue (`crates/cli/src/mcp_cmd.rs`), so this crate's integration
+//! command on its own, compiled from the CLI's own glue (`crates/holdfast/src/cli/mcp_cmd.rs`), so this crate's integration
 //! tests run exactly what `holdfast mcp` runs without building the whole binary.
 
-#[path = "../../../cli/src/mcp_cmd.rs"]
+#[path = "../../../holdfast/src/cli/mcp_cmd.rs"]
 mod mcp_cmd;
-#[path = "../../../cli/src/startup.rs"]
+#[path = "../../../holdfast/src/cli/startup.rs"]
 mod startup;
 
 use clap::{Parser, Subcommand};

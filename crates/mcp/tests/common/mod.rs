@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
-/// The server binary: `holdfast-mcp-test` (`holdfast mcp` compiled from crates/cli/src/mcp_cmd.rs), or the binary
+/// The server binary: `holdfast-mcp-test` (`holdfast mcp` compiled from crates/holdfast/src/cli/mcp_cmd.rs), or the binary
 /// named by `HOLDFAST_MCP_BIN` (e.g. `target/debug/holdfast`, to run these tests against the real CLI).
 pub fn bin() -> String {
     std::env::var("HOLDFAST_MCP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_holdfast-mcp-test").to_owned())

@@ -132,6 +132,8 @@ pub(crate) async fn execute(
     a: Action<'_>,
     m: &AssetMove<'_>,
 ) -> Result<Sent, ToolError> {
+    // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
+    ctx.check_cancelled("the transaction was signed")?;
     // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
     let not_user = holdfast_core::confirm::TurnStarter::not_user(ctx)
         .map(|who| format!("this turn was started by {who}, not by you"));
@@ -202,7 +204,10 @@ pub(crate) async fn execute(
         names::TX_PENDING,
         json!({"journal_id": entry.id, "hash": hash_text, "network": a.network.name, "kind": a.kind, "summary": a.summary}),
     );
-    let Some(receipt) = a.chain.wait_receipt(hash, web3.receipt_timeout()).await? else {
+    // A stop while waiting for the receipt leaves the transaction as it is, sent: the answer says pending, as after
+    // the receipt timeout, and the journal settles it.
+    let receipt = ctx.until_cancelled("waiting for the receipt", a.chain.wait_receipt(hash, web3.receipt_timeout()));
+    let Some(receipt) = receipt.await.unwrap_or(Ok(None))? else {
         return Ok(Sent {
             hash: hash_text,
             outcome: TxOutcome::Pending,

@@ -22,6 +22,8 @@ pub(crate) async fn reserve(
     approved: &ApprovedPayment,
 ) -> Result<JournalEntry, ToolError> {
     require_durable(web3)?;
+    // The last point where a stop leaves nothing behind: past it the payment is reserved, signed and sent.
+    ctx.check_cancelled("the payment was signed")?;
     if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
         return Err(ToolError::new(
             ErrorCode::PaymentRefused,

@@ -223,23 +223,25 @@ pub(crate) async fn fetch(
     req: &PresetRequest<'_>,
     cap: usize,
 ) -> Result<Fetched, ToolError> {
-    let first = send(web3, req, None).await?;
+    // Until a payment is signed nothing is written: a stop (the turn's cancel) drops the request here.
+    let first = ctx.until_cancelled("fetching the preset", send(web3, req, None)).await??;
     // The host only: a preset URL's query may carry the user's values.
     let host = req.url.host_str().unwrap_or_default();
     tracing::debug!(preset = req.preset_name, host, status = first.status().as_u16(), "x402: fetched");
     if first.status() != StatusCode::PAYMENT_REQUIRED {
         let status = first.status();
-        let body = read_limited(first, cap).await?;
+        let body = ctx.until_cancelled("reading the preset's answer", read_limited(first, cap)).await??;
         return Ok(Fetched { status, body, payment: None });
     }
     let headers = first.headers().clone();
-    let offer = match read_limited(first, wire::MAX_BODY_BYTES).await {
-        Ok(body) => wire::parse_402(&headers, &body),
-        // A v2 offer travels in its header; the body does not matter then.
-        Err(_) if headers.contains_key(wire::PAYMENT_REQUIRED) => wire::parse_402(&headers, &[]),
-        Err(_) => Err(WireError::BodyTooLarge { max: wire::MAX_BODY_BYTES }),
-    }
-    .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
+    let offer =
+        match ctx.until_cancelled("reading the payment offer", read_limited(first, wire::MAX_BODY_BYTES)).await? {
+            Ok(body) => wire::parse_402(&headers, &body),
+            // A v2 offer travels in its header; the body does not matter then.
+            Err(_) if headers.contains_key(wire::PAYMENT_REQUIRED) => wire::parse_402(&headers, &[]),
+            Err(_) => Err(WireError::BodyTooLarge { max: wire::MAX_BODY_BYTES }),
+        }
+        .map_err(|source| X402Error::MalformedOffer { preset: req.preset_name.to_owned(), source })?;
     tracing::info!(preset = req.preset_name, host, version = ?offer.version, offers = offer.accepts.len(), "x402: payment required");
     pay_and_fetch(web3, ctx, req, offer, cap).await
 }

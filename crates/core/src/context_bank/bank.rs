@@ -1,0 +1,168 @@
+//! One session's context bank: the items found in the user's words so far, shared by the session's clones.
+
+use super::*;
+
+/// Most items one session's bank keeps; later ones are dropped (the first mentions matter most).
+pub const MAX_ITEMS: usize = 1000;
+
+#[derive(Debug, Default)]
+pub(super) struct BankState {
+    pub(super) items: Vec<ContextItem>,
+    pub(super) seen: HashSet<(ItemType, String, Option<String>)>,
+}
+
+/// One session's context bank. Clones share state.
+///
+/// Only the user's own words go in ([`ContextBank::scan_input`]); a tool asks it whether an amount of a token is
+/// the user's ([`ContextBank::has_amount`]) before treating it as authorized.
+///
+/// ```
+/// use holdfast_core::config::{NetworkTable, TokenTable};
+/// use holdfast_core::{ContextBank, ContextScanner, EventBus, ItemType};
+/// use std::sync::Arc;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let scanner = Arc::new(ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin())?);
+/// let bank = ContextBank::new(scanner, EventBus::new("doc"));
+/// bank.scan_input("swap 0.5 ETH for USDC on base, then send it to my 2 friends");
+///
+/// assert!(bank.has_amount("0.5", "ETH")); // bound: the number qualifies the token
+/// assert!(!bank.has_amount("2", "USDC")); // bare: "2 friends" authorizes nothing
+/// assert!(bank.items().iter().any(|i| i.item_type == ItemType::Network && i.value == "base"));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ContextBank {
+    pub(super) scanner: Arc<ContextScanner>,
+    pub(super) state: Arc<RwLock<BankState>>,
+    pub(super) events: EventBus,
+}
+
+impl ContextBank {
+    /// An empty bank using `scanner`, publishing on `events`.
+    pub fn new(scanner: Arc<ContextScanner>, events: EventBus) -> Self {
+        Self { scanner, state: Arc::default(), events }
+    }
+
+    /// Scans one user-authored message. Returns the items that were new; publishes `context_bank.update` when any
+    /// were.
+    pub fn scan_input(&self, user_text: &str) -> Vec<ContextItem> {
+        let found = self.scanner.scan(user_text);
+        let mut added = Vec::new();
+        {
+            let mut state = self.state.write();
+            for item in found {
+                if state.items.len() >= MAX_ITEMS {
+                    break;
+                }
+                let key = (
+                    item.item_type,
+                    item.value.clone(),
+                    item.label.clone().filter(|_| item.item_type == ItemType::Amount),
+                );
+                if state.seen.insert(key) {
+                    state.items.push(item.clone());
+                    added.push(item);
+                }
+            }
+        }
+        if !added.is_empty() && self.events.has_subscribers() {
+            self.events
+                .publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({ "items": self.items(), "added": added }));
+        }
+        added
+    }
+
+    /// Every item, in order of first appearance.
+    pub fn items(&self) -> Vec<ContextItem> {
+        self.state.read().items.clone()
+    }
+
+    /// True when nothing has been extracted yet.
+    pub fn is_empty(&self) -> bool {
+        self.state.read().items.is_empty()
+    }
+
+    /// True when the user wrote `amount` of the token `symbol`: an amount item (compared exactly as decimals)
+    /// bound to that symbol (ASCII case ignored) in one user message. A bare number — one with no token next to
+    /// it, see "Binding an amount to its token" — authorizes no amount of any token.
+    pub fn has_amount(&self, amount: &str, symbol: &str) -> bool {
+        let Ok(wanted) = Decimal::parse("amount", amount) else { return false };
+        let wanted = wanted.canonical();
+        self.state.read().items.iter().any(|i| {
+            i.item_type == ItemType::Amount
+                && i.value == wanted
+                && i.label.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(symbol))
+        })
+    }
+
+    /// Puts back items an earlier process saved (see [`crate::session_state`]), keeping their order. Publishes
+    /// nothing.
+    pub(crate) fn restore(&self, items: Vec<ContextItem>) {
+        let mut state = self.state.write();
+        for item in items {
+            if state.items.len() >= MAX_ITEMS {
+                break;
+            }
+            let key =
+                (item.item_type, item.value.clone(), item.label.clone().filter(|_| item.item_type == ItemType::Amount));
+            if state.seen.insert(key) {
+                state.items.push(item);
+            }
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&self) {
+        *self.state.write() = BankState::default();
+        self.events.publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({ "items": [], "added": [] }));
+    }
+
+    /// The agent-facing summary, or `None` when the bank is empty:
+    ///
+    /// ```text
+    /// Addresses: 0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0
+    /// Tokens: ETH (Ethereum), USDC (USD Coin)
+    /// Networks: base (Base)
+    /// Amounts: 0.001 ETH, 100 USDC
+    /// Numbers without a token (authorize nothing): 2
+    /// ```
+    ///
+    /// `Amounts` lists the amounts bound to a token; bare numbers are listed apart.
+    pub fn format_for_agent(&self) -> Option<String> {
+        let state = self.state.read();
+        if state.items.is_empty() {
+            return None;
+        }
+        let render = |t: ItemType, bound: bool| -> Vec<String> {
+            state
+                .items
+                .iter()
+                .filter(|i| i.item_type == t && (t != ItemType::Amount || i.label.is_some() == bound))
+                .map(|i| match (t, &i.label) {
+                    (ItemType::EthAddress, _) if i.flags.contains(&ItemFlag::ChecksumMismatch) => {
+                        format!("{} (checksum mismatch: do not use without asking the user)", i.value)
+                    }
+                    (ItemType::Amount, Some(l)) => format!("{} {l}", i.value),
+                    (ItemType::TokenSymbol | ItemType::Network, Some(l)) => format!("{} ({l})", i.value),
+                    _ => i.value.clone(),
+                })
+                .collect()
+        };
+        let mut out = String::new();
+        for (title, t, bound) in [
+            ("Addresses", ItemType::EthAddress, true),
+            ("Tokens", ItemType::TokenSymbol, true),
+            ("Networks", ItemType::Network, true),
+            ("Amounts", ItemType::Amount, true),
+            ("Numbers without a token (authorize nothing)", ItemType::Amount, false),
+        ] {
+            let parts = render(t, bound);
+            if !parts.is_empty() {
+                let _ = writeln!(out, "{title}: {}", parts.join(", "));
+            }
+        }
+        Some(out.trim_end().to_owned())
+    }
+}

@@ -1,0 +1,70 @@
+//! The context bank: addresses, token symbols, networks and amounts extracted from the user's own words by code.
+//!
+//! It reads only user-authored text (invariant 11) — callers pass the user's message, never tool output or model
+//! text. Scanning is one pass of a word scanner over the text, 64 bytes at a time: branch-free byte classes mark the
+//! word starts, and a word that may be a known one is looked up — ASCII case folded, in O(1) — in a table built once
+//! from every token symbol, network name and alias. A word that starts with a digit is read as a number or a `0x`
+//! address, and a multi-word alias ("base mainnet") is tried from its first word, longest name first.
+//!
+//! # Matching rules
+//! - **Addresses**: `0x` + exactly 40 hex digits, not touching other letters or digits. All-lower/all-upper forms
+//!   are stored in EIP-55 form; a mixed-case address with a wrong checksum is kept as typed and flagged
+//!   `checksum_mismatch`.
+//! - **Token symbols** must stand as whole words (the characters either side are not letters, digits or `_`).
+//!   A symbol matches when written as in the token table or in capitals (`USDC`, `cbETH`, `CBETH`). Lower-case or
+//!   title-case forms (`usdc`, `Usdc`) match only for symbols of three or more characters that are not ordinary
+//!   words — a symbol is treated as an ordinary word when the token table marks it `word_like` or it is in
+//!   [`ORDINARY_WORDS`]. So "one" or "gas" in a sentence is never a token, while "ONE" is.
+//! - **Networks**: names and aliases from the network table, whole words, any case.
+//! - **Amounts**: `12`, `0.001`, `.5`, `1,000.25` standing alone (a number glued to letters, or joined by `-`, `/`
+//!   or `:` to another number — dates, times, ranges, versions — is not an amount). Every amount is kept, but only
+//!   an amount **bound** to a token authorizes anything ([`ContextBank::has_amount`], invariant 11).
+//!
+//! # Binding an amount to its token
+//! An amount binds to the token symbol it qualifies, in the same message, only when the two are adjacent words:
+//! - **after**: the symbol directly follows the number, glued (`0.5ETH`) or after one to three spaces or tabs
+//!   (`0.5 ETH`, `100 usdc`);
+//! - **before**: the symbol directly precedes the number after one to three spaces or tabs (`USDC 100`), and no
+//!   number in front of it is already bound to it (in `5 ETH 100`, `ETH` qualifies `5`; `100` stays bare).
+//!
+//! Nothing else may sit between them: no other word, no punctuation (`100, USDC`, `USDC: 100`, `100-USDC` bind
+//! nothing), no line break. "Symbol" means a token item by the case rules above (`usdc 5` binds, `gas 5` and
+//! `one 5` do not), and a multi-word network name is no symbol (`1 OP mainnet`). A symbol qualifies at most one
+//! number: a symbol right after a number is claimed by it. When a number has a symbol right after it *and* an
+//! unclaimed symbol right before it (`USDC 100 ETH`), it is ambiguous and binds neither. So "swap 0.5 ETH for 100
+//! USDC" binds `0.5 → ETH` and `100 → USDC`, while "send it to my 2 friends" keeps `2` as a bare amount.
+//! Dollar values (`$20 of USDC`, `20 dollars of USDC`) are **not** bound: `$20 of ETH` is a value in dollars, not
+//! an amount of the token, so `20` stays bare there; the user writes `20 USDC`.
+//!
+//! # The items' JSON shape
+//! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
+//! `token_symbol`, `network`, `amount`. For an amount, `value` is the canonical decimal and `label` is the symbol it
+//! is bound to (as written in the token table); a bare amount — shown for reference, authorizing nothing — has no
+//! `label`. The same number can appear twice, once bare and once bound (`2` and `2 USDC`).
+//!
+//! Items are deduplicated and kept in order of first appearance.
+
+use crate::address::check_address;
+use crate::amount::{Decimal, MAX_AMOUNT_CHARS};
+use crate::config::{NetworkTable, TokenTable};
+use crate::event::{EventBus, names};
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+mod bank;
+mod blocks;
+mod rules;
+mod scanner;
+#[cfg(test)]
+mod tests;
+mod word_table;
+
+pub use bank::{ContextBank, MAX_ITEMS};
+pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
+pub use scanner::{ContextScanner, ScannerBuildError};
+#[allow(clippy::wildcard_imports)]
+use {blocks::*, rules::*, scanner::*, word_table::*};

@@ -1,0 +1,356 @@
+//! The scanner: built once from the token and network tables, it reads one message into items.
+
+use super::*;
+
+/// What a word of the text is on its own.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum WordKind {
+    /// A token symbol (index into `ContextScanner::symbols`).
+    Token(usize),
+    /// A network name or one-word alias (index into `ContextScanner::networks`).
+    Network(usize),
+}
+
+/// A network name or alias of several words ("base mainnet", "base-mainnet"), filed under its first word.
+#[derive(Debug)]
+pub(super) struct Phrase {
+    /// The whole name, ASCII lower case.
+    pub(super) folded: Box<[u8]>,
+    pub(super) network: usize,
+}
+
+/// What a word of the text can begin.
+#[derive(Debug, Default)]
+pub(super) struct WordEntry {
+    /// The word by itself: a token symbol, else a network name. Token symbols are filed first and the first entry
+    /// wins, so a network name spelled like a symbol is the symbol.
+    pub(super) kind: Option<WordKind>,
+    /// Multi-word network names whose first word this is, longest first.
+    pub(super) phrases: Vec<Phrase>,
+}
+
+/// A token symbol as the scanner checks and reports it.
+#[derive(Debug)]
+pub(super) struct SymbolEntry {
+    pub(super) symbol: String,
+    pub(super) upper: String,
+    pub(super) name: String,
+    pub(super) loose_case: bool,
+}
+
+/// The immutable scanner built from the token and network tables; shared by every session.
+#[derive(Debug)]
+pub struct ContextScanner {
+    pub(super) words: WordTable,
+    /// Network names and aliases that begin with a character that is no word character (`(base)`), longest first.
+    pub(super) punctuated: Vec<Phrase>,
+    /// The first bytes of `punctuated`.
+    pub(super) punctuated_first: Box<[bool; 256]>,
+    pub(super) symbols: Vec<SymbolEntry>,
+    pub(super) networks: Vec<(String, String)>,
+}
+
+/// Why the context-bank scanner could not be built. Building the word table cannot fail today, so no scanner build
+/// returns this; the type keeps [`ContextScanner::new`] able to refuse a table later without an API break.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the context-bank scanner: {0}")]
+pub struct ScannerBuildError(pub String);
+
+impl ContextScanner {
+    /// Builds the scanner for every symbol of `tokens` (all networks) and every name and alias of `networks`.
+    ///
+    /// Symbols are unique ignoring case (the first one seen wins); a network name or alias spelled like a symbol
+    /// is the symbol.
+    pub fn new(tokens: &TokenTable, networks: &NetworkTable) -> Result<Self, ScannerBuildError> {
+        let mut words: IndexMap<Vec<u8>, WordEntry> = IndexMap::new();
+        let mut symbols: Vec<SymbolEntry> = Vec::new();
+        for token in tokens.iter() {
+            let lower = token.symbol.to_ascii_lowercase();
+            let entry = words.entry(lower.clone().into_bytes()).or_default();
+            if entry.kind.is_some() {
+                continue;
+            }
+            entry.kind = Some(WordKind::Token(symbols.len()));
+            let loose_case = !token.word_like && token.symbol.len() >= 3 && !ORDINARY_WORDS.contains(&lower.as_str());
+            symbols.push(SymbolEntry {
+                symbol: token.symbol.clone(),
+                upper: token.symbol.to_ascii_uppercase(),
+                name: token.name.clone(),
+                loose_case,
+            });
+        }
+        let mut nets = Vec::new();
+        let mut punctuated: Vec<Phrase> = Vec::new();
+        for net in networks.iter() {
+            let index = nets.len();
+            for name in std::iter::once(&net.name).chain(net.aliases.iter()) {
+                let folded = name.to_ascii_lowercase().into_bytes();
+                if folded.is_empty() {
+                    continue;
+                }
+                // The length of the name's first word: all of it, part of it, or nothing (`(base)`).
+                let first = word_end_from(name, 0);
+                if first == 0 {
+                    if !punctuated.iter().any(|p| *p.folded == *folded) {
+                        punctuated.push(Phrase { folded: folded.into(), network: index });
+                    }
+                } else if first == folded.len() {
+                    let entry = words.entry(folded).or_default();
+                    entry.kind.get_or_insert(WordKind::Network(index));
+                } else {
+                    let entry = words.entry(folded[..first].to_vec()).or_default();
+                    if !entry.phrases.iter().any(|p| *p.folded == *folded) {
+                        entry.phrases.push(Phrase { folded: folded.into(), network: index });
+                    }
+                }
+            }
+            nets.push((net.name.clone(), net.display_name.clone()));
+        }
+        for entry in words.values_mut() {
+            // Stable, so among names of one length the first configured wins.
+            entry.phrases.sort_by_key(|p| std::cmp::Reverse(p.folded.len()));
+        }
+        punctuated.sort_by_key(|p| std::cmp::Reverse(p.folded.len()));
+        let mut punctuated_first = Box::new([false; 256]);
+        for p in &punctuated {
+            if let Some(&b) = p.folded.first() {
+                punctuated_first[usize::from(b)] = true; // not a letter: no other case
+            }
+        }
+        Ok(Self { words: WordTable::build(words), punctuated, punctuated_first, symbols, networks: nets })
+    }
+
+    /// Extracts items from `text` in order of appearance (not deduplicated).
+    pub fn scan(&self, text: &str) -> Vec<ContextItem> {
+        // One pass, 64 bytes at a time: `classify` marks the word starts worth a look and the digits glued to a word
+        // character before them; `WordTable::candidates` keeps the starts that may be a word of the table, a number
+        // or an address, and `word_at` reads those. A glued digit (`abc123`, `v1.2`) begins no amount, and neither
+        // does anything dots join to its number. Network names that begin with punctuation, if the table has any,
+        // are looked for at their first byte.
+        let bytes = text.as_bytes();
+        let mut found = Found { items: Vec::new(), last_address: None, last_token: None, claimed: usize::MAX };
+        // Nothing before `resume` is looked at again: it is inside an item, a rejected number or a skipped word.
+        let mut resume = 0usize;
+        let mut block = 0usize;
+        let mut spare: Window = [0; 1 + BLOCK + 8];
+        while block < bytes.len() {
+            let window = window(bytes, block, &mut spare);
+            let marks = self.words.classify(text, block, window);
+            let candidates = self.words.candidates(text, block, window, marks.starts);
+            let punctuated = if self.punctuated.is_empty() { 0 } else { self.punctuated_starts(window) };
+            let mut todo = (candidates | marks.glued_digits | punctuated) & bits_from(resume.saturating_sub(block));
+            while todo != 0 {
+                let bit = todo.trailing_zeros();
+                let at = block + bit as usize;
+                let marked = |mask: u64| mask >> bit & 1 == 1;
+                let name_end = if marked(punctuated) { self.punctuated_at(text, at, &mut found.items) } else { None };
+                resume = if let Some(end) = name_end {
+                    end
+                } else if marked(marks.glued_digits) {
+                    // A number glued to letters is no amount, and neither is what dots join to it (`v1.2.3`).
+                    skip_word(text, number_end(bytes, at))
+                } else if marked(candidates) {
+                    self.word_at(text, at, &mut found)
+                } else {
+                    at
+                };
+                todo &= bits_from(resume.saturating_sub(block)) & !(1 << bit);
+            }
+            block += BLOCK;
+        }
+        found.items
+    }
+
+    /// The bytes of the block (bit `i`: byte `1 + i` of `window`) that may begin a punctuated network name.
+    pub(super) fn punctuated_starts(&self, window: &Window) -> u64 {
+        window[1..=BLOCK]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &b)| m | u64::from(self.punctuated_first[usize::from(b)]) << i)
+    }
+
+    /// A punctuated network name written at `at`: pushes the network when it stands on its own (no word character
+    /// either side) and returns its end, where scanning resumes either way. `None` when none is written there.
+    pub(super) fn punctuated_at(&self, text: &str, at: usize, out: &mut Vec<ContextItem>) -> Option<usize> {
+        let p = self.punctuated.iter().find(|p| {
+            text.as_bytes().get(at..at + p.folded.len()).is_some_and(|w| w.eq_ignore_ascii_case(&p.folded))
+        })?;
+        let end = at + p.folded.len();
+        if word_start(text, at) && word_end(text, end) {
+            out.extend(self.network_item(p.network));
+        }
+        Some(end)
+    }
+
+    /// Handles the word that starts at `start`; returns where scanning resumes.
+    #[inline]
+    pub(super) fn word_at<'t>(&self, text: &'t str, start: usize, found: &mut Found<'t>) -> usize {
+        let (end, entry) = self.words.word(text, start);
+        if let Some(entry) = entry
+            && let Some(resume) = self.known_word(text, start, end, entry, found)
+        {
+            return resume;
+        }
+        let bytes = text.as_bytes();
+        if !bytes.get(start).is_some_and(u8::is_ascii_digit) {
+            // An ordinary word. Digits inside it are marked on their own, so resume right after its start.
+            return start;
+        }
+        if matches!(bytes.get(start..start + 2), Some([b'0', b'x' | b'X'])) {
+            return self.address_at(text, start, end, found);
+        }
+        self.amount_at(text, start, found)
+    }
+
+    /// The item a word of the table begins: a multi-word network name, else the word itself. Returns where scanning
+    /// resumes, or `None` when the word only begins multi-word names and none of them is written here.
+    pub(super) fn known_word(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        entry: &WordEntry,
+        found: &mut Found<'_>,
+    ) -> Option<usize> {
+        if let Some((network, phrase_end)) = phrase_at(text, start, entry) {
+            found.items.extend(network.and_then(|i| self.network_item(i)));
+            return Some(phrase_end);
+        }
+        match entry.kind? {
+            WordKind::Token(i) => {
+                if let Some(sym) = text.get(start..end).and_then(|w| self.accept_symbol(i, w)) {
+                    found.items.push(token_item(sym));
+                    // A symbol right after a number was claimed by it (bound, or ambiguous).
+                    found.last_token = Some(LastToken { end, symbol: i, free: start != found.claimed });
+                }
+            }
+            WordKind::Network(i) => found.items.extend(self.network_item(i)),
+        }
+        Some(end)
+    }
+
+    /// `0x` + 40 hex digits making up the whole word `start..end`. Anything else starting with `0x` is skipped with
+    /// the words joined to it by dots.
+    pub(super) fn address_at<'t>(&self, text: &'t str, start: usize, end: usize, found: &mut Found<'t>) -> usize {
+        let Some(written) = text.get(start..end).filter(|w| w.len() == 42) else { return skip_word(text, start) };
+        if let Some((last, item)) = &found.last_address
+            && *last == written
+        {
+            found.items.push(item.clone());
+            return end;
+        }
+        let Some(checked) = check_address(written) else { return skip_word(text, start) };
+        let (value, flags) = if checked.checksum_ok {
+            (checked.checksummed(), Vec::new())
+        } else {
+            (written.to_owned(), vec![ItemFlag::ChecksumMismatch])
+        };
+        let item = ContextItem { value, item_type: ItemType::EthAddress, label: None, flags };
+        found.last_address = Some((written, item.clone()));
+        found.items.push(item);
+        end
+    }
+
+    pub(super) fn accept_symbol(&self, i: usize, written: &str) -> Option<&SymbolEntry> {
+        let sym = self.symbols.get(i)?;
+        let exact = written == sym.symbol || written == sym.upper;
+        let loose = sym.loose_case && {
+            let mut chars = written.chars();
+            let first_ok = chars.next().is_some();
+            first_ok && chars.all(|c| !c.is_ascii_uppercase())
+        };
+        (exact || loose).then_some(sym)
+    }
+
+    pub(super) fn network_item(&self, i: usize) -> Option<ContextItem> {
+        let (name, display) = self.networks.get(i)?;
+        Some(ContextItem {
+            value: name.clone(),
+            item_type: ItemType::Network,
+            label: Some(display.clone()),
+            flags: Vec::new(),
+        })
+    }
+
+    /// Reads the number starting at the digit `at`, a word start. Pushes the amount, bound to an adjacent token if
+    /// any (and a token glued to it), and returns where scanning resumes. See "Binding an amount to its token".
+    pub(super) fn amount_at(&self, text: &str, at: usize, found: &mut Found<'_>) -> usize {
+        let bytes = text.as_bytes();
+        // ".5": a leading point belongs to the number. A point joined to a word before it makes it no amount
+        // (`x.5`, and `0x…0.5` after an address as well as `0x…f.5`): `word_start` below sees that word.
+        let mut start = at;
+        if at > 0 && bytes[at - 1] == b'.' {
+            start = at - 1;
+        }
+        let end = number_end(bytes, at);
+        let joined = |i: Option<usize>, j: Option<usize>| {
+            matches!(
+                (i.map(|i| bytes[i]), j.map(|j| bytes.get(j).copied())),
+                (Some(b'-' | b'/' | b':'), Some(Some(b'0'..=b'9')))
+            )
+        };
+        let before_joined = start >= 2 && joined(Some(start - 1), Some(start - 2));
+        let after_joined = end < bytes.len() && joined(Some(end), Some(end + 1));
+        let after_dot_digit = end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit();
+        if !word_start(text, start) || before_joined || after_joined || after_dot_digit {
+            return skip_word(text, end);
+        }
+        let number = &text[start..end];
+        // The token right after the number: glued ("0.001ETH", an item of its own read here; other letters make the
+        // number part of a word) or after a short gap of spaces and tabs (read later as its own word, claimed now).
+        let (after, resume) = if bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
+            let Some((symbol, token_end)) = self.token_at(text, end) else { return skip_word(text, end) };
+            (Some(symbol), token_end)
+        } else if !word_end(text, end) {
+            return skip_word(text, end);
+        } else {
+            let gap = blank_run(bytes.get(end..).unwrap_or_default());
+            let after = if gap > 0 { self.token_at(text, end + gap).map(|(symbol, _)| symbol) } else { None };
+            if after.is_some() {
+                found.claimed = end + gap;
+            }
+            (after, end)
+        };
+        // The unclaimed token right before it, with only a short gap of spaces and tabs between.
+        let before = found.last_token.as_mut().filter(|t| {
+            t.free && t.end < start && blank_run(bytes.get(t.end..start).unwrap_or_default()) == start - t.end
+        });
+        let bound = match (after, before) {
+            (Some(symbol), None) => Some(symbol),
+            (None, Some(t)) => {
+                t.free = false;
+                Some(t.symbol)
+            }
+            // Nothing adjacent, or a token on either side: ambiguous, so bound to neither.
+            _ => None,
+        };
+        let label = bound.and_then(|i| self.symbols.get(i)).map(|sym| sym.symbol.clone());
+        found.items.extend(amount_item(number, label));
+        if resume > end
+            && let Some(symbol) = after
+            && let Some(sym) = self.symbols.get(symbol)
+        {
+            found.items.push(token_item(sym));
+            found.last_token = Some(LastToken { end: resume, symbol, free: false });
+        }
+        resume
+    }
+
+    /// The token symbol written as the whole word starting at `at` (its index in `symbols`), and where that word
+    /// ends. A multi-word network name starting there wins over the symbol.
+    pub(super) fn token_at(&self, text: &str, at: usize) -> Option<(usize, usize)> {
+        let bytes = text.as_bytes();
+        if !bytes.get(at).is_some_and(u8::is_ascii_alphanumeric) || !self.words.may_begin(bytes, at) {
+            return None;
+        }
+        let (end, entry) = self.words.word(text, at);
+        let entry = entry?;
+        if phrase_at(text, at, entry).is_some() {
+            return None;
+        }
+        match entry.kind? {
+            WordKind::Token(i) => self.accept_symbol(i, text.get(at..end)?).map(|_| (i, end)),
+            WordKind::Network(_) => None,
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The context bank's unit tests.
+
+use super::*;
+
+fn bank() -> ContextBank {
+    let scanner = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    ContextBank::new(Arc::new(scanner), EventBus::new("t"))
+}
+
+fn values(items: &[ContextItem]) -> Vec<(ItemType, &str, Option<&str>)> {
+    items.iter().map(|i| (i.item_type, i.value.as_str(), i.label.as_deref())).collect()
+}
+
+#[test]
+fn the_seed_example() {
+    let b = bank();
+    let added = b.scan_input("swap 0.001 ETH for USDC");
+    assert_eq!(
+        values(&added),
+        vec![
+            (ItemType::Amount, "0.001", Some("ETH")),
+            (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+            (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+        ]
+    );
+    assert_eq!(b.format_for_agent().unwrap(), "Tokens: ETH (Ethereum), USDC (USD Coin)\nAmounts: 0.001 ETH");
+}
+
+#[test]
+fn empty_bank_formats_to_nothing() {
+    let b = bank();
+    assert_eq!(b.format_for_agent(), None);
+    b.scan_input("hello there, how are you?");
+    assert_eq!(b.format_for_agent(), None);
+}
+
+#[test]
+fn addresses_are_checksummed_or_flagged() {
+    let b = bank();
+    let good = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
+    // The seed document's example address: mixed case, wrong checksum.
+    let bad = "0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0";
+    b.scan_input(&format!("send to {} and ({good}), not {bad}.", good.to_lowercase()));
+    let items = b.items();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].value, good);
+    assert!(items[0].flags.is_empty());
+    assert_eq!(items[1].value, bad);
+    assert_eq!(items[1].flags, vec![ItemFlag::ChecksumMismatch]);
+    assert!(b.format_for_agent().unwrap().contains("checksum mismatch"));
+}
+
+#[test]
+fn hashes_and_glued_hex_are_not_addresses() {
+    let b = bank();
+    let hash = format!("0x{}", "ab".repeat(32));
+    b.scan_input(&format!("tx {hash} and x0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0"));
+    assert!(b.items().iter().all(|i| i.item_type != ItemType::EthAddress), "{:?}", b.items());
+}
+
+#[test]
+fn symbols_match_whole_words_with_the_case_rule() {
+    let b = bank();
+    b.scan_input("one gas for the USDCoin; ETHEREUM; weth and usdc and Dai and cbeth and CBETH");
+    let items = b.items();
+    let got: Vec<&str> = items.iter().map(|i| i.value.as_str()).collect();
+    // "weth"/"usdc"/"cbeth" (≥3 chars, not words) match loosely; "Dai" too; "USDCoin"/"ETHEREUM" are not words.
+    assert_eq!(got, vec!["WETH", "USDC", "DAI", "cbETH"]);
+}
+
+#[test]
+fn amounts_below_one_separators_and_pairing() {
+    let b = bank();
+    b.scan_input("sell .5 WETH, then 1,000.25 usdc and 0.001ETH; buy 7 dogs on base");
+    assert_eq!(
+        values(&b.items()),
+        vec![
+            (ItemType::Amount, "0.5", Some("WETH")),
+            (ItemType::TokenSymbol, "WETH", Some("Wrapped Ether")),
+            (ItemType::Amount, "1000.25", Some("USDC")),
+            (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+            (ItemType::Amount, "0.001", Some("ETH")),
+            (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+            (ItemType::Amount, "7", None),
+            (ItemType::Network, "base", Some("Base")),
+        ]
+    );
+    assert!(b.has_amount("0.50", "weth"));
+    assert!(b.has_amount("1000.25", "USDC"));
+    // "7" has no token next to it: it authorizes no amount of any token.
+    assert!(!b.has_amount("7", "USDC"));
+    assert!(!b.has_amount("0.5", "USDC"));
+    assert_eq!(b.format_for_agent().unwrap().lines().last(), Some("Numbers without a token (authorize nothing): 7"));
+}
+
+#[test]
+fn dates_times_versions_and_words_with_digits_are_not_amounts() {
+    let b = bank();
+    b.scan_input("on 2024-05-01 at 10:30, v1.2 and 1.2.3, abc123, 20m, 3x");
+    assert!(b.items().is_empty(), "{:?}", b.items());
+}
+
+#[test]
+fn dedup_keeps_first_appearance() {
+    let b = bank();
+    b.scan_input("USDC USDC usdc. 5 USDC");
+    b.scan_input("5 USDC and USDC");
+    assert_eq!(
+        values(&b.items()),
+        vec![(ItemType::TokenSymbol, "USDC", Some("USD Coin")), (ItemType::Amount, "5", Some("USDC"))]
+    );
+}
+
+#[test]
+fn unicode_neighbours_do_not_panic_or_match() {
+    let b = bank();
+    b.scan_input("éUSDC ÜETH— 5€ 0x💥 ETH—USDC «0.5 ETH»");
+    assert_eq!(
+        values(&b.items()),
+        vec![
+            (ItemType::Amount, "5", None),
+            (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+            (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+            (ItemType::Amount, "0.5", Some("ETH")),
+        ]
+    );
+}
+
+fn scanner(tokens: &[(&str, bool)], networks: &[(&str, &[&str])]) -> ContextScanner {
+    let mut ron = String::from("{\"base\": {");
+    for (i, (symbol, word_like)) in tokens.iter().enumerate() {
+        let addr = format!("0x{:040x}", i + 1);
+        ron.push_str(&format!(
+            "\"{symbol}\": (address: \"{addr}\", decimals: 18, name: \"{symbol} token\", word_like: {word_like}),"
+        ));
+    }
+    ron.push_str("}}");
+    let mut table = NetworkTable::builtin();
+    for (i, (name, aliases)) in networks.iter().enumerate() {
+        let spec = crate::config::NetworkSpec {
+            chain_id: Some(1000 + i as u64),
+            aliases: Some(aliases.iter().map(|a| (*a).to_owned()).collect()),
+            ..Default::default()
+        };
+        table.merge(name, spec).unwrap();
+    }
+    ContextScanner::new(&TokenTable::parse("test", &ron).unwrap(), &table).unwrap()
+}
+
+fn scanned(scanner: &ContextScanner, text: &str) -> Vec<String> {
+    scanner
+        .scan(text)
+        .into_iter()
+        .map(|i| match i.label {
+            Some(l) if i.item_type == ItemType::Amount => format!("{} {l}", i.value),
+            _ => i.value,
+        })
+        .collect()
+}
+
+#[test]
+fn multi_word_network_names() {
+    let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    assert_eq!(scanned(&s, "bridge to Base Mainnet, BASE-MAINNET or base"), ["base", "base", "base"]);
+    assert_eq!(scanned(&s, "5 ETH on base mainnet."), ["5 ETH", "ETH", "base"]);
+    // Two spaces is not the alias; "base" alone still is a network.
+    assert_eq!(scanned(&s, "base  mainnet"), ["base"]);
+    // The longest name wins over its first word even when it runs into a letter: neither is an item.
+    assert_eq!(scanned(&s, "base mainnetwork, base-mainnet_x, xbase mainnet"), Vec::<String>::new());
+    // A multi-word alias right after an amount is a network, not a token pairing.
+    let s = scanner(&[("OP", false)], &[("optimism", &["op mainnet"])]);
+    assert_eq!(scanned(&s, "1 OP mainnet, 2 OP"), ["1", "optimism", "2 OP", "OP"]);
+}
+
+#[test]
+fn unusual_network_names() {
+    let s = scanner(
+        &[("USDC", false)],
+        &[("averyveryverylongnetworkname", &["ベース", "ベース メイン", "(paren)", "usdc", "net_1"])],
+    );
+    assert_eq!(
+        scanned(&s, "averyveryverylongnetworkname ベース メイン ベース USDC net_1 NET_1"),
+        [
+            "averyveryverylongnetworkname",
+            "averyveryverylongnetworkname",
+            "averyveryverylongnetworkname",
+            "USDC",
+            "averyveryverylongnetworkname",
+            "averyveryverylongnetworkname"
+        ]
+    );
+    // Not whole words, or spelled like a symbol (the symbol wins): no network.
+    assert_eq!(scanned(&s, "xベース averyveryverylongnetworknames usdc"), ["USDC"]);
+    // A name that begins with punctuation stands on its own when no word character touches it.
+    assert_eq!(
+        scanned(&s, "(paren) x(paren) (PAREN)s (Paren)."),
+        ["averyveryverylongnetworkname", "averyveryverylongnetworkname"]
+    );
+}
+
+#[test]
+fn symbols_of_every_length() {
+    let symbols = ["X", "AB", "ABC", "ABCDEFG", "ABCDEFGH", "ABCDEFGHI", "ABCDEFGHIJKLMNO", "ABCDEFGHIJKLMNOP"];
+    let s = scanner(&symbols.map(|t| (t, false)), &[]);
+    for symbol in symbols {
+        let lower = symbol.to_ascii_lowercase();
+        let expected: Vec<&str> = if symbol.len() >= 3 { vec![symbol; 3] } else { vec![symbol; 2] };
+        assert_eq!(scanned(&s, &format!("{symbol} ({lower}), {symbol}.")), expected, "{symbol}");
+        for glued in [format!("{symbol}Q"), format!("Q{symbol}"), format!("{symbol}_"), format!("{symbol}é")] {
+            assert_eq!(scanned(&s, &glued), Vec::<String>::new(), "{glued}");
+        }
+        // At the very end of the text, and glued to an amount.
+        assert_eq!(scanned(&s, &format!("buy 2{symbol}")), [format!("2 {symbol}"), symbol.to_owned()]);
+    }
+    assert_eq!(scanned(&s, "ABCDEFGHIJKLMNOPQ abcdefghijklmnopq"), Vec::<String>::new());
+}
+
+#[test]
+fn many_first_letters_use_the_pair_filter() {
+    // More than eight distinct first letters: every word start is looked at.
+    let letters = ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL", "INDIA", "JULIET"];
+    let s = scanner(&letters.map(|t| (t, false)), &[]);
+    assert_eq!(s.words.lead_width, 0);
+    assert_eq!(
+        scanned(&s, "alpha, a bravo—Juliet and 3 golf; hotels x_india"),
+        ["ALPHA", "BRAVO", "JULIET", "3 GOLF", "GOLF"]
+    );
+}
+
+#[test]
+fn items_are_found_wherever_the_64_byte_blocks_fall() {
+    let text = "swap 0.001ETH for USDC on base mainnet, 1,000.25 usdc to 0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0 \
+                (not abc123 or v1.2.3 or 2024-05-01) éUSDC ETH—USDC «.5 WETH» base";
+    let expected = [
+        "0.001 ETH",
+        "ETH",
+        "USDC",
+        "base",
+        "1000.25 USDC",
+        "USDC",
+        "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0",
+        "ETH",
+        "USDC",
+        "0.5 WETH",
+        "WETH",
+        "base",
+    ];
+    let letters = ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL", "INDIA", "JULIET"];
+    let mut tokens: Vec<(&str, bool)> = ["ETH", "USDC", "WETH"].map(|t| (t, false)).to_vec();
+    let many = scanner(
+        &{
+            tokens.extend(letters.map(|t| (t, false)));
+            tokens
+        },
+        &[],
+    );
+    let builtin = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    for s in [&builtin, &many] {
+        for filler in ["", " ", "x ", "é ", "日本 "] {
+            for n in 0..=130 {
+                let prefix = filler.repeat(n);
+                assert_eq!(scanned(s, &format!("{prefix}{text}")), expected, "prefix {prefix:?}");
+                // The first word ("swap") made long enough to cross blocks.
+                assert_eq!(scanned(s, &format!("{}{text}", "a".repeat(n))), expected, "{n} letters");
+            }
+        }
+    }
+}
+
+#[test]
+fn ascii_words_among_non_ascii_letters() {
+    let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    assert_eq!(scanned(&s, "обменяй 0.5 ETH на USDC в сети base—спасибо"), ["0.5 ETH", "ETH", "USDC", "base"]);
+    // Glued to letters of any script: not words, not amounts.
+    assert_eq!(scanned(&s, "お願いします0.5 ETHを USDCに baseで"), Vec::<String>::new());
+    assert_eq!(scanned(&s, "「0.5 ETH」を「USDC」に—€5, №7"), ["0.5 ETH", "ETH", "USDC", "5", "7"]);
+}
+
+#[test]
+fn glued_numbers_take_their_separators_and_dots_with_them() {
+    let b = bank();
+    b.scan_input("abc1,000 v1.2.3 x.5 e1.5 3x1.5 0x12.5 1INCH, then 7");
+    assert_eq!(values(&b.items()), vec![(ItemType::Amount, "7", None)]);
+    let b = bank();
+    b.scan_input("1,00 10,000,0 1234,567 ,5");
+    assert_eq!(b.items().iter().map(|i| i.value.as_str()).collect::<Vec<_>>(), ["1", "0", "10000", "1234", "567", "5"]);
+}
+
+#[test]
+fn a_number_joined_by_a_point_to_an_address_is_no_amount() {
+    // Found by the reference-scanner property test: after an address ending in a digit, `.5` was read as 5.
+    let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    let good = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
+    let ends_in_letter = "0x90f79bf6eb2c4f870365e785982e1f101e93b90f";
+    assert_eq!(scanned(&s, &format!("{good}.5 USDC")), [good, "USDC"]);
+    assert_eq!(scanned(&s, &format!("{}.5 USDC", good.to_lowercase())), [good, "USDC"]);
+    let checked = check_address(ends_in_letter).unwrap().checksummed();
+    assert_eq!(scanned(&s, &format!("{ends_in_letter}.5")), [checked]);
+    // A symbol ending in a digit, likewise; a point after a point or a space still begins `.5`.
+    let s = scanner(&[("ARB1", false)], &[]);
+    assert_eq!(scanned(&s, "ARB1.5, ARB1 .5, 1..5"), ["ARB1", "ARB1", "0.5 ARB1", "1", "0.5"]);
+}
+
+#[test]
+fn every_amount_kept_parses_as_a_decimal() {
+    // Found by fuzzing (`context_bank`): `.` and 99 digits was kept as a 101-character amount that
+    // `Decimal::parse`, and so `has_amount`, refuses.
+    let b = bank();
+    let text = format!("90000000000 ETH 0\u{fffd}.{}1 USDC", "0".repeat(98));
+    b.scan_input(&text);
+    for item in b.items().iter().filter(|i| i.item_type == ItemType::Amount) {
+        assert_eq!(Decimal::parse("amount", &item.value).unwrap().canonical(), item.value);
+    }
+    assert_eq!(
+        values(&b.items()),
+        [
+            (ItemType::Amount, "90000000000", Some("ETH")),
+            (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+            (ItemType::Amount, "0", None),
+            (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+        ]
+    );
+    let kept = format!(".{}1 USDC", "0".repeat(97));
+    b.scan_input(&kept);
+    assert!(b.has_amount(&format!("0.{}1", "0".repeat(97)), "USDC"));
+}
+
+#[test]
+fn repeated_addresses_keep_their_own_form() {
+    let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    let good = "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0";
+    let bad = "0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0";
+    let text = format!("{} {bad} {bad} {} {good} {bad}", good.to_lowercase(), good.to_uppercase().replace("0X", "0x"));
+    let items = s.scan(&text);
+    let got: Vec<(&str, bool)> = items.iter().map(|i| (i.value.as_str(), i.flags.is_empty())).collect();
+    assert_eq!(got, [(good, true), (bad, false), (bad, false), (good, true), (good, true), (bad, false)]);
+}
+
+#[test]
+fn canonical_amounts_are_decimal_canonical() {
+    let mut numbers: Vec<String> = [
+        "0",
+        "00",
+        "0.0",
+        "0.000",
+        ".5",
+        ".50",
+        ".05",
+        "5.",
+        "1,000",
+        "1,000.250",
+        "001,000",
+        "12,345,678.9",
+        ".5.0",
+        ".5,000",
+        ".5,000.25",
+        "1.2.3",
+        "0.001",
+        "100",
+        "1000000",
+    ]
+    .map(String::from)
+    .to_vec();
+    numbers.push("9".repeat(100));
+    numbers.push("9".repeat(101));
+    numbers.push(format!("0.{}", "0".repeat(98)));
+    // Found by fuzzing: 100 characters as written, 101 in canonical form (`0.…1`).
+    numbers.push(format!(".{}1", "0".repeat(98)));
+    numbers.push(format!(".{}1", "0".repeat(97)));
+    for n in numbers {
+        let expected = Decimal::parse("amount", &n).ok().map(|d| d.canonical());
+        assert_eq!(canonical_amount(&n), expected, "{n}");
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn scanning_is_the_same_after_any_separator_prefix(
+        words in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "ETH", "eth", "usdc", "WETH", "cbETH", "base", "Base Mainnet", "base-mainnet", "0.5", ".5", "12",
+                "1,000.25", "2024-05-01", "v1.2", "abc123", "0x742d35cc6634c0532925a3b844bc9e7595f8fdf0", "the",
+                "é", "—", "日本", "5ETH", "x", "_",
+            ]),
+            0..40,
+        ),
+        seps in proptest::collection::vec(proptest::sample::select(vec![" ", ", ", ".", "\n", "-", "/", "—", "é", "", "\t"]), 40),
+        pad in 0usize..70,
+    ) {
+        let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+        let text: String = words.iter().zip(&seps).map(|(w, sep)| format!("{w}{sep}")).collect();
+        let plain = scanned(&s, &text);
+        let padded = scanned(&s, &format!("{} {text}", " ".repeat(pad)));
+        proptest::prop_assert_eq!(plain, padded);
+    }
+}
+
+#[test]
+fn bare_numbers_stay_in_the_bank_but_authorize_nothing() {
+    let b = bank();
+    b.scan_input("send it to my 2 friends");
+    assert_eq!(values(&b.items()), vec![(ItemType::Amount, "2", None)]);
+    assert!(!b.has_amount("2", "USDC"));
+    assert!(!b.has_amount("2", "ETH"));
+    assert_eq!(b.format_for_agent().unwrap(), "Numbers without a token (authorize nothing): 2");
+    b.scan_input("swap 2 USDC for ETH");
+    assert!(b.has_amount("2", "USDC"));
+    assert!(b.has_amount("2.0", "usdc"));
+    assert!(!b.has_amount("2", "ETH"));
+    assert_eq!(
+        b.format_for_agent().unwrap(),
+        "Tokens: USDC (USD Coin), ETH (Ethereum)\nAmounts: 2 USDC\nNumbers without a token (authorize nothing): 2"
+    );
+}
+
+#[test]
+fn amounts_bind_only_to_an_adjacent_token() {
+    let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("swap 0.5 ETH for 100 USDC", &["0.5 ETH", "ETH", "100 USDC", "USDC"]),
+        ("USDC 100", &["USDC", "100 USDC"]),
+        ("send usdc 100 now", &["USDC", "100 USDC"]),
+        ("100 usdc", &["100 USDC", "USDC"]),
+        ("sell ETH\t.5 please", &["ETH", "0.5 ETH"]),
+        ("ETH   0.5 and 0.5   WETH", &["ETH", "0.5 ETH", "0.5 WETH", "WETH"]),
+        // More than three blanks, punctuation or a line break between: not adjacent.
+        ("ETH    0.5 and 0.7    WETH", &["ETH", "0.5", "0.7", "WETH"]),
+        ("100, USDC; USDC: 7, USDC, 8; 9-USDC", &["100", "USDC", "USDC", "7", "USDC", "8", "9", "USDC"]),
+        ("USDC\n100 and 200\nETH", &["USDC", "100", "200", "ETH"]),
+        ("USDC (100) and [5] ETH", &["USDC", "100", "5", "ETH"]),
+        // A word between: not adjacent.
+        ("swap 2 of my USDC", &["2", "USDC"]),
+        ("USDC worth 100", &["USDC", "100"]),
+        // A token qualifies one number; a number between two unclaimed tokens binds neither.
+        ("5 ETH 100", &["5 ETH", "ETH", "100"]),
+        ("sell 5 ETH 100 USDC", &["5 ETH", "ETH", "100 USDC", "USDC"]),
+        ("USDC 100 ETH", &["USDC", "100", "ETH"]),
+        ("ETH 5USDC", &["ETH", "5", "USDC"]),
+        ("USDC 1 2", &["USDC", "1 USDC", "2"]),
+        // Dollar values are not amounts of a token.
+        ("$20 of USDC, 20 dollars of USDC", &["20", "USDC", "20", "USDC"]),
+        // Numbers inside addresses, dates, versions or words are no amounts, and bind nothing.
+        ("USDC 0x742d35cc6634c0532925a3b844bc9e7595f8fdf0", &["USDC", "0x742d35Cc6634c0532925A3b844Bc9e7595F8FDf0"]),
+        ("ETH 2024-05-01, USDC v1.2, USDC abc123, USDC 1.2.3, ETH 10:30", &["ETH", "USDC", "USDC", "USDC", "ETH"]),
+        ("USDC100 100USDCx", &[]),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(scanned(&s, text), *expected, "{text:?}");
+    }
+    // The case rules of word-like symbols hold on both sides.
+    let s = scanner(&[("ONE", true), ("GAS", false)], &[]);
+    assert_eq!(scanned(&s, "one 5, gas 6, ONE 7, 8 GAS, 9 one"), ["5", "6", "ONE", "7 ONE", "8 GAS", "GAS", "9"]);
+}
+
+/// A word of the binding property's texts: a number, a number glued to a symbol, a symbol or another word.
+#[derive(Debug, Clone, Copy)]
+enum Word {
+    Number(&'static str, &'static str),
+    Glued(&'static str, &'static str, &'static str),
+    Symbol(&'static str, &'static str),
+    Other(&'static str),
+}
+
+fn binding_words() -> Vec<Word> {
+    vec![
+        Word::Number("5", "5"),
+        Word::Number("0.5", "0.5"),
+        Word::Number(".5", "0.5"),
+        Word::Number("1,000", "1000"),
+        Word::Number("12", "12"),
+        Word::Glued("5ETH", "5", "ETH"),
+        Word::Glued("12usdc", "12", "USDC"),
+        Word::Symbol("ETH", "ETH"),
+        Word::Symbol("USDC", "USDC"),
+        Word::Symbol("usdc", "USDC"),
+        Word::Symbol("WETH", "WETH"),
+        Word::Symbol("cbETH", "cbETH"),
+        Word::Other("for"),
+        Word::Other("my"),
+        Word::Other("the"),
+        Word::Other("friends"),
+        Word::Other("base"),
+        Word::Other("eth2"),
+        Word::Other("v1.2"),
+        Word::Other("2024-05-01"),
+    ]
+}
+
+proptest::proptest! {
+    #[test]
+    fn an_amount_binds_only_to_a_token_in_the_next_or_previous_word(
+        words in proptest::collection::vec(proptest::sample::select(binding_words()), 0..16),
+        seps in proptest::collection::vec(
+            proptest::sample::select(vec![" ", "  ", "   ", "    ", "\t", ", ", ": ", "\n", " - ", ". ", " (", ") "]),
+            16,
+        ),
+    ) {
+        let s = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap();
+        let text: String = words
+            .iter()
+            .zip(&seps)
+            .map(|(w, sep)| {
+                let w = match w {
+                    Word::Number(n, _) | Word::Glued(n, _, _) | Word::Symbol(n, _) | Word::Other(n) => n,
+                };
+                format!("{w}{sep}")
+            })
+            .collect();
+        let blank = |sep: &str| !sep.is_empty() && sep.len() <= 3 && sep.bytes().all(|b| b == b' ' || b == b'\t');
+        let symbol = |i: usize| match words.get(i) {
+            Some(Word::Symbol(_, sym)) => Some(*sym),
+            _ => None,
+        };
+        // Every (amount, token) pair the words allow: a glued pair, or a number and a symbol one blank apart.
+        let mut allowed: Vec<(String, &str)> = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            match w {
+                Word::Glued(_, n, sym) => allowed.push(((*n).to_owned(), *sym)),
+                Word::Number(_, n) => {
+                    if let Some(sym) = symbol(i + 1).filter(|_| blank(seps[i])) {
+                        allowed.push(((*n).to_owned(), sym));
+                    }
+                    if let Some(sym) = i.checked_sub(1).and_then(symbol).filter(|_| blank(seps[i - 1])) {
+                        allowed.push(((*n).to_owned(), sym));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let bound: Vec<(String, String)> = s
+            .scan(&text)
+            .into_iter()
+            .filter(|i| i.item_type == ItemType::Amount)
+            .filter_map(|i| Some((i.value, i.label?)))
+            .collect();
+        for (value, label) in &bound {
+            proptest::prop_assert!(
+                allowed.iter().any(|(n, sym)| n == value && sym == label),
+                "{text:?} bound {value} to {label}, allowed {allowed:?}"
+            );
+        }
+        // Every symbol qualifies at most one number.
+        let glued = words.iter().filter(|w| matches!(w, Word::Glued(..))).count();
+        let symbols = words.iter().filter(|w| matches!(w, Word::Symbol(..))).count();
+        proptest::prop_assert!(bound.len() <= glued + symbols, "{text:?}: {bound:?}");
+    }
+}
+
+#[tokio::test]
+async fn changes_are_published() {
+    let b = bank();
+    let mut rx = b.events.subscribe();
+    b.scan_input("nothing here");
+    b.scan_input("USDC");
+    let e = rx.recv().await.unwrap();
+    assert_eq!(e.event, "context_bank.update");
+    assert_eq!(e.data["items"][0]["value"], "USDC");
+}
