@@ -12,6 +12,7 @@
 //! saw the writes.
 
 use holdfast::memory::block::{MemoryBlock, Modified};
+use holdfast::memory::error::Result as MemoryResult;
 use holdfast::memory::search::TextHit;
 use holdfast::memory::store::EditFn;
 use holdfast::memory::{
@@ -29,15 +30,15 @@ struct AuditedStore {
 }
 
 impl MemoryStore for AuditedStore {
-    fn get(&self, agent: &str, label: &str) -> holdfast::memory::error::Result<Option<MemoryBlock>> {
+    fn get(&self, agent: &str, label: &str) -> MemoryResult<Option<MemoryBlock>> {
         self.inner.get(agent, label)
     }
 
-    fn list(&self, agent: &str) -> holdfast::memory::error::Result<Vec<MemoryBlock>> {
+    fn list(&self, agent: &str) -> MemoryResult<Vec<MemoryBlock>> {
         self.inner.list(agent)
     }
 
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> holdfast::memory::error::Result<Modified> {
+    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> MemoryResult<Modified> {
         let modified = self.inner.modify(agent, label, edit)?;
         if let Ok(mut audit) = self.audit.lock() {
             audit.push(format!("{agent}/{label}: {modified:?}"));
@@ -45,15 +46,15 @@ impl MemoryStore for AuditedStore {
         Ok(modified)
     }
 
-    fn delete(&self, agent: &str, label: &str) -> holdfast::memory::error::Result<bool> {
+    fn delete(&self, agent: &str, label: &str) -> MemoryResult<bool> {
         self.inner.delete(agent, label)
     }
 
-    fn history(&self, agent: &str, label: &str, limit: usize) -> holdfast::memory::error::Result<Vec<BlockEdit>> {
+    fn history(&self, agent: &str, label: &str, limit: usize) -> MemoryResult<Vec<BlockEdit>> {
         self.inner.history(agent, label, limit)
     }
 
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> holdfast::memory::error::Result<Vec<TextHit>> {
+    fn search(&self, agent: &str, terms: &[String], limit: usize) -> MemoryResult<Vec<TextHit>> {
         self.inner.search(agent, terms, limit)
     }
 
