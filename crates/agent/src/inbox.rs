@@ -1,7 +1,7 @@
 //! The agent between messages: turns its inbox starts.
 //!
 //! A message to the agent — from another agent, a group, a channel — and a reminder that fires land in the agent's
-//! durable inbox (`holdfast_memory::router`). [`spawn`] watches that inbox and answers each message with a turn of
+//! durable inbox (`holdfast_memory::messaging`). [`spawn`] watches that inbox and answers each message with a turn of
 //! its own ([`Agent::answer_message`]) in the agent's **inbox session** (kind `inbox`, one per agent, found again
 //! after a restart through the session link `inbox:<agent id>`). The final text of a turn that answers another
 //! agent's direct message is sent back to it as a `reply`, which that agent reads but does not answer.

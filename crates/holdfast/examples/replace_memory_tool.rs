@@ -11,13 +11,11 @@
 //! It calls `update_memory` through the registry by name and exits non-zero unless both the wrapper and the backend
 //! saw the writes.
 
-use holdfast::memory::block::{MemoryBlock, Modified};
 use holdfast::memory::error::Result as MemoryResult;
-use holdfast::memory::search::TextHit;
-use holdfast::memory::store::EditFn;
 use holdfast::memory::{
     BlockEdit, Database, InMemoryStore, MemoryStore, UpdateMemoryInput, UpdateMemoryOutput, UpdateMemoryTool,
 };
+use holdfast::memory::{EditFn, MemoryBlock, Modified, TextHit};
 use holdfast::prelude::*;
 use serde_json::json;
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use holdfast_core::config::CoreConfig;
 use holdfast_core::{CoreServices, ToolRegistry};
-use holdfast_memory::search::{naive_score, naive_snippet, query_terms};
+use holdfast_memory::search::query::{naive_score, naive_snippet, query_terms};
 use holdfast_memory::{AgentRuntime, BlockSpec, BuiltinTools, Database, InMemoryStore, MemoryConfig, MemoryStore};
 use serde_json::json;
 use std::hint::black_box;

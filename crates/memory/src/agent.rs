@@ -5,11 +5,11 @@
 //! from which the agent loop builds every model request.
 
 use crate::agent_id::AgentId;
+use crate::blocks::memory::Memory;
 use crate::error::Result;
-use crate::memory::Memory;
-use crate::reminders::Reminders;
-use crate::router::{Inbox, MessageRouter, MessageTarget, SendOrigin, SendReceipt};
-use crate::tasks::TaskList;
+use crate::messaging::{Inbox, MessageRouter, MessageTarget, SendOrigin, SendReceipt};
+use crate::schedule::reminders::Reminders;
+use crate::schedule::tasks::TaskList;
 use holdfast_core::{SessionHook, ToolContext};
 use serde_json::Value;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ impl MessageSender {
         Self { agent, router }
     }
 
-    /// Sends a message (subject to the anti-loop rule; see [`crate::router`]).
+    /// Sends a message (subject to the anti-loop rule; see [`crate::messaging`]).
     pub async fn send(
         &self,
         target: &MessageTarget,

@@ -135,6 +135,11 @@ CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (fired_at, due
         // How many agent-to-agent hops led to a message (the runtime's count, never the sender's metadata).
         "ALTER TABLE messages_log ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
     ),
+    (
+        3,
+        // The hops of the turn that scheduled a reminder: its message carries the conversation's count on.
+        "ALTER TABLE reminders_items ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
+    ),
 ];
 
 /// A shared handle on the database. Clones share the connection.

@@ -5,7 +5,7 @@
 //! `target_not_found`, `rate_limited`, `invalid_params`, `not_found`, `upstream_error`, `internal`) and whose message
 //! names the offending field or block.
 
-use crate::block::Permission;
+use crate::blocks::block::Permission;
 use holdfast_core::{ErrorCode, HasErrorCode, ToolError};
 use std::time::Duration;
 
@@ -98,6 +98,12 @@ pub enum MemoryError {
         /// Hops made so far.
         hops: u32,
     },
+    /// An agent has the most pending reminders allowed.
+    #[error("`at`: you already have {pending} pending reminders, the most one agent may have; wait until one fires")]
+    TooManyReminders {
+        /// Pending reminders of the agent.
+        pending: u32,
+    },
     /// A reminder was already delivered (by another scheduler pass); this delivery is dropped.
     #[error("the reminder was already delivered")]
     AlreadyFired,
@@ -179,7 +185,7 @@ impl HasErrorCode for MemoryError {
             Self::AmbiguousMatch { .. } => ErrorCode::MemoryAmbiguousMatch,
             Self::InvalidParams { .. } => ErrorCode::InvalidParams,
             Self::TargetNotFound { .. } => ErrorCode::TargetNotFound,
-            Self::Cooldown { .. } | Self::HopLimit { .. } => ErrorCode::RateLimited,
+            Self::Cooldown { .. } | Self::HopLimit { .. } | Self::TooManyReminders { .. } => ErrorCode::RateLimited,
             Self::RecordNotFound { .. } => ErrorCode::NotFound,
             Self::Upstream { .. } => ErrorCode::UpstreamError,
             Self::Storage(_) | Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,

@@ -4,7 +4,7 @@
 //!
 //! - **Memory blocks** ([`Memory`], [`MemoryStore`], [`SqliteMemoryStore`], [`InMemoryStore`]): label, value,
 //!   description, permission, soft character budget, pinned flag, timestamps; every edit kept in a history; one
-//!   permission check ([`permission::authorize`]) below all tools; a deterministic renderer ([`render_blocks`]).
+//!   permission check ([`blocks::permission::authorize`]) below all tools; a deterministic renderer ([`render_blocks`]).
 //! - **Messaging** ([`MessageRouter`]): to the user (outbox + `message.outbox` event), to another agent (durable
 //!   inbox, anti-loop cooldown), to a group (fan-out) or a channel (subscribers + optional webhook POST).
 //! - **Reminders** ([`Reminders`], [`ReminderScheduler`]) and **tasks** ([`TaskList`]).
@@ -17,40 +17,34 @@
 
 pub mod agent;
 pub mod agent_id;
-pub mod block;
+pub mod blocks;
 pub mod builtin;
 pub mod clock;
 pub mod db;
-pub mod embeddings;
 pub mod error;
-pub mod memory;
-pub mod permission;
-pub mod reminders;
-pub mod render;
-pub mod router;
+pub mod messaging;
 pub mod runtime;
+pub mod schedule;
 pub mod search;
-pub mod store;
-pub mod tasks;
 pub mod tools;
-pub mod when;
 
 pub use agent::{AgentHandle, MessageSender};
 pub use agent_id::AgentId;
-pub use block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Permission};
+pub use blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Modified, Permission};
+pub use blocks::memory::{Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
+pub use blocks::render::render_blocks;
+pub use blocks::store::{EditFn, InMemoryStore, MemoryStore, SqliteMemoryStore};
 pub use builtin::{BUILTIN_TOOL_NAMES, BuiltinTools, BuiltinToolsBuilder, CORE_TOOL_NAMES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{DEFAULT_DB_FILE, Database};
-pub use embeddings::{Embedder, EmbeddingsConfig};
 pub use error::MemoryError;
-pub use memory::{Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
-pub use reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};
-pub use render::render_blocks;
-pub use router::{
+pub use messaging::{
     ConversationHops, Inbox, InboxMessage, MessageEndpoint, MessageRouter, MessageTarget, RoutedMessage, RouterConfig,
     SendOrigin, SendReceipt, TargetType, UserMessage,
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
-pub use store::{InMemoryStore, MemoryStore, SqliteMemoryStore};
-pub use tasks::{Priority, Task, TaskList, TaskStatus, TaskStep};
+pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};
+pub use schedule::tasks::{Priority, Task, TaskList, TaskStatus, TaskStep};
+pub use search::embeddings::{Embedder, EmbeddingsConfig};
+pub use search::query::{HitSource, TextHit};
 pub use tools::*;

@@ -15,16 +15,16 @@
 
 use crate::agent::{AgentHandle, MessageSender};
 use crate::agent_id::AgentId;
-use crate::block::{BlockSpec, DEFAULT_CHAR_LIMIT};
+use crate::blocks::block::{BlockSpec, DEFAULT_CHAR_LIMIT};
+use crate::blocks::memory::{Memory, SearchMode};
+use crate::blocks::store::{MemoryStore, SqliteMemoryStore};
 use crate::clock::{SharedClock, SystemClock};
 use crate::db::{DEFAULT_DB_FILE, Database};
-use crate::embeddings::{Embedder, EmbeddingsConfig};
 use crate::error::Result;
-use crate::memory::{Memory, SearchMode};
-use crate::reminders::{ReminderScheduler, Reminders, SchedulerHandle};
-use crate::router::{MessageRouter, RouterConfig};
-use crate::store::{MemoryStore, SqliteMemoryStore};
-use crate::tasks::TaskList;
+use crate::messaging::{MessageRouter, RouterConfig};
+use crate::schedule::reminders::{ReminderScheduler, Reminders, SchedulerHandle};
+use crate::schedule::tasks::TaskList;
+use crate::search::embeddings::{Embedder, EmbeddingsConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -54,7 +54,7 @@ pub struct MemoryConfig {
     /// The anti-loop cooldown between the same ordered pair of agents, in seconds (0 disables it).
     #[serde(default = "default_cooldown")]
     pub agent_cooldown_secs: u64,
-    /// The most agent-to-agent hops one conversation may make (see [`crate::router`]'s hop limit).
+    /// The most agent-to-agent hops one conversation may make (see [`crate::messaging`]'s hop limit).
     #[serde(default = "default_max_hops")]
     pub max_hops: u32,
     /// Timeout of channel webhook POSTs, in seconds.
@@ -79,11 +79,11 @@ fn default_char_limit() -> usize {
 }
 
 fn default_cooldown() -> u64 {
-    crate::router::DEFAULT_AGENT_COOLDOWN.as_secs()
+    crate::messaging::DEFAULT_AGENT_COOLDOWN.as_secs()
 }
 
 fn default_max_hops() -> u32 {
-    crate::router::DEFAULT_MAX_HOPS
+    crate::messaging::DEFAULT_MAX_HOPS
 }
 
 fn default_webhook_timeout() -> u64 {

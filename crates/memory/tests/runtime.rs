@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use common::{ctx, fixture, no_cooldown, open, start_time};
 use holdfast_core::ErrorCode;
+use holdfast_memory::schedule::reminders::MAX_PENDING_REMINDERS;
 use holdfast_memory::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -374,6 +375,103 @@ async fn a_reminder_to_the_user_reaches_the_attached_session() {
     };
     assert_eq!(e.data["content"], "meeting");
     assert_eq!(e.data["metadata"]["kind"], "reminder");
+}
+
+/// A turn answering a message of `hops` hops (what the inbox sets on an inbox turn's session).
+fn inbox_turn_ctx(session: &str, hops: u32) -> holdfast_core::ToolContext {
+    let c = ctx(session);
+    c.extensions.insert(ConversationHops(hops));
+    c
+}
+
+#[tokio::test]
+async fn a_reminder_carries_its_conversations_hops_and_cannot_restart_the_count() {
+    let f = fixture(MemoryConfig { max_hops: 3, ..no_cooldown() }).await;
+    let a = f.runtime.agent("a").await.unwrap();
+    let b = f.runtime.agent("b").await.unwrap();
+    let (ra, rb) = (registry(&a), registry(&b));
+
+    // At the limit, a reminder to another agent is refused when it is scheduled, like the message itself.
+    let at_limit = inbox_turn_ctx("a-inbox", 3);
+    let to_b = json!({"in": "1m", "message": "ping b", "target": {"type": "agent", "id": "b"}});
+    let err = ra.call("schedule_reminder", to_b.clone(), &at_limit).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::RateLimited, "{err}");
+    assert!(a.reminders.list(false).await.unwrap().is_empty(), "nothing scheduled");
+
+    // A reminder to itself is allowed, and arrives with the count of the turn that scheduled it, not 0: the turn
+    // it starts is still at the limit.
+    ra.call("schedule_reminder", json!({"in": "1m", "message": "tell b again", "target": null}), &at_limit)
+        .await
+        .unwrap();
+    // One hop below the limit, a reminder to b is one more hop.
+    ra.call("schedule_reminder", to_b, &inbox_turn_ctx("a-inbox", 2)).await.unwrap();
+    f.clock.advance(chrono::Duration::minutes(1));
+    assert_eq!(f.runtime.scheduler().fire_due().await.unwrap().len(), 2);
+    let own = a.inbox().try_recv().await.unwrap().unwrap();
+    assert_eq!((own.content.as_str(), own.via.as_str(), own.hops), ("tell b again", "reminder", 3));
+    let at_b = b.inbox().try_recv().await.unwrap().unwrap();
+    assert_eq!((at_b.content.as_str(), at_b.hops), ("ping b", 3));
+
+    // The turn the self-reminder starts (hops 3) cannot message b; neither can b's turn answering the reminder.
+    let send = json!({"target": {"type": "agent", "id": "b"}, "content": "again", "metadata": null});
+    let err = ra.call("send_message", send, &inbox_turn_ctx("a-inbox", own.hops)).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::RateLimited);
+    let back = json!({"target": {"type": "agent", "id": "a"}, "content": "pong", "metadata": null});
+    let err = rb.call("send_message", back, &inbox_turn_ctx("b-inbox", at_b.hops)).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::RateLimited);
+    assert!(b.inbox().pending().await.unwrap().is_empty() && a.inbox().pending().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_reminder_that_reaches_the_limit_by_the_time_it_fires_goes_to_its_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_time());
+    {
+        let runtime = open(dir.path(), &clock, MemoryConfig { max_hops: 3, ..no_cooldown() }).await;
+        let a = runtime.agent("a").await.unwrap();
+        runtime.agent("b").await.unwrap();
+        let to_b = json!({"in": "1m", "message": "ping b", "target": {"type": "agent", "id": "b"}});
+        registry(&a).call("schedule_reminder", to_b, &inbox_turn_ctx("a-inbox", 2)).await.unwrap();
+    }
+    // Restarted with a lower limit: the reminder's stored count is now at it.
+    clock.advance(chrono::Duration::minutes(1));
+    let runtime = open(dir.path(), &clock, MemoryConfig { max_hops: 2, ..no_cooldown() }).await;
+    let a = runtime.agent("a").await.unwrap();
+    let b = runtime.agent("b").await.unwrap();
+    assert_eq!(runtime.scheduler().fire_due().await.unwrap().len(), 1);
+    assert!(b.inbox().pending().await.unwrap().is_empty(), "b gets nothing past the limit");
+    let own = a.inbox().try_recv().await.unwrap().unwrap();
+    assert!(
+        own.content.contains("could not be delivered to agent 'b'") && own.content.contains("ping b"),
+        "{}",
+        own.content
+    );
+    assert_eq!(own.hops, 2);
+}
+
+#[tokio::test]
+async fn an_agent_may_have_at_most_a_hundred_pending_reminders() {
+    let f = fixture(no_cooldown()).await;
+    let a = f.runtime.agent("a").await.unwrap();
+    let r = registry(&a);
+    let c = ctx("s");
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..MAX_PENDING_REMINDERS + 20 {
+        let (r, c) = (r.clone(), c.clone());
+        calls.spawn(
+            async move { r.call("schedule_reminder", json!({"in": "1h", "message": format!("r{i}")}), &c).await },
+        );
+    }
+    let results = calls.join_all().await;
+    let refused: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(refused.len(), 20, "concurrent calls cannot pass the cap together");
+    assert!(refused.iter().all(|e| e.code == ErrorCode::RateLimited && e.message.contains("100 pending")));
+    assert_eq!(a.reminders.list(false).await.unwrap().len(), MAX_PENDING_REMINDERS as usize);
+
+    // One that fires frees a place.
+    f.clock.advance(chrono::Duration::hours(1));
+    f.runtime.scheduler().fire_due().await.unwrap();
+    r.call("schedule_reminder", json!({"in": "1h", "message": "after"}), &c).await.unwrap();
 }
 
 // ---------------------------------------------------------------- concurrency

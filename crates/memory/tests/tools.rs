@@ -221,11 +221,11 @@ async fn search_memory_ranks_values_and_finds_history() {
     let labels: Vec<&str> = out.hits.iter().map(|x| x.label.as_str()).collect();
     assert_eq!(labels, ["prefs", "work"], "the block matching both words ranks first");
     assert!(out.hits[0].snippet.contains("[dark]") && out.hits[0].snippet.contains("[mode]"), "{:?}", out.hits[0]);
-    assert_eq!(out.hits[0].source, search::HitSource::Value);
+    assert_eq!(out.hits[0].source, HitSource::Value);
 
     let out = search.execute(SearchMemoryInput { query: "Lisbon".into(), limit: Some(5) }, &c).await.unwrap();
     assert_eq!(out.hits.len(), 1);
-    assert_eq!((out.hits[0].label.as_str(), out.hits[0].source), ("travel", search::HitSource::History));
+    assert_eq!((out.hits[0].label.as_str(), out.hits[0].source), ("travel", HitSource::History));
     assert!(out.hits[0].snippet.contains("[Lisbon]"));
 
     let out = search.execute(SearchMemoryInput { query: "dark".into(), limit: Some(1) }, &c).await.unwrap();

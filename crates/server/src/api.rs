@@ -15,7 +15,7 @@ use holdfast_agent::{CancelToken, ConfirmDecision, Decided, MessageRole, NewMess
 use holdfast_core::confirm::{CONFIRMATION_TTL, Confirmation};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{ErrorCode, ToolContext, ToolError, UserChannel, UserDecision};
-use holdfast_memory::tasks::TaskFilter;
+use holdfast_memory::schedule::tasks::TaskFilter;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;

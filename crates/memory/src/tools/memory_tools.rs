@@ -2,10 +2,10 @@
 
 use super::{n, publish_memory_update, resolve};
 use crate::agent::AgentHandle;
-use crate::block::Permission;
+use crate::blocks::block::Permission;
+use crate::blocks::memory::SearchMode;
 use crate::clock::fmt_time;
-use crate::memory::SearchMode;
-use crate::search::HitSource;
+use crate::search::query::HitSource;
 use holdfast_core::{AiTool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 
 use super::resolve;
 use crate::agent::AgentHandle;
-use crate::router::{MessageTarget, SendOrigin};
+use crate::messaging::{MessageTarget, SendOrigin};
 use holdfast_core::{AiTool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

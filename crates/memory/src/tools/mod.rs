@@ -16,7 +16,7 @@ pub use reminder_tool::{ScheduleReminderInput, ScheduleReminderOutput, ScheduleR
 pub use task_tool::{StepView, TaskOp, TaskView, TrackTaskInput, TrackTaskOutput, TrackTaskTool};
 
 use crate::agent::AgentHandle;
-use crate::memory::WriteOutcome;
+use crate::blocks::memory::WriteOutcome;
 use holdfast_core::ToolContext;
 use holdfast_core::event::names;
 

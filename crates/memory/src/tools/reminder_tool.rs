@@ -4,8 +4,8 @@ use super::resolve;
 use crate::agent::AgentHandle;
 use crate::clock::fmt_time;
 use crate::error::MemoryError;
-use crate::router::MessageTarget;
-use crate::when::{add, parse_absolute, parse_relative};
+use crate::messaging::{MessageTarget, SendOrigin};
+use crate::schedule::when::{add, parse_absolute, parse_relative};
 use holdfast_core::{AiTool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,8 @@ impl AiTool for ScheduleReminderTool {
                 return Err(MemoryError::invalid("at", "give `at` (RFC 3339 time) or `in` (e.g. \"20m\")").into());
             }
         };
-        let reminder = handle.reminders.schedule(field, due, input.message, input.target).await?;
+        let hops = SendOrigin::session(ctx).hops;
+        let reminder = handle.reminders.schedule(field, due, input.message, input.target, hops).await?;
         let due_at = fmt_time(reminder.due_at);
         let to = if reminder.target == MessageTarget::agent(handle.agent_id.as_str()) {
             "you".to_owned()

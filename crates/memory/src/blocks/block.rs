@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// The soft character budget of a block created without an explicit one.
 pub const DEFAULT_CHAR_LIMIT: usize = 2000;
 
-/// What tools may do to a block. Checked in one place ([`crate::permission::authorize`]), below every tool.
+/// What tools may do to a block. Checked in one place ([`crate::blocks::permission::authorize`]), below every tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Permission {
@@ -155,7 +155,7 @@ pub struct PendingWrite {
     pub op: EditOp,
 }
 
-/// The block before and after an atomic [`crate::store::MemoryStore::modify`].
+/// The block before and after an atomic [`crate::blocks::store::MemoryStore::modify`].
 #[derive(Debug, Clone)]
 pub struct Modified {
     /// The block as it was (absent when it did not exist).

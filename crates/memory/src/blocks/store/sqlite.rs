@@ -3,11 +3,11 @@
 //! `memory_embeddings`.
 
 use super::{CachedEmbedding, EditFn, MemoryStore, edit_entry};
-use crate::block::{BlockEdit, EditOp, MemoryBlock, Modified, Permission};
+use crate::blocks::block::{BlockEdit, EditOp, MemoryBlock, Modified, Permission};
 use crate::clock::{fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
-use crate::search::{HitSource, TextHit, fts_query, merge_hits};
+use crate::search::query::{HitSource, TextHit, fts_query, merge_hits};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
 

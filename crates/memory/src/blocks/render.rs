@@ -3,7 +3,7 @@
 //! Deterministic: pinned blocks first, then every other block, each group ordered by label (byte order). Each block
 //! shows its label, description, permission, used/limit characters (and how far over budget) and its whole value.
 
-use crate::block::MemoryBlock;
+use crate::blocks::block::MemoryBlock;
 use std::fmt::Write as _;
 
 /// Renders `blocks` as the memory section of a system prompt.
@@ -60,7 +60,7 @@ pub fn render_blocks(blocks: &[MemoryBlock]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::Permission;
+    use crate::blocks::block::Permission;
     use chrono::Utc;
 
     fn block(label: &str, value: &str, pinned: bool, limit: usize) -> MemoryBlock {

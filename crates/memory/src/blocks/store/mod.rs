@@ -11,9 +11,9 @@ mod sqlite;
 pub use in_memory::InMemoryStore;
 pub use sqlite::SqliteMemoryStore;
 
-use crate::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
+use crate::blocks::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
 use crate::error::Result;
-use crate::search::TextHit;
+use crate::search::query::TextHit;
 
 /// The decision made inside an atomic edit: given the block as it is (absent: it does not exist), what to write
 /// (nothing: leave it), or an error that aborts the edit.
@@ -49,8 +49,8 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// A block's history, newest first, at most `limit` entries.
     fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>>;
 
-    /// Text search over the agent's block values and their history (see [`crate::search`]): one hit per block,
-    /// best first, at most `limit`. `terms` are [`crate::search::query_terms`] (never empty).
+    /// Text search over the agent's block values and their history (see [`crate::search::query`]): one hit per block,
+    /// best first, at most `limit`. `terms` are [`crate::search::query::query_terms`] (never empty).
     fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>>;
 
     /// Cached embeddings of the agent's block values for `model` (stores without a cache return none).

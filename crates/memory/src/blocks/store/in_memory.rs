@@ -2,9 +2,9 @@
 //! naive search. For tests, benchmarks and ephemeral agents.
 
 use super::{CachedEmbedding, EditFn, MemoryStore, edit_entry};
-use crate::block::{BlockEdit, MemoryBlock, Modified};
+use crate::blocks::block::{BlockEdit, MemoryBlock, Modified};
 use crate::error::{MemoryError, Result};
-use crate::search::{HitSource, TextHit, merge_hits, naive_score, naive_snippet};
+use crate::search::query::{HitSource, TextHit, merge_hits, naive_score, naive_snippet};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

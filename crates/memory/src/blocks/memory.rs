@@ -1,19 +1,19 @@
 //! [`Memory`]: one agent's view of a [`MemoryStore`], and the only write path to it.
 //!
 //! Every edit (update, append, replace) runs as one atomic read-check-write inside the store: the permission check
-//! ([`crate::permission::authorize`]) and the new value are computed on the block as it is at that instant, so
+//! ([`crate::blocks::permission::authorize`]) and the new value are computed on the block as it is at that instant, so
 //! concurrent appends never lose each other and no tool can bypass the check. The soft budget never refuses a write;
 //! the outcome reports how far over it the block is.
 
 use crate::agent_id::{AgentId, validate_id};
-use crate::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, PendingWrite};
+use crate::blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, PendingWrite};
+use crate::blocks::permission::authorize;
+use crate::blocks::render::render_blocks;
+use crate::blocks::store::{CachedEmbedding, EditFn, MemoryStore};
 use crate::clock::{SharedClock, SystemClock};
-use crate::embeddings::{Embedder, MAX_EMBED_CHARS, content_hash, cosine};
 use crate::error::{MemoryError, Result};
-use crate::permission::authorize;
-use crate::render::render_blocks;
-use crate::search::{HitSource, TextHit, naive_snippet, query_terms};
-use crate::store::{CachedEmbedding, EditFn, MemoryStore};
+use crate::search::embeddings::{Embedder, MAX_EMBED_CHARS, content_hash, cosine};
+use crate::search::query::{HitSource, TextHit, naive_snippet, query_terms};
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -201,7 +201,7 @@ impl Memory {
         self.blocks().await.map(|b| b.into_iter().map(|b| b.label).collect()).unwrap_or_default()
     }
 
-    async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::block::Modified> {
+    async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::blocks::block::Modified> {
         let owned = label.to_owned();
         let result = self.run(move |s, a| s.modify(a, &owned, edit)).await;
         match result {
@@ -244,7 +244,7 @@ impl Memory {
                             label: label_owned,
                             value,
                             description: description.flatten(),
-                            permission: crate::block::Permission::ReadWrite,
+                            permission: crate::blocks::block::Permission::ReadWrite,
                             char_limit: limit,
                             pinned: false,
                             created_at: now,
@@ -543,7 +543,7 @@ fn check_description(description: Option<String>) -> Result<Option<Option<String
     }
 }
 
-fn outcome(m: crate::block::Modified, op: EditOp, line: Option<usize>) -> Result<WriteOutcome> {
+fn outcome(m: crate::blocks::block::Modified, op: EditOp, line: Option<usize>) -> Result<WriteOutcome> {
     let block = m.after.ok_or_else(|| MemoryError::internal("the edit wrote nothing"))?;
     let created = m.before.is_none();
     Ok(WriteOutcome { block, previous_value: m.before.map(|b| b.value), created, line, op })

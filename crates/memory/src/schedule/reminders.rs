@@ -7,12 +7,18 @@
 //! inbox then starts one turn for it (`holdfast_agent::inbox`). Reminders that came due while the process was down
 //! are delivered when the scheduler starts: its first pass runs at once. If the target no longer exists, the
 //! reminder goes to the agent's own inbox with a note instead of being lost.
+//!
+//! **Anti-loop.** A reminder keeps the hop count of the turn that scheduled it (`reminders_items.hops`), so a
+//! conversation between agents cannot restart its count by way of a reminder: one to another agent, a group or a
+//! channel is one more hop, refused at scheduling when the turn is at `[memory] max_hops` and, if the limit is
+//! reached by the time it fires, delivered to the scheduling agent itself with a note. An agent may have at most
+//! [`MAX_PENDING_REMINDERS`] pending reminders.
 
 use crate::agent_id::AgentId;
 use crate::clock::{SharedClock, fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
-use crate::router::{MessageRouter, MessageTarget, TargetType};
+use crate::messaging::{MessageRouter, MessageTarget, TargetType};
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
@@ -24,6 +30,8 @@ use tokio::sync::Notify;
 pub const MAX_NAP: Duration = Duration::from_secs(30);
 /// A reminder may be scheduled at most this far in the past (it then fires at once); earlier is refused.
 pub const PAST_GRACE_SECS: i64 = 60;
+/// The most reminders one agent may have pending; scheduling one more is refused with `rate_limited`.
+pub const MAX_PENDING_REMINDERS: u32 = 100;
 
 /// A reminder.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -42,6 +50,8 @@ pub struct Reminder {
     pub created_at: DateTime<Utc>,
     /// When it fired, if it has.
     pub fired_at: Option<DateTime<Utc>>,
+    /// Agent-to-agent hops of the conversation whose turn scheduled it (0: a turn the user started).
+    pub hops: u32,
 }
 
 fn rem_id(n: i64) -> String {
@@ -57,16 +67,16 @@ pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
 }
 
 const SELECT: &str =
-    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at FROM reminders_items";
+    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops FROM reminders_items";
 
-type Row = (i64, String, String, String, String, Option<String>, String, Option<String>);
+type Row = (i64, String, String, String, String, Option<String>, String, Option<String>, u32);
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
 }
 
 fn to_reminder(row: Row) -> Result<Reminder> {
-    let (id, agent_id, due, message, kind, target_id, created, fired) = row;
+    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
     let time = |s: &str| {
         parse_time(s).ok_or_else(|| MemoryError::internal(format!("unreadable time {s:?} in reminders_items")))
     };
@@ -80,6 +90,7 @@ fn to_reminder(row: Row) -> Result<Reminder> {
         target: MessageTarget { kind, id: target_id },
         created_at: time(&created)?,
         fired_at: fired.as_deref().map(time).transpose()?,
+        hops,
     })
 }
 
@@ -111,13 +122,16 @@ impl Reminders {
     }
 
     /// Schedules a reminder. `target` defaults to the agent itself; it must exist now. A time more than
-    /// [`PAST_GRACE_SECS`] in the past is refused (naming `field`).
+    /// [`PAST_GRACE_SECS`] in the past is refused (naming `field`). `hops` are those of the scheduling turn
+    /// (`SendOrigin::hops`); a target other than the agent itself must be under the hop limit. Past
+    /// [`MAX_PENDING_REMINDERS`] pending, the reminder is refused.
     pub async fn schedule(
         &self,
         field: &'static str,
         due_at: DateTime<Utc>,
         message: String,
         target: Option<MessageTarget>,
+        hops: u32,
     ) -> Result<Reminder> {
         if message.trim().is_empty() {
             return Err(MemoryError::invalid("message", "must not be empty"));
@@ -130,18 +144,30 @@ impl Reminders {
             ));
         }
         let target = target.unwrap_or_else(|| MessageTarget::agent(self.agent.as_str()));
-        self.router.check_target(&self.agent, &target).await?;
+        self.router.check_target(&self.agent, &target, hops).await?;
         let (agent, t) = (self.agent.to_string(), target.clone());
         let (due, created, msg) = (fmt_time(due_at), fmt_time(now), message.clone());
         let id = self
             .db
             .call(move |c| {
-                Ok(c.query_row(
-                    "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-                    params![agent, due, msg, t.kind.as_str(), t.id, created],
+                // Counted and inserted in one transaction: concurrent calls cannot pass the cap together.
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let pending: u32 = tx.query_row(
+                    "SELECT count(*) FROM reminders_items WHERE agent_id = ?1 AND fired_at IS NULL",
+                    [&agent],
+                    |r| r.get(0),
+                )?;
+                if pending >= MAX_PENDING_REMINDERS {
+                    return Err(MemoryError::TooManyReminders { pending });
+                }
+                let id = tx.query_row(
+                    "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                    params![agent, due, msg, t.kind.as_str(), t.id, created, hops],
                     |r| r.get::<_, i64>(0),
-                )?)
+                )?;
+                tx.commit()?;
+                Ok(id)
             })
             .await?;
         self.wake.notify_one();
@@ -153,6 +179,7 @@ impl Reminders {
             target,
             created_at: now,
             fired_at: None,
+            hops,
         })
     }
 
@@ -257,7 +284,7 @@ impl ReminderScheduler {
         let metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
         let sent = self
             .router
-            .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), fires.clone())
+            .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), r.hops, fires.clone())
             .await;
         match sent {
             Ok(_) => Ok(true),
@@ -266,7 +293,7 @@ impl ReminderScheduler {
                 tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
                 let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
                 let own = MessageTarget::agent(agent.as_str());
-                match self.router.send_reminder(&agent, &own, note, Some(metadata), fires).await {
+                match self.router.send_reminder(&agent, &own, note, Some(metadata), r.hops, fires).await {
                     Ok(_) => Ok(true),
                     Err(MemoryError::AlreadyFired) => Ok(false),
                     Err(e) => {

@@ -5,7 +5,7 @@
 //!   earlier value kept in the history, ranked by BM25. The query is split into words, each quoted, joined with
 //!   `OR`: blocks matching more (and rarer) words rank higher. One hit per block: its current value when that
 //!   matches, otherwise its best-matching earlier value (scored at [`HISTORY_WEIGHT`] of a value hit).
-//! - **hybrid** (when an embeddings endpoint is configured): see [`crate::embeddings`].
+//! - **hybrid** (when an embeddings endpoint is configured): see [`crate::search::embeddings`].
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

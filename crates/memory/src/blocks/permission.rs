@@ -4,7 +4,7 @@
 //! read-modify-write, so no tool (built-in or a replacement) can bypass it and no concurrent edit can slip between
 //! the check and the write. Runtime writes ([`crate::EditOp::System`]) are the only ones exempt.
 
-use crate::block::{EditOp, MemoryBlock, Permission};
+use crate::blocks::block::{EditOp, MemoryBlock, Permission};
 use crate::error::{MemoryError, Result};
 
 /// May `op` be applied to `block` (absent: it does not exist yet) by a tool called `via`?

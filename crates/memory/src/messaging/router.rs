@@ -1,0 +1,407 @@
+//! The router: the one path every message takes. [`MessageRouter::route`] checks the send (content, the
+//! no-messaging-yourself rule, the hop limit), asks the target's kind whom it reaches, reserves the anti-loop
+//! windows, stores the message and its inbox rows in one transaction, then delivers by kind.
+
+use super::cooldown::{Cooldowns, Reserved};
+use super::inbox::Inbox;
+use super::types::{MessageEndpoint, MessageTarget, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType};
+use super::{Reach, agent, channel, group, metadata_text, msg_id, user};
+use crate::agent_id::AgentId;
+use crate::clock::{SharedClock, fmt_time};
+use crate::db::Database;
+use crate::error::{MemoryError, Result};
+use chrono::{DateTime, Utc};
+use holdfast_core::EventBus;
+use holdfast_core::event::names;
+use parking_lot::{Mutex, RwLock};
+use rusqlite::params;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// How a send is treated: an agent's own, or the runtime's (a reminder).
+#[derive(Debug, Clone)]
+struct SendRules {
+    /// An agent's send: subject to the anti-loop cooldown, and an agent may not message itself.
+    agent_send: bool,
+    /// How inbox rows are labelled, overriding the target's.
+    via: Option<&'static str>,
+    /// A reminder (row id, firing time) marked fired in the transaction that delivers it: delivered once or not at
+    /// all, whatever stops the process. Already fired → the send is dropped ([`MemoryError::AlreadyFired`]).
+    fires: Option<(i64, String)>,
+}
+
+/// The router. Clones share state.
+#[derive(Clone)]
+pub struct MessageRouter {
+    inner: Arc<RouterInner>,
+}
+
+struct RouterInner {
+    db: Database,
+    clock: SharedClock,
+    config: RouterConfig,
+    http: reqwest::Client,
+    cooldowns: Cooldowns,
+    notifiers: Mutex<HashMap<String, Arc<Notify>>>,
+    sessions: RwLock<HashMap<String, EventBus>>,
+    endpoints: RwLock<Vec<(TargetType, Arc<dyn MessageEndpoint>)>>,
+}
+
+impl std::fmt::Debug for MessageRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageRouter").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+/// A stored message: the transaction's inputs.
+struct Stored {
+    routed: RoutedMessage,
+    recipients: Vec<String>,
+    via: String,
+    hops: u32,
+    fires: Option<(i64, String)>,
+}
+
+impl MessageRouter {
+    /// A router on `db`.
+    pub fn new(db: Database, config: RouterConfig, clock: SharedClock) -> Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(config.webhook_timeout)
+            .build()
+            .map_err(|e| MemoryError::internal(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            inner: Arc::new(RouterInner {
+                db,
+                clock,
+                cooldowns: Cooldowns::new(config.agent_cooldown),
+                config,
+                http,
+                notifiers: Mutex::new(HashMap::new()),
+                sessions: RwLock::new(HashMap::new()),
+                endpoints: RwLock::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Database {
+        &self.inner.db
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RouterConfig {
+        &self.inner.config
+    }
+
+    /// Now, on the runtime's clock.
+    pub(super) fn now(&self) -> DateTime<Utc> {
+        self.inner.clock.now()
+    }
+
+    /// The client channel webhooks are posted with.
+    pub(super) fn http(&self) -> &reqwest::Client {
+        &self.inner.http
+    }
+
+    /// Adds an extra endpoint for one kind of target.
+    pub fn add_endpoint(&self, kind: TargetType, endpoint: Arc<dyn MessageEndpoint>) {
+        self.inner.endpoints.write().push((kind, endpoint));
+    }
+
+    /// Remembers the session bus of `agent`, so messages to the user sent without a session (reminders) still
+    /// publish `message.outbox` there.
+    pub fn attach_session(&self, agent: &AgentId, events: EventBus) {
+        self.inner.sessions.write().insert(agent.to_string(), events);
+    }
+
+    /// The session bus remembered for `agent`.
+    pub(super) fn attached_session(&self, agent: &str) -> Option<EventBus> {
+        self.inner.sessions.read().get(agent).cloned()
+    }
+
+    /// An agent's durable inbox.
+    pub fn inbox(&self, agent: &AgentId) -> Inbox {
+        Inbox::new(self.clone(), agent.to_string())
+    }
+
+    /// Wakes whoever waits on `agent`'s inbox.
+    pub(super) fn notifier(&self, agent: &str) -> Arc<Notify> {
+        Arc::clone(self.inner.notifiers.lock().entry(agent.to_owned()).or_default())
+    }
+
+    /// Sends a message from `from` (subject to the anti-loop rules).
+    pub async fn send(
+        &self,
+        from: &AgentId,
+        target: &MessageTarget,
+        content: String,
+        metadata: Option<Value>,
+        origin: SendOrigin,
+    ) -> Result<SendReceipt> {
+        let rules = SendRules { agent_send: true, via: None, fires: None };
+        self.route(from, target, content, metadata, origin, rules).await
+    }
+
+    /// Sends as the runtime (a reminder): exempt from the cooldown, and an agent may be its own target. `hops` are
+    /// those of the turn that scheduled it, so a reminder carries a conversation's count on instead of restarting
+    /// it: to another agent it is one more hop, under the hop limit. The reminder (`fires`: its row id and firing
+    /// time) is marked fired in the same transaction.
+    pub(crate) async fn send_reminder(
+        &self,
+        from: &AgentId,
+        target: &MessageTarget,
+        content: String,
+        metadata: Option<Value>,
+        hops: u32,
+        fires: (i64, String),
+    ) -> Result<SendReceipt> {
+        let origin = SendOrigin { hops, ..SendOrigin::default() };
+        let rules = SendRules { agent_send: false, via: Some("reminder"), fires: Some(fires) };
+        self.route(from, target, content, metadata, origin, rules).await
+    }
+
+    /// Sends `from`'s answer to a message `to` sent it (the inbox delivers the final text of the turn that answered
+    /// it). Labelled `reply`, so the recipient's inbox does not answer it in turn; subject to the anti-loop rules.
+    pub async fn reply(
+        &self,
+        from: &AgentId,
+        to: &str,
+        content: String,
+        in_reply_to: &str,
+        origin: SendOrigin,
+    ) -> Result<SendReceipt> {
+        let target = MessageTarget::agent(to);
+        let metadata = Some(serde_json::json!({"in_reply_to": in_reply_to}));
+        let rules = SendRules { agent_send: true, via: Some("reply"), fires: None };
+        self.route(from, &target, content, metadata, origin, rules).await
+    }
+
+    /// Checks a reminder's target when it is scheduled: it exists now, and, when it reaches other agents, the
+    /// scheduling turn (`hops`) is under the hop limit.
+    pub async fn check_target(&self, from: &AgentId, target: &MessageTarget, hops: u32) -> Result<()> {
+        if target.kind == TargetType::User {
+            return Ok(());
+        }
+        let id = target.required_id()?.to_owned();
+        let to_self = target.kind == TargetType::Agent && id == from.as_str();
+        if !to_self && hops >= self.inner.config.max_hops {
+            return Err(MemoryError::HopLimit { hops });
+        }
+        let (kind, from) = (target.kind, from.to_string());
+        self.inner
+            .db
+            .call(move |c| match kind {
+                TargetType::Agent if id == from => Ok(()),
+                TargetType::Agent => agent::known_agent(c, &id),
+                TargetType::Group => group::members(c, &id).map(|_| ()),
+                TargetType::Channel => channel::info(c, &id).map(|_| ()),
+                TargetType::User => Ok(()),
+            })
+            .await
+    }
+
+    /// The one send path (see the module).
+    async fn route(
+        &self,
+        from: &AgentId,
+        target: &MessageTarget,
+        content: String,
+        metadata: Option<Value>,
+        origin: SendOrigin,
+        rules: SendRules,
+    ) -> Result<SendReceipt> {
+        if content.is_empty() {
+            return Err(MemoryError::invalid("content", "must not be empty"));
+        }
+        if metadata.as_ref().is_some_and(|m| !m.is_object()) {
+            return Err(MemoryError::invalid("metadata", "must be an object or null"));
+        }
+        let now = self.inner.clock.now();
+        let sender = from.to_string();
+        let target_id = match target.kind {
+            TargetType::User => user::user_id(target.id.as_ref())?,
+            _ => Some(target.required_id()?.to_owned()),
+        };
+        let to_self = target.kind == TargetType::Agent && target_id.as_deref() == Some(from.as_str());
+        if to_self && rules.agent_send {
+            return Err(MemoryError::invalid(
+                "target.id",
+                "is you: an agent cannot message itself (use memory, track_task or schedule_reminder)",
+            ));
+        }
+        // A message that reaches other agents is one more hop of its conversation.
+        let agent_hop = target.kind != TargetType::User && !to_self;
+        if agent_hop {
+            self.check_hops(&sender, target, &origin)?;
+        }
+
+        let mut reach = self.reach(target.kind, target_id.clone(), &sender).await?;
+        let reserved = if rules.agent_send {
+            self.inner.cooldowns.reserve(&sender, &mut reach.recipients, now)
+        } else {
+            Reserved::default()
+        };
+        if reach.recipients.is_empty()
+            && reach.webhook.is_none()
+            && target.kind != TargetType::User
+            && let Some((to, retry_after)) = reserved.soonest()
+        {
+            let cooldown = self.inner.cooldowns.window();
+            return Err(MemoryError::Cooldown { from: sender, to, cooldown, retry_after });
+        }
+
+        let via = rules.via.map(str::to_owned).unwrap_or_else(|| match target.kind {
+            TargetType::Agent | TargetType::User => "direct".to_owned(),
+            TargetType::Group => format!("group:{}", target_id.as_deref().unwrap_or_default()),
+            TargetType::Channel => format!("channel:{}", target_id.as_deref().unwrap_or_default()),
+        });
+        let routed = RoutedMessage {
+            message_id: String::new(),
+            from: sender,
+            target_type: target.kind,
+            target_id,
+            content,
+            metadata,
+            session_id: origin.session_id.clone(),
+            created_at: now,
+        };
+        let hops = if agent_hop { origin.hops.saturating_add(1) } else { origin.hops };
+        let stored = Stored { routed, recipients: reach.recipients, via, hops, fires: rules.fires.clone() };
+        let (id, Stored { routed, recipients, .. }) = match self.store(stored).await {
+            Ok(done) => done,
+            Err(e) => {
+                self.inner.cooldowns.release(reserved);
+                return Err(e);
+            }
+        };
+        let routed = RoutedMessage { message_id: msg_id(id), ..routed };
+        for agent in &recipients {
+            self.notifier(agent).notify_one();
+        }
+
+        let mut details = self.delivered(&routed, &recipients, &origin);
+        if !reserved.skipped.is_empty() {
+            let s: Vec<String> = reserved
+                .skipped
+                .iter()
+                .map(|(a, d)| format!("{a} (anti-loop cooldown, retry in {}s)", d.as_secs().max(1)))
+                .collect();
+            details.push_str(&format!("; skipped {}", s.join(", ")));
+        }
+        if let Some(url) = reach.webhook {
+            match self.post_webhook(&url, &routed).await {
+                Ok(status) => details.push_str(&format!("; webhook POST returned {status}")),
+                Err(e) => {
+                    tracing::warn!(channel = ?routed.target_id, error = %e, "channel webhook failed");
+                    // A reminder is delivered (and marked fired) once its message is stored; the failed POST is
+                    // reported, not retried as a second delivery.
+                    if recipients.is_empty() && rules.fires.is_none() {
+                        return Err(e);
+                    }
+                    details.push_str(&format!("; {e}"));
+                }
+            }
+        }
+        let endpoints: Vec<Arc<dyn MessageEndpoint>> =
+            self.inner.endpoints.read().iter().filter(|(k, _)| *k == target.kind).map(|(_, e)| Arc::clone(e)).collect();
+        for endpoint in endpoints {
+            match endpoint.deliver(&routed).await {
+                Ok(what) => details.push_str(&format!("; {}: {what}", endpoint.name())),
+                Err(e) => details.push_str(&format!("; {} failed: {e}", endpoint.name())),
+            }
+        }
+        Ok(SendReceipt { message_id: routed.message_id, details, recipients })
+    }
+
+    /// The hop limit: a send to other agents from a turn at [`RouterConfig::max_hops`] is refused, with a
+    /// `message.hop_limit` event on the sending session's bus.
+    fn check_hops(&self, sender: &str, target: &MessageTarget, origin: &SendOrigin) -> Result<()> {
+        if origin.hops < self.inner.config.max_hops {
+            return Ok(());
+        }
+        if let Some(bus) = &origin.events {
+            bus.publish(
+                names::MESSAGE_HOP_LIMIT,
+                serde_json::json!({"agent_id": sender, "target": target.describe(), "hops": origin.hops}),
+            );
+        }
+        tracing::info!(agent = %sender, target = %target.describe(), hops = origin.hops, "hop limit reached");
+        Err(MemoryError::HopLimit { hops: origin.hops })
+    }
+
+    /// Whom a target reaches, asked of its kind.
+    async fn reach(&self, kind: TargetType, id: Option<String>, sender: &str) -> Result<Reach> {
+        let Some(id) = id.filter(|_| kind != TargetType::User) else { return Ok(Reach::default()) };
+        let sender = sender.to_owned();
+        self.inner
+            .db
+            .call(move |c| match kind {
+                TargetType::Agent => agent::reach(c, id, &sender),
+                TargetType::Group => group::reach(c, &id, &sender),
+                TargetType::Channel => channel::reach(c, &id, &sender),
+                TargetType::User => Ok(Reach::default()),
+            })
+            .await
+    }
+
+    /// Stores the message, its inbox rows (or its outbox row) and a reminder's firing, in one transaction.
+    async fn store(&self, s: Stored) -> Result<(i64, Stored)> {
+        self.inner
+            .db
+            .call(move |c| {
+                let tx = c.transaction()?;
+                if let Some((reminder, at)) = &s.fires
+                    && tx.execute(
+                        "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
+                        params![at, reminder],
+                    )? == 0
+                {
+                    return Err(MemoryError::AlreadyFired);
+                }
+                let m = &s.routed;
+                let id: i64 = tx.query_row(
+                    "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                    params![m.from, m.target_type.as_str(), m.target_id, m.content, metadata_text(&m.metadata), m.session_id, fmt_time(m.created_at), s.hops],
+                    |r| r.get(0),
+                )?;
+                for agent in &s.recipients {
+                    tx.execute(
+                        "INSERT INTO messages_inbox (message_id, agent_id, via) VALUES (?1, ?2, ?3)",
+                        params![id, agent, s.via],
+                    )?;
+                }
+                if m.target_type == TargetType::User {
+                    tx.execute(
+                        "INSERT INTO messages_outbox (message_id, agent_id, session_id, user_id) VALUES (?1, ?2, ?3, ?4)",
+                        params![id, m.from, m.session_id, m.target_id],
+                    )?;
+                }
+                tx.commit()?;
+                Ok((id, s))
+            })
+            .await
+    }
+
+    /// Delivery by kind once stored, and the sentence saying where the message went.
+    fn delivered(&self, m: &RoutedMessage, recipients: &[String], origin: &SendOrigin) -> String {
+        let id = m.target_id.as_deref().unwrap_or_default();
+        match m.target_type {
+            TargetType::User => {
+                self.announce_to_user(m, origin);
+                String::from("Message sent to user")
+            }
+            TargetType::Agent => format!("Message sent to agent '{id}'"),
+            TargetType::Group => format!("Message sent to group '{id}' (delivered to {})", list_or_none(recipients)),
+            TargetType::Channel => {
+                format!("Message sent to channel '{id}' (subscribers: {})", list_or_none(recipients))
+            }
+        }
+    }
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() { "none".to_owned() } else { v.join(", ") }
+}
