@@ -13,7 +13,7 @@ use crate::sessions::{MessageRole, NewMessage, StoredMessage, ToolCallRecord};
 use crate::skills::{ActiveSkills, SkillSet};
 use holdfast_core::confirm::Confirmation;
 use holdfast_core::confirm::TurnStarter;
-use holdfast_core::event::names;
+use holdfast_core::event::{AgentMessage, EventPayload};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{ErrorCode, ToolContext, ToolError, ToolKind, UserChannel, UserDecision};
 use serde::Serialize;
@@ -443,7 +443,7 @@ impl Agent {
             let on_delta = move |delta: StreamDelta| {
                 if let StreamDelta::Text(t) = &delta {
                     observer.on_text(t);
-                    events.publish(names::AGENT_MESSAGE, json!({"delta": t}));
+                    events.publish(EventPayload::AgentMessage(AgentMessage::Delta { delta: t.clone() }));
                 }
             };
             let asked = std::time::Instant::now();
@@ -479,10 +479,12 @@ impl Agent {
             )
             .await?;
             if response.tool_calls.is_empty() {
-                ctx.events.publish(
-                    names::AGENT_MESSAGE,
-                    json!({"role": "assistant", "content": response.text, "final": true, "usage": outcome.usage}),
-                );
+                ctx.events.publish(EventPayload::AgentMessage(AgentMessage::Final {
+                    role: "assistant".into(),
+                    content: response.text.clone(),
+                    is_final: true,
+                    usage: outcome.usage,
+                }));
                 outcome.text = response.text;
                 tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, "turn finished");
                 return Ok(outcome);
@@ -530,10 +532,12 @@ impl Agent {
         note: &str,
     ) -> Result<TurnOutcome, AgentError> {
         self.record(ctx, NewMessage::text(MessageRole::System, note)).await?;
-        ctx.events.publish(
-            names::AGENT_MESSAGE,
-            json!({"role": "system", "content": note, "final": true, "usage": outcome.usage}),
-        );
+        ctx.events.publish(EventPayload::AgentMessage(AgentMessage::Final {
+            role: "system".into(),
+            content: note.to_owned(),
+            is_final: true,
+            usage: outcome.usage,
+        }));
         tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, ?reason, "turn stopped");
         outcome.stopped = Some(reason);
         outcome.text = note.to_owned();

@@ -24,7 +24,7 @@
 //! other cannot run forever.
 
 use crate::agent::{Agent, AgentError, CancelToken};
-use holdfast_core::event::names;
+use holdfast_core::event::{AgentInboxTurn, AgentRateLimited, EventPayload};
 use holdfast_core::{ToolContext, ToolError};
 use holdfast_memory::{ConversationHops, InboxMessage, SendOrigin};
 use serde_json::json;
@@ -86,11 +86,11 @@ impl Worker {
             };
             if let Some(wait) = self.wait_for_rate() {
                 if let Ok(ctx) = self.session().await {
-                    ctx.events.publish(
-                        names::AGENT_RATE_LIMITED,
-                        json!({"agent_id": inbox.agent(), "message_id": message.message_id,
-                               "retry_after_secs": wait.as_secs().max(1)}),
-                    );
+                    ctx.events.publish(EventPayload::AgentRateLimited(AgentRateLimited {
+                        agent_id: inbox.agent().to_owned(),
+                        message_id: message.message_id.clone(),
+                        retry_after_secs: wait.as_secs().max(1),
+                    }));
                 }
                 tracing::info!(message = %message.message_id, wait_secs = wait.as_secs(), "inbox turns per minute reached");
                 if pause(wait, cancel).await {
@@ -165,10 +165,12 @@ impl Worker {
 
         let from = describe_sender(message, &self.agent.profile().name);
         ctx.extensions.insert(ConversationHops(message.hops));
-        ctx.events.publish(
-            names::AGENT_INBOX_TURN,
-            json!({"message_id": message.message_id, "from": message.from, "via": message.via, "hops": message.hops}),
-        );
+        ctx.events.publish(EventPayload::AgentInboxTurn(AgentInboxTurn {
+            message_id: message.message_id.clone(),
+            from: message.from.clone(),
+            via: message.via.clone(),
+            hops: message.hops,
+        }));
         tracing::info!(message = %message.message_id, from = %message.from, via = %message.via, hops = message.hops, "inbox turn");
         let outcome = match self.agent.answer_message(&ctx, &from, &message.message_id, &message.content, cancel).await
         {

@@ -108,8 +108,8 @@ async fn send_message_reaches_the_user_an_agent_a_group_and_a_channel() {
     // The user's message is an outbox event on this session.
     let mut outbox = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if e.event == holdfast_core::event::names::MESSAGE_OUTBOX {
-            outbox.push(e.data["content"].as_str().unwrap_or_default().to_owned());
+        if e.name() == holdfast_core::event::names::MESSAGE_OUTBOX {
+            outbox.push(e.data()["content"].as_str().unwrap_or_default().to_owned());
         }
     }
     assert_eq!(outbox, ["to you"]);

@@ -186,15 +186,15 @@ async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
     // The agent's turn at hop 3 may not message alice again: refused, with an event, and nothing arrives.
     let event = eventually("the hop-limit event", async || {
         while let Ok(e) = events.try_recv() {
-            if e.event == names::MESSAGE_HOP_LIMIT {
+            if e.name() == names::MESSAGE_HOP_LIMIT {
                 return Some(e);
             }
         }
         None
     })
     .await;
-    assert_eq!(event.data["hops"], 3);
-    assert_eq!(event.data["target"], "agent 'alice'");
+    assert_eq!(event.data()["hops"], 3);
+    assert_eq!(event.data()["target"], "agent 'alice'");
     let history = eventually("the refused send in the history", async || {
         let h = runtime.sessions.history(&session.id).await.unwrap();
         (tool_results(&h).len() == 2).then_some(h)

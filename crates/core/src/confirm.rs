@@ -16,7 +16,7 @@
 //!    is asked again. Approvals are used once.
 
 use crate::error::{ErrorCode, ToolError};
-use crate::event::{EventBus, names};
+use crate::event::{ConfirmationResolved, EventBus, EventPayload};
 use crate::session_state::SavedConfirmation;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
@@ -93,7 +93,7 @@ impl UserDecisions {
 }
 
 /// One confirmation request.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Confirmation {
     /// Its id (`cf_…`).
     pub id: String,
@@ -201,10 +201,10 @@ impl Confirmations {
             decided_by: None,
             created_at: now,
         };
-        let event = serde_json::to_value(&confirmation).unwrap_or(Value::Null);
+        let event = EventPayload::ConfirmationRequired(confirmation.clone());
         items.push(confirmation);
         drop(items);
-        self.events.publish(names::CONFIRMATION_REQUIRED, event);
+        self.events.publish(event);
         Err(ToolError::new(
             ErrorCode::ConfirmationRequired,
             format!("{tool} waits for the user's approval ({reason}); confirmation id {id}"),
@@ -237,15 +237,12 @@ impl Confirmations {
         c.decided_by = Some(channel);
         let resolved = c.clone();
         drop(items);
-        self.events.publish(
-            names::CONFIRMATION_RESOLVED,
-            serde_json::json!({
-                "id": resolved.id,
-                "tool": resolved.tool,
-                "approved": to == ConfirmationState::Approved,
-                "channel": channel,
-            }),
-        );
+        self.events.publish(EventPayload::ConfirmationResolved(ConfirmationResolved {
+            id: resolved.id.clone(),
+            tool: resolved.tool.clone(),
+            approved: to == ConfirmationState::Approved,
+            channel,
+        }));
         Ok(resolved)
     }
 

@@ -2,7 +2,7 @@
 
 use crate::context::ToolContext;
 use crate::error::{ErrorCode, ToolError};
-use crate::event::names;
+use crate::event::{EventPayload, ToolCallFinished, ToolCallStarted};
 use crate::schema::check_strict;
 use crate::tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
 use futures::FutureExt;
@@ -179,7 +179,8 @@ impl ToolRegistry {
         ctx.check_cancelled(&format!("`{name}` ran"))?;
         let observed = ctx.events.has_subscribers();
         if observed {
-            ctx.events.publish(names::TOOL_CALL, serde_json::json!({"tool": name, "params": params}));
+            ctx.events
+                .publish(EventPayload::ToolCall(ToolCallStarted { tool: name.to_owned(), params: params.clone() }));
         }
         let started = std::time::Instant::now();
         let result = match AssertUnwindSafe(tool.call(params, ctx)).catch_unwind().await {
@@ -195,11 +196,7 @@ impl ToolRegistry {
             }
         }
         if observed {
-            let data = match &result {
-                Ok(output) => serde_json::json!({"tool": name, "ok": true, "output": output}),
-                Err(error) => serde_json::json!({"tool": name, "ok": false, "error": error}),
-            };
-            ctx.events.publish(names::TOOL_RESULT, data);
+            ctx.events.publish(EventPayload::ToolResult(ToolCallFinished::new(name, &result)));
         }
         // What the call changed (a register, a pending confirmation) is durable before the caller sees the result.
         if let Err(e) = ctx.persist().await {

@@ -136,7 +136,7 @@ async fn calls_and_results_are_published_on_the_session_bus() {
     let (registry, ctx) = setup();
     let mut rx = ctx.events.subscribe();
     registry.call("register_set", json!({"key": "note", "value": "hi"}), &ctx).await.unwrap();
-    let names: Vec<String> = (0..3).map(|_| rx.try_recv().unwrap().event.clone()).collect();
+    let names: Vec<String> = (0..3).map(|_| rx.try_recv().unwrap().name().to_owned()).collect();
     assert_eq!(names, vec!["tool.call", "register.update", "tool.result"]);
 }
 

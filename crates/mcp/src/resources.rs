@@ -92,7 +92,7 @@ pub async fn forward_updates(
 ) {
     loop {
         let changed: &[&str] = match events.recv().await {
-            Ok(event) => affected_by(&event.event),
+            Ok(event) => affected_by(event.name()),
             // Some events were missed: whatever is subscribed may have changed.
             Err(RecvError::Lagged(_)) => &ALL_URIS,
             Err(RecvError::Closed) => return,

@@ -369,12 +369,12 @@ async fn a_reminder_to_the_user_reaches_the_attached_session() {
     assert_eq!(f.runtime.scheduler().fire_due().await.unwrap().len(), 1);
     let e = loop {
         let e = events.try_recv().unwrap();
-        if e.event == "message.outbox" {
+        if e.name() == "message.outbox" {
             break e;
         }
     };
-    assert_eq!(e.data["content"], "meeting");
-    assert_eq!(e.data["metadata"]["kind"], "reminder");
+    assert_eq!(e.data()["content"], "meeting");
+    assert_eq!(e.data()["metadata"]["kind"], "reminder");
 }
 
 /// A turn answering a message of `hops` hops (what the inbox sets on an inbox turn's session).

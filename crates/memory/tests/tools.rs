@@ -458,7 +458,7 @@ async fn tools_run_by_name_with_json_and_publish_events() {
 
     let mut seen = Vec::new();
     while let Ok(e) = events.try_recv() {
-        seen.push((e.event.clone(), e.data.clone()));
+        seen.push((e.name().to_owned(), e.data()));
     }
     let memory = seen.iter().find(|(n, _)| n == "memory.update").expect("memory.update published");
     assert_eq!(

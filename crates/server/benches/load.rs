@@ -20,6 +20,7 @@ use futures::{SinkExt, StreamExt};
 use holdfast_agent::Runtime;
 use holdfast_agent::access::{AccessToken, HostPolicy};
 use holdfast_core::ToolContext;
+use holdfast_core::event::{EventPayload, ToolCallStarted};
 use holdfast_server::AppState;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -328,7 +329,7 @@ fn spawn_readers(
                         Message::Text(t) => {
                             let now = epoch.elapsed().as_nanos() as u64;
                             let v: Value = serde_json::from_str(&t).unwrap();
-                            let data = &v["data"];
+                            let data = &v["data"]["params"];
                             if data["end"].as_u64() == Some(phase) {
                                 break;
                             }
@@ -363,7 +364,7 @@ struct BusPublisher(ToolContext);
 
 impl Publisher for BusPublisher {
     fn publish(&self, data: Value) -> futures::future::BoxFuture<'_, ()> {
-        self.0.events.publish("bench.tick", data);
+        self.0.events.publish(EventPayload::ToolCall(ToolCallStarted { tool: "bench.tick".into(), params: data }));
         Box::pin(async {})
     }
 }
@@ -378,7 +379,8 @@ impl Publisher for NaiveHub {
     fn publish(&self, data: Value) -> futures::future::BoxFuture<'_, ()> {
         Box::pin(async move {
             let text = Utf8Bytes::from(
-                json!({"type": "event", "event": "bench.tick", "session_id": "naive", "data": data}).to_string(),
+                json!({"type": "event", "event": "tool.call", "session_id": "naive", "data": {"tool": "bench.tick", "params": data}})
+                    .to_string(),
             );
             let mut sinks = self.sinks.lock().await;
             for s in sinks.iter_mut() {
@@ -416,7 +418,8 @@ struct SharedFrames {
 
 impl Publisher for SharedFrames {
     fn publish(&self, data: Value) -> futures::future::BoxFuture<'_, ()> {
-        let text = json!({"type": "event", "event": "bench.tick", "session_id": "shared", "data": data}).to_string();
+        let text = json!({"type": "event", "event": "tool.call", "session_id": "shared", "data": {"tool": "bench.tick", "params": data}})
+            .to_string();
         let _ = self.tx.send(Utf8Bytes::from(text));
         Box::pin(async {})
     }

@@ -57,7 +57,7 @@ async fn sells_eth_for_usdc_within_the_quote() {
 
     let mut names = Vec::new();
     while let Ok(e) = events.try_recv() {
-        names.push(e.event.clone());
+        names.push(e.name().to_owned());
     }
     let pending = names.iter().position(|n| n == "tx.pending").unwrap();
     let confirmed = names.iter().position(|n| n == "tx.confirmed").unwrap();

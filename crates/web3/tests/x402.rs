@@ -148,8 +148,8 @@ async fn an_honest_v2_server_with_several_offers_is_paid_the_one_that_passes() {
     assert_eq!(auth["nonce"].as_str().unwrap().len(), 66, "32 nonce bytes");
     let mut made = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if e.event == "payment.made" {
-            made.push(e.data.clone());
+        if e.name() == "payment.made" {
+            made.push(e.data());
         }
     }
     assert_eq!(made.len(), 1, "{made:?}");

@@ -79,31 +79,8 @@ pub struct ChatRequest {
     pub max_tokens: u32,
 }
 
-/// Token counts of one model call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Usage {
-    /// Prompt tokens (for Anthropic: those not read from or written to the prompt cache).
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's prompt cache (Anthropic `cache_read_input_tokens`, OpenAI
-    /// `prompt_tokens_details.cached_tokens`, which OpenAI also counts in `input_tokens`).
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Adds another call's usage.
-    pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
-}
+/// Token counts of one model call: the core's [`TokenUsage`](holdfast_core::event::TokenUsage), which events carry.
+pub use holdfast_core::event::TokenUsage as Usage;
 
 /// The model's answer.
 #[derive(Debug, Clone, Default, PartialEq)]

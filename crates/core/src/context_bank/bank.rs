@@ -1,6 +1,7 @@
 //! One session's context bank: the items found in the user's words so far, shared by the session's clones.
 
 use super::*;
+use crate::event::{ContextBankUpdate, EventPayload};
 
 /// Most items one session's bank keeps; later ones are dropped (the first mentions matter most).
 pub const MAX_ITEMS: usize = 1000;
@@ -68,8 +69,10 @@ impl ContextBank {
             }
         }
         if !added.is_empty() && self.events.has_subscribers() {
-            self.events
-                .publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({ "items": self.items(), "added": added }));
+            self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate {
+                items: self.items(),
+                added: added.clone(),
+            }));
         }
         added
     }
@@ -116,7 +119,7 @@ impl ContextBank {
     /// Forgets everything.
     pub fn clear(&self) {
         *self.state.write() = BankState::default();
-        self.events.publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({ "items": [], "added": [] }));
+        self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate { items: vec![], added: vec![] }));
     }
 
     /// The agent-facing summary, or `None` when the bank is empty:

@@ -47,7 +47,7 @@
 use crate::address::check_address;
 use crate::amount::{Decimal, MAX_AMOUNT_CHARS};
 use crate::config::{NetworkTable, TokenTable};
-use crate::event::{EventBus, names};
+use crate::event::EventBus;
 use indexmap::IndexMap;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};

@@ -28,6 +28,18 @@ pub enum ItemType {
     Amount,
 }
 
+impl ItemType {
+    /// The wire form (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EthAddress => "eth_address",
+            Self::TokenSymbol => "token_symbol",
+            Self::Network => "network",
+            Self::Amount => "amount",
+        }
+    }
+}
+
 /// A flag on an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -553,6 +553,6 @@ async fn changes_are_published() {
     b.scan_input("nothing here");
     b.scan_input("USDC");
     let e = rx.recv().await.unwrap();
-    assert_eq!(e.event, "context_bank.update");
-    assert_eq!(e.data["items"][0]["value"], "USDC");
+    assert_eq!(e.name(), "context_bank.update");
+    assert_eq!(e.data()["items"][0]["value"], "USDC");
 }

@@ -9,7 +9,7 @@ use super::{
     path::RegisterPath, validate_key,
 };
 use crate::error::{ErrorCode, ToolError};
-use crate::event::{EventBus, names};
+use crate::event::{EventBus, EventPayload, RegisterUpdate};
 use chrono::Utc;
 use parking_lot::RwLock;
 use serde::Serialize;
@@ -244,12 +244,7 @@ impl RegisterStore {
         if !events.has_subscribers() {
             return;
         }
-        let mut data = serde_json::to_value(entry).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut data {
-            map.insert("key".into(), Value::String(key.to_owned()));
-            map.insert("action".into(), Value::String("set".into()));
-        }
-        events.publish(names::REGISTER_UPDATE, data);
+        events.publish(EventPayload::RegisterUpdate(RegisterUpdate::Set { key: key.to_owned(), entry: entry.clone() }));
     }
 
     /// Reads an entry without resolving intrinsics.
@@ -380,10 +375,10 @@ impl RegisterStore {
     pub fn remove(&self, key: &str) -> Option<SharedEntry> {
         let removed = self.inner.entries.write().remove(key);
         if removed.is_some() {
-            self.inner.events.publish(
-                names::REGISTER_UPDATE,
-                serde_json::json!({"key": key, "action": "remove", "created_at": Utc::now()}),
-            );
+            self.inner.events.publish(EventPayload::RegisterUpdate(RegisterUpdate::Remove {
+                key: key.to_owned(),
+                created_at: Utc::now(),
+            }));
         }
         removed
     }
@@ -552,12 +547,12 @@ mod tests {
         s.remove("a");
         let set = rx.recv().await.unwrap();
         assert_eq!(
-            (set.event.as_str(), &set.data["key"], &set.data["action"]),
+            (set.name(), &set.data()["key"], &set.data()["action"]),
             ("register.update", &json!("a"), &json!("set"))
         );
-        assert_eq!(set.data["origin"], "tool");
+        assert_eq!(set.data()["origin"], "tool");
         let removed = rx.recv().await.unwrap();
-        assert_eq!(removed.data["action"], "remove");
+        assert_eq!(removed.data()["action"], "remove");
     }
 
     #[test]

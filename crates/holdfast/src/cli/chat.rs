@@ -11,7 +11,7 @@
 use anyhow::Context as _;
 use holdfast_agent::{Agent, CancelToken, ConfirmDecision, Runtime, TurnObserver};
 use holdfast_core::confirm::Confirmation;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, RegisterUpdate};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{ToolContext, ToolError};
 use serde_json::Value;
@@ -173,43 +173,32 @@ fn watch_events(ctx: &ToolContext) {
     let mut rx = ctx.events.subscribe();
     tokio::spawn(async move {
         while let Ok(e) = rx.recv().await {
-            let d = &e.data;
-            match e.event.as_str() {
-                names::REGISTER_UPDATE if d["action"] == "set" => {
-                    let value = d["value"].as_str().map_or_else(|| d["value"].to_string(), str::to_owned);
+            match &e.payload {
+                EventPayload::RegisterUpdate(RegisterUpdate::Set { key, entry }) => {
+                    let value = entry.value.as_str().map_or_else(|| entry.value.to_string(), str::to_owned);
                     println!(
                         "  [register] {} = {} (origin {}, from {})",
-                        sanitize(d["key"].as_str().unwrap_or_default()),
+                        sanitize(key),
                         short(&value, 80),
-                        sanitize(d["origin"].as_str().unwrap_or_default()),
-                        sanitize(d["source"].as_str().unwrap_or_default())
+                        entry.origin().as_str(),
+                        sanitize(&entry.provenance.source)
                     );
                 }
-                names::CONTEXT_BANK_UPDATE => {
-                    let added: Vec<String> = d["added"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|i| {
-                            format!(
-                                "{} {}",
-                                i["item_type"].as_str().unwrap_or_default(),
-                                i["value"].as_str().unwrap_or_default()
-                            )
-                        })
-                        .collect();
+                EventPayload::ContextBankUpdate(update) => {
+                    let added: Vec<String> =
+                        update.added.iter().map(|i| format!("{} {}", i.item_type.as_str(), i.value)).collect();
                     if !added.is_empty() {
                         println!("  [context bank] {}", sanitize(&added.join(", ")));
                     }
                 }
-                names::TX_PENDING => println!("  [tx] sent {}", sanitize(d["hash"].as_str().unwrap_or_default())),
-                names::TX_CONFIRMED => println!(
+                EventPayload::TxPending(tx) => println!("  [tx] sent {}", sanitize(&tx.hash)),
+                EventPayload::TxConfirmed(tx) => println!(
                     "  [tx] {} in block {} ({})",
-                    sanitize(d["status"].as_str().unwrap_or_default()),
-                    sanitize(&d["block_number"].to_string()),
-                    sanitize(d["hash"].as_str().unwrap_or_default())
+                    sanitize(&tx.status),
+                    tx.block_number.map_or_else(|| "?".to_owned(), |b| b.to_string()),
+                    sanitize(&tx.hash)
                 ),
-                names::PAYMENT_MADE => println!("  [payment] {}", short(&d.to_string(), 200)),
+                EventPayload::PaymentMade(_) => println!("  [payment] {}", short(&e.data().to_string(), 200)),
                 _ => {}
             }
         }

@@ -12,7 +12,7 @@ use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use chrono::{DateTime, Utc};
 use holdfast_core::EventBus;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, MessageHopLimit};
 use parking_lot::{Mutex, RwLock};
 use rusqlite::params;
 use serde_json::Value;
@@ -322,10 +322,11 @@ impl MessageRouter {
             return Ok(());
         }
         if let Some(bus) = &origin.events {
-            bus.publish(
-                names::MESSAGE_HOP_LIMIT,
-                serde_json::json!({"agent_id": sender, "target": target.describe(), "hops": origin.hops}),
-            );
+            bus.publish(EventPayload::MessageHopLimit(MessageHopLimit {
+                agent_id: sender.to_owned(),
+                target: target.describe(),
+                hops: origin.hops,
+            }));
         }
         tracing::info!(agent = %sender, target = %target.describe(), hops = origin.hops, "hop limit reached");
         Err(MemoryError::HopLimit { hops: origin.hops })

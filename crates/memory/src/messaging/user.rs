@@ -7,7 +7,7 @@ use super::{bad_time, msg_id, parse_metadata};
 use crate::agent_id::{AgentId, validate_id};
 use crate::clock::{fmt_time, parse_time};
 use crate::error::Result;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, MessageOutbox};
 use rusqlite::params;
 
 /// The user id a message names, if any (validated like every id).
@@ -24,17 +24,14 @@ impl MessageRouter {
     /// reminder), on the bus [`MessageRouter::attach_session`] remembered for the agent.
     pub(super) fn announce_to_user(&self, m: &RoutedMessage, origin: &SendOrigin) {
         let Some(bus) = origin.events.clone().or_else(|| self.attached_session(&m.from)) else { return };
-        bus.publish(
-            names::MESSAGE_OUTBOX,
-            serde_json::json!({
-                "message_id": m.message_id,
-                "agent_id": m.from,
-                "user_id": m.target_id,
-                "content": m.content,
-                "metadata": m.metadata,
-                "created_at": fmt_time(m.created_at),
-            }),
-        );
+        bus.publish(EventPayload::MessageOutbox(MessageOutbox {
+            message_id: m.message_id.clone(),
+            agent_id: m.from.clone(),
+            user_id: m.target_id.clone(),
+            content: m.content.clone(),
+            metadata: m.metadata.clone(),
+            created_at: fmt_time(m.created_at),
+        }));
     }
 
     /// Messages an agent sent to users, newest first.

@@ -18,7 +18,7 @@ pub use task_tool::{StepView, TaskOp, TaskView, TrackTaskInput, TrackTaskOutput,
 use crate::agent::AgentHandle;
 use crate::blocks::memory::WriteOutcome;
 use holdfast_core::ToolContext;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, MemoryUpdate};
 
 /// The handle a tool acts with: the session's attached handle if any, else the tool's own.
 pub(crate) fn resolve(own: &AgentHandle, ctx: &ToolContext) -> AgentHandle {
@@ -31,21 +31,18 @@ pub(crate) fn publish_memory_update(ctx: &ToolContext, handle: &AgentHandle, out
         return;
     }
     let b = &outcome.block;
-    ctx.events.publish(
-        names::MEMORY_UPDATE,
-        serde_json::json!({
-            "agent_id": handle.agent_id.as_str(),
-            "label": b.label,
-            "op": if outcome.created { "create" } else { outcome.op.as_str() },
-            "tool": tool,
-            "value": b.value,
-            "description": b.description,
-            "permission": b.permission,
-            "chars": b.chars(),
-            "char_limit": b.char_limit,
-            "over_budget_by": b.over_budget_by(),
-        }),
-    );
+    ctx.events.publish(EventPayload::MemoryUpdate(MemoryUpdate {
+        agent_id: handle.agent_id.to_string(),
+        label: b.label.clone(),
+        op: if outcome.created { "create" } else { outcome.op.as_str() }.to_owned(),
+        tool: tool.to_owned(),
+        value: b.value.clone(),
+        description: b.description.clone(),
+        permission: b.permission.as_str().to_owned(),
+        chars: b.chars(),
+        char_limit: b.char_limit,
+        over_budget_by: b.over_budget_by(),
+    }));
 }
 
 /// Saturating usize → u64 for outputs.

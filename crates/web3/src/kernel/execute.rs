@@ -18,11 +18,11 @@ use crate::journal::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, 
 use crate::policy::{AssetMove, Decision};
 use alloy::primitives::B256;
 use holdfast_core::config::NetworkConfig;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, TxConfirmed, TxPending};
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A transaction ready for the last steps: everything the chain does not decide, and what the policy said.
 pub(crate) struct Action<'a> {
@@ -68,6 +68,18 @@ pub enum TxOutcome {
     Pending,
     /// The broadcast's outcome is not known yet; the journal reconciles it by hash and never signs it anew.
     Unknown,
+}
+
+impl TxOutcome {
+    /// The wire form (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Confirmed => "confirmed",
+            Self::Reverted => "reverted",
+            Self::Pending => "pending",
+            Self::Unknown => "unknown",
+        }
+    }
 }
 
 /// What was sent (or found already sent for the same intent).
@@ -200,10 +212,13 @@ pub(crate) async fn execute(
             journal_id: entry.id,
         });
     }
-    ctx.events.publish(
-        names::TX_PENDING,
-        json!({"journal_id": entry.id, "hash": hash_text, "network": a.network.name, "kind": a.kind, "summary": a.summary}),
-    );
+    ctx.events.publish(EventPayload::TxPending(TxPending {
+        journal_id: entry.id.clone(),
+        hash: hash_text.clone(),
+        network: a.network.name.clone(),
+        kind: a.kind.as_str().to_owned(),
+        summary: a.summary.clone(),
+    }));
     // A stop while waiting for the receipt leaves the transaction as it is, sent: the answer says pending, as after
     // the receipt timeout, and the journal settles it.
     let receipt = ctx.until_cancelled("waiting for the receipt", a.chain.wait_receipt(hash, web3.receipt_timeout()));
@@ -226,18 +241,15 @@ pub(crate) async fn execute(
         EntryUpdate { block_number: receipt.block_number, gas_used: Some(gas_used.clone()), ..Default::default() };
     let settled_from = [EntryStatus::Signed, EntryStatus::Pending, EntryStatus::Unknown, EntryStatus::Dropped];
     web3.journal().transition(&entry.id, &settled_from, status, update).await?;
-    ctx.events.publish(
-        names::TX_CONFIRMED,
-        json!({
-            "journal_id": entry.id,
-            "hash": hash_text,
-            "network": a.network.name,
-            "kind": a.kind,
-            "status": outcome,
-            "block_number": receipt.block_number,
-            "gas_used": gas_used,
-        }),
-    );
+    ctx.events.publish(EventPayload::TxConfirmed(TxConfirmed {
+        journal_id: entry.id.clone(),
+        hash: hash_text.clone(),
+        network: a.network.name.clone(),
+        kind: a.kind.as_str().to_owned(),
+        status: outcome.as_str().to_owned(),
+        block_number: receipt.block_number,
+        gas_used: gas_used.clone(),
+    }));
     Ok(Sent {
         hash: hash_text,
         outcome,

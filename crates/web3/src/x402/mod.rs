@@ -35,7 +35,7 @@ use crate::wallet::TransferWithAuthorization;
 use alloy::primitives::{Address, B256, Bytes, U256};
 use alloy::sol_types::Eip712Domain;
 use holdfast_core::config::NetworkConfig;
-use holdfast_core::event::names;
+use holdfast_core::event::{EventPayload, PaymentMade};
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use reqwest::StatusCode;
 use schemars::JsonSchema;
@@ -588,19 +588,16 @@ async fn record(
 }
 
 fn publish(ctx: &ToolContext, req: &PresetRequest<'_>, paid: &Journaled, state: &SettleState) {
-    ctx.events.publish(
-        names::PAYMENT_MADE,
-        json!({
-            "journal_id": paid.entry.id,
-            "preset": req.preset_name,
-            "network": req.network.name,
-            "amount": human(paid.requirement.amount, paid.decimals, &paid.symbol),
-            "asset": paid.symbol,
-            "payee": paid.requirement.pay_to.to_checksum(None),
-            "status": state.status.as_str(),
-            "transaction": state.tx_hash,
-        }),
-    );
+    ctx.events.publish(EventPayload::PaymentMade(PaymentMade {
+        journal_id: paid.entry.id.clone(),
+        preset: req.preset_name.to_owned(),
+        network: req.network.name.clone(),
+        amount: human(paid.requirement.amount, paid.decimals, &paid.symbol),
+        asset: paid.symbol.clone(),
+        payee: paid.requirement.pay_to.to_checksum(None),
+        status: state.status.as_str().to_owned(),
+        transaction: state.tx_hash.clone(),
+    }));
 }
 
 /// The authorization fields a payment entry's summary records.

@@ -3,6 +3,16 @@
 //! Every session owns one [`EventBus`]. The register store, the context bank, the registry and the value-moving
 //! tools publish on it; the server forwards a session's events only to clients authenticated for that session
 //! (invariant 14). Publishing never blocks: a slow subscriber lags and is told how many events it missed.
+//!
+//! What an event says is typed: [`EventPayload`] has one variant per name, with its payload type ([`payload`]).
+
+pub mod payload;
+
+pub use payload::{
+    AgentInboxTurn, AgentMessage, AgentRateLimited, ConfirmationResolved, ContextBankUpdate, EventPayload,
+    MemoryUpdate, MessageHopLimit, MessageOutbox, PaymentMade, RegisterUpdate, TokenUsage, ToolCallFinished,
+    ToolCallStarted, TxConfirmed, TxPending,
+};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -43,27 +53,36 @@ pub mod names {
     pub const AGENT_INBOX_TURN: &str = "agent.inbox_turn";
 }
 
-/// One event, as delivered to subscribers.
+/// One event, as delivered to subscribers: `{"event": name, "session_id", "data": payload, "at"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// The event name, one of [`names`].
-    pub event: String,
     /// The session the event belongs to.
     pub session_id: String,
-    /// Event-specific payload.
-    pub data: serde_json::Value,
+    /// The name and payload.
+    #[serde(flatten)]
+    pub payload: EventPayload,
     /// When the event was published.
     pub at: DateTime<Utc>,
 }
 
 impl Event {
-    /// The WebSocket envelope `{"type":"event","event":…,"session_id":…,"data":…}`.
+    /// The event name, one of [`names`].
+    pub fn name(&self) -> &'static str {
+        self.payload.name()
+    }
+
+    /// The payload as JSON.
+    pub fn data(&self) -> serde_json::Value {
+        self.payload.data()
+    }
+
+    /// The WebSocket envelope `{"type":"event","event":…,"session_id":…,"data":…,"at":…}`.
     pub fn envelope(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "event",
-            "event": self.event,
+            "event": self.name(),
             "session_id": self.session_id,
-            "data": self.data,
+            "data": self.data(),
             "at": self.at,
         })
     }
@@ -97,12 +116,11 @@ impl EventBus {
     }
 
     /// Publishes an event. Never blocks; with no subscriber the event is dropped.
-    pub fn publish(&self, event: &str, data: serde_json::Value) {
+    pub fn publish(&self, payload: EventPayload) {
         if self.sender.receiver_count() == 0 {
             return;
         }
-        let event =
-            Arc::new(Event { event: event.to_owned(), session_id: self.session_id.to_string(), data, at: Utc::now() });
+        let event = Arc::new(Event { session_id: self.session_id.to_string(), payload, at: Utc::now() });
         // An error only means nobody is listening any more.
         let _ = self.sender.send(event);
     }
@@ -116,18 +134,29 @@ impl EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context_bank::ItemType;
+    use serde_json::json;
+
+    fn started(i: usize) -> EventPayload {
+        EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({ "i": i }) })
+    }
 
     #[tokio::test]
     async fn subscribers_receive_events_in_order_with_the_session_id() {
         let bus = EventBus::new("s1");
         let mut rx = bus.subscribe();
-        bus.publish(names::REGISTER_UPDATE, serde_json::json!({"key": "a"}));
-        bus.publish(names::CONTEXT_BANK_UPDATE, serde_json::json!({}));
+        bus.publish(EventPayload::RegisterUpdate(RegisterUpdate::Remove { key: "a".into(), created_at: Utc::now() }));
+        bus.publish(EventPayload::ContextBankUpdate(ContextBankUpdate { items: vec![], added: vec![] }));
         let first = rx.recv().await.unwrap();
-        assert_eq!(first.event, "register.update");
+        assert_eq!(first.name(), "register.update");
         assert_eq!(first.session_id, "s1");
-        assert_eq!(first.envelope()["type"], "event");
-        assert_eq!(rx.recv().await.unwrap().event, "context_bank.update");
+        let envelope = first.envelope();
+        assert_eq!((envelope["type"].as_str(), envelope["event"].as_str()), (Some("event"), Some("register.update")));
+        assert_eq!(
+            (envelope["data"]["key"].as_str(), envelope["data"]["action"].as_str()),
+            (Some("a"), Some("remove"))
+        );
+        assert_eq!(rx.recv().await.unwrap().name(), "context_bank.update");
     }
 
     #[tokio::test]
@@ -135,8 +164,49 @@ mod tests {
         let bus = EventBus::new("s1");
         let mut rx = bus.subscribe();
         for i in 0..(EVENT_BUFFER + 10) {
-            bus.publish(names::TOOL_CALL, serde_json::json!({ "i": i }));
+            bus.publish(started(i));
         }
         assert!(matches!(rx.recv().await, Err(broadcast::error::RecvError::Lagged(10))));
+    }
+
+    #[test]
+    fn every_payload_serializes_under_its_documented_name_and_reads_back() {
+        let usage = TokenUsage { input_tokens: 3, ..TokenUsage::default() };
+        let payloads = [
+            started(1),
+            EventPayload::ToolResult(ToolCallFinished::new("t", &Ok(json!({"x": 1})))),
+            EventPayload::AgentMessage(AgentMessage::Delta { delta: "he".into() }),
+            EventPayload::AgentMessage(AgentMessage::Final {
+                role: "assistant".into(),
+                content: "hello".into(),
+                is_final: true,
+                usage,
+            }),
+            EventPayload::MessageHopLimit(MessageHopLimit {
+                agent_id: "a".into(),
+                target: "agent 'b'".into(),
+                hops: 4,
+            }),
+        ];
+        for payload in payloads {
+            let event = Event { session_id: "s".into(), payload: payload.clone(), at: Utc::now() };
+            let text = serde_json::to_value(&event).unwrap();
+            assert_eq!(text["event"], payload.name());
+            assert_eq!(text["data"], payload.data());
+            assert_eq!(serde_json::from_value::<Event>(text).unwrap(), event);
+        }
+        let ok = EventPayload::ToolResult(ToolCallFinished::new("t", &Ok(json!(1)))).data();
+        assert_eq!(ok, json!({"tool": "t", "ok": true, "output": 1}), "no error field on success");
+        let last = EventPayload::AgentMessage(AgentMessage::Final {
+            role: "system".into(),
+            content: "stopped".into(),
+            is_final: true,
+            usage,
+        });
+        assert_eq!(last.data()["final"], true);
+        assert_eq!(last.data()["usage"]["input_tokens"], 3);
+        for t in [ItemType::EthAddress, ItemType::TokenSymbol, ItemType::Network, ItemType::Amount] {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        }
     }
 }
