@@ -36,7 +36,7 @@ async fn session(state: &AppState, id: &str) -> Result<ToolContext, ApiError> {
 }
 
 #[utoipa::path(get, path = "/api/info", tag = "runtime", responses((status = 200, description = "Version, wallet address, networks, presets, the agent, register declarations and skills", body = schema::Info)))]
-pub async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> {
+pub(crate) async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> {
     let rt = &state.runtime;
     let declarations = &rt.services.declarations;
     let registers = declarations
@@ -88,12 +88,12 @@ pub async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> {
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "runtime", responses((status = 200, description = "Every tool: name, description, input and output JSON Schemas, kind", body = schema::ToolList)))]
-pub async fn tools(State(state): State<Arc<AppState>>) -> ApiResult<Vec<holdfast_core::ToolInfo>> {
+pub(crate) async fn tools(State(state): State<Arc<AppState>>) -> ApiResult<Vec<holdfast_core::ToolInfo>> {
     Ok(Json(state.runtime.registry.list()))
 }
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions", responses((status = 200, description = "The 200 most recent sessions", body = schema::SessionList)))]
-pub async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult<SessionList> {
+pub(crate) async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult<SessionList> {
     let mut sessions = Vec::new();
     for info in state.runtime.sessions.list(200).await? {
         let agent = state.runtime.agent_of_session(&info.id).await?;
@@ -103,7 +103,7 @@ pub async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResult<Sess
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body(content = Option<NewSession>, description = "Optional: the agent"), responses((status = 201, description = "A new session", body = schema::SessionInfo), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such agent", body = schema::ErrorBody), (status = 422, description = "Not an `{\"agent\"}` object", body = schema::ErrorBody)))]
-pub async fn create_session(
+pub(crate) async fn create_session(
     State(state): State<Arc<AppState>>,
     body: Result<Option<Json<NewSession>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<holdfast_agent::SessionInfo>), ApiError> {
@@ -114,7 +114,10 @@ pub async fn create_session(
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "The session and its history", body = schema::SessionDetail), (status = 404, description = "No such session", body = schema::ErrorBody)))]
-pub async fn get_session(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<SessionDetail> {
+pub(crate) async fn get_session(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<SessionDetail> {
     let info = state
         .runtime
         .sessions
@@ -128,7 +131,7 @@ pub async fn get_session(State(state): State<Arc<AppState>>, Path(id): Path<Stri
 /// A new session.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NewSession {
+pub(crate) struct NewSession {
     /// The agent it talks to (`GET /api/info` lists them); the default agent when absent.
     agent: Option<String>,
 }
@@ -136,7 +139,7 @@ pub struct NewSession {
 /// A user message.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UserMessage {
+pub(crate) struct UserMessage {
     /// The text (1 to 65536 bytes).
     #[schema(min_length = 1, max_length = 65536)]
     content: String,
@@ -167,7 +170,7 @@ impl TurnObserver for ServerObserver {
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "Session id")), request_body = UserMessage, responses((status = 200, description = "The agent's turn (or, without a model, the context bank it fed)", body = schema::TurnReply), (status = 404, description = "No such session", body = schema::ErrorBody), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 422, description = "Not a `{\"content\"}` object, or an empty or oversized message", body = schema::ErrorBody), (status = 429, description = "A turn is already running in this session", body = schema::ErrorBody)))]
-pub async fn send_message(
+pub(crate) async fn send_message(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
     msg: Result<Json<UserMessage>, JsonRejection>,
@@ -220,13 +223,13 @@ pub async fn send_message(
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/cancel", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Whether a running turn was cancelled", body = schema::Cancelled)))]
-pub async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Cancelled> {
+pub(crate) async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Cancelled> {
     let cancelled = state.cancel_turn(&id);
     Ok(Json(Cancelled { cancelled }))
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/tools/{name}", tag = "tools", params(("id" = String, Path, description = "Session id"), ("name" = String, Path, description = "Tool name")), request_body(content = Object, description = "The tool's parameters (its input schema, `GET /api/tools`)"), responses((status = 200, description = "The tool's output", body = schema::ToolOutput), (status = 202, description = "The action waits for the user's confirmation", body = schema::ErrorBody), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such session or tool", body = schema::ErrorBody), (status = 422, description = "The tool refused: bad parameters, policy, simulation…", body = schema::ErrorBody)))]
-pub async fn call_tool(
+pub(crate) async fn call_tool(
     State(state): State<Arc<AppState>>,
     Path((id, name)): Path<(String, String)>,
     body: Result<Option<Json<Value>>, JsonRejection>,
@@ -238,7 +241,7 @@ pub async fn call_tool(
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/registers", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Registers with value, origin, writer, age", body = schema::Registers), (status = 404, description = "No such session", body = schema::ErrorBody)))]
-pub async fn registers(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Registers> {
+pub(crate) async fn registers(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Registers> {
     let ctx = session(&state, &id).await?;
     let registers = ctx
         .registers
@@ -263,13 +266,19 @@ pub async fn registers(State(state): State<Arc<AppState>>, Path(id): Path<String
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/context-bank", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Values found in the user's own words", body = schema::ContextBankView), (status = 404, description = "No such session", body = schema::ErrorBody)))]
-pub async fn context_bank(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<ContextBankView> {
+pub(crate) async fn context_bank(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<ContextBankView> {
     let ctx = session(&state, &id).await?;
     Ok(Json(ContextBankView { items: ctx.context_bank.items(), formatted: ctx.context_bank.format_for_agent() }))
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/confirmations", tag = "confirmations", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Actions waiting for the user", body = schema::PendingList), (status = 404, description = "No such session", body = schema::ErrorBody)))]
-pub async fn confirmations(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<PendingList> {
+pub(crate) async fn confirmations(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<PendingList> {
     let ctx = session(&state, &id).await?;
     Ok(Json(PendingList { pending: ctx.confirmations.pending() }))
 }
@@ -304,7 +313,7 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/confirmations/{cid}/approve", tag = "confirmations", params(("id" = String, Path, description = "Session id"), ("cid" = String, Path, description = "Confirmation id")), responses((status = 200, description = "Approved: the action ran (its output) or the waiting agent resumed", body = schema::Resolution), (status = 404, description = "No such session or confirmation", body = schema::ErrorBody), (status = 422, description = "The action was refused when re-checked", body = schema::ErrorBody)))]
-pub async fn approve(
+pub(crate) async fn approve(
     State(state): State<Arc<AppState>>,
     Path((id, cid)): Path<(String, String)>,
 ) -> ApiResult<Resolution> {
@@ -312,7 +321,7 @@ pub async fn approve(
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/confirmations/{cid}/deny", tag = "confirmations", params(("id" = String, Path, description = "Session id"), ("cid" = String, Path, description = "Confirmation id")), responses((status = 200, description = "Denied", body = schema::Resolution), (status = 404, description = "No such session or confirmation", body = schema::ErrorBody)))]
-pub async fn deny(
+pub(crate) async fn deny(
     State(state): State<Arc<AppState>>,
     Path((id, cid)): Path<(String, String)>,
 ) -> ApiResult<Resolution> {
@@ -320,20 +329,20 @@ pub async fn deny(
 }
 
 #[utoipa::path(get, path = "/api/memory", tag = "memory", responses((status = 200, description = "Memory blocks", body = schema::MemoryList)))]
-pub async fn memory(State(state): State<Arc<AppState>>) -> ApiResult<MemoryList> {
+pub(crate) async fn memory(State(state): State<Arc<AppState>>) -> ApiResult<MemoryList> {
     let blocks = state.runtime.agent.memory.blocks().await.map_err(internal)?;
     Ok(Json(MemoryList { blocks }))
 }
 
 #[utoipa::path(get, path = "/api/tasks", tag = "memory", responses((status = 200, description = "Tasks", body = schema::TaskList)))]
-pub async fn tasks(State(state): State<Arc<AppState>>) -> ApiResult<TaskList> {
+pub(crate) async fn tasks(State(state): State<Arc<AppState>>) -> ApiResult<TaskList> {
     let tasks =
         state.runtime.agent.tasks.list(TaskFilter { status: None, include_done: true }).await.map_err(internal)?;
     Ok(Json(TaskList { tasks }))
 }
 
 #[utoipa::path(get, path = "/api/reminders", tag = "memory", responses((status = 200, description = "Reminders", body = schema::ReminderList)))]
-pub async fn reminders(State(state): State<Arc<AppState>>) -> ApiResult<ReminderList> {
+pub(crate) async fn reminders(State(state): State<Arc<AppState>>) -> ApiResult<ReminderList> {
     let reminders = state.runtime.agent.reminders.list(true).await.map_err(internal)?;
     Ok(Json(ReminderList { reminders }))
 }

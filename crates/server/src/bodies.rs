@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// `GET /api/info`: what this server runs.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Info {
+pub(crate) struct Info {
     /// holdfast's version.
     pub version: String,
     /// The wallet's address, checksummed.
@@ -36,7 +36,7 @@ pub struct Info {
 
 /// A configured network.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct NetworkInfo {
+pub(crate) struct NetworkInfo {
     /// Canonical name.
     pub name: String,
     /// Chain id.
@@ -45,7 +45,7 @@ pub struct NetworkInfo {
 
 /// The agent's model.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct AgentInfo {
+pub(crate) struct AgentInfo {
     /// `openai` or `anthropic`.
     pub provider: String,
     /// The model name.
@@ -54,7 +54,7 @@ pub struct AgentInfo {
 
 /// One of the runtime's agents.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct AgentEntry {
+pub(crate) struct AgentEntry {
     /// Its name (its id for messages between agents).
     pub name: String,
     /// Its model; `null` when no LLM is configured.
@@ -67,7 +67,7 @@ pub struct AgentEntry {
 
 /// A register declaration.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct DeclarationInfo {
+pub(crate) struct DeclarationInfo {
     /// The register's key.
     pub key: String,
     /// Who may write it.
@@ -80,7 +80,7 @@ pub struct DeclarationInfo {
 
 /// A loaded skill.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SkillInfo {
+pub(crate) struct SkillInfo {
     /// Name.
     pub name: String,
     /// One-line description.
@@ -89,14 +89,14 @@ pub struct SkillInfo {
 
 /// `GET /api/sessions`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SessionList {
+pub(crate) struct SessionList {
     /// The most recent sessions first.
     pub sessions: Vec<SessionRow>,
 }
 
 /// A session and the agent it belongs to.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SessionRow {
+pub(crate) struct SessionRow {
     /// The session.
     #[serde(flatten)]
     pub info: SessionInfo,
@@ -106,7 +106,7 @@ pub struct SessionRow {
 
 /// `GET /api/sessions/{id}`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct SessionDetail {
+pub(crate) struct SessionDetail {
     /// The session.
     pub session: SessionInfo,
     /// Its history, oldest first.
@@ -115,7 +115,7 @@ pub struct SessionDetail {
 
 /// `POST /api/sessions/{id}/messages`: the agent's turn.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct TurnReply {
+pub(crate) struct TurnReply {
     /// The turn; `null` when no model is configured.
     pub agent: Option<TurnOutcome>,
     /// Why there was no turn.
@@ -127,14 +127,14 @@ pub struct TurnReply {
 
 /// `POST /api/sessions/{id}/cancel`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Cancelled {
+pub(crate) struct Cancelled {
     /// Whether a running turn was cancelled.
     pub cancelled: bool,
 }
 
 /// A tool's answer.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     /// Always `true` (a refusal is an error answer).
     pub ok: bool,
     /// The output, as the tool's output schema (`GET /api/tools`) describes it.
@@ -143,7 +143,7 @@ pub struct ToolOutput {
 
 /// One register as the UI shows it: value, provenance and age.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct RegisterView {
+pub(crate) struct RegisterView {
     /// The value and where it came from.
     #[serde(flatten)]
     pub entry: RegisterEntry,
@@ -159,14 +159,14 @@ pub struct RegisterView {
 
 /// `GET /api/sessions/{id}/registers`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Registers {
+pub(crate) struct Registers {
     /// By key.
     pub registers: BTreeMap<String, RegisterView>,
 }
 
 /// `GET /api/sessions/{id}/context-bank`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ContextBankView {
+pub(crate) struct ContextBankView {
     /// Values found in the user's own words.
     pub items: Vec<ContextItem>,
     /// The text the model is shown, when there is anything.
@@ -175,7 +175,7 @@ pub struct ContextBankView {
 
 /// `GET /api/sessions/{id}/confirmations`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct PendingList {
+pub(crate) struct PendingList {
     /// Actions waiting for the user.
     pub pending: Vec<Confirmation>,
 }
@@ -183,7 +183,7 @@ pub struct PendingList {
 /// How an approval or a denial ended.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// The action was approved and re-run here: its output.
     Ran(ToolOutput),
     /// A waiting agent turn received the decision and resumed.
@@ -210,21 +210,21 @@ pub enum Resolution {
 
 /// `GET /api/memory`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct MemoryList {
+pub(crate) struct MemoryList {
     /// The agent's memory blocks.
     pub blocks: Vec<MemoryBlock>,
 }
 
 /// `GET /api/tasks`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct TaskList {
+pub(crate) struct TaskList {
     /// Every task, done ones included.
     pub tasks: Vec<Task>,
 }
 
 /// `GET /api/reminders`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ReminderList {
+pub(crate) struct ReminderList {
     /// Every reminder, fired ones included.
     pub reminders: Vec<Reminder>,
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// `GET /api/wallet`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct WalletView {
+pub(crate) struct WalletView {
     /// The wallet's address, checksummed.
     pub address: String,
     /// Per configured network: balances of the configured tokens and today's spending against each cap.
@@ -26,7 +26,7 @@ pub struct WalletView {
 
 /// One journal entry with the link to its transaction.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct JournalRow {
+pub(crate) struct JournalRow {
     /// The entry.
     #[serde(flatten)]
     pub entry: JournalEntry,
@@ -36,7 +36,7 @@ pub struct JournalRow {
 
 /// `GET /api/journal`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct JournalList {
+pub(crate) struct JournalList {
     /// Entries, oldest first.
     pub journal: Vec<JournalRow>,
 }
@@ -44,7 +44,7 @@ pub struct JournalList {
 /// Filters of `GET /api/journal`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct JournalQuery {
+pub(crate) struct JournalQuery {
     /// Only this session's entries (else the 200 most recent of all sessions).
     session_id: Option<String>,
     /// Only entries of this kind (`payment` lists the x402 payments).
@@ -64,7 +64,7 @@ fn entry_kind() -> utoipa::openapi::Object {
 /// The balances of the wallet's configured tokens and today's spending against each daily cap and the x402 budget.
 #[utoipa::path(get, path = "/api/wallet", tag = "money",
     responses((status = 200, description = "Balances and today's spending", body = schema::WalletView)))]
-pub async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<WalletView>, ApiError> {
+pub(crate) async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<WalletView>, ApiError> {
     let web3 = &state.runtime.web3;
     Ok(Json(WalletView { address: web3.wallet().address().to_checksum(None), networks: web3.money().await? }))
 }
@@ -73,7 +73,7 @@ pub async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<WalletVie
 #[utoipa::path(get, path = "/api/journal", tag = "money", params(JournalQuery),
     responses((status = 200, description = "Journal entries", body = schema::JournalList),
         (status = 400, description = "An unknown `kind`", body = schema::ErrorBody)))]
-pub async fn journal(
+pub(crate) async fn journal(
     State(state): State<Arc<AppState>>,
     q: Result<Query<JournalQuery>, QueryRejection>,
 ) -> Result<Json<JournalList>, ApiError> {
@@ -100,7 +100,10 @@ pub async fn journal(
     params(("id" = String, Path, description = "Journal entry id (`j_…`)")),
     responses((status = 200, description = "The transaction", body = schema::TxPage),
         (status = 404, description = "No such entry, or it has no transaction", body = schema::ErrorBody)))]
-pub async fn tx_page(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Json<TxPage>, ApiError> {
+pub(crate) async fn tx_page(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<TxPage>, ApiError> {
     let web3 = &state.runtime.web3;
     let entry = web3
         .journal()

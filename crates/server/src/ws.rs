@@ -16,12 +16,12 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, mpsc};
 
 /// Messages a client may fall behind before it is disconnected.
-pub const CLIENT_QUEUE: usize = 512;
+pub(crate) const CLIENT_QUEUE: usize = 512;
 
 /// Largest message a client may send.
 const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
 
-pub async fn upgrade(
+pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Query(pairs): Query<Vec<(String, String)>>,
     ws: WebSocketUpgrade,

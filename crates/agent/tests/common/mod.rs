@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// One scripted model reply.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Plain text.
     Text(String),
     /// Tool calls: (name, raw argument text).
@@ -31,7 +31,7 @@ pub enum Reply {
 }
 
 /// Polls `f` every 50 ms for up to 30 s.
-pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
     for _ in 0..600 {
         if let Some(v) = f().await {
             return v;
@@ -41,12 +41,12 @@ pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) ->
     panic!("timed out waiting for {what}");
 }
 
-pub fn tool(name: &str, args: Value) -> (String, String) {
+pub(crate) fn tool(name: &str, args: Value) -> (String, String) {
     (name.to_owned(), args.to_string())
 }
 
 /// The golden swap as a model would run it: load the skill, fill the registers, fetch the quote, send it, answer.
-pub fn swap_script(amount: &str) -> Vec<Reply> {
+pub(crate) fn swap_script(amount: &str) -> Vec<Reply> {
     vec![
         Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
         Reply::Tools(vec![tool(
@@ -71,20 +71,20 @@ pub fn swap_script(amount: &str) -> Vec<Reply> {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Wire {
+pub(crate) enum Wire {
     OpenAi,
     Anthropic,
 }
 
 #[derive(Clone)]
-pub struct Scripted {
+pub(crate) struct Scripted {
     pub url: String,
     pub requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,
 }
 
 impl Scripted {
-    pub async fn start(wire: Wire, replies: Vec<Reply>) -> Scripted {
+    pub(crate) async fn start(wire: Wire, replies: Vec<Reply>) -> Scripted {
         let state =
             Scripted { url: String::new(), requests: Arc::default(), script: Arc::new(Mutex::new(replies.into())) };
         let app = axum::Router::new()
@@ -101,7 +101,7 @@ impl Scripted {
         Scripted { url, ..state }
     }
 
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.script.lock().len()
     }
 

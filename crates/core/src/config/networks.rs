@@ -93,7 +93,7 @@ pub struct ContractsSpec {
 }
 
 /// 0x AllowanceHolder on Cancun chains (Base included): both the swap target and the allowance spender.
-pub const ALLOWANCE_HOLDER: Address = address!("0x0000000000001fF3684f28c67538d4D072C22734");
+pub(super) const ALLOWANCE_HOLDER: Address = address!("0x0000000000001fF3684f28c67538d4D072C22734");
 
 /// The configured networks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

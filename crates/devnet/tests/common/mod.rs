@@ -12,12 +12,12 @@ use holdfast_devnet::paywall::{PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNA
 use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
 
 /// Fields of an authorization a test may tamper with before signing or after.
-pub struct Auth {
+pub(crate) struct Auth {
     pub value: U256,
     pub valid_after: u64,
     pub valid_before: u64,
@@ -26,7 +26,7 @@ pub struct Auth {
 }
 
 impl Auth {
-    pub fn honest(requirement: &Value) -> Self {
+    pub(crate) fn honest(requirement: &Value) -> Self {
         let timeout = requirement["maxTimeoutSeconds"].as_u64().unwrap();
         Self {
             value: U256::from_str_radix(requirement["amount"].as_str().unwrap(), 10).unwrap(),
@@ -39,7 +39,7 @@ impl Auth {
 }
 
 /// The PaymentPayload JSON for `requirement`, signed by `signer` under the chain's token domain.
-pub fn payload(offer: &Value, requirement: &Value, signer: &PrivateKeySigner, auth: &Auth) -> Value {
+pub(crate) fn payload(offer: &Value, requirement: &Value, signer: &PrivateKeySigner, auth: &Auth) -> Value {
     let to = auth.to.unwrap_or_else(|| requirement["payTo"].as_str().unwrap().parse().unwrap());
     let asset = requirement["asset"].as_str().unwrap().parse().unwrap();
     let chain_id: u64 = requirement["network"].as_str().unwrap().trim_start_matches("eip155:").parse().unwrap();
@@ -78,23 +78,23 @@ pub fn payload(offer: &Value, requirement: &Value, signer: &PrivateKeySigner, au
 }
 
 /// The answer to a GET: status, JSON body (Null when not JSON), headers.
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub body: Value,
     pub headers: reqwest::header::HeaderMap,
 }
 
 impl Answer {
-    pub fn offer(&self) -> Value {
+    pub(crate) fn offer(&self) -> Value {
         decode_header(self.headers.get(PAYMENT_REQUIRED).expect("PAYMENT-REQUIRED").as_bytes()).unwrap()
     }
 
-    pub fn settlement(&self) -> Option<Value> {
+    pub(crate) fn settlement(&self) -> Option<Value> {
         self.headers.get(PAYMENT_RESPONSE).map(|h| decode_header(h.as_bytes()).unwrap())
     }
 }
 
-pub async fn get_with(url: &str, header: Option<(&str, String)>) -> Answer {
+pub(crate) async fn get_with(url: &str, header: Option<(&str, String)>) -> Answer {
     let client = reqwest::Client::new();
     let mut req = client.get(url);
     if let Some((name, value)) = header {
@@ -108,7 +108,7 @@ pub async fn get_with(url: &str, header: Option<(&str, String)>) -> Answer {
 }
 
 /// GET `url`, paying the paywall's offer with `signer` (honest terms). Panics unless the first answer is a 402.
-pub async fn paid_get(url: &str, signer: &PrivateKeySigner) -> Answer {
+pub(crate) async fn paid_get(url: &str, signer: &PrivateKeySigner) -> Answer {
     let first = get_with(url, None).await;
     assert_eq!(first.status, 402, "unpaid {url}: {}", first.body);
     let offer = first.offer();

@@ -206,7 +206,7 @@ fn watch_events(ctx: &ToolContext) {
 }
 
 /// Runs the terminal chat until end of input.
-pub async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()> {
+pub(crate) async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()> {
     let runtime = Arc::new(Runtime::load(config).await?);
     crate::startup::reconcile_journal(&runtime).await;
     let profile = runtime.profile(agent).with_context(|| {

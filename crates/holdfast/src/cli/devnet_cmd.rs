@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// `holdfast devnet …`.
 #[derive(Debug, Subcommand)]
-pub enum DevnetCommand {
+pub(crate) enum DevnetCommand {
     /// Start a local devnet in DIR: anvil (the devnet's own chain id, 1752132708) with USDC, WETH and a swap venue
     /// at their Base addresses, a 0x-shaped quoter behind an x402 paywall, a funded burner wallet, and
     /// DIR/holdfast.toml.
@@ -43,7 +43,7 @@ pub enum DevnetCommand {
 }
 
 /// Runs a `holdfast devnet` subcommand.
-pub async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
+pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
         DevnetCommand::Up { dir, chain_id, allow_public_chain_id } => {
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;

@@ -22,7 +22,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Options of `holdfast doctor`.
 #[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Configuration file (default: the built-in Base mainnet defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -83,7 +83,7 @@ impl Report {
 }
 
 /// Runs the checks and prints the table.
-pub async fn run(args: DoctorArgs) -> ExitCode {
+pub(crate) async fn run(args: DoctorArgs) -> ExitCode {
     let mut report = Report::default();
     let shown = args.config.as_ref().map_or_else(|| "built-in defaults".to_owned(), |p| p.display().to_string());
     let doc = match &args.config {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// The transport `holdfast mcp` speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum McpTransport {
+pub(crate) enum McpTransport {
     /// JSON-RPC lines on stdin/stdout (the client starts `holdfast mcp`).
     Stdio,
     /// Streamable HTTP at http://ADDR/mcp with a bearer token.
@@ -24,7 +24,7 @@ pub enum McpTransport {
 
 /// `holdfast mcp …`.
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Configuration file (default: built-in defaults, everything in memory).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub struct McpArgs {
 }
 
 /// Runs `holdfast mcp` until the client disconnects (stdio) or Ctrl-C (http).
-pub async fn run(args: McpArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
     let runtime = Arc::new(holdfast_agent::Runtime::load(args.config.as_deref()).await?);
     crate::startup::reconcile_journal(&runtime).await;
     let section = McpSection::from_document(&runtime.document)?;

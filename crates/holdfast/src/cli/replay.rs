@@ -18,7 +18,7 @@ fn error_json(e: &ToolError) -> Value {
 }
 
 /// Runs a transcript (`-` = stdin) and prints one JSON line per step, then the final state.
-pub async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<ExitCode> {
     let text = if transcript == "-" {
         let mut s = String::new();
         for line in std::io::stdin().lock().lines() {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// The default data dir: `$XDG_DATA_HOME/holdfast` when that is an absolute path, else `$HOME/.local/share/holdfast`
 /// (the XDG base-directory rule, two environment lookups, written out rather than pulling a crate for it). Never the
 /// working directory, so nothing — the wallet key least of all — lands in a checkout.
-pub fn default_data_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_data_dir() -> anyhow::Result<PathBuf> {
     let from = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
     if let Some(xdg) = from("XDG_DATA_HOME") {
         return Ok(xdg.join("holdfast"));
@@ -32,11 +32,11 @@ pub fn default_data_dir() -> anyhow::Result<PathBuf> {
     }
 }
 /// Default bind address.
-pub const DEFAULT_BIND: &str = "127.0.0.1:8700";
+pub(crate) const DEFAULT_BIND: &str = "127.0.0.1:8700";
 
 /// Options of `holdfast serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Configuration file (default: embedded defaults on a local devnet).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -74,7 +74,7 @@ async fn stop_devnet(dir: &Path) {
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let bind: SocketAddr =
         args.bind.parse().with_context(|| format!("--bind {:?} is not an address:port", args.bind))?;
     if args.insecure_no_token && !bind.ip().is_loopback() {

@@ -4,7 +4,7 @@ use holdfast_agent::Runtime;
 
 /// Reconciles what an earlier run left unresolved (an entry signed but never confirmed, an unknown broadcast), printing
 /// each settled entry on stderr as `holdfast: journal ID: STATUS (NOTE)`. A journal in memory has nothing to settle.
-pub async fn reconcile_journal(runtime: &Runtime) {
+pub(crate) async fn reconcile_journal(runtime: &Runtime) {
     if !runtime.web3.journal().is_persistent() {
         return;
     }

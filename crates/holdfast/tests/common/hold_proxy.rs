@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Which request to hold, and where.
 #[derive(Debug, Clone)]
-pub struct Hold {
+pub(crate) struct Hold {
     /// Matched (ASCII case-insensitively) against the request's head and body; `|` separates alternatives.
     pub needle: String,
     /// Forward it first and hold the answer (true), or hold it unsent (false).
@@ -36,7 +36,7 @@ struct Shared {
 }
 
 /// The proxy; it runs until the test's runtime ends.
-pub struct HoldProxy {
+pub(crate) struct HoldProxy {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     shared: Arc<Shared>,
@@ -44,7 +44,7 @@ pub struct HoldProxy {
 
 impl HoldProxy {
     /// Starts a proxy for `upstream` (`http://host:port`, no trailing slash), forwarding everything.
-    pub async fn start(upstream: &str) -> HoldProxy {
+    pub(crate) async fn start(upstream: &str) -> HoldProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Shared {
@@ -65,13 +65,13 @@ impl HoldProxy {
     }
 
     /// Holds the next request matching `hold` (once); every other request is forwarded.
-    pub fn arm(&self, hold: Hold) {
+    pub(crate) fn arm(&self, hold: Hold) {
         self.shared.held.store(false, Ordering::SeqCst);
         *self.shared.hold.lock() = Some(hold);
     }
 
     /// Waits until the armed request is held; false after `timeout`.
-    pub async fn wait_held(&self, timeout: Duration) -> bool {
+    pub(crate) async fn wait_held(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if self.shared.held.load(Ordering::SeqCst) {
@@ -84,19 +84,19 @@ impl HoldProxy {
 
     /// Names the proxy instead of the upstream in answers (bodies, headers, and base64 JSON headers such as x402's
     /// `PAYMENT-REQUIRED`), as a reverse proxy that owns the public name would: a paywall states its resource's URL.
-    pub fn rewrite_upstream_name(&self) {
+    pub(crate) fn rewrite_upstream_name(&self) {
         let from = self.shared.upstream.trim_start_matches("http://").to_owned();
         let to = self.url.trim_start_matches("http://").to_owned();
         *self.shared.rewrite.lock() = Some((from, to));
     }
 
     /// Disarms the hold (requests already held stay held).
-    pub fn disarm(&self) {
+    pub(crate) fn disarm(&self) {
         *self.shared.hold.lock() = None;
     }
 
     /// JSON-RPC methods (or request lines) seen so far, counted.
-    pub fn seen(&self) -> BTreeMap<String, usize> {
+    pub(crate) fn seen(&self) -> BTreeMap<String, usize> {
         let mut out = BTreeMap::new();
         for s in self.shared.seen.lock().iter() {
             *out.entry(s.clone()).or_insert(0) += 1;

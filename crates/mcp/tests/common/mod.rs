@@ -11,23 +11,23 @@ use tokio::process::{Child, Command};
 
 /// The server binary: `holdfast-mcp-test` (`holdfast mcp` compiled from crates/holdfast/src/cli/mcp_cmd.rs), or the binary
 /// named by `HOLDFAST_MCP_BIN` (e.g. `target/debug/holdfast`, to run these tests against the real CLI).
-pub fn bin() -> String {
+pub(crate) fn bin() -> String {
     std::env::var("HOLDFAST_MCP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_holdfast-mcp-test").to_owned())
 }
 
 /// How long one SDK script may run.
-pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
 
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-pub fn script(name: &str) -> PathBuf {
+pub(crate) fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js").join(name)
 }
 
 /// Fails with a clear message when the pinned SDK is missing (`npm ci --prefix devnet`, as scripts/test.sh does).
-pub fn require_sdk() {
+pub(crate) fn require_sdk() {
     let sdk = repo_root().join("devnet/node_modules/@modelcontextprotocol/sdk/package.json");
     assert!(
         sdk.exists(),
@@ -37,14 +37,14 @@ pub fn require_sdk() {
 }
 
 /// A config whose data dir is `dir/data`, plus `extra` TOML.
-pub fn config_in(dir: &Path, extra: &str) -> PathBuf {
+pub(crate) fn config_in(dir: &Path, extra: &str) -> PathBuf {
     let path = dir.join("holdfast.toml");
     std::fs::write(&path, format!("[storage]\ndata_dir = \"data\"\n{extra}")).unwrap();
     path
 }
 
 /// Runs an SDK script with `env`; returns its findings (the JSON line it prints). Panics with its output on failure.
-pub async fn run_script(name: &str, env: &[(&str, String)]) -> Value {
+pub(crate) async fn run_script(name: &str, env: &[(&str, String)]) -> Value {
     require_sdk();
     let mut cmd = Command::new(std::env::var("NODE").unwrap_or_else(|_| "node".into()));
     cmd.arg(script(name)).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
@@ -64,14 +64,14 @@ pub async fn run_script(name: &str, env: &[(&str, String)]) -> Value {
 }
 
 /// The environment for a stdio script: the server is `bin() mcp ARGS`.
-pub fn stdio_env(args: &[&str]) -> Vec<(&'static str, String)> {
+pub(crate) fn stdio_env(args: &[&str]) -> Vec<(&'static str, String)> {
     let mut all = vec!["mcp".to_owned()];
     all.extend(args.iter().map(|s| (*s).to_owned()));
     vec![("MCP_TRANSPORT", "stdio".into()), ("MCP_COMMAND", bin()), ("MCP_ARGS", serde_json::to_string(&all).unwrap())]
 }
 
 /// `holdfast mcp --transport http` running as a child process.
-pub struct HttpChild {
+pub(crate) struct HttpChild {
     pub child: Child,
     pub url: String,
     pub stderr: Vec<String>,
@@ -79,7 +79,7 @@ pub struct HttpChild {
 
 impl HttpChild {
     /// Starts the server and waits for its `listening on URL` line.
-    pub async fn start(args: &[&str], envs: &[(&str, &str)]) -> HttpChild {
+    pub(crate) async fn start(args: &[&str], envs: &[(&str, &str)]) -> HttpChild {
         let mut cmd = Command::new(bin());
         cmd.arg("mcp").args(["--transport", "http"]).args(args);
         cmd.env_remove("HOLDFAST_MCP_TOKEN").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -105,7 +105,7 @@ impl HttpChild {
         HttpChild { child, url, stderr }
     }
 
-    pub fn http_env(&self, token: &str) -> Vec<(&'static str, String)> {
+    pub(crate) fn http_env(&self, token: &str) -> Vec<(&'static str, String)> {
         vec![("MCP_TRANSPORT", "http".into()), ("MCP_URL", self.url.clone()), ("MCP_TOKEN", token.to_owned())]
     }
 }

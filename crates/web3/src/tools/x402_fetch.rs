@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// Largest response body accepted.
-pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
+pub(super) const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 /// Parameters of `x402_fetch`.
 #[derive(Debug, Deserialize, JsonSchema)]

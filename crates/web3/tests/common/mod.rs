@@ -2,8 +2,8 @@
 //! config exactly as the binary builds it, and one session.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-pub mod rpc_proxy;
-pub mod server;
+pub(crate) mod rpc_proxy;
+pub(crate) mod server;
 
 use axum::extract::{Query, State};
 use axum::routing::get;
@@ -14,7 +14,7 @@ use holdfast_web3::Web3;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub struct Env {
+pub(crate) struct Env {
     pub devnet: TestDevnet,
     pub web3: Arc<Web3>,
     pub services: CoreServices,
@@ -24,7 +24,7 @@ pub struct Env {
 
 /// Changes to make to the generated devnet files before loading them.
 #[derive(Default)]
-pub struct Tweaks {
+pub(crate) struct Tweaks {
     /// Extra TOML appended to holdfast.toml.
     pub toml: String,
     /// Replace every `old` with `new` in holdfast.toml.
@@ -34,16 +34,16 @@ pub struct Tweaks {
 }
 
 impl Env {
-    pub async fn start() -> Env {
+    pub(crate) async fn start() -> Env {
         Self::start_with(Tweaks::default()).await
     }
 
-    pub async fn start_with(tweaks: Tweaks) -> Env {
+    pub(crate) async fn start_with(tweaks: Tweaks) -> Env {
         let devnet = TestDevnet::start().await.expect("devnet");
         Self::apply(devnet, tweaks)
     }
 
-    pub fn apply(devnet: TestDevnet, tweaks: Tweaks) -> Env {
+    pub(crate) fn apply(devnet: TestDevnet, tweaks: Tweaks) -> Env {
         let path = devnet.config_path.clone();
         let mut text = std::fs::read_to_string(&path).unwrap();
         for (old, new) in &tweaks.toml_replace {
@@ -60,24 +60,24 @@ impl Env {
     }
 
     /// Builds the runtime from the devnet's files (also used to "restart" over the same data dir).
-    pub fn load(devnet: TestDevnet, session: &str) -> Env {
+    pub(crate) fn load(devnet: TestDevnet, session: &str) -> Env {
         let (web3, services, registry) = build(&devnet);
         let ctx = services.new_session(session);
         Env { devnet, web3, services, registry, ctx }
     }
 
-    pub async fn call(&self, tool: &str, params: Value) -> Result<Value, ToolError> {
+    pub(crate) async fn call(&self, tool: &str, params: Value) -> Result<Value, ToolError> {
         self.registry.call(tool, params, &self.ctx).await
     }
 
-    pub async fn ok(&self, tool: &str, params: Value) -> Value {
+    pub(crate) async fn ok(&self, tool: &str, params: Value) -> Value {
         match self.call(tool, params.clone()).await {
             Ok(v) => v,
             Err(e) => panic!("{tool} {params} failed: {e:?}"),
         }
     }
 
-    pub async fn err(&self, tool: &str, params: Value) -> ToolError {
+    pub(crate) async fn err(&self, tool: &str, params: Value) -> ToolError {
         match self.call(tool, params.clone()).await {
             Ok(v) => panic!("{tool} {params} should have failed, got {v}"),
             Err(e) => e,
@@ -85,7 +85,7 @@ impl Env {
     }
 
     /// The register half of the seed-001 swap flow, then the quote.
-    pub async fn quote(&self, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
+    pub(crate) async fn quote(&self, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
         self.ctx.context_bank.scan_input(user);
         self.ok(
             "local_burner_wallet",
@@ -102,22 +102,26 @@ impl Env {
     }
 
     /// The user's decision on a pending confirmation, through a user channel (replay's explicit line).
-    pub fn decide(&self, id: &str, d: holdfast_core::UserDecision) -> Result<holdfast_core::Confirmation, ToolError> {
+    pub(crate) fn decide(
+        &self,
+        id: &str,
+        d: holdfast_core::UserDecision,
+    ) -> Result<holdfast_core::Confirmation, ToolError> {
         let decisions = self.services.user_decisions();
         decisions.decide(&self.ctx.confirmations, holdfast_core::UserChannel::Replay, id, d)
     }
 
-    pub async fn balance(&self, token: alloy::primitives::Address) -> alloy::primitives::U256 {
+    pub(crate) async fn balance(&self, token: alloy::primitives::Address) -> alloy::primitives::U256 {
         self.devnet.balance_of(token, self.devnet.wallet_address).await.unwrap()
     }
 
-    pub async fn nonce(&self) -> u64 {
+    pub(crate) async fn nonce(&self) -> u64 {
         use alloy::providers::Provider;
         self.devnet.provider().get_transaction_count(self.devnet.wallet_address).await.unwrap()
     }
 }
 
-pub fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
+pub(crate) fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
     let doc = ConfigDocument::load(&devnet.config_path).unwrap();
     let core = CoreConfig::from_document(&doc).unwrap();
     let services = CoreServices::new(core).unwrap();
@@ -129,10 +133,10 @@ pub fn build(devnet: &TestDevnet) -> (Arc<Web3>, CoreServices, ToolRegistry) {
 }
 
 /// How a hostile quoter changes an honest quote; swap it between calls.
-pub type Tamper = Arc<parking_lot::Mutex<Box<dyn Fn(&mut Value) + Send + Sync>>>;
+pub(crate) type Tamper = Arc<parking_lot::Mutex<Box<dyn Fn(&mut Value) + Send + Sync>>>;
 
 /// A quoter that answers with an honest devnet quote passed through the current tamper function.
-pub async fn hostile_quoter(devnet: &TestDevnet) -> (String, Tamper) {
+pub(crate) async fn hostile_quoter(devnet: &TestDevnet) -> (String, Tamper) {
     async fn handler(
         State((state, tamper)): State<(QuoteState, Tamper)>,
         Query(pairs): Query<Vec<(String, String)>>,
@@ -154,7 +158,7 @@ pub async fn hostile_quoter(devnet: &TestDevnet) -> (String, Tamper) {
 
 impl Env {
     /// A devnet whose presets point at a hostile quoter.
-    pub async fn with_hostile_quoter(mut tweaks: Tweaks) -> (Env, Tamper) {
+    pub(crate) async fn with_hostile_quoter(mut tweaks: Tweaks) -> (Env, Tamper) {
         let devnet = TestDevnet::start().await.expect("devnet");
         let (url, tamper) = hostile_quoter(&devnet).await;
         tweaks.quoter_url = Some(url);

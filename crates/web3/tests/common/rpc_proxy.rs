@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// What happens to a request that carries `eth_sendRawTransaction`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Forward it and relay the node's answer.
     Forward,
     /// Forward it to the node, then answer HTTP 502 instead of the node's answer.
@@ -39,7 +39,7 @@ struct Shared {
 }
 
 /// The proxy; it runs until the test's runtime ends.
-pub struct RpcProxy {
+pub(crate) struct RpcProxy {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     shared: Arc<Shared>,
@@ -47,7 +47,7 @@ pub struct RpcProxy {
 
 impl RpcProxy {
     /// Starts a proxy for `upstream` (anvil's URL), forwarding everything.
-    pub async fn start(upstream: &str) -> RpcProxy {
+    pub(crate) async fn start(upstream: &str) -> RpcProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Shared {
@@ -67,27 +67,27 @@ impl RpcProxy {
     }
 
     /// Sets what happens to every following `eth_sendRawTransaction` (until changed again).
-    pub fn set_fault(&self, fault: Fault) {
+    pub(crate) fn set_fault(&self, fault: Fault) {
         *self.shared.fault.lock() = fault;
     }
 
     /// Requests seen for `method` (a batch counts each of its calls).
-    pub fn count(&self, method: &str) -> usize {
+    pub(crate) fn count(&self, method: &str) -> usize {
         self.shared.counts.lock().get(method).copied().unwrap_or_default()
     }
 
     /// Calls seen, all methods.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.shared.counts.lock().values().sum()
     }
 
     /// Calls seen, by method.
-    pub fn counts(&self) -> BTreeMap<String, usize> {
+    pub(crate) fn counts(&self) -> BTreeMap<String, usize> {
         self.shared.counts.lock().clone()
     }
 
     /// How many answers the fault has swallowed so far.
-    pub fn faults_applied(&self) -> usize {
+    pub(crate) fn faults_applied(&self) -> usize {
         self.shared.faults_applied.load(Ordering::SeqCst)
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// One request as the script sees it.
 #[derive(Clone)]
-pub struct Call {
+pub(crate) struct Call {
     /// 1-based request number.
     pub n: usize,
     /// The payment header's name and raw value, if any (`payment-signature` or `x-payment`).
@@ -26,19 +26,19 @@ pub struct Call {
 
 impl Call {
     /// The decoded payment payload.
-    pub fn payload(&self) -> Option<Value> {
+    pub(crate) fn payload(&self) -> Option<Value> {
         let (_, raw) = self.payment.as_ref()?;
         let bytes = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 }
 
-pub type Reply = Pin<Box<dyn Future<Output = Response> + Send>>;
-pub type Script = Arc<dyn Fn(Call, Ctx) -> Reply + Send + Sync>;
+pub(crate) type Reply = Pin<Box<dyn Future<Output = Response> + Send>>;
+pub(crate) type Script = Arc<dyn Fn(Call, Ctx) -> Reply + Send + Sync>;
 
 /// What a script can use: the devnet's quoter and facilitator.
 #[derive(Clone)]
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub quotes: QuoteState,
     pub facilitator: Arc<Facilitator>,
 }
@@ -50,13 +50,13 @@ struct Shared {
     seen: Arc<Mutex<Vec<Call>>>,
 }
 
-pub struct X402Server {
+pub(crate) struct X402Server {
     pub url: String,
     seen: Arc<Mutex<Vec<Call>>>,
 }
 
 impl X402Server {
-    pub async fn start(devnet: &TestDevnet, script: Script) -> Self {
+    pub(crate) async fn start(devnet: &TestDevnet, script: Script) -> Self {
         async fn handle(State(s): State<Shared>, Query(query): Query<Vec<(String, String)>>, req: Request) -> Response {
             let payment = ["payment-signature", "x-payment"].iter().find_map(|name| {
                 req.headers()
@@ -85,27 +85,27 @@ impl X402Server {
     }
 
     /// Every request received.
-    pub fn calls(&self) -> Vec<Call> {
+    pub(crate) fn calls(&self) -> Vec<Call> {
         self.seen.lock().clone()
     }
 
     /// How many requests carried a payment header.
-    pub fn payments_received(&self) -> usize {
+    pub(crate) fn payments_received(&self) -> usize {
         self.seen.lock().iter().filter(|c| c.payment.is_some()).count()
     }
 }
 
-pub fn b64(v: &Value) -> String {
+pub(crate) fn b64(v: &Value) -> String {
     base64::engine::general_purpose::STANDARD.encode(v.to_string())
 }
 
 /// The devnet paywall's honest requirement (v2).
-pub fn honest_requirement() -> Value {
+pub(crate) fn honest_requirement() -> Value {
     PaywallConfig::devnet().requirement()
 }
 
 /// The same requirement in v1 shape (`maxAmountRequired`, network `base`, `resource`).
-pub fn v1_requirement(resource: &str) -> Value {
+pub(crate) fn v1_requirement(resource: &str) -> Value {
     let mut r = honest_requirement();
     let obj = r.as_object_mut().unwrap();
     let amount = obj.remove("amount").unwrap();
@@ -118,7 +118,7 @@ pub fn v1_requirement(resource: &str) -> Value {
 }
 
 /// A v2 402 offering `accepts` (an `error` when given).
-pub fn offer_v2(url: &str, accepts: Vec<Value>, error: Option<&str>) -> Response {
+pub(crate) fn offer_v2(url: &str, accepts: Vec<Value>, error: Option<&str>) -> Response {
     let mut doc = json!({"x402Version": 2, "resource": {"url": url, "description": "quote", "mimeType": "application/json"}, "accepts": accepts});
     if let Some(e) = error {
         doc["error"] = json!(e);
@@ -127,7 +127,7 @@ pub fn offer_v2(url: &str, accepts: Vec<Value>, error: Option<&str>) -> Response
 }
 
 /// A 402 with an arbitrary PAYMENT-REQUIRED header value and body.
-pub fn raw_402(header: Option<String>, body: String) -> Response {
+pub(crate) fn raw_402(header: Option<String>, body: String) -> Response {
     let mut resp = (StatusCode::PAYMENT_REQUIRED, body).into_response();
     if let Some(h) = header {
         resp.headers_mut().insert("payment-required", HeaderValue::from_str(&h).unwrap());
@@ -136,25 +136,25 @@ pub fn raw_402(header: Option<String>, body: String) -> Response {
 }
 
 /// A v1 402: the offer is the JSON body.
-pub fn offer_v1(accepts: Vec<Value>) -> Response {
+pub(crate) fn offer_v1(accepts: Vec<Value>) -> Response {
     let doc = json!({"x402Version": 1, "error": "X-PAYMENT header is required", "accepts": accepts});
     (StatusCode::PAYMENT_REQUIRED, axum::Json(doc)).into_response()
 }
 
 /// An honest devnet quote for the call's query, or why there is none.
-pub async fn try_quote(ctx: &Ctx, call: &Call) -> Result<Value, String> {
+pub(crate) async fn try_quote(ctx: &Ctx, call: &Call) -> Result<Value, String> {
     let req = QuoteRequest::from_query(&call.query).map_err(|e| e.to_string())?;
     build_quote(&ctx.quotes, &req).await.map_err(|e| e.to_string())
 }
 
 /// An honest devnet quote for the call's query.
-pub async fn quote(ctx: &Ctx, call: &Call) -> Value {
+pub(crate) async fn quote(ctx: &Ctx, call: &Call) -> Value {
     try_quote(ctx, call).await.unwrap()
 }
 
 /// Settles the call's payment for `requirement` through the devnet facilitator, then answers with an honest quote
 /// and the settlement header (`payment-response` or `x-payment-response`); a failed settlement → 402.
-pub async fn settle_and_quote(ctx: &Ctx, call: &Call, requirement: &Value, url: &str) -> Response {
+pub(crate) async fn settle_and_quote(ctx: &Ctx, call: &Call, requirement: &Value, url: &str) -> Response {
     let Some(payload) = call.payload() else { return offer_v2(url, vec![requirement.clone()], Some("no payment")) };
     // Like the reference server: the content first; a request that cannot be served is not charged.
     let body = match try_quote(ctx, call).await {
@@ -177,7 +177,7 @@ pub async fn settle_and_quote(ctx: &Ctx, call: &Call, requirement: &Value, url: 
 }
 
 /// Wraps an async closure as a [`Script`].
-pub fn script<F, Fut>(f: F) -> Script
+pub(crate) fn script<F, Fut>(f: F) -> Script
 where
     F: Fn(Call, Ctx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Response> + Send + 'static,
