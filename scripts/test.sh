@@ -32,27 +32,27 @@ step "lints (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests (the crash harness and the hostile transcripts run next, on their own, printing their figures)"
-cargo test --workspace --locked -- --skip crash_ --skip hostile_transcripts
+cargo test --workspace --locked -- --skip crash:: --skip hostile::hostile_transcripts
 
 step "the devnet's own anvil install: anvil alone from npm into an empty cache, at most 100 MB (crates/devnet/src/anvil.rs)"
 cargo test --workspace --locked --lib -- --ignored installs_anvil --nocapture
 
-step "schemathesis against the server's OpenAPI document: no 5xx, every answer matching its schema (crates/server/tests/schemathesis.rs)"
+step "schemathesis against the server's OpenAPI document: no 5xx, every answer matching its schema (crates/server/tests/it/schemathesis.rs)"
 st_venv="${XDG_CACHE_HOME:-$HOME/.cache}/holdfast/schemathesis-4.32.5"
 if [ ! -x "$st_venv/bin/st" ]; then
   python3 -m venv "$st_venv"
   "$st_venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
 fi
 HOLDFAST_SCHEMATHESIS="$st_venv/bin/st" \
-  cargo test --workspace --locked --test schemathesis -- --ignored --nocapture
+  cargo test --workspace --locked --test it schemathesis:: -- --ignored --nocapture
 
-step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/holdfast/tests/crash.rs)"
-cargo test --workspace --locked --test crash -- --nocapture
+step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/holdfast/tests/it/crash.rs)"
+cargo test --workspace --locked --test it crash:: -- --nocapture
 
-step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=6000} generated cases, 4 workers on one devnet (crates/web3/tests/hostile.rs)"
+step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=6000} generated cases, 4 workers on one devnet (crates/web3/tests/it/hostile.rs)"
 # The test build above already holds this binary: an optimized build would cost CI more minutes than it saves.
 HOLDFAST_HOSTILE_CASES=$HOLDFAST_HOSTILE_CASES HOLDFAST_HOSTILE_WORKERS=4 \
-  cargo test --workspace --locked --test hostile hostile_transcripts -- --exact --nocapture
+  cargo test --workspace --locked --test it hostile::hostile_transcripts -- --exact --nocapture
 
 step "examples run (crates/holdfast/examples), and the library without default features has no alloy, axum or rmcp"
 cargo build --workspace --locked --quiet --examples

@@ -10,6 +10,10 @@
 //! - [`find_secret`]: scans text for a private key, with and without `0x`.
 //!
 //! Each returns the list of problems instead of panicking, so the calling test prints them all at once.
+//!
+//! [`scripted`]: scripted model servers on loopback, for tests that run the agent loop.
+
+pub mod scripted;
 
 use holdfast_core::schema::check_strict;
 use holdfast_core::{ErrorCode, ToolContext, ToolKind, ToolRegistry};

@@ -1,0 +1,456 @@
+//! The crash harness: the real `holdfast serve` binary, killed with SIGKILL (`kill -9`) at chosen and at random
+//! points, then restarted on the same data dir. It judges by what is on disk and on chain, not by the process's own
+//! answers:
+//!
+//! - memory writes through the HTTP API, killed at random moments over several rounds: every write the client got
+//!   an answer for is present after the restart;
+//! - a swap on the devnet killed at each stage (after its journal entry, after signing, right after the broadcast,
+//!   before the receipt): at most one transaction is mined for the intent, never two; the journal and the API say
+//!   what the chain says; calling again with the restored quote sends nothing new;
+//! - an x402 payment killed with the paid request signed but unsent, and with it settled but the answer lost: paid
+//!   at most once on chain, journaled once (so the day's budget counts it once).
+//!
+//! Each test prints its figures (`cargo test -p holdfast --test it crash:: -- --nocapture`); `scripts/test.sh` runs it
+//! that way and docs/reliability.md quotes it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use crate::common::hold_proxy::{Hold, HoldProxy};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A running `holdfast serve`.
+struct Serve {
+    child: Child,
+    api: Api,
+}
+
+/// A client of its API (clones share the connection pool).
+#[derive(Clone)]
+struct Api {
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::ops::Deref for Serve {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
+}
+
+impl Serve {
+    async fn start(data: &Path, config: Option<&Path>) -> Serve {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_holdfast"));
+        cmd.args(["serve", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"]);
+        match config {
+            Some(c) => cmd.args(["--config", c.to_str().unwrap()]),
+            None => cmd.arg("--no-devnet"),
+        };
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(data.with_extension("log")).unwrap();
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .env("RUST_LOG", "warn")
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.unwrap().unwrap().unwrap();
+        let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
+        Serve { child, api: Api { url, token, http: reqwest::Client::new() } }
+    }
+
+    /// SIGKILL: no shutdown handler runs.
+    async fn kill9(&mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+impl Api {
+    /// An API call; `Err` carries the error body, or the transport failure (the process is gone).
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Value> {
+        let mut req = self.http.request(method, format!("{}{path}", self.url)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.map_err(|e| json!({"transport": e.to_string()}))?;
+        let ok = resp.status().is_success();
+        let body: Value = resp.json().await.map_err(|e| json!({"transport": e.to_string()}))?;
+        if ok { Ok(body) } else { Err(body) }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Result<Value, Value> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.call(reqwest::Method::GET, path, None).await.unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+
+    async fn tool(&self, session: &str, tool: &str, params: Value) -> Result<Value, Value> {
+        self.post(&format!("/api/sessions/{session}/tools/{tool}"), params).await.map(|v| v["output"].clone())
+    }
+
+    async fn session(&self) -> String {
+        self.post("/api/sessions", json!({})).await.unwrap()["id"].as_str().unwrap().to_owned()
+    }
+}
+
+/// A small deterministic generator (the seed is printed, so a failing round can be replayed).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("HOLDFAST_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_acknowledged_memory_writes_survive_kill_9() {
+    const TARGET: usize = 1000;
+    const WRITERS: usize = 4;
+    let seed = seed();
+    let mut rng = Rng(seed);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let acked: Arc<parking_lot::Mutex<Vec<(String, String)>>> = Arc::default();
+    let mut rounds = 0;
+    let mut in_flight_at_kill = 0;
+    while acked.lock().len() < TARGET || rounds < 3 {
+        rounds += 1;
+        let mut serve = Serve::start(&data, None).await;
+        let session = serve.session().await;
+        let before = acked.lock().len();
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (api, session, acked) = (serve.api.clone(), session.clone(), Arc::clone(&acked));
+                tokio::spawn(async move {
+                    let mut attempted: usize = 0;
+                    for i in 0.. {
+                        let label = format!("crash_r{rounds}_w{w}_{i}");
+                        let value = format!("value {i} of writer {w} in round {rounds}");
+                        attempted += 1;
+                        let params = json!({"label": label, "value": value, "description": null});
+                        match api.tool(&session, "update_memory", params).await {
+                            Ok(out) if out["success"] == true => acked.lock().push((label, value)),
+                            Ok(out) => panic!("update_memory answered without success: {out}"),
+                            Err(e) if e.get("transport").is_some() => return attempted,
+                            Err(e) => panic!("update_memory failed: {e}"),
+                        }
+                    }
+                    attempted
+                })
+            })
+            .collect();
+        // Kill at a random moment while the writers are busy, once this round has written at least a little.
+        tokio::time::sleep(Duration::from_millis(20 + rng.next() % 400)).await;
+        while acked.lock().len() < before + 10 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        serve.kill9().await;
+        let mut attempted: usize = 0;
+        for w in writers {
+            attempted += w.await.unwrap();
+        }
+        in_flight_at_kill += attempted.saturating_sub(acked.lock().len() - before);
+        if rounds > 40 {
+            panic!("the harness could not reach {TARGET} acknowledged writes");
+        }
+    }
+    let serve = Serve::start(&data, None).await;
+    let blocks = serve.get("/api/memory").await;
+    let present: std::collections::HashMap<String, String> = blocks["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["label"].as_str().unwrap().to_owned(), b["value"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let acked = acked.lock().clone();
+    let lost: Vec<&(String, String)> = acked.iter().filter(|(l, v)| present.get(l) != Some(v)).collect();
+    println!(
+        "crash: memory writes: {} acknowledged over {rounds} kill -9 rounds, {} present after restart, {} lost \
+         ({} in flight at a kill; seed {seed})",
+        acked.len(),
+        acked.len() - lost.len(),
+        lost.len(),
+        in_flight_at_kill
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost: {:?}", &lost[..lost.len().min(5)]);
+    let mut serve = serve;
+    serve.kill9().await;
+}
+
+/// The devnet, brought up once for the devnet scenarios of this file.
+struct Devnet {
+    dir: PathBuf,
+    anvil: String,
+    quoter: String,
+}
+
+impl Devnet {
+    fn up(dir: &Path) -> Devnet {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .args(["devnet", "up", "--dir", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let info: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("devnet.json")).unwrap()).unwrap();
+        let anvil = format!("http://127.0.0.1:{}", info["anvil"]["port"]);
+        let presets = std::fs::read_to_string(dir.join("presets.ron")).unwrap();
+        let start = presets.find("url: \"").unwrap() + 6;
+        let rest = &presets[start..];
+        let end = rest.find("/swap").unwrap();
+        Devnet { dir: dir.to_path_buf(), anvil, quoter: rest[..end].to_owned() }
+    }
+
+    /// A config like the devnet's, with anvil and the quoter reached through `rpc` and `quoter`.
+    fn config_through(&self, at: &Path, rpc: &str, quoter: &str) -> PathBuf {
+        std::fs::create_dir_all(at).unwrap();
+        let presets = std::fs::read_to_string(self.dir.join("presets.ron")).unwrap().replace(&self.quoter, quoter);
+        std::fs::write(at.join("presets.ron"), presets).unwrap();
+        let toml = std::fs::read_to_string(self.dir.join("holdfast.toml"))
+            .unwrap()
+            .replace(&self.anvil, rpc)
+            .replace("data_dir = \"data\"", "")
+            .replace("key_file = \"wallet.key\"", &format!("key_file = \"{}\"", self.dir.join("wallet.key").display()));
+        let path = at.join("holdfast.toml");
+        std::fs::write(&path, toml).unwrap();
+        path
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp: Value =
+            reqwest::Client::new().post(&self.anvil).json(&body).send().await.unwrap().json().await.unwrap();
+        resp["result"].clone()
+    }
+
+    async fn nonce(&self, address: &str) -> u64 {
+        let hex = self.rpc("eth_getTransactionCount", json!([address, "latest"])).await;
+        u64::from_str_radix(hex.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    async fn token_balance(&self, token: &str, owner: &str) -> u128 {
+        let data = format!("0x70a08231{:0>64}", owner.trim_start_matches("0x").to_lowercase());
+        let hex = self.rpc("eth_call", json!([{"to": token, "data": data}, "latest"])).await;
+        u128::from_str_radix(hex.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+}
+
+impl Drop for Devnet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .args(["devnet", "down", "--dir", self.dir.to_str().unwrap()])
+            .output();
+    }
+}
+
+/// Where a swap is killed: the request the RPC proxy holds.
+#[derive(Debug, Clone, Copy)]
+enum SwapStage {
+    /// The first chain read after the day's cap is reserved (the nonce): journaled, nothing signed.
+    AfterJournalEntry,
+    /// `eth_sendRawTransaction` held unsent: signed and journaled, not broadcast.
+    AfterSigning,
+    /// `eth_sendRawTransaction` forwarded, the node's answer held: broadcast, the answer lost.
+    RightAfterBroadcast,
+    /// The receipt request held: broadcast and accepted, no receipt yet.
+    BeforeReceipt,
+}
+
+impl SwapStage {
+    fn hold(self) -> Hold {
+        let (needle, after_forwarding) = match self {
+            Self::AfterJournalEntry => ("\"eth_getTransactionCount\"", false),
+            Self::AfterSigning => ("\"eth_sendRawTransaction\"", false),
+            Self::RightAfterBroadcast => ("\"eth_sendRawTransaction\"", true),
+            Self::BeforeReceipt => ("\"eth_getTransactionReceipt\"", false),
+        };
+        Hold { needle: needle.into(), after_forwarding }
+    }
+}
+
+/// Fetches a paid quote for 0.0001 ETH → USDC in a new session; returns the session id.
+async fn quote(serve: &Serve) -> String {
+    let s = serve.session().await;
+    serve
+        .post(&format!("/api/sessions/{s}/messages"), json!({"content": "swap 0.0001 ETH for USDC on base"}))
+        .await
+        .unwrap();
+    for (tool, params) in [
+        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+        ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ("to_raw_amount", json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"})),
+        ("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})),
+    ] {
+        serve.tool(&s, tool, params).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
+    }
+    s
+}
+
+async fn swap_killed_at(dev: &Devnet, root: &Path, stage: SwapStage) -> String {
+    let rpc = HoldProxy::start(&dev.anvil).await;
+    let config = dev.config_through(&root.join(format!("{stage:?}")), &rpc.url, &dev.quoter);
+    let data = root.join(format!("{stage:?}-data"));
+    let serve = Serve::start(&data, Some(&config)).await;
+    let wallet = serve.get("/api/info").await["wallet_address"].as_str().unwrap().to_owned();
+    let session = quote(&serve).await;
+    let before = dev.nonce(&wallet).await;
+
+    rpc.arm(stage.hold());
+    let tx = json!({"from_register": "swap_quote", "network": "base"});
+    let url = format!("/api/sessions/{session}/tools/web3_tx");
+    let call = {
+        let (api, tx) = (serve.api.clone(), tx.clone());
+        tokio::spawn(async move { api.post(&url, tx).await })
+    };
+    assert!(rpc.wait_held(Duration::from_secs(60)).await, "{stage:?}: the proxy never saw the request to hold");
+    let mut serve = serve;
+    serve.kill9().await;
+    let answer = call.await.unwrap();
+    assert!(answer.as_ref().is_err_and(|e| e.get("transport").is_some()), "{stage:?}: killed mid-call: {answer:?}");
+    rpc.disarm();
+
+    // Restart on the same data dir: start-up reconciliation runs before the server listens.
+    let serve = Serve::start(&data, Some(&config)).await;
+    let journal = serve.get(&format!("/api/journal?session_id={session}")).await;
+    let swaps: Vec<&Value> = journal["journal"].as_array().unwrap().iter().filter(|e| e["kind"] == "swap").collect();
+    assert_eq!(swaps.len(), 1, "{stage:?}: one journal entry for the intent: {journal}");
+    let after_restart = swaps[0]["status"].as_str().unwrap().to_owned();
+
+    // The model calls again with the restored quote register: nothing new is sent.
+    let again = serve.post(&format!("/api/sessions/{session}/tools/web3_tx"), tx.clone()).await;
+    let third = serve.post(&format!("/api/sessions/{session}/tools/web3_tx"), tx).await;
+    let mined = dev.nonce(&wallet).await - before;
+    let journal = serve.get(&format!("/api/journal?session_id={session}")).await;
+    let entries: Vec<&Value> = journal["journal"].as_array().unwrap().iter().filter(|e| e["kind"] == "swap").collect();
+    assert_eq!(entries.len(), 1, "{stage:?}: still one entry: {journal}");
+    let entry = entries[0];
+    let status = entry["status"].as_str().unwrap();
+    assert!(mined <= 1, "{stage:?}: {mined} transactions mined for one intent");
+    match stage {
+        SwapStage::AfterJournalEntry => {
+            assert_eq!(mined, 0, "nothing was signed before the kill");
+            assert_eq!(after_restart, "reserved", "the API says what is true: journaled, never signed");
+            for answer in [&again, &third] {
+                let e = answer.as_ref().unwrap_err();
+                assert_eq!(e["error"]["code"], "duplicate_action", "{stage:?}: {e}");
+            }
+        }
+        _ => {
+            assert_eq!(mined, 1, "{stage:?}: the signed transaction is mined exactly once");
+            assert_eq!(status, "confirmed", "{stage:?}: {entry}");
+            let receipt = dev.rpc("eth_getTransactionReceipt", json!([entry["tx_hash"]])).await;
+            assert_eq!(receipt["status"], "0x1", "{stage:?}: the journal's hash is the mined transaction");
+            for answer in [&again, &third] {
+                let out = &answer.as_ref().unwrap_or_else(|e| panic!("{stage:?}: {e}"))["output"];
+                assert_eq!(out["hash"], entry["tx_hash"], "{stage:?}: the same transaction is returned: {out}");
+                assert_eq!(out["summary"], Value::Null, "{stage:?}: answered from the journal, nothing new decided");
+            }
+        }
+    }
+    println!(
+        "crash: swap killed {stage:?}: status after restart {after_restart}, finally {status}; transactions mined \
+         for the intent: {mined}; two more calls with the restored quote sent nothing new"
+    );
+    let mut serve = serve;
+    serve.kill9().await;
+    status.to_owned()
+}
+
+/// An x402 payment for the swap quote killed with the paid request held by a proxy in front of the paywall: unsent
+/// (`after_forwarding` false: signed, never settled) or settled with the answer lost (true).
+async fn payment_killed(dev: &Devnet, root: &Path, after_forwarding: bool) {
+    let name = if after_forwarding { "settled-answer-lost" } else { "signed-unsent" };
+    let quoter = HoldProxy::start(&dev.quoter).await;
+    quoter.rewrite_upstream_name();
+    let config = dev.config_through(&root.join(name), &dev.anvil, &quoter.url);
+    let data = root.join(format!("{name}-data"));
+    let mut serve = Serve::start(&data, Some(&config)).await;
+    let wallet = serve.get("/api/info").await["wallet_address"].as_str().unwrap().to_owned();
+    let s = serve.session().await;
+    serve
+        .post(&format!("/api/sessions/{s}/messages"), json!({"content": "swap 0.0001 ETH for USDC on base"}))
+        .await
+        .unwrap();
+    let usdc =
+        serve.tool(&s, "token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})).await;
+    let usdc = usdc.unwrap()["address"].as_str().unwrap().to_owned();
+    for (tool, params) in [
+        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+        ("to_raw_amount", json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"})),
+    ] {
+        serve.tool(&s, tool, params).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
+    }
+    let before = dev.token_balance(&usdc, &wallet).await;
+    quoter.arm(Hold { needle: "payment-signature:|x-payment:".into(), after_forwarding });
+    let call = {
+        let (api, s) = (serve.api.clone(), s.clone());
+        let params = json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"});
+        tokio::spawn(async move { api.tool(&s, "x402_fetch", params).await })
+    };
+    assert!(
+        quoter.wait_held(Duration::from_secs(30)).await,
+        "{name}: the paid request never reached the proxy; it saw {:?}; the call: {:?}",
+        quoter.seen(),
+        tokio::time::timeout(Duration::from_secs(1), call).await
+    );
+    serve.kill9().await;
+    let answer = call.await.unwrap();
+    assert!(answer.as_ref().is_err_and(|e| e.get("transport").is_some()), "{name}: {answer:?}");
+    quoter.disarm();
+
+    let mut serve = Serve::start(&data, Some(&config)).await;
+    let journal = serve.get(&format!("/api/journal?session_id={s}")).await;
+    let payments: Vec<&Value> =
+        journal["journal"].as_array().unwrap().iter().filter(|e| e["kind"] == "payment").collect();
+    assert_eq!(payments.len(), 1, "{name}: journaled once, so the day's budget counts it once: {journal}");
+    let status = payments[0]["status"].as_str().unwrap().to_owned();
+    let paid = before - dev.token_balance(&usdc, &wallet).await;
+    if after_forwarding {
+        assert_eq!(paid, 10_000, "{name}: settled once (0.01 USDC)");
+        assert_eq!(status, "confirmed", "{name}: reconciled from the chain's authorization state at start-up");
+    } else {
+        assert_eq!(paid, 0, "{name}: never settled");
+        assert_ne!(status, "confirmed", "{name}: the journal does not claim a payment the chain has not seen");
+    }
+    // The budget: the day's live and settled payments are this one only.
+    let amount = payments[0]["amount"].as_str().unwrap().to_owned();
+    println!(
+        "crash: x402 payment killed {name}: paid on chain {paid} (raw USDC), journal entries 1 ({status}, amount {amount})"
+    );
+    serve.kill9().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_swaps_and_payments_killed_at_every_stage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = Devnet::up(&tmp.path().join("devnet"));
+    for stage in [
+        SwapStage::AfterJournalEntry,
+        SwapStage::AfterSigning,
+        SwapStage::RightAfterBroadcast,
+        SwapStage::BeforeReceipt,
+    ] {
+        swap_killed_at(&dev, tmp.path(), stage).await;
+    }
+    payment_killed(&dev, tmp.path(), false).await;
+    payment_killed(&dev, tmp.path(), true).await;
+}

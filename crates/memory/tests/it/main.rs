@@ -1,0 +1,5 @@
+//! The integration tests of `holdfast-memory`, one binary: a module per concern (`cargo test --test it <module>::` runs one).
+
+mod common;
+mod runtime;
+mod tools;

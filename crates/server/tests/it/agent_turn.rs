@@ -1,0 +1,241 @@
+//! An agent turn over HTTP that waits for the user's approval: the turn pauses on `confirmation_required`, the UI's
+//! approve call resumes it, and the swap is sent by the turn itself; a denial is reported to the model. A turn whose
+//! tool call hangs is stopped by the UI's stop button, and by closing the last WebSocket that watched it, leaving no
+//! register, payment or journal entry behind.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use holdfast_agent::access::{AccessToken, HostPolicy};
+use holdfast_agent::llm::openai::OpenAiProvider;
+use holdfast_agent::{Agent, Runtime};
+use holdfast_server::AppState;
+use holdfast_testkit::scripted::{Reply, Scripted, Wire, swap_script, tool};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/// One authenticated API call; the JSON answer.
+async fn api(http: &reqwest::Client, method: reqwest::Method, url: String, body: Option<Value>) -> Value {
+    let mut request = http.request(method, url).bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+async fn run(decision: &str) -> (Value, Value, String) {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let scripted = Scripted::start(Wire::OpenAi, swap_script("0.02")).await;
+    let agent = Agent::new(Arc::clone(&runtime), Arc::new(OpenAiProvider::new(&scripted.url, None, "scripted")));
+    let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}");
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+    let session: Value =
+        http.post(format!("{url}/api/sessions")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    let id = session["id"].as_str().unwrap().to_owned();
+
+    let turn = {
+        let (http, url, id) = (http.clone(), url.clone(), id.clone());
+        tokio::spawn(async move {
+            let message = json!({"content": "swap 0.02 ETH for USDC"});
+            api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/messages"), Some(message)).await
+        })
+    };
+    // 0.02 ETH is above the devnet's auto-approve limit: the turn waits for the user.
+    let mut pending = Value::Null;
+    for _ in 0..200 {
+        let p = api(&http, reqwest::Method::GET, format!("{url}/api/sessions/{id}/confirmations"), None).await;
+        if p["pending"].as_array().is_some_and(|a| !a.is_empty()) {
+            pending = p["pending"][0].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pending["summary"]["sell"], "0.02 ETH", "{pending}");
+    let cid = pending["id"].as_str().unwrap();
+    let resolved =
+        api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/confirmations/{cid}/{decision}"), None)
+            .await;
+    assert_eq!(resolved["resumed"], "agent", "{resolved}");
+    let outcome = tokio::time::timeout(Duration::from_secs(60), turn).await.unwrap().unwrap();
+    let journal = api(&http, reqwest::Method::GET, format!("{url}/api/journal?session_id={id}"), None).await;
+    let session = api(&http, reqwest::Method::GET, format!("{url}/api/sessions/{id}"), None).await;
+    (outcome, journal, session["history"].to_string())
+}
+
+fn swaps(journal: &Value) -> Vec<&str> {
+    journal["journal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "swap")
+        .map(|e| e["status"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_approved_action_resumes_the_waiting_turn() {
+    let (outcome, journal, _) = run("approve").await;
+    assert_eq!(outcome["agent"]["text"], "Done: swapped 0.02 ETH for USDC.", "{outcome}");
+    assert_eq!(swaps(&journal), ["confirmed"]);
+}
+
+#[tokio::test]
+async fn a_denied_action_is_reported_to_the_model_and_nothing_is_sent() {
+    let (outcome, journal, history) = run("deny").await;
+    assert_eq!(outcome["agent"]["text"], "Done: swapped 0.02 ETH for USDC.", "{outcome}");
+    assert!(swaps(&journal).is_empty());
+    assert!(history.contains("confirmation_denied"), "the model was told: {history}");
+}
+
+/// A preset server that holds every request for a minute (a data source that hangs), counting the requests and
+/// those that carried a payment.
+async fn hanging_preset_server() -> (String, Arc<std::sync::atomic::AtomicUsize>, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (hits, paid) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let handler = {
+        let (hits, paid) = (Arc::clone(&hits), Arc::clone(&paid));
+        move |headers: axum::http::HeaderMap| {
+            let (hits, paid) = (Arc::clone(&hits), Arc::clone(&paid));
+            async move {
+                hits.fetch_add(1, Ordering::SeqCst);
+                if headers.contains_key("x-payment") || headers.contains_key("payment-signature") {
+                    paid.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                axum::Json(json!({"price": "1"}))
+            }
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/data", axum::routing::get(handler));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, hits, paid)
+}
+
+/// A server whose agent calls `x402_fetch` on a preset that hangs; the session id and the preset server's counters.
+struct Hanging {
+    url: String,
+    id: String,
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+    paid: Arc<std::sync::atomic::AtomicUsize>,
+    _dir: tempfile::TempDir,
+}
+
+async fn hanging_turn_server() -> Hanging {
+    let (preset_url, hits, paid) = hanging_preset_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let presets = format!(
+        "{{\n  \"slow_data\": (url: \"{preset_url}/data\", query: [], headers: [], writes: \"slow_data\", kind: Json, payees: []),\n}}\n"
+    );
+    std::fs::write(dir.path().join("presets.ron"), presets).unwrap();
+    let config = dir.path().join("holdfast.toml");
+    std::fs::write(&config, "[presets]\nfile = \"presets.ron\"\n").unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    let fetch = tool("x402_fetch", json!({"preset": "slow_data", "network": "base", "cache_as": "slow_data"}));
+    // x402_fetch is offered while a skill that needs it is active.
+    let skill = tool("use_skill", json!({"name": "swap"}));
+    let script = vec![Reply::Tools(vec![skill]), Reply::Tools(vec![fetch]), Reply::Text("never".into())];
+    let scripted = Scripted::start(Wire::OpenAi, script).await;
+    let agent = Agent::new(Arc::clone(&runtime), Arc::new(OpenAiProvider::new(&scripted.url, None, "scripted")));
+    let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = format!("http://{addr}");
+    let session = api(&reqwest::Client::new(), reqwest::Method::POST, format!("{url}/api/sessions"), None).await;
+    Hanging { url, id: session["id"].as_str().unwrap().to_owned(), hits, paid, _dir: dir }
+}
+
+impl Hanging {
+    /// Starts the turn; returns once the preset server holds the tool's request.
+    async fn start_turn(&self) -> tokio::task::JoinHandle<Value> {
+        let (http, url, id) = (reqwest::Client::new(), self.url.clone(), self.id.clone());
+        let turn = tokio::spawn(async move {
+            let message = json!({"content": "fetch the slow data"});
+            api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/messages"), Some(message)).await
+        });
+        for _ in 0..600 {
+            if self.hits.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+                return turn;
+            }
+            if turn.is_finished() {
+                let url = format!("{}/api/sessions/{}", self.url, self.id);
+                let session = api(&reqwest::Client::new(), reqwest::Method::GET, url, None).await;
+                panic!("the turn ended before its tool call reached the preset server: {}", session["history"]);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the tool's request never reached the preset server");
+    }
+
+    /// What the stop left behind: the turn's answer is `cancelled`, the tool's result says so, no register was
+    /// written, nothing was paid or journaled, and the session takes the next call.
+    async fn assert_stopped_cleanly(&self, turn: tokio::task::JoinHandle<Value>) {
+        let http = reqwest::Client::new();
+        // Well before the preset server's minute: the stop ended the call, it did not wait for it.
+        let reply = tokio::time::timeout(Duration::from_secs(30), turn).await.unwrap().unwrap();
+        assert_eq!(reply["agent"]["stopped"], "cancelled", "{reply}");
+        assert_eq!(reply["agent"]["tool_calls"], 2, "{reply}");
+        let session = api(&http, reqwest::Method::GET, format!("{}/api/sessions/{}", self.url, self.id), None).await;
+        let results: Vec<&Value> = session["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool" && m["name"] == "x402_fetch")
+            .collect();
+        assert_eq!(results.len(), 1, "{session}");
+        assert!(results[0]["content"].as_str().unwrap().contains("\"cancelled\""), "{}", results[0]);
+        let registers =
+            api(&http, reqwest::Method::GET, format!("{}/api/sessions/{}/registers", self.url, self.id), None).await;
+        assert!(!registers.to_string().contains("slow_data"), "no half-written register: {registers}");
+        let journal = api(&http, reqwest::Method::GET, format!("{}/api/journal", self.url), None).await;
+        assert_eq!(journal["journal"].as_array().map(Vec::len), Some(0), "{journal}");
+        assert_eq!(self.paid.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing was paid");
+        assert_eq!(self.hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The session is not wedged: a direct tool call runs.
+        let set = api(
+            &http,
+            reqwest::Method::POST,
+            format!("{}/api/sessions/{}/tools/register_set", self.url, self.id),
+            Some(json!({"key": "after_stop", "value": "ok"})),
+        )
+        .await;
+        assert_eq!(set["output"]["key"], "after_stop", "{set}");
+    }
+}
+
+#[tokio::test]
+async fn the_stop_button_interrupts_a_hanging_tool_call_and_leaves_nothing_half_written() {
+    let server = hanging_turn_server().await;
+    let turn = server.start_turn().await;
+    let http = reqwest::Client::new();
+    let stopped =
+        api(&http, reqwest::Method::POST, format!("{}/api/sessions/{}/cancel", server.url, server.id), None).await;
+    assert_eq!(stopped["cancelled"], true, "{stopped}");
+    server.assert_stopped_cleanly(turn).await;
+}
+
+#[tokio::test]
+async fn closing_the_last_websocket_watching_a_session_stops_its_turn() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let server = hanging_turn_server().await;
+    let mut request =
+        format!("{}/ws?session={}", server.url.replace("http", "ws"), server.id).into_client_request().unwrap();
+    request.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let first = futures::StreamExt::next(&mut ws).await.unwrap().unwrap();
+    assert!(first.to_string().contains("subscribed"), "{first}");
+    let turn = server.start_turn().await;
+    ws.close(None).await.unwrap();
+    drop(ws);
+    server.assert_stopped_cleanly(turn).await;
+}

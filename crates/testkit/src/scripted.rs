@@ -1,0 +1,247 @@
+//! Scripted LLM servers on loopback speaking the real wire protocols (OpenAI chat completions SSE, Anthropic
+//! Messages SSE), replaying recorded-style responses, and recording every request they receive: the double for a
+//! model API, shared by the agent, server and binary tests.
+//!
+//! Test support: a failure here is the calling test's failure, so it unwraps and panics.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One scripted model reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Plain text.
+    Text(String),
+    /// Tool calls: (name, raw argument text).
+    Tools(Vec<(String, String)>),
+    /// An HTTP error status with a JSON error body.
+    Status(u16, String),
+    /// HTTP 429 with this `Retry-After` value (seconds or an HTTP date).
+    Limited(String),
+    /// Wait before answering (for cancellation tests).
+    Delay(Duration, Box<Reply>),
+    /// A non-streamed answer: this JSON body as `application/json` (a server that ignores `stream: true`).
+    Json(Value),
+}
+
+/// Polls `f` every 50 ms for up to 30 s.
+pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..600 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A tool call of a scripted reply: `name` with `args` as the model's raw argument text.
+pub fn tool(name: &str, args: Value) -> (String, String) {
+    (name.to_owned(), args.to_string())
+}
+
+/// The golden swap as a model would run it: load the skill, fill the registers, fetch the quote, send it, answer.
+pub fn swap_script(amount: &str) -> Vec<Reply> {
+    vec![
+        Reply::Tools(vec![tool("use_skill", json!({"name": "swap"}))]),
+        Reply::Tools(vec![tool(
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        )]),
+        Reply::Tools(vec![
+            tool("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            tool("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ]),
+        Reply::Tools(vec![tool(
+            "to_raw_amount",
+            json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"}),
+        )]),
+        Reply::Tools(vec![tool(
+            "x402_fetch",
+            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
+        )]),
+        Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]),
+        Reply::Text(format!("Done: swapped {amount} ETH for USDC.")),
+    ]
+}
+
+/// The wire protocol a scripted server's base URL is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wire {
+    /// OpenAI chat completions (`{url}/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`{url}/v1/messages`).
+    Anthropic,
+}
+
+/// A running scripted model server.
+#[derive(Clone)]
+pub struct Scripted {
+    /// The base URL to configure the provider with.
+    pub url: String,
+    /// Every request received: headers and JSON body.
+    pub requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+}
+
+impl Scripted {
+    /// Serves `replies` in order on a free loopback port (then "(script exhausted)").
+    pub async fn start(wire: Wire, replies: Vec<Reply>) -> Scripted {
+        let state =
+            Scripted { url: String::new(), requests: Arc::default(), script: Arc::new(Mutex::new(replies.into())) };
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(serve_openai))
+            .route("/v1/messages", post(serve_anthropic))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let url = match wire {
+            Wire::OpenAi => format!("http://{addr}/v1"),
+            Wire::Anthropic => format!("http://{addr}"),
+        };
+        Scripted { url, ..state }
+    }
+
+    /// Replies not yet served.
+    pub fn remaining(&self) -> usize {
+        self.script.lock().len()
+    }
+
+    fn next(&self, headers: HeaderMap, body: Value) -> Reply {
+        self.requests.lock().push((headers, body));
+        self.script.lock().pop_front().unwrap_or(Reply::Text("(script exhausted)".into()))
+    }
+}
+
+fn sse(events: Vec<String>) -> Response {
+    Response::builder().header("content-type", "text/event-stream").body(Body::from(events.concat())).unwrap()
+}
+
+fn error(status: u16, message: &str) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap())
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"error": {"message": message, "type": "test"}}).to_string()))
+        .unwrap()
+}
+
+fn whole(body: &Value) -> Response {
+    Response::builder().header("content-type", "application/json").body(Body::from(body.to_string())).unwrap()
+}
+
+fn limited(retry_after: &str) -> Response {
+    let mut resp = error(429, "rate limited");
+    resp.headers_mut().insert("retry-after", retry_after.parse().unwrap());
+    resp
+}
+
+/// Splits text in two halves at a char boundary (so deltas really arrive in pieces).
+fn halves(s: &str) -> (String, String) {
+    let mid = s.char_indices().nth(s.chars().count() / 2).map_or(s.len(), |(i, _)| i);
+    (s[..mid].to_owned(), s[mid..].to_owned())
+}
+
+async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let mut reply = s.next(headers, body.0);
+    while let Reply::Delay(d, inner) = reply {
+        tokio::time::sleep(d).await;
+        reply = *inner;
+    }
+    let data = |v: Value| format!("data: {v}\n\n");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "scripted",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![data(chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
+    match reply {
+        Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Json(body) => return whole(&body),
+        Reply::Limited(after) => return limited(&after),
+        Reply::Text(text) => {
+            let (a, b) = halves(&text);
+            events.push(data(chunk(json!({"content": a}), Value::Null)));
+            events.push(data(chunk(json!({"content": b}), Value::Null)));
+            events.push(data(chunk(json!({}), json!("stop"))));
+        }
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let (a, b) = halves(args);
+                events.push(data(chunk(
+                    json!({"tool_calls": [{"index": i, "id": format!("call_{i}_{}", name), "type": "function", "function": {"name": name, "arguments": a}}]}),
+                    Value::Null,
+                )));
+                events.push(data(chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}),
+                    Value::Null,
+                )));
+            }
+            events.push(data(chunk(json!({}), json!("tool_calls"))));
+        }
+        Reply::Delay(..) => unreachable!(),
+    }
+    events.push(data(json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107, "prompt_tokens_details": {"cached_tokens": 64}}})));
+    events.push("data: [DONE]\n\n".to_owned());
+    sse(events)
+}
+
+async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    let mut reply = s.next(headers, body.0);
+    while let Reply::Delay(d, inner) = reply {
+        tokio::time::sleep(d).await;
+        reply = *inner;
+    }
+    let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
+    let mut events = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "scripted", "usage": {"input_tokens": 120, "output_tokens": 1, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 40}}}),
+    )];
+    let stop_reason = match reply {
+        Reply::Status(code, msg) => return error(code, &msg),
+        Reply::Json(body) => return whole(&body),
+        Reply::Limited(after) => return limited(&after),
+        Reply::Text(text) => {
+            let (a, b) = halves(&text);
+            events.push(ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": a}}),
+            ));
+            events.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": b}}),
+            ));
+            events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
+            "end_turn"
+        }
+        Reply::Tools(calls) => {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let (a, b) = halves(args);
+                events.push(ev("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": format!("toolu_{i}_{name}"), "name": name, "input": {}}})));
+                events.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": a}})));
+                events.push(ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b}})));
+                events.push(ev("content_block_stop", json!({"type": "content_block_stop", "index": i})));
+            }
+            "tool_use"
+        }
+        Reply::Delay(..) => unreachable!(),
+    };
+    events.push(ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}),
+    ));
+    events.push(ev("message_stop", json!({"type": "message_stop"})));
+    sse(events)
+}

@@ -1,0 +1,14 @@
+//! The integration tests of `holdfast-web3`, one binary: a module per concern (`cargo test --test it <module>::` runs one).
+
+mod common;
+mod hallucination;
+mod hostile;
+mod interop;
+mod kernel;
+mod refusals;
+mod restart;
+mod secrets;
+mod swap;
+mod transfer;
+mod x402;
+mod x402_idle_chain;

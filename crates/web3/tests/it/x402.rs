@@ -1,0 +1,470 @@
+//! x402 payments against scripted servers on the devnet: honest v2 and v1 servers settled on chain (choosing the
+//! offer that passes policy, not the first), and hostile ones — price above the cap, payee switched between the
+//! 402 and the retry, wrong network, unknown asset, payee off the allow-list, malformed and huge headers, a 402
+//! loop, a fake settlement report, an exhausted budget. Each hostile case ends with a stable code, and with nothing
+//! paid (balances and journal checked); the refusals also sign nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use crate::common::server::{
+    Call, Ctx, Script, X402Server, b64, honest_requirement, offer_v1, offer_v2, quote, raw_402, script,
+    settle_and_quote, v1_requirement,
+};
+use crate::common::{Env, Tweaks};
+use alloy::primitives::{Address, U256, address};
+use axum::response::IntoResponse;
+use holdfast_core::{ErrorCode, ToolError};
+use holdfast_devnet::{PAYEE, QUOTE_PRICE, TestDevnet, USDC};
+use holdfast_web3::{EntryKind, EntryStatus};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const ATTACKER: Address = address!("0x000000000000000000000000000000000000dEaD");
+const SESSION: &str = "session-1";
+
+struct Case {
+    env: Env,
+    server: X402Server,
+    wallet_usdc: U256,
+    payee_usdc: U256,
+}
+
+impl Case {
+    async fn start(make: impl FnOnce(String) -> Script, tweaks: Tweaks) -> Case {
+        let devnet = TestDevnet::start().await.unwrap();
+        // The script needs the server's own URL (for `resource`), so it is installed once the server listens.
+        let slot: Arc<Mutex<Option<Script>>> = Arc::default();
+        let installed = Arc::clone(&slot);
+        let server = X402Server::start(
+            &devnet,
+            script(move |call: Call, ctx: Ctx| {
+                let s = installed.lock().clone();
+                async move {
+                    match s {
+                        Some(s) => s(call, ctx).await,
+                        None => axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                    }
+                }
+            }),
+        )
+        .await;
+        *slot.lock() = Some(make(format!("{}/swap/allowance-holder/quote", server.url)));
+        let env = Env::apply(devnet, Tweaks { quoter_url: Some(server.url.clone()), ..tweaks });
+        let wallet_usdc = env.balance(USDC).await;
+        let payee_usdc = env.devnet.balance_of(USDC, PAYEE).await.unwrap();
+        Case { env, server, wallet_usdc, payee_usdc }
+    }
+
+    /// One quote attempt through the tool (the env helper fills the registers first).
+    async fn attempt(&self) -> Result<Value, ToolError> {
+        let out = self.env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+        match out.get("error") {
+            Some(e) => Err(serde_json::from_value(e.clone()).unwrap()),
+            None => Ok(out),
+        }
+    }
+
+    async fn payments(&self) -> Vec<holdfast_web3::JournalEntry> {
+        self.env
+            .web3
+            .journal()
+            .for_session(SESSION)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::Payment)
+            .collect()
+    }
+
+    async fn paid_nothing(&self) {
+        assert_eq!(self.env.balance(USDC).await, self.wallet_usdc, "nothing left the wallet");
+        assert_eq!(self.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), self.payee_usdc, "the payee got nothing");
+        assert_eq!(self.env.devnet.balance_of(USDC, ATTACKER).await.unwrap(), U256::ZERO);
+        assert!(self.payments().await.iter().all(|e| e.status != EntryStatus::Confirmed));
+    }
+
+    async fn signed_nothing(&self) {
+        self.paid_nothing().await;
+        assert_eq!(self.server.payments_received(), 0, "no payment header was ever sent");
+        assert!(self.payments().await.is_empty(), "nothing journaled");
+    }
+}
+
+fn refused(result: &Result<Value, ToolError>, code: ErrorCode, needle: &str) {
+    match result {
+        Err(e) => {
+            assert_eq!(e.code, code, "{e:?}");
+            assert!(e.message.contains(needle), "{needle:?} not in {}", e.message);
+        }
+        Ok(v) => panic!("expected {code:?}, got {v}"),
+    }
+}
+
+#[tokio::test]
+async fn an_honest_v2_server_with_several_offers_is_paid_the_one_that_passes() {
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    let mut expensive = honest_requirement();
+                    expensive["amount"] = json!("60000");
+                    let mut elsewhere = honest_requirement();
+                    elsewhere["network"] = json!("eip155:1");
+                    let honest = honest_requirement();
+                    if call.payment.is_none() {
+                        return offer_v2(&url, vec![expensive, elsewhere, honest], None);
+                    }
+                    let paid = call.payload().unwrap()["accepted"].clone();
+                    assert_eq!(paid, honest, "the client echoes the requirement it chose");
+                    settle_and_quote(&ctx, &call, &honest, &url).await
+                }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    let mut events = case.env.ctx.events.subscribe();
+    let out = case.attempt().await.unwrap();
+    assert_eq!(out["payment"]["status"], "confirmed", "{out}");
+    assert_eq!(out["payment"]["x402_version"], 2);
+    assert_eq!(case.env.balance(USDC).await, case.wallet_usdc - QUOTE_PRICE);
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    let payments = case.payments().await;
+    assert_eq!(payments.len(), 1);
+    assert_eq!((payments[0].status, payments[0].amount.as_str()), (EntryStatus::Confirmed, "10000"));
+    assert_eq!(payments[0].tx_hash.as_deref(), out["payment"]["transaction"].as_str());
+    assert_eq!(payments[0].to, PAYEE.to_checksum(None));
+    // The signed authorization carried exactly the chosen requirement, with a window within maxTimeoutSeconds.
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let auth = &payload["payload"]["authorization"];
+    assert_eq!(auth["to"], PAYEE.to_checksum(None));
+    assert_eq!(auth["value"], "10000");
+    let window: u64 = auth["validBefore"].as_str().unwrap().parse::<u64>().unwrap()
+        - auth["validAfter"].as_str().unwrap().parse::<u64>().unwrap();
+    assert!(window <= 60, "{window}");
+    assert_eq!(auth["nonce"].as_str().unwrap().len(), 66, "32 nonce bytes");
+    let mut made = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if e.name() == "payment.made" {
+            made.push(e.data());
+        }
+    }
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(made[0]["status"], "confirmed");
+    assert_eq!(made[0]["amount"], "0.01 USDC");
+    // The stored quote went through the validator as usual.
+    assert_eq!(out["origin"], "tool");
+    assert!(case.env.ctx.registers.get("swap_quote").is_some());
+}
+
+#[tokio::test]
+async fn an_honest_v1_server_is_paid_with_x_payment() {
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    let requirement = v1_requirement(&url);
+                    if call.payment.is_none() {
+                        return offer_v1(vec![requirement]);
+                    }
+                    assert_eq!(call.payment.as_ref().unwrap().0, "x-payment");
+                    let payload = call.payload().unwrap();
+                    assert_eq!((payload["x402Version"].as_u64(), payload["network"].as_str()), (Some(1), Some("base")));
+                    settle_and_quote(&ctx, &call, &requirement, &url).await
+                }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    let out = case.attempt().await.unwrap();
+    assert_eq!(out["payment"]["x402_version"], 1, "{out}");
+    assert_eq!(out["payment"]["status"], "confirmed");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+}
+
+/// A server whose first answer is `offer` and which never settles anything.
+fn never_settles(
+    offer: impl Fn(&str) -> axum::response::Response + Send + Sync + Clone + 'static,
+) -> impl FnOnce(String) -> Script {
+    move |url| {
+        script(move |_call: Call, _ctx: Ctx| {
+            let resp = offer(&url);
+            async move { resp }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_price_above_the_cap_is_refused_and_nothing_is_signed() {
+    let case = Case::start(
+        never_settles(|url| {
+            let mut r = honest_requirement();
+            r["amount"] = json!("60000"); // 0.06 USDC > max_per_request 0.05
+            offer_v2(url, vec![r], None)
+        }),
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentRefused, "exceeds the per-request cap of 0.05 USDC");
+    case.signed_nothing().await;
+}
+
+#[tokio::test]
+async fn wrong_network_unknown_asset_and_foreign_payee_are_refused() {
+    type Tamper = fn(&mut Value);
+    let cases: [(Tamper, &str); 6] = [
+        (|r| r["network"] = json!("eip155:31337"), "network othernet is not the request's network base"),
+        // Base mainnet is not configured on the devnet: a mainnet-valid authorization is never signed.
+        (|r| r["network"] = json!("eip155:8453"), "is not configured"),
+        (|r| r["network"] = json!("eip155:84532"), "is not configured"),
+        (
+            |r| r["asset"] = json!("0x000000000000000000000000000000000000bEEF"),
+            "is not on the [payments.base] allow-list",
+        ),
+        (|r| r["payTo"] = json!(ATTACKER.to_checksum(None)), "is not on preset `swap_quote`'s payee list"),
+        (|r| r["scheme"] = json!("upto"), "scheme \"upto\" is not supported"),
+    ];
+    for (tamper, needle) in cases {
+        let case = Case::start(
+            never_settles(move |url| {
+                let mut r = honest_requirement();
+                tamper(&mut r);
+                offer_v2(url, vec![r], None)
+            }),
+            Tweaks {
+                toml: "\n[networks.othernet]\nchain_id = 31337\nrpc_urls = [\"http://127.0.0.1:9\"]\n".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+        refused(&case.attempt().await, ErrorCode::PaymentRefused, needle);
+        case.signed_nothing().await;
+    }
+}
+
+#[tokio::test]
+async fn malformed_and_huge_headers_are_coded_errors() {
+    let cases: Vec<(Option<String>, String, &'static str)> = vec![
+        (Some("%%% not base64 %%%".into()), "{}".into(), "not valid base64"),
+        (Some(b64(&json!("just a string"))), "{}".into(), "not a JSON object"),
+        (Some(base64_raw(b"{\"x402Version\": 2, \"accepts\": [")), "{}".into(), "not valid JSON"),
+        (Some(b64(&json!({"x402Version": 99, "accepts": []}))), "{}".into(), "x402Version 99"),
+        (Some(b64(&json!({"x402Version": 2}))), "{}".into(), "`accepts` is missing"),
+        (Some(b64(&json!({"x402Version": 2, "accepts": []}))), "{}".into(), "offered no requirement"),
+        (Some(b64(&json!({"x402Version": 2, "accepts": [{"scheme": "exact"}]}))), "{}".into(), "unreadable"),
+        (Some(b64(&json!({"x402Version": 2, "accepts": vec![honest_requirement(); 40]}))), "{}".into(), "more than 32"),
+        (Some("A".repeat(20 * 1024)), "{}".into(), "above the 16384-byte cap"),
+        (Some("A".repeat(100 * 1024)), "{}".into(), "above the 16384-byte cap"),
+        (None, "<html>pay up</html>".into(), "not valid JSON"),
+        (None, String::new(), "no x402 payment requirements"),
+        (None, "x".repeat(200 * 1024), "cap"),
+    ];
+    let replies: Vec<(Option<String>, String)> = cases.iter().map(|(h, b, _)| (h.clone(), b.clone())).collect();
+    let case = Case::start(
+        move |_url| {
+            let replies = Arc::new(replies);
+            script(move |call: Call, _ctx: Ctx| {
+                let (header, body) = replies[(call.n - 1) % replies.len()].clone();
+                async move { raw_402(header, body) }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    for (i, (_, _, needle)) in cases.iter().enumerate() {
+        refused(&case.attempt().await, ErrorCode::PaymentRefused, needle);
+        assert_eq!(case.server.calls().len(), i + 1, "one unpaid request per attempt");
+    }
+    case.signed_nothing().await;
+}
+
+fn base64_raw(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[tokio::test]
+async fn a_payee_switched_between_the_402_and_the_retry_is_not_paid_twice() {
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, _ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    let mut r = honest_requirement();
+                    if call.payment.is_some() {
+                        r["payTo"] = json!(ATTACKER.to_checksum(None));
+                        return offer_v2(&url, vec![r], Some("pay the new address"));
+                    }
+                    offer_v2(&url, vec![r], None)
+                }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "changed its terms between the offer and the retry");
+    assert_eq!(case.server.payments_received(), 1, "signed once, for the original payee only");
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    assert_eq!(payload["payload"]["authorization"]["to"], PAYEE.to_checksum(None));
+    case.paid_nothing().await;
+    let payments = case.payments().await;
+    assert_eq!(payments.len(), 1);
+    assert_eq!(payments[0].status, EntryStatus::Pending, "live until it expires unsettled");
+    assert!(payments[0].error.as_deref().unwrap().contains("changed its terms"));
+}
+
+#[tokio::test]
+async fn a_402_loop_is_paid_once_and_then_refused() {
+    let case = Case::start(
+        never_settles(|url| offer_v2(url, vec![honest_requirement()], Some("try again"))),
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    assert_eq!(case.server.payments_received(), 1);
+    assert_eq!(case.server.calls().len(), 2, "one offer, one paid retry, nothing more");
+    case.paid_nothing().await;
+}
+
+#[tokio::test]
+async fn a_fake_settlement_report_is_not_believed() {
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    if call.payment.is_none() {
+                        return offer_v2(&url, vec![honest_requirement()], None);
+                    }
+                    let body = quote(&ctx, &call).await;
+                    let report = json!({"success": true, "transaction": format!("0x{}", "ab".repeat(32)), "network": format!("eip155:{}", holdfast_devnet::CHAIN_ID)});
+                    let mut resp = axum::response::IntoResponse::into_response(axum::Json(body));
+                    resp.headers_mut().insert("payment-response", b64(&report).parse().unwrap());
+                    resp
+                }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    let out = case.attempt().await.unwrap();
+    assert_eq!(out["payment"]["status"], "pending", "the chain decides, not the header: {out}");
+    assert_eq!(out["payment"]["transaction"], Value::Null);
+    case.paid_nothing().await;
+    let payments = case.payments().await;
+    assert_eq!(payments[0].status, EntryStatus::Pending);
+    assert_eq!(payments[0].tx_hash, None);
+}
+
+#[tokio::test]
+async fn the_daily_budget_stops_payments_and_counts_unsettled_ones() {
+    let tweaks = Tweaks {
+        toml_replace: vec![("daily_budget = \"5\"".into(), "daily_budget = \"0.02\"".into())],
+        ..Default::default()
+    };
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    if call.payment.is_none() {
+                        return offer_v2(&url, vec![honest_requirement()], None);
+                    }
+                    if call.n == 2 {
+                        // The first payment: kept, never settled, refused. It still counts until it expires.
+                        return offer_v2(&url, vec![honest_requirement()], Some("come back later"));
+                    }
+                    settle_and_quote(&ctx, &call, &honest_requirement(), &url).await
+                }
+            })
+        },
+        tweaks,
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    case.attempt().await.unwrap();
+    refused(&case.attempt().await, ErrorCode::PaymentRefused, "above the daily budget of 0.02 USDC");
+    assert_eq!(case.server.payments_received(), 2);
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    let statuses: Vec<_> = case.payments().await.iter().map(|e| e.status).collect();
+    assert_eq!(statuses, [EntryStatus::Pending, EntryStatus::Confirmed]);
+}
+
+#[tokio::test]
+async fn unpaid_presets_and_replays_of_the_real_paywall() {
+    // The devnet's own paywall: a second fetch pays again (a new nonce), never the same authorization twice.
+    let env = Env::start().await;
+    let payee0 = env.devnet.balance_of(USDC, PAYEE).await.unwrap();
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert_eq!(env.devnet.balance_of(USDC, PAYEE).await.unwrap(), payee0 + QUOTE_PRICE * U256::from(2));
+    let journal = env.web3.journal().for_session(SESSION).await.unwrap();
+    let nonces: std::collections::HashSet<String> =
+        journal.iter().map(|e| e.summary["authorization"]["nonce"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(nonces.len(), 2);
+    // Restart reconciliation confirms nothing new and re-sends nothing.
+    assert!(env.web3.reconcile().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_server_that_settles_and_still_refuses_is_recorded_as_paid() {
+    let case = Case::start(
+        |url| {
+            script(move |call: Call, ctx: Ctx| {
+                let url = url.clone();
+                async move {
+                    if let Some(payload) = call.payload() {
+                        let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
+                        assert!(settled.success, "{settled:?}");
+                    }
+                    offer_v2(&url, vec![honest_requirement()], Some("thanks, but no"))
+                }
+            })
+        },
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "the server settled it and still refused the content");
+    let payments = case.payments().await;
+    assert_eq!(payments[0].status, EntryStatus::Confirmed, "the chain shows it settled");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    assert_eq!(case.server.payments_received(), 1, "and it is not paid twice");
+}
+
+#[tokio::test]
+async fn an_unsettled_payment_expires_and_stops_counting() {
+    let case = Case::start(
+        never_settles(|url| {
+            let mut r = honest_requirement();
+            r["maxTimeoutSeconds"] = json!(2);
+            offer_v2(url, vec![r], None)
+        }),
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let auth = &payload["payload"]["authorization"];
+    let window = auth["validBefore"].as_str().unwrap().parse::<u64>().unwrap()
+        - auth["validAfter"].as_str().unwrap().parse::<u64>().unwrap();
+    assert!(window <= 2, "the window follows the server's maxTimeoutSeconds: {window}");
+    assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live inside its window");
+    tokio::time::sleep(std::time::Duration::from_millis(3_100)).await;
+    let done = case.env.web3.reconcile().await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].status, EntryStatus::Failed);
+    let entry = &case.payments().await[0];
+    assert!(entry.error.as_deref().unwrap().contains("expired"), "{entry:?}");
+    let wallet = case.env.web3.wallet().address().to_checksum(None);
+    let journal = case.env.web3.journal();
+    let spent = journal
+        .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
+        .await
+        .unwrap();
+    assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
+    case.paid_nothing().await;
+}
