@@ -12,13 +12,15 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use holdfast_agent::{CancelToken, ConfirmDecision, Decided, MessageRole, NewMessage, TurnObserver};
-use holdfast_core::confirm::{CONFIRMATION_TTL, Confirmation};
+use holdfast_core::confirm::{CONFIRMATION_TTL, Confirmation, ConfirmationState};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{ErrorCode, ToolContext, ToolError, UserChannel, UserDecision};
 use holdfast_memory::schedule::tasks::TaskFilter;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
 
 /// A handler's answer: a typed body, or a coded error.
 type ApiResult<T> = Result<Json<T>, ApiError>;
@@ -145,8 +147,8 @@ pub(crate) struct UserMessage {
     content: String,
 }
 
-/// Waits for the user's answer through the approve/deny endpoints.
-struct ServerObserver(Arc<AppState>);
+/// Waits for the user's answer through the approve/deny endpoints, in the turn's session.
+struct ServerObserver(Arc<AppState>, ToolContext);
 
 impl TurnObserver for ServerObserver {
     fn channel(&self) -> Option<UserChannel> {
@@ -158,6 +160,11 @@ impl TurnObserver for ServerObserver {
         Box::pin(async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
             self.0.waiters.lock().insert(c.id.clone(), tx);
+            // Decided before this turn started waiting (through the tool console's path): nothing will answer.
+            if self.1.confirmations.get(&c.id).is_some_and(|now| now.state != ConfirmationState::Pending) {
+                self.0.waiters.lock().remove(&c.id);
+                return ConfirmDecision::Defer;
+            }
             match tokio::time::timeout(CONFIRMATION_TTL, rx).await {
                 Ok(Ok(decision)) => decision,
                 _ => {
@@ -207,7 +214,7 @@ pub(crate) async fn send_message(
     let turn = tokio::spawn({
         let (state, ctx, id) = (Arc::clone(&state), ctx.clone(), id.clone());
         async move {
-            let observer = ServerObserver(Arc::clone(&state));
+            let observer = ServerObserver(Arc::clone(&state), ctx.clone());
             let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
             state.turns.lock().remove(&id);
             result
@@ -283,6 +290,23 @@ pub(crate) async fn confirmations(
     Ok(Json(PendingList { pending: ctx.confirmations.pending() }))
 }
 
+/// The channel of the turn waiting for confirmation `cid`. A turn running in the session may not wait yet: the
+/// confirmation is listed as soon as the tool asks, and the turn waits once the call has returned and the session is
+/// saved. So while a turn runs, its waiter is given a moment (at most 2 s) to appear before the confirmation is
+/// taken for the tool console's.
+async fn waiting_turn(state: &AppState, session: &str, cid: &str) -> Option<oneshot::Sender<ConfirmDecision>> {
+    for _ in 0..100 {
+        if let Some(tx) = state.waiters.lock().remove(cid) {
+            return Some(tx);
+        }
+        if !state.turns.lock().contains_key(session) {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
 /// Resolves a pending confirmation: an agent turn waiting for it resumes itself; an action started from the tool
 /// console is approved and re-run here (or denied).
 async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecision) -> ApiResult<Resolution> {
@@ -295,8 +319,7 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
     }
     let approve = decision == ConfirmDecision::Approve;
     tracing::info!(session = id, confirmation = cid, approve, "user decision from the web UI");
-    let waiter = state.waiters.lock().remove(cid);
-    if let Some(tx) = waiter {
+    if let Some(tx) = waiting_turn(state, id, cid).await {
         let _ = tx.send(decision);
         return Ok(Json(Resolution::Resumed {
             id: cid.to_owned(),

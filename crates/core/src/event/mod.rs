@@ -137,6 +137,19 @@ mod tests {
     use crate::context_bank::ItemType;
     use serde_json::json;
 
+    fn entry() -> crate::registers::RegisterEntry {
+        crate::registers::RegisterEntry {
+            value: json!(1),
+            provenance: crate::registers::Provenance {
+                origin: crate::Origin::Tool,
+                source: "t".into(),
+                preset: None,
+                created_at: Utc::now(),
+                derived_from: vec!["a".into()],
+            },
+        }
+    }
+
     fn started(i: usize) -> EventPayload {
         EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({ "i": i }) })
     }
@@ -187,6 +200,7 @@ mod tests {
                 target: "agent 'b'".into(),
                 hops: 4,
             }),
+            EventPayload::RegisterUpdate(RegisterUpdate::Set { key: "k".into(), entry: entry() }),
         ];
         for payload in payloads {
             let event = Event { session_id: "s".into(), payload: payload.clone(), at: Utc::now() };
@@ -195,6 +209,12 @@ mod tests {
             assert_eq!(text["data"], payload.data());
             assert_eq!(serde_json::from_value::<Event>(text).unwrap(), event);
         }
+        let set = EventPayload::RegisterUpdate(RegisterUpdate::Set { key: "k".into(), entry: entry() }).data();
+        assert_eq!(
+            (set["action"].as_str(), set["key"].as_str(), set["source"].as_str(), set["origin"].as_str()),
+            (Some("set"), Some("k"), Some("t"), Some("tool")),
+            "a set register's entry and provenance are flat beside key and action: {set}"
+        );
         let ok = EventPayload::ToolResult(ToolCallFinished::new("t", &Ok(json!(1)))).data();
         assert_eq!(ok, json!({"tool": "t", "ok": true, "output": 1}), "no error field on success");
         let last = EventPayload::AgentMessage(AgentMessage::Final {
