@@ -37,6 +37,7 @@ pub struct CoreServices {
     pub scanner: Arc<ContextScanner>,
     hooks: Vec<Arc<dyn SessionHook>>,
     state_store: Option<Arc<dyn SessionStateStore>>,
+    relay: Option<Arc<dyn crate::event::EventRelay>>,
 }
 
 impl fmt::Debug for CoreServices {
@@ -50,7 +51,7 @@ impl CoreServices {
     pub fn new(config: CoreConfig) -> Result<Self, ScannerBuildError> {
         let scanner = Arc::new(ContextScanner::new(&config.tokens, &config.networks)?);
         let declarations = Arc::new(config.registers.clone());
-        Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new(), state_store: None })
+        Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new(), state_store: None, relay: None })
     }
 
     /// Replaces the declarations (for example with validators installed).
@@ -68,6 +69,13 @@ impl CoreServices {
     /// Saves every session's state to `store` as it changes (see [`crate::session_state`]).
     pub fn with_state_store(mut self, store: Arc<dyn SessionStateStore>) -> Self {
         self.state_store = Some(store);
+        self
+    }
+
+    /// Relays every session's events to the other instances sharing the database, and theirs to this one's
+    /// subscribers (see [`crate::event::EventRelay`]).
+    pub fn with_event_relay(mut self, relay: Arc<dyn crate::event::EventRelay>) -> Self {
+        self.relay = Some(relay);
         self
     }
 
@@ -95,7 +103,10 @@ impl CoreServices {
     }
 
     fn open(&self, session_id: &str, revision: u64) -> ToolContext {
-        let events = EventBus::new(session_id);
+        let events = match &self.relay {
+            Some(relay) => EventBus::new(session_id).with_relay(Arc::clone(relay)),
+            None => EventBus::new(session_id),
+        };
         let ctx = ToolContext {
             session_id: Arc::from(session_id),
             registers: RegisterStore::new(Arc::clone(&self.declarations), events.clone()),

@@ -37,7 +37,7 @@ pub use confirm::{Confirmation, Confirmations, UserChannel, UserDecision, UserDe
 pub use context::{CancellationToken, CoreServices, Extensions, SessionHook, ToolContext};
 pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};
-pub use event::{Event, EventBus};
+pub use event::{Event, EventBus, EventRelay, WeakEventBus};
 pub use preset::PresetOrCustom;
 pub use registers::{Origin, RegisterStore, RegisterWrite};
 pub use registry::{RegistryError, ToolInfo, ToolRegistry};

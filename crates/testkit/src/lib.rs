@@ -12,7 +12,10 @@
 //! Each returns the list of problems instead of panicking, so the calling test prints them all at once.
 //!
 //! [`scripted`]: scripted model servers on loopback, for tests that run the agent loop.
+//!
+//! [`postgres`]: a fresh database per test on the PostgreSQL server `scripts/test.sh` starts.
 
+pub mod postgres;
 pub mod scripted;
 
 use holdfast_core::schema::check_strict;

@@ -1,7 +1,8 @@
 //! One network's chain access: reads, simulation with balance deltas, and signing/broadcast with a nonce manager.
 //!
 //! The chain decides gas, fees and nonce (invariant 4): nothing here takes them from a caller. Sends are serialised
-//! per account ([`Chain::account_lock`], held by the kernel from nonce choice through journal write to broadcast),
+//! per wallet ([`crate::journal::Journal::lock_wallet`], held by the kernel from nonce choice through journal write to
+//! broadcast, across instances when the journal is in PostgreSQL),
 //! and a broadcast's answer is classified ([`Broadcast`]) so that only a definite rejection counts as "not sent".
 
 use alloy::consensus::{SignableTransaction, TxEip1559, TxEnvelope};
@@ -144,7 +145,6 @@ pub struct SimulatedDeltas {
 pub struct Chain {
     network: NetworkConfig,
     provider: DynProvider,
-    sending: tokio::sync::Mutex<()>,
     verified_chain_id: tokio::sync::OnceCell<()>,
 }
 
@@ -162,12 +162,7 @@ impl Chain {
             ToolError::new(ErrorCode::ConfigInvalid, format!("network `{}`: bad rpc url: {e}", network.name))
         })?;
         let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(url).erased();
-        Ok(Self {
-            network: network.clone(),
-            provider,
-            sending: tokio::sync::Mutex::new(()),
-            verified_chain_id: tokio::sync::OnceCell::new(),
-        })
+        Ok(Self { network: network.clone(), provider, verified_chain_id: tokio::sync::OnceCell::new() })
     }
 
     /// The network.
@@ -381,12 +376,6 @@ impl Chain {
             max_fee_per_gas: fees.max_fee_per_gas,
             max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
         })
-    }
-
-    /// Holds the account's send lock: from nonce choice through journaling to broadcast, so concurrent sends of this
-    /// process get distinct nonces.
-    pub async fn account_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.sending.lock().await
     }
 
     /// The nonce to sign with: the count of the account's *mined* transactions, or one past the highest nonce the

@@ -156,6 +156,20 @@ impl Web3 {
         Ok(Self::new(core, config, wallet, journal)?)
     }
 
+    /// Builds the layer as [`Web3::from_document`] does, with the journal in `storage` (the SQLite file, memory, or
+    /// the PostgreSQL database that several instances share).
+    pub async fn from_storage(
+        doc: &holdfast_core::config::ConfigDocument,
+        core: Arc<CoreConfig>,
+        storage: &holdfast_store::Storage,
+    ) -> Result<Arc<Self>, BuildError> {
+        let config = Web3Config::from_document(doc, &core)?;
+        let default_key = core.data_dir.as_ref().map(|d| d.join("wallet.key"));
+        let wallet = Wallet::load(&config.wallet, default_key.as_deref())?;
+        let journal = Journal::open_storage(storage).await?;
+        Ok(Self::new(core, config, wallet, journal)?)
+    }
+
     /// Declares the registers this layer owns: `swap_quote` (a swap quote, written only by `x402_fetch` preset
     /// `swap_quote`, checked by the quote validator on every write), `token_price` (a price, never a quote),
     /// `transfer_token`, `transfer_amount` and `recipient_address` (the transfer's inputs). Model-derived quotes are

@@ -4,10 +4,12 @@
 //! an unknown network is `unknown_network`, an unknown token `unknown_token`. A bad file fails at load with the
 //! file, the line and the reason ([`ConfigError`]).
 
+mod database_url;
 mod networks;
 mod section;
 mod tokens;
 
+pub use database_url::{DATABASE_URL_ENV, DatabaseUrl};
 pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts};
 pub use tokens::{NATIVE_TOKEN_ADDRESS, TokenInfo, TokenTable};
 
@@ -218,6 +220,7 @@ pub struct RegisterOverride {
 #[serde(deny_unknown_fields)]
 struct StorageSection {
     data_dir: Option<PathBuf>,
+    url: Option<String>,
 }
 
 /// The sections the core owns: `storage`, `networks`, `tokens`, `registers`.
@@ -225,6 +228,9 @@ struct StorageSection {
 pub struct CoreConfig {
     /// `[storage] data_dir`, resolved against the file's folder; `None` when the file does not set it.
     pub data_dir: Option<PathBuf>,
+    /// `[storage] url`: the PostgreSQL database that sessions and the journal live in instead of the SQLite file in
+    /// `data_dir` (`HOLDFAST_DATABASE_URL`, read by the layer that opens storage, takes precedence).
+    pub database_url: Option<DatabaseUrl>,
     /// The network table (built-ins merged with the file's `[networks.*]`).
     pub networks: NetworkTable,
     /// The token table (built-in, or the RON file named by `tokens = "…"`).
@@ -237,6 +243,7 @@ impl Default for CoreConfig {
     fn default() -> Self {
         Self {
             data_dir: None,
+            database_url: None,
             networks: NetworkTable::builtin(),
             tokens: TokenTable::builtin(),
             registers: RegisterDeclarations::default(),
@@ -279,7 +286,13 @@ impl CoreConfig {
         }
         let storage: StorageSection = doc.section_or_default("storage")?;
         let data_dir = storage.data_dir.map(|d| doc.resolve_path(&d));
-        Ok(Self { data_dir, networks, tokens, registers })
+        let database_url = storage
+            .url
+            .map(|u| {
+                DatabaseUrl::parse(&u).map_err(|e| doc.invalid_at(&["storage", "url"], format!("storage.url: {e}")))
+            })
+            .transpose()?;
+        Ok(Self { data_dir, database_url, networks, tokens, registers })
     }
 }
 

@@ -88,11 +88,43 @@ impl Event {
     }
 }
 
+/// Carries events between instances that share one database (`holdfast-store`'s PostgreSQL fan-out): every event a
+/// bus publishes is handed to [`EventRelay::relay`], and events of other instances are delivered to the local buses
+/// [`EventRelay::attach`] registered, through [`EventBus::deliver`] (which does not relay them again).
+pub trait EventRelay: Send + Sync + std::fmt::Debug {
+    /// Takes one event this instance published. Must not block: a relay queues and sends elsewhere.
+    fn relay(&self, event: &Arc<Event>);
+    /// Registers a new session's bus for the events other instances publish for that session. A relay keeps only a
+    /// [`WeakEventBus`]: a session closed here stops receiving.
+    fn attach(&self, bus: &EventBus);
+}
+
 /// A cheap-to-clone handle on one session's event stream.
 #[derive(Debug, Clone)]
 pub struct EventBus {
     session_id: Arc<str>,
     sender: broadcast::Sender<Arc<Event>>,
+    relay: Option<Arc<dyn EventRelay>>,
+}
+
+/// A handle on a bus that does not keep it open ([`EventBus::downgrade`]).
+#[derive(Debug, Clone)]
+pub struct WeakEventBus {
+    session_id: Arc<str>,
+    sender: broadcast::WeakSender<Arc<Event>>,
+}
+
+impl WeakEventBus {
+    /// The session.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The bus, while its session is open.
+    pub fn upgrade(&self) -> Option<EventBus> {
+        let sender = self.sender.upgrade()?;
+        Some(EventBus { session_id: Arc::clone(&self.session_id), sender, relay: None })
+    }
 }
 
 /// How many events a subscriber may fall behind before it starts losing the oldest ones.
@@ -102,7 +134,26 @@ impl EventBus {
     /// A bus for one session.
     pub fn new(session_id: impl Into<Arc<str>>) -> Self {
         let (sender, _) = broadcast::channel(EVENT_BUFFER);
-        Self { session_id: session_id.into(), sender }
+        Self { session_id: session_id.into(), sender, relay: None }
+    }
+
+    /// This bus, handing every event it publishes to `relay` as well (and registered with it for other instances'
+    /// events).
+    pub fn with_relay(mut self, relay: Arc<dyn EventRelay>) -> Self {
+        relay.attach(&self);
+        self.relay = Some(relay);
+        self
+    }
+
+    /// A handle that does not keep the bus open.
+    pub fn downgrade(&self) -> WeakEventBus {
+        WeakEventBus { session_id: Arc::clone(&self.session_id), sender: self.sender.downgrade() }
+    }
+
+    /// Delivers an event another instance published for this session to this instance's subscribers (not relayed
+    /// again).
+    pub fn deliver(&self, event: Arc<Event>) {
+        let _ = self.sender.send(event);
     }
 
     /// The session this bus belongs to.
@@ -110,18 +161,22 @@ impl EventBus {
         &self.session_id
     }
 
-    /// True when at least one subscriber is listening (lets publishers skip building payloads).
+    /// True when at least one subscriber is listening, here or (through a relay) on another instance: lets
+    /// publishers skip building payloads.
     pub fn has_subscribers(&self) -> bool {
-        self.sender.receiver_count() > 0
+        self.sender.receiver_count() > 0 || self.relay.is_some()
     }
 
     /// Publishes an event. Never blocks; with no subscriber the event is dropped.
     pub fn publish(&self, payload: EventPayload) {
-        if self.sender.receiver_count() == 0 {
+        if self.sender.receiver_count() == 0 && self.relay.is_none() {
             return;
         }
         let event = Arc::new(Event { session_id: self.session_id.to_string(), payload, at: Utc::now() });
-        // An error only means nobody is listening any more.
+        if let Some(relay) = &self.relay {
+            relay.relay(&event);
+        }
+        // An error only means nobody is listening here.
         let _ = self.sender.send(event);
     }
 

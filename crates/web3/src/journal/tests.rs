@@ -26,6 +26,16 @@ fn entry(fp: &str, amount: &str, intent: Option<&str>) -> NewEntry {
 
 const CAP: DayCap = DayCap { limit: U256::from_limbs([20, 0, 0, 0]), kinds: EntryKind::Swap.cap_group() };
 
+/// The journal on each backend: SQLite in memory, and a fresh PostgreSQL database when the test server is there.
+async fn journals() -> Vec<(&'static str, Journal)> {
+    let mut all = vec![("sqlite", Journal::in_memory().unwrap())];
+    if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+        let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+        all.push(("postgres", Journal::open_storage(&holdfast_store::Storage::Postgres(pg)).await.unwrap()));
+    }
+    all
+}
+
 fn new(r: Reserved) -> JournalEntry {
     match r {
         Reserved::New(e) => e,
@@ -59,63 +69,66 @@ async fn entries_survive_reopening_and_settle() {
 
 #[tokio::test]
 async fn a_reservation_never_exceeds_the_cap_and_a_failure_releases_it() {
-    let j = Journal::in_memory().unwrap();
-    assert!(!j.is_persistent());
-    let a = new(j.reserve(entry("a", "12", Some("ia")), Some(CAP)).await.unwrap());
-    match j.reserve(entry("b", "9", Some("ib")), Some(CAP)).await.unwrap() {
-        Reserved::OverCap { spent } => assert_eq!(spent, U256::from(12u8)),
-        other => panic!("{other:?}"),
+    for (backend, j) in journals().await {
+        assert_eq!(j.is_persistent(), backend == "postgres");
+        let a = new(j.reserve(entry("a", "12", Some("ia")), Some(CAP)).await.unwrap());
+        match j.reserve(entry("b", "9", Some("ib")), Some(CAP)).await.unwrap() {
+            Reserved::OverCap { spent } => assert_eq!(spent, U256::from(12u8)),
+            other => panic!("{other:?}"),
+        }
+        new(j.reserve(entry("b", "8", Some("ib")), Some(CAP)).await.unwrap());
+        j.update(&a.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+        let total = j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap();
+        assert_eq!(total, U256::from(8u8));
+        // Another chain, another wallet or another asset is another counter.
+        let mut other = entry("c", "20", Some("ic"));
+        other.chain_id = 31337;
+        new(j.reserve(other, Some(CAP)).await.unwrap());
+        let mut other = entry("d", "20", Some("id"));
+        other.from = "0xother".into();
+        new(j.reserve(other, Some(CAP)).await.unwrap());
     }
-    new(j.reserve(entry("b", "8", Some("ib")), Some(CAP)).await.unwrap());
-    j.update(&a.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
-    let total = j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap();
-    assert_eq!(total, U256::from(8u8));
-    // Another chain, another wallet or another asset is another counter.
-    let mut other = entry("c", "20", Some("ic"));
-    other.chain_id = 31337;
-    new(j.reserve(other, Some(CAP)).await.unwrap());
-    let mut other = entry("d", "20", Some("id"));
-    other.from = "0xother".into();
-    new(j.reserve(other, Some(CAP)).await.unwrap());
 }
 
 #[tokio::test]
 async fn an_intent_is_reserved_once_until_it_definitely_failed() {
-    let j = Journal::in_memory().unwrap();
-    let first = new(j.reserve(entry("x", "1", Some("same")), Some(CAP)).await.unwrap());
-    match j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap() {
-        Reserved::Existing(e) => assert_eq!(e.id, first.id),
-        other => panic!("{other:?}"),
+    for (_backend, j) in journals().await {
+        let first = new(j.reserve(entry("x", "1", Some("same")), Some(CAP)).await.unwrap());
+        match j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap() {
+            Reserved::Existing(e) => assert_eq!(e.id, first.id),
+            other => panic!("{other:?}"),
+        }
+        j.update(&first.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+        let again = new(j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap());
+        assert_ne!(again.id, first.id);
+        // An unknown outcome keeps the reservation and the intent.
+        j.mark_signed(&again.id, Some(1), "0x02", "0xh").await.unwrap();
+        j.update(&again.id, EntryStatus::Unknown, EntryUpdate::default()).await.unwrap();
+        assert!(matches!(j.reserve(entry("z", "1", Some("same")), Some(CAP)).await.unwrap(), Reserved::Existing(_)));
+        assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(1u8));
     }
-    j.update(&first.id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
-    let again = new(j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap());
-    assert_ne!(again.id, first.id);
-    // An unknown outcome keeps the reservation and the intent.
-    j.mark_signed(&again.id, Some(1), "0x02", "0xh").await.unwrap();
-    j.update(&again.id, EntryStatus::Unknown, EntryUpdate::default()).await.unwrap();
-    assert!(matches!(j.reserve(entry("z", "1", Some("same")), Some(CAP)).await.unwrap(), Reserved::Existing(_)));
-    assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(1u8));
 }
 
 #[tokio::test]
 async fn concurrent_reservations_respect_the_cap() {
-    let j = Journal::in_memory().unwrap();
-    let tasks: Vec<_> = (0..20)
-        .map(|i| {
-            let j = j.clone();
-            tokio::spawn(
-                async move { j.reserve(entry(&format!("f{i}"), "3", Some(&format!("i{i}"))), Some(CAP)).await },
-            )
-        })
-        .collect();
-    let mut reserved = 0;
-    for t in tasks {
-        if matches!(t.await.unwrap().unwrap(), Reserved::New(_)) {
-            reserved += 1;
+    for (_backend, j) in journals().await {
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let j = j.clone();
+                tokio::spawn(
+                    async move { j.reserve(entry(&format!("f{i}"), "3", Some(&format!("i{i}"))), Some(CAP)).await },
+                )
+            })
+            .collect();
+        let mut reserved = 0;
+        for t in tasks {
+            if matches!(t.await.unwrap().unwrap(), Reserved::New(_)) {
+                reserved += 1;
+            }
         }
+        assert_eq!(reserved, 6, "20 / 3 = 6 reservations fit");
+        assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(18u8));
     }
-    assert_eq!(reserved, 6, "20 / 3 = 6 reservations fit");
-    assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(18u8));
 }
 
 #[tokio::test]
@@ -123,7 +136,7 @@ async fn an_older_file_is_migrated_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("holdfast.db");
     {
-        let c = Connection::open(&path).unwrap();
+        let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "CREATE TABLE journal (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, network TEXT NOT NULL,
              chain_id INTEGER NOT NULL, from_address TEXT NOT NULL, to_address TEXT NOT NULL, nonce INTEGER, value TEXT NOT NULL,
@@ -143,35 +156,94 @@ async fn an_older_file_is_migrated_in_place() {
 
 #[tokio::test]
 async fn a_node_url_in_an_error_keeps_only_its_host() {
-    let j = Journal::in_memory().unwrap();
-    let key = "v2/k3y-0123456789abcdef";
-    let leaky =
-        |what: &str| format!("{what}: error sending request for url (https://rpc.example.com/{key}?apikey=s3cret)");
-    let first = NewEntry { error: Some(leaky("refused")), ..entry("fp-url", "1", None) };
-    let e = new(j.reserve(first, Some(CAP)).await.unwrap());
-    assert!(!e.error.as_deref().unwrap().contains(key));
-    let update = EntryUpdate { error: Some(leaky("unknown")), ..Default::default() };
-    assert!(j.transition(&e.id, &[EntryStatus::Reserved], EntryStatus::Unknown, update.clone()).await.unwrap());
-    let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
-    assert!(stored.starts_with("unknown") && stored.contains("https://rpc.example.com"), "{stored}");
-    assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
-    j.update(&e.id, EntryStatus::Failed, update).await.unwrap();
-    let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
-    assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
+    for (_backend, j) in journals().await {
+        let key = "v2/k3y-0123456789abcdef";
+        let leaky =
+            |what: &str| format!("{what}: error sending request for url (https://rpc.example.com/{key}?apikey=s3cret)");
+        let first = NewEntry { error: Some(leaky("refused")), ..entry("fp-url", "1", None) };
+        let e = new(j.reserve(first, Some(CAP)).await.unwrap());
+        assert!(!e.error.as_deref().unwrap().contains(key));
+        let update = EntryUpdate { error: Some(leaky("unknown")), ..Default::default() };
+        assert!(j.transition(&e.id, &[EntryStatus::Reserved], EntryStatus::Unknown, update.clone()).await.unwrap());
+        let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
+        assert!(stored.starts_with("unknown") && stored.contains("https://rpc.example.com"), "{stored}");
+        assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
+        j.update(&e.id, EntryStatus::Failed, update).await.unwrap();
+        let stored = j.get(&e.id).await.unwrap().unwrap().error.unwrap();
+        assert!(!stored.contains(key) && !stored.contains("s3cret"), "{stored}");
+    }
 }
 
 #[tokio::test]
 async fn a_kind_is_filtered_before_the_limit() {
-    let j = Journal::in_memory().unwrap();
-    let payment = NewEntry { kind: EntryKind::Payment, ..entry("fp-pay", "1", None) };
-    let paid = new(j.reserve(payment, None).await.unwrap());
-    for i in 0..5 {
-        j.reserve(entry(&format!("fp-swap-{i}"), "1", None), None).await.unwrap();
+    for (_backend, j) in journals().await {
+        let payment = NewEntry { kind: EntryKind::Payment, ..entry("fp-pay", "1", None) };
+        let paid = new(j.reserve(payment, None).await.unwrap());
+        for i in 0..5 {
+            j.reserve(entry(&format!("fp-swap-{i}"), "1", None), None).await.unwrap();
+        }
+        // Five newer swaps would push the payment out of "the 3 most recent", then filtered: it must still be listed.
+        let payments = j.list(None, Some(EntryKind::Payment), 3).await.unwrap();
+        assert_eq!(payments.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), [paid.id.as_str()]);
+        assert_eq!(j.list(None, None, 3).await.unwrap().len(), 3);
+        assert_eq!(j.list(Some("s"), Some(EntryKind::Swap), 3).await.unwrap().len(), 5, "a session's: all of them");
+        assert!(j.list(Some("other"), None, 3).await.unwrap().is_empty());
     }
-    // Five newer swaps would push the payment out of "the 3 most recent", then filtered: it must still be listed.
-    let payments = j.list(None, Some(EntryKind::Payment), 3).await.unwrap();
-    assert_eq!(payments.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), [paid.id.as_str()]);
-    assert_eq!(j.list(None, None, 3).await.unwrap().len(), 3);
-    assert_eq!(j.list(Some("s"), Some(EntryKind::Swap), 3).await.unwrap().len(), 5, "a session's: all of them");
-    assert!(j.list(Some("other"), None, 3).await.unwrap().is_empty());
+}
+
+/// Two instances: two pools on one PostgreSQL database, as two `holdfast serve` processes have.
+async fn two_instances() -> Option<(Journal, Journal)> {
+    let url = holdfast_testkit::postgres::fresh_database().await?;
+    let open = || async {
+        let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+        Journal::open_storage(&holdfast_store::Storage::Postgres(pg)).await.unwrap()
+    };
+    Some((open().await, open().await))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_share_the_cap_and_each_intent() {
+    let Some((a, b)) = two_instances().await else { return };
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let j = if i % 2 == 0 { a.clone() } else { b.clone() };
+            // Every intent is tried twice, once on each instance.
+            let intent = format!("i{}", i / 2);
+            tokio::spawn(async move { j.reserve(entry(&format!("f{i}"), "3", Some(&intent)), Some(CAP)).await })
+        })
+        .collect();
+    let (mut new, mut existing) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap().unwrap() {
+            Reserved::New(_) => new += 1,
+            Reserved::Existing(_) => existing += 1,
+            Reserved::OverCap { .. } => {}
+        }
+    }
+    assert_eq!(new, 6, "20 / 3 = 6 reservations fit, whichever instance took them");
+    let spent = b.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap();
+    assert_eq!(spent, U256::from(18u8));
+    assert!(existing <= 6, "an intent's second try finds the first only when the first got in: {existing}");
+    let live = a.unresolved().await.unwrap();
+    let mut intents: Vec<_> = live.iter().filter_map(|e| e.intent()).collect();
+    intents.sort_unstable();
+    intents.dedup();
+    assert_eq!(intents.len(), 6, "one live entry per intent across both instances");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wallet_lock_excludes_the_other_instance_until_released() {
+    let Some((a, b)) = two_instances().await else { return };
+    let held = a.lock_wallet(8453, "0xA").await.unwrap();
+    // The same wallet (whatever the address's case) waits on the other instance; another wallet does not.
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_wallet(8453, "0xa").await.map(|_| ()) }
+    });
+    b.lock_wallet(1, "0xa").await.unwrap();
+    b.lock_wallet(8453, "0xb").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "instance b took a's wallet lock while a held it");
+    drop(held);
+    tokio::time::timeout(std::time::Duration::from_secs(30), waiting).await.unwrap().unwrap().unwrap();
 }

@@ -270,7 +270,8 @@ async fn sign_and_broadcast(
     let from = wallet.address();
     let from_text = from.to_checksum(None);
     let journal = web3.journal();
-    let _sending = a.chain.account_lock().await;
+    // One send of this wallet at a time — across every instance when the journal is in PostgreSQL.
+    let _sending = journal.lock_wallet(a.network.chain_id, &from_text).await?;
 
     // A new intent waits until the wallet's earlier sends are known to the node.
     for earlier in journal.unsettled_sends(a.network.chain_id, &from_text).await? {

@@ -1,0 +1,191 @@
+//! Events to every instance: what one `holdfast serve` publishes for a session reaches the WebSocket clients of
+//! that session on every other instance on the same PostgreSQL database, through `LISTEN/NOTIFY`.
+//!
+//! [`PgFanout`] is the [`EventRelay`] each session's bus hands its events to. One task sends them, in the order
+//! they were published, with `pg_notify` on the channel [`CHANNEL`], tagged with this instance's id; one listening
+//! connection receives every instance's and delivers those of other instances to the local buses of their
+//! session. A notification's payload is limited (8,000 bytes): a larger event is written to
+//! `holdfast_event_spill` and the notification carries its row id.
+//!
+//! Events are what the UI shows, not what decides: nothing reads an event to move value. A notification sent while
+//! a listener is reconnecting is lost to that listener, as an event is to a WebSocket client that lags.
+
+use crate::migrate::{Component, Migration, SqliteStep};
+use crate::{PgStore, StoreError};
+use holdfast_core::event::{Event, EventBus, EventRelay, WeakEventBus};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The `LISTEN/NOTIFY` channel.
+pub const CHANNEL: &str = "holdfast_events";
+
+/// The largest notification sent inline; larger events go through `holdfast_event_spill`.
+const INLINE_MAX: usize = 7_500;
+
+/// Events queued for sending before new ones are dropped (with a warning), as for a lagging subscriber.
+const QUEUE: usize = 8_192;
+
+/// The spill table (PostgreSQL only).
+pub const MIGRATIONS: Component = Component {
+    name: "events",
+    migrations: &[Migration {
+        version: 1,
+        sqlite: SqliteStep::Sql(""),
+        postgres: "CREATE TABLE IF NOT EXISTS holdfast_event_spill (
+            id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    }],
+};
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    /// The sending instance.
+    o: String,
+    /// The event, inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    e: Option<Event>,
+    /// Or the spill row holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<i64>,
+}
+
+/// The PostgreSQL event relay of one instance.
+pub struct PgFanout {
+    instance: String,
+    queue: mpsc::Sender<Arc<Event>>,
+    buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
+}
+
+impl std::fmt::Debug for PgFanout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgFanout").field("instance", &self.instance).finish_non_exhaustive()
+    }
+}
+
+impl PgFanout {
+    /// Listens on [`CHANNEL`] (before returning: no event published after this is missed) and starts the sender;
+    /// both stop with `cancel`.
+    pub async fn start(store: PgStore, cancel: CancellationToken) -> Result<Arc<Self>, StoreError> {
+        store.migrate(&MIGRATIONS).await?;
+        let mut listener = sqlx::postgres::PgListener::connect_with(store.pool()).await?;
+        listener.listen(CHANNEL).await?;
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let fanout = Arc::new(Self { instance: store.instance().to_owned(), queue, buses: Mutex::new(HashMap::new()) });
+        tokio::spawn(send(store.clone(), rx, cancel.clone()));
+        let receiving = Arc::downgrade(&fanout);
+        tokio::spawn(async move {
+            loop {
+                let note = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    note = listener.recv() => note,
+                };
+                let Some(fanout) = receiving.upgrade() else { return };
+                match note {
+                    Ok(note) => fanout.receive(&store, note.payload()).await,
+                    Err(e) => {
+                        tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "event fan-out: listen");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        Ok(fanout)
+    }
+
+    async fn receive(&self, store: &PgStore, payload: &str) {
+        let Ok(envelope) = serde_json::from_str::<Envelope>(payload) else {
+            tracing::warn!("event fan-out: a notification that is not an event was ignored");
+            return;
+        };
+        if envelope.o == self.instance {
+            return;
+        }
+        let event = match (envelope.e, envelope.s) {
+            (Some(event), _) => event,
+            (None, Some(id)) => {
+                let body: Result<Option<String>, _> =
+                    sqlx::query_scalar("SELECT body FROM holdfast_event_spill WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(store.pool())
+                        .await;
+                match body.ok().flatten().and_then(|b| serde_json::from_str::<Event>(&b).ok()) {
+                    Some(event) => event,
+                    None => return,
+                }
+            }
+            (None, None) => return,
+        };
+        let live: Vec<EventBus> = {
+            let mut buses = self.buses.lock();
+            let Some(list) = buses.get_mut(&event.session_id) else { return };
+            list.retain(|b| b.upgrade().is_some());
+            let live = list.iter().filter_map(WeakEventBus::upgrade).collect();
+            if list.is_empty() {
+                buses.remove(&event.session_id);
+            }
+            live
+        };
+        let event = Arc::new(event);
+        for bus in live {
+            bus.deliver(Arc::clone(&event));
+        }
+    }
+}
+
+impl EventRelay for PgFanout {
+    fn relay(&self, event: &Arc<Event>) {
+        if self.queue.try_send(Arc::clone(event)).is_err() {
+            tracing::warn!(
+                event = event.name(),
+                "event fan-out: the send queue is full; the event reaches this instance only"
+            );
+        }
+    }
+
+    fn attach(&self, bus: &EventBus) {
+        let mut buses = self.buses.lock();
+        let list = buses.entry(bus.session_id().to_owned()).or_default();
+        list.retain(|b| b.upgrade().is_some());
+        list.push(bus.downgrade());
+    }
+}
+
+/// Sends queued events in order until `cancel`.
+async fn send(store: PgStore, mut rx: mpsc::Receiver<Arc<Event>>, cancel: CancellationToken) {
+    let mut spilled = 0u64;
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => return,
+            event = rx.recv() => match event { Some(e) => e, None => return },
+        };
+        if let Err(e) = notify(&store, &event, &mut spilled).await {
+            tracing::warn!(event = event.name(), error = %e, "event fan-out: not sent to the other instances");
+        }
+    }
+}
+
+async fn notify(store: &PgStore, event: &Event, spilled: &mut u64) -> Result<(), StoreError> {
+    let inline = Envelope { o: store.instance().to_owned(), e: Some(event.clone()), s: None };
+    let mut payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
+    if payload.len() > INLINE_MAX {
+        let body = serde_json::to_string(event).map_err(|e| StoreError::Query(e.to_string()))?;
+        let id: i64 = sqlx::query_scalar("INSERT INTO holdfast_event_spill (body) VALUES ($1) RETURNING id")
+            .bind(body)
+            .fetch_one(store.pool())
+            .await?;
+        *spilled += 1;
+        if spilled.is_multiple_of(100) {
+            // Listeners read a row within moments of its notification; an hour is far beyond that.
+            sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
+                .execute(store.pool())
+                .await?;
+        }
+        payload = serde_json::to_string(&Envelope { o: store.instance().to_owned(), e: None, s: Some(id) })
+            .map_err(|e| StoreError::Query(e.to_string()))?;
+    }
+    sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(payload).execute(store.pool()).await?;
+    Ok(())
+}

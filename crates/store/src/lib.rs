@@ -1,0 +1,82 @@
+//! holdfast's storage layer: where sessions and the transaction/payment journal are kept, and how several
+//! `holdfast serve` instances share them.
+//!
+//! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
+//!   mode 0600) or, without a data dir, memory. One process per file moves value.
+//! - [`Storage::Postgres`] — selected by `[storage] url = "postgres://…"` or `HOLDFAST_DATABASE_URL`: a pool
+//!   ([`PgStore`]) that any number of instances share. What must be serialized across them — a wallet's nonce
+//!   choice, cap reservation and broadcast — is serialized by PostgreSQL's advisory locks ([`PgStore::lock`]);
+//!   events reach every instance through `LISTEN/NOTIFY` ([`fanout`]).
+//!
+//! Each table's owner (the journal in `holdfast-web3`, sessions in `holdfast-agent`) declares its versioned
+//! migrations for both dialects as a [`Component`]; one runner ([`migrate`]) applies them, recording each in
+//! `holdfast_migrations`.
+//!
+//! ```
+//! # async fn demo() -> Result<(), holdfast_store::StoreError> {
+//! use holdfast_store::Storage;
+//! let storage = Storage::open(None, None).await?; // no data dir, no URL: memory
+//! assert!(!storage.is_durable());
+//! # Ok(()) }
+//! ```
+
+pub mod fanout;
+pub mod migrate;
+pub mod postgres;
+pub mod sqlite;
+
+mod error;
+
+pub use error::StoreError;
+pub use fanout::PgFanout;
+pub use migrate::{Component, Migration};
+pub use postgres::{PgLock, PgStore};
+
+use holdfast_core::config::{DATABASE_URL_ENV, DatabaseUrl};
+use std::path::{Path, PathBuf};
+
+/// The SQLite file's name inside a data directory.
+pub const DB_FILE: &str = "holdfast.db";
+
+/// Where the shared state lives.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// The embedded SQLite file `DATA_DIR/holdfast.db`, or memory when there is no data dir.
+    Sqlite {
+        /// The file; `None` keeps everything in memory (lost at exit).
+        path: Option<PathBuf>,
+    },
+    /// A PostgreSQL database, shared by every instance that names it.
+    Postgres(PgStore),
+}
+
+impl Storage {
+    /// The storage a configuration selects: PostgreSQL when `url` (or `HOLDFAST_DATABASE_URL`, which wins) names
+    /// one — connected and migrated before this returns — else the SQLite file in `data_dir`, else memory.
+    pub async fn open(data_dir: Option<&Path>, url: Option<&DatabaseUrl>) -> Result<Self, StoreError> {
+        let from_env = match std::env::var(DATABASE_URL_ENV) {
+            Ok(text) if !text.trim().is_empty() => {
+                Some(DatabaseUrl::parse(&text).map_err(|e| StoreError::Config(format!("{DATABASE_URL_ENV}: {e}")))?)
+            }
+            _ => None,
+        };
+        match from_env.as_ref().or(url) {
+            Some(url) => Ok(Self::Postgres(PgStore::connect(url).await?)),
+            None => Ok(Self::Sqlite { path: data_dir.map(|d| d.join(DB_FILE)) }),
+        }
+    }
+
+    /// True when what is stored outlives the process (a file or a database, not memory).
+    pub fn is_durable(&self) -> bool {
+        !matches!(self, Self::Sqlite { path: None })
+    }
+
+    /// What an operator may be shown: the file's path, or the database without its credentials.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sqlite { path: Some(path) } => format!("sqlite {}", path.display()),
+            Self::Sqlite { path: None } => "memory (nothing survives the process)".to_owned(),
+            Self::Postgres(pg) => format!("postgres {}", pg.url()),
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! PostgreSQL: a connection pool several instances share, the migrations of each [`Component`], and advisory
+//! locks that serialize what must not interleave across instances.
+//!
+//! Why sqlx: a maintained async driver with its own pool and a `LISTEN` stream that reconnects, used here without
+//! its compile-time macros (no database at build time). Its SQLite driver is not built: rusqlite keeps the
+//! embedded file.
+
+use crate::{Component, StoreError};
+use holdfast_core::config::DatabaseUrl;
+use sqlx::ConnectOptions;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a connection attempt (or a wait for a pooled connection) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most connections one instance opens (locks held across a broadcast use their own, outside the pool).
+const POOL_SIZE: u32 = 16;
+
+/// A shared database: clones share the pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    options: Arc<PgConnectOptions>,
+    url: Arc<DatabaseUrl>,
+    instance: Arc<str>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("url", &self.url).field("instance", &self.instance).finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects (failing within 10 s when the server cannot be reached or refuses the login).
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self, StoreError> {
+        let failed = |e: &dyn std::fmt::Display| StoreError::Connect {
+            url: url.to_string(),
+            reason: holdfast_core::redact_urls(&e.to_string()).into_owned(),
+        };
+        let options = PgConnectOptions::from_str(url.expose())
+            .map_err(|e| failed(&e))?
+            .application_name("holdfast")
+            .disable_statement_logging();
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .connect_with(options.clone())
+            .await
+            .map_err(|e| failed(&e))?;
+        let instance = format!("i_{}", holdfast_core::confirm::random_id());
+        tracing::info!(database = %url, instance, "storage: connected to PostgreSQL");
+        Ok(Self { pool, options: Arc::new(options), url: Arc::new(url.clone()), instance: Arc::from(instance) })
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The database, shown without credentials.
+    pub fn url(&self) -> &DatabaseUrl {
+        &self.url
+    }
+
+    /// This process's id among the instances (random per start): how it knows its own notifications.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Applies `component`'s migrations the database has not recorded.
+    pub async fn migrate(&self, component: &Component) -> Result<(), StoreError> {
+        crate::migrate::postgres(&self.pool, component).await
+    }
+
+    /// Takes the advisory lock named `key` (hashed by PostgreSQL's `hashtextextended`) on a connection of its own,
+    /// waiting at most `wait`. Every instance on the database excludes every other while one holds it; it is
+    /// released when the [`PgLock`] is dropped, or by the server when the holder's connection dies (a killed
+    /// process holds nothing).
+    pub async fn lock(&self, key: &str, wait: Duration) -> Result<PgLock, StoreError> {
+        let mut conn = self.options.connect().await.map_err(|e| StoreError::Connect {
+            url: self.url.to_string(),
+            reason: holdfast_core::redact_urls(&e.to_string()).into_owned(),
+        })?;
+        let millis = wait.as_millis().clamp(1, i64::MAX as u128);
+        sqlx::query("SELECT set_config('lock_timeout', $1, false)").bind(millis.to_string()).execute(&mut conn).await?;
+        let taken = sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))").bind(key).execute(&mut conn).await;
+        match taken {
+            Ok(_) => Ok(PgLock { _conn: conn }),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => Err(StoreError::Query(format!(
+                "another holdfast instance held `{key}` for more than {} s",
+                wait.as_secs()
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A held advisory lock: the connection that holds it, closed (and the lock released) when dropped.
+pub struct PgLock {
+    _conn: PgConnection,
+}
+
+impl std::fmt::Debug for PgLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgLock")
+    }
+}
