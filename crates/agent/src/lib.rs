@@ -20,7 +20,7 @@ pub use agent::{
 };
 pub use runtime::{AGENT_ID, CheckedConfig, Decided, Runtime, RuntimeError, known_sections};
 pub use sessions::{
-    InMemorySessionStore, MessageRole, NewMessage, SessionInfo, SessionStorage, SqliteSessionStore, StoredMessage,
-    ToolCallRecord,
+    InMemorySessionStore, MessageRole, NewMessage, PgSessionStore, SessionInfo, SessionStorage, SqliteSessionStore,
+    StoredMessage, ToolCallRecord, open_sessions,
 };
 pub use skills::{Skill, SkillError, SkillSet};

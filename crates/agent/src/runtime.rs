@@ -5,7 +5,7 @@
 use crate::agent::AgentConfig;
 use crate::agents::AgentProfile;
 use crate::llm::{ChatProvider, LlmConfig};
-use crate::sessions::{InMemorySessionStore, SessionInfo, SessionStorage, SqliteSessionStore};
+use crate::sessions::{SessionInfo, SessionStorage};
 use crate::skills::{SkillError, SkillSet, UseSkill};
 use holdfast_core::config::{CORE_SECTIONS, ConfigDocument, ConfigError, CoreConfig};
 use holdfast_core::{
@@ -144,7 +144,10 @@ pub struct Runtime {
     live: Mutex<HashMap<String, Live>>,
     /// Serializes restoring and unloading, so a restore never reads a state older than an unload just saved.
     restoring: tokio::sync::Mutex<()>,
+    storage: holdfast_store::Storage,
     _scheduler: SchedulerHandle,
+    /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
+    _fanout: Option<tokio_util::sync::DropGuard>,
 }
 
 /// A session loaded in this process.
@@ -211,8 +214,20 @@ impl Runtime {
         if data_dir.is_some() {
             core.data_dir = data_dir;
         }
-        let services = CoreServices::new(core)?;
-        let web3 = Web3::from_document(&doc, Arc::clone(&services.config))?;
+        let mut services = CoreServices::new(core)?;
+        let storage =
+            holdfast_store::Storage::open(services.config.data_dir.as_deref(), services.config.database_url.as_ref())
+                .await
+                .map_err(ToolError::from)?;
+        let web3 = Web3::from_storage(&doc, Arc::clone(&services.config), &storage).await?;
+        let mut fanout = None;
+        if let holdfast_store::Storage::Postgres(pg) = &storage {
+            // Every session's events reach the other instances' clients, and theirs reach ours.
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let relay = holdfast_store::PgFanout::start(pg.clone(), cancel.clone()).await.map_err(ToolError::from)?;
+            services = services.with_event_relay(relay);
+            fanout = Some(cancel.drop_guard());
+        }
 
         let memory_config: MemoryConfig = doc.section_or_default("memory")?;
         let data_dir = services.config.data_dir.clone();
@@ -222,10 +237,7 @@ impl Runtime {
         };
         let scheduler = memory.start_scheduler();
         let agent = memory.agent(AGENT_ID).await?;
-        let sessions: Arc<dyn SessionStorage> = match &data_dir {
-            Some(dir) => Arc::new(SqliteSessionStore::open(&dir.join("holdfast.db"))?),
-            None => Arc::new(InMemorySessionStore::default()),
-        };
+        let sessions = crate::sessions::open_sessions(&storage).await?;
 
         let registry = ToolRegistry::new();
         BuiltinTools::default_for_agent(agent.clone()).register_all(&registry)?;
@@ -275,7 +287,9 @@ impl Runtime {
             session_idle,
             live: Mutex::new(HashMap::new()),
             restoring: tokio::sync::Mutex::new(()),
+            storage,
             _scheduler: scheduler,
+            _fanout: fanout,
         })
     }
 
@@ -292,6 +306,11 @@ impl Runtime {
     /// The loop limits from `[agent]`.
     pub fn agent_config(&self) -> AgentConfig {
         self.agent_config.clone()
+    }
+
+    /// Where sessions and the journal are kept (the SQLite file, memory, or PostgreSQL).
+    pub fn storage(&self) -> &holdfast_store::Storage {
+        &self.storage
     }
 
     /// Every agent, by name: the default `assistant` and one per `[agents.NAME]` ([`crate::agents`]).

@@ -13,6 +13,7 @@
 //! |---|---|---|---|
 //! | [`core`] | `holdfast-core` | always | tools, the registry, strict schemas, registers, the context bank, config, confirmations (no I/O) |
 //! | [`memory`] | `holdfast-memory` | always | memory blocks, search, messaging, reminders, tasks (SQLite) |
+//! | `store` | `holdfast-store` | `store` | the storage layer: the SQLite file or PostgreSQL (sqlx), migrations, cross-instance locks and events |
 //! | `web3` | `holdfast-web3` | `web3` | wallet, presets, x402, quote validation, policy, the journal, the value-moving tools (alloy) |
 //! | `agent` | `holdfast-agent` | `agent` | the runtime composing the layers, sessions, LLM providers, the tool loop, the inbox |
 //! | `server` | `holdfast-server` | `server` | the HTTP/WebSocket API and the web UI (axum) |
@@ -49,5 +50,7 @@ pub use holdfast_devnet as devnet;
 pub use holdfast_mcp as mcp;
 #[cfg(feature = "server")]
 pub use holdfast_server as server;
+#[cfg(feature = "store")]
+pub use holdfast_store as store;
 #[cfg(feature = "web3")]
 pub use holdfast_web3 as web3;

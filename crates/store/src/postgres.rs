@@ -71,6 +71,12 @@ impl PgStore {
         &self.instance
     }
 
+    /// The server's version line (`SELECT version()`, first two words: "PostgreSQL 15.18").
+    pub async fn server_version(&self) -> Result<String, StoreError> {
+        let line: String = sqlx::query_scalar("SELECT version()").fetch_one(&self.pool).await?;
+        Ok(line.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+    }
+
     /// Applies `component`'s migrations the database has not recorded.
     pub async fn migrate(&self, component: &Component) -> Result<(), StoreError> {
         crate::migrate::postgres(&self.pool, component).await

@@ -112,11 +112,44 @@ async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &C
     if let Err(e) = holdfast_mcp::McpSection::from_document(doc) {
         report.add("config [mcp]", Status::Fail, e.to_string());
     }
+    check_storage(report, &checked.core).await;
     check_networks(report, &checked.core).await;
     check_wallet(report, checked);
     check_policy(report, checked);
     check_presets(report, checked).await;
     check_llm(report, checked).await;
+}
+
+/// Where sessions and the journal are kept; a PostgreSQL database is connected to (nothing is migrated or written).
+async fn check_storage(report: &mut Report, core: &CoreConfig) {
+    let url = match std::env::var(holdfast_core::config::DATABASE_URL_ENV) {
+        Ok(text) if !text.trim().is_empty() => match holdfast_core::config::DatabaseUrl::parse(&text) {
+            Ok(url) => Some(url),
+            Err(e) => {
+                report.add("storage", Status::Fail, format!("{}: {e}", holdfast_core::config::DATABASE_URL_ENV));
+                return;
+            }
+        },
+        _ => core.database_url.clone(),
+    };
+    let Some(url) = url else {
+        let detail = match &core.data_dir {
+            Some(dir) => format!("sqlite {} (one process moves value per file)", dir.join("holdfast.db").display()),
+            None => "memory: nothing survives the process".to_owned(),
+        };
+        report.add("storage", Status::Ok, detail);
+        return;
+    };
+    match holdfast_store::PgStore::connect(&url).await {
+        Ok(pg) => {
+            let detail = match pg.server_version().await {
+                Ok(v) => format!("postgres {url}: reachable ({v}); memory stays in the SQLite file of each data dir"),
+                Err(e) => format!("postgres {url}: connected, but `SELECT version()` failed: {e}"),
+            };
+            report.add("storage", Status::Ok, detail);
+        }
+        Err(e) => report.add("storage", Status::Fail, e.to_string()),
+    }
 }
 
 async fn check_networks(report: &mut Report, core: &CoreConfig) {

@@ -5,4 +5,5 @@ mod cli;
 mod common;
 mod crash;
 mod devnet;
+mod instances;
 mod serve;

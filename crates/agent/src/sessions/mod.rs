@@ -4,8 +4,13 @@
 //!
 //! The SQLite store runs WAL with `synchronous = FULL`: a write that returned is on disk, even across a power loss.
 //!
-//! Storage sits behind [`SessionStorage`]: [`SqliteSessionStore`] (a real file, WAL; the default) and
-//! [`InMemorySessionStore`] (no data dir). A networked database for several instances implements the same trait.
+//! Storage sits behind [`SessionStorage`]: [`SqliteSessionStore`] (a real file, WAL; the default),
+//! [`PgSessionStore`] (PostgreSQL, shared by several instances: a session created on one is used on another) and
+//! [`InMemorySessionStore`] (no data dir). [`open_sessions`] picks the one a [`holdfast_store::Storage`] names.
+
+mod postgres;
+
+pub use postgres::PgSessionStore;
 
 use crate::llm::Usage;
 use chrono::{DateTime, Utc};
@@ -36,7 +41,7 @@ pub enum MessageRole {
 }
 
 impl MessageRole {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
@@ -46,7 +51,7 @@ impl MessageRole {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         match s {
             "assistant" => Self::Assistant,
             "tool" => Self::Tool,
@@ -163,6 +168,15 @@ pub trait SessionStorage: SessionStateStore {
     fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>>;
 }
 
+/// The session store `storage` names: the SQLite file (or memory without one), or PostgreSQL (migrated first).
+pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn SessionStorage>, ToolError> {
+    Ok(match storage {
+        holdfast_store::Storage::Sqlite { path: Some(path) } => Arc::new(SqliteSessionStore::open(path)?),
+        holdfast_store::Storage::Sqlite { path: None } => Arc::new(InMemorySessionStore::default()),
+        holdfast_store::Storage::Postgres(pg) => Arc::new(PgSessionStore::open(pg.clone()).await?),
+    })
+}
+
 /// The SQLite session store. Clones share the connection.
 #[derive(Clone)]
 pub struct SqliteSessionStore {
@@ -179,7 +193,7 @@ fn db_err(e: impl std::fmt::Display) -> ToolError {
     ToolError::internal(format!("sessions: {e}"))
 }
 
-fn conflict(id: &str, revision: u64) -> ToolError {
+pub(crate) fn conflict(id: &str, revision: u64) -> ToolError {
     ToolError::new(
         holdfast_core::ErrorCode::SessionConflict,
         format!(
@@ -189,6 +203,7 @@ fn conflict(id: &str, revision: u64) -> ToolError {
     )
 }
 
+/// The session tables, version 1 (valid SQLite and PostgreSQL alike).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -196,12 +211,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     title TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0
+    input_tokens BIGINT NOT NULL DEFAULT 0,
+    output_tokens BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS session_state (
     session_id TEXT PRIMARY KEY REFERENCES sessions(id),
-    revision INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
     state TEXT NOT NULL,
     saved_at TEXT NOT NULL
 );
@@ -211,7 +226,7 @@ CREATE TABLE IF NOT EXISTS session_links (
 );
 CREATE TABLE IF NOT EXISTS session_messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
-    seq INTEGER NOT NULL,
+    seq BIGINT NOT NULL,
     role TEXT NOT NULL,
     content TEXT NOT NULL,
     tool_calls TEXT,
@@ -221,6 +236,16 @@ CREATE TABLE IF NOT EXISTS session_messages (
     PRIMARY KEY (session_id, seq)
 );
 ";
+
+/// The session tables' migrations.
+pub(crate) const MIGRATIONS: holdfast_store::Component = holdfast_store::Component {
+    name: "sessions",
+    migrations: &[holdfast_store::Migration {
+        version: 1,
+        sqlite: holdfast_store::migrate::SqliteStep::Sql(SCHEMA),
+        postgres: SCHEMA,
+    }],
+};
 
 const SELECT_INFO: &str = "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
         (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id), s.input_tokens, s.output_tokens
@@ -239,30 +264,24 @@ fn row_to_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
     })
 }
 
-fn ts(s: String) -> DateTime<Utc> {
+pub(crate) fn ts(s: String) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(&s).map(|d| d.with_timezone(&Utc)).unwrap_or_default()
 }
 
 impl SqliteSessionStore {
-    /// Opens (or creates) the store in the SQLite file at `path` (directory mode 0700, files mode 0600).
+    /// Opens (or creates) the store in the SQLite file at `path` (directory mode 0700, files mode 0600; WAL with
+    /// `synchronous = FULL`: an acknowledged message or state is on disk).
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        holdfast_core::private_fs::prepare_sqlite_file(path).map_err(db_err)?;
-        let store = Self::init(Connection::open(path).map_err(db_err)?)?;
-        holdfast_core::private_fs::restrict_sqlite_files(path).map_err(db_err)?;
-        Ok(store)
+        Self::init(holdfast_store::sqlite::open_file(path)?)
     }
 
     /// A store in memory.
     pub fn in_memory() -> Result<Self, ToolError> {
-        Self::init(Connection::open_in_memory().map_err(db_err)?)
+        Self::init(holdfast_store::sqlite::open_memory()?)
     }
 
-    fn init(conn: Connection) -> Result<Self, ToolError> {
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
-        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(db_err)?;
-        // An acknowledged message or state is on disk: every commit syncs the WAL.
-        conn.execute_batch("PRAGMA synchronous = FULL;").map_err(db_err)?;
-        conn.execute_batch(SCHEMA).map_err(db_err)?;
+    fn init(mut conn: Connection) -> Result<Self, ToolError> {
+        holdfast_store::migrate::sqlite(&mut conn, &MIGRATIONS)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
@@ -709,9 +728,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn both_stores_behave_alike() {
+    async fn every_store_behaves_alike() {
         exercise(&SqliteSessionStore::in_memory().unwrap()).await;
         exercise(&InMemorySessionStore::default()).await;
+        if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+            let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+            exercise(&PgSessionStore::open(pg).await.unwrap()).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_of_one_instance_is_continued_on_another() {
+        let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+        let a = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let b = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        a.create("s", "http").await.unwrap();
+        a.append("s", NewMessage::text(MessageRole::User, "hello from a")).await.unwrap();
+        a.save_state("s", 1, "one".into()).await.unwrap();
+        // b sees a's session and continues it; 20 concurrent appends from both keep one gapless sequence.
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                tokio::spawn(async move { store.append("s", NewMessage::text(MessageRole::Assistant, "x")).await })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let seqs: Vec<i64> = b.history("s").await.unwrap().iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, (1..=21).collect::<Vec<_>>());
+        assert_eq!(b.load_state("s").await.unwrap(), Some((1, "one".into())));
+        // Both loaded revision 1: the first save of revision 2 wins, the other is a conflict.
+        b.save_state("s", 2, "two from b".into()).await.unwrap();
+        let lost = a.save_state("s", 2, "two from a".into()).await.unwrap_err();
+        assert_eq!(lost.code, holdfast_core::ErrorCode::SessionConflict);
+        assert_eq!(a.load_state("s").await.unwrap(), Some((2, "two from b".into())));
     }
 
     #[tokio::test]

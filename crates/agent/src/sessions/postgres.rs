@@ -1,0 +1,306 @@
+//! Sessions in PostgreSQL: what [`super::SqliteSessionStore`] keeps, in the database every instance shares, so a
+//! session created on one instance is continued on another. A state save is the same compare-and-set on the
+//! revision: two instances saving one session cannot both win (`session_conflict`, and the loser reloads).
+
+use super::{MIGRATIONS, MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
+use crate::llm::Usage;
+use chrono::Utc;
+use holdfast_core::tool::BoxFuture;
+use holdfast_core::{SessionStateStore, ToolError};
+use holdfast_store::PgStore;
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Row};
+
+fn db_err(e: impl std::fmt::Display) -> ToolError {
+    ToolError::internal(format!("sessions: {}", holdfast_core::redact_urls(&e.to_string())))
+}
+
+/// (Statements built from this constant and literals only, never from input: what `AssertSqlSafe` asserts.)
+const SELECT_INFO: &str = "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
+        (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id), s.input_tokens, s.output_tokens
+    FROM sessions s";
+
+fn info(r: &PgRow) -> Result<SessionInfo, ToolError> {
+    Ok(SessionInfo {
+        id: r.try_get(0).map_err(db_err)?,
+        kind: r.try_get(1).map_err(db_err)?,
+        title: r.try_get(2).map_err(db_err)?,
+        created_at: ts(r.try_get(3).map_err(db_err)?),
+        updated_at: ts(r.try_get(4).map_err(db_err)?),
+        message_count: r.try_get(5).map_err(db_err)?,
+        input_tokens: r.try_get(6).map_err(db_err)?,
+        output_tokens: r.try_get(7).map_err(db_err)?,
+    })
+}
+
+/// The PostgreSQL session store. Clones share the pool.
+#[derive(Debug, Clone)]
+pub struct PgSessionStore {
+    store: PgStore,
+}
+
+impl PgSessionStore {
+    /// The store in `store`'s database, migrated.
+    pub async fn open(store: PgStore) -> Result<Self, ToolError> {
+        store.migrate(&MIGRATIONS).await?;
+        Ok(Self { store })
+    }
+
+    async fn get_info(&self, id: &str) -> Result<Option<SessionInfo>, ToolError> {
+        let row = sqlx::query(AssertSqlSafe(format!("{SELECT_INFO} WHERE s.id = $1")))
+            .bind(id)
+            .fetch_optional(self.store.pool())
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(info).transpose()
+    }
+}
+
+impl SessionStateStore for PgSessionStore {
+    fn save_state<'a>(
+        &'a self,
+        session_id: &'a str,
+        revision: u64,
+        state: String,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            let rev = i64::try_from(revision).map_err(db_err)?;
+            let now = Utc::now().to_rfc3339();
+            let q = if rev == 1 {
+                sqlx::query(
+                    "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (session_id) DO NOTHING",
+                )
+            } else {
+                sqlx::query(
+                    "UPDATE session_state SET revision = $2, state = $3, saved_at = $4
+                     WHERE session_id = $1 AND revision = $2 - 1",
+                )
+            };
+            let written = q
+                .bind(session_id)
+                .bind(rev)
+                .bind(state)
+                .bind(now)
+                .execute(self.store.pool())
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            if written == 0 {
+                return Err(conflict(session_id, revision));
+            }
+            Ok(())
+        })
+    }
+}
+
+impl SessionStorage for PgSessionStore {
+    fn link_get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Value>, ToolError>> {
+        Box::pin(async move {
+            let text: Option<String> = sqlx::query_scalar("SELECT value FROM session_links WHERE key = $1")
+                .bind(key)
+                .fetch_optional(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            text.map(|t| serde_json::from_str(&t).map_err(db_err)).transpose()
+        })
+    }
+
+    fn link_merge<'a>(&'a self, key: &'a str, fields: Value) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            let Value::Object(fields) = fields else { return Err(db_err("a link holds a JSON object")) };
+            let mut tx = self.store.pool().begin().await.map_err(db_err)?;
+            // The row lock (or, for a new key, the insert's conflict) keeps two merges from losing each other's
+            // fields.
+            let old: Option<String> = sqlx::query_scalar("SELECT value FROM session_links WHERE key = $1 FOR UPDATE")
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let mut value =
+                old.and_then(|t| serde_json::from_str::<serde_json::Map<String, Value>>(&t).ok()).unwrap_or_default();
+            value.extend(fields);
+            sqlx::query(
+                "INSERT INTO session_links (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .bind(key)
+            .bind(Value::Object(value).to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        })
+    }
+
+    fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            sqlx::query("DELETE FROM session_links WHERE key = $1")
+                .bind(key)
+                .execute(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(())
+        })
+    }
+
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+        Box::pin(async move {
+            let row = sqlx::query("SELECT revision, state FROM session_state WHERE session_id = $1")
+                .bind(id)
+                .fetch_optional(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            let Some(row) = row else { return Ok(None) };
+            let rev: i64 = row.try_get(0).map_err(db_err)?;
+            Ok(Some((u64::try_from(rev).unwrap_or_default(), row.try_get(1).map_err(db_err)?)))
+        })
+    }
+
+    fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
+        Box::pin(async move {
+            sqlx::query(
+                "INSERT INTO sessions (id, kind, title, created_at, updated_at) VALUES ($1, $2, NULL, $3, $3)
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(id)
+            .bind(kind)
+            .bind(Utc::now().to_rfc3339())
+            .execute(self.store.pool())
+            .await
+            .map_err(db_err)?;
+            self.get_info(id).await?.ok_or_else(|| db_err("session vanished after insert"))
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionInfo>, ToolError>> {
+        Box::pin(self.get_info(id))
+    }
+
+    fn list(&self, limit: usize) -> BoxFuture<'_, Result<Vec<SessionInfo>, ToolError>> {
+        Box::pin(async move {
+            let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
+            let rows = sqlx::query(AssertSqlSafe(format!("{SELECT_INFO} ORDER BY s.updated_at DESC LIMIT $1")))
+                .bind(limit)
+                .fetch_all(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            rows.iter().map(info).collect()
+        })
+    }
+
+    fn append<'a>(
+        &'a self,
+        session_id: &'a str,
+        message: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, ToolError>> {
+        Box::pin(async move {
+            let now = Utc::now();
+            let now_s = now.to_rfc3339();
+            let calls = if message.tool_calls.is_empty() {
+                None
+            } else {
+                Some(serde_json::to_string(&message.tool_calls).map_err(db_err)?)
+            };
+            let mut tx = self.store.pool().begin().await.map_err(db_err)?;
+            // The session's row lock orders appends from every instance; a session that does not exist is an error.
+            let found: Option<String> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1 FOR UPDATE")
+                .bind(session_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if found.is_none() {
+                return Err(db_err(format!("no session {session_id:?}")));
+            }
+            let seq: i64 =
+                sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = $1")
+                    .bind(session_id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            sqlx::query(
+                "INSERT INTO session_messages (session_id, seq, role, content, tool_calls, tool_call_id, name, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(session_id)
+            .bind(seq)
+            .bind(message.role.as_str())
+            .bind(&message.content)
+            .bind(calls)
+            .bind(&message.tool_call_id)
+            .bind(&message.name)
+            .bind(&now_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if message.role == MessageRole::User {
+                let title: String = message.content.chars().take(80).collect();
+                sqlx::query("UPDATE sessions SET title = $2 WHERE id = $1 AND title IS NULL")
+                    .bind(session_id)
+                    .bind(title)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            sqlx::query("UPDATE sessions SET updated_at = $2 WHERE id = $1")
+                .bind(session_id)
+                .bind(&now_s)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(StoredMessage {
+                seq,
+                role: message.role,
+                content: message.content,
+                tool_calls: message.tool_calls,
+                tool_call_id: message.tool_call_id,
+                name: message.name,
+                created_at: now,
+            })
+        })
+    }
+
+    fn history<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, ToolError>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT seq, role, content, tool_calls, tool_call_id, name, created_at
+                 FROM session_messages WHERE session_id = $1 ORDER BY seq",
+            )
+            .bind(session_id)
+            .fetch_all(self.store.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter()
+                .map(|r| {
+                    let calls: Option<String> = r.try_get(3).map_err(db_err)?;
+                    Ok(StoredMessage {
+                        seq: r.try_get(0).map_err(db_err)?,
+                        role: MessageRole::parse(&r.try_get::<String, _>(1).map_err(db_err)?),
+                        content: r.try_get(2).map_err(db_err)?,
+                        tool_calls: calls.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default(),
+                        tool_call_id: r.try_get(4).map_err(db_err)?,
+                        name: r.try_get(5).map_err(db_err)?,
+                        created_at: ts(r.try_get(6).map_err(db_err)?),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            sqlx::query(
+                "UPDATE sessions SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3 WHERE id = $1",
+            )
+            .bind(session_id)
+            .bind(i64::try_from(usage.input_tokens).unwrap_or(i64::MAX))
+            .bind(i64::try_from(usage.output_tokens).unwrap_or(i64::MAX))
+            .execute(self.store.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
+        })
+    }
+}
