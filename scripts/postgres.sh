@@ -3,7 +3,7 @@
 # in a temporary directory, listening on loopback only (a Unix socket in the same directory as well), trust auth for
 # the local user. `start` prints the URL for HOLDFAST_TEST_DATABASE_URL; `stop DIR` stops it and removes the cluster.
 #
-#   url=$(scripts/postgres.sh start /tmp/holdfast-pg)   # PORT from HOLDFAST_PG_PORT, else 55432
+#   url=$(scripts/postgres.sh start /tmp/holdfast-pg)   # port: HOLDFAST_PG_PORT, else a free one
 #   scripts/postgres.sh stop /tmp/holdfast-pg
 set -euo pipefail
 
@@ -26,7 +26,7 @@ as_owner() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@
 case "${1:-}" in
   start)
     dir=${2:?usage: postgres.sh start DIR}
-    port=${HOLDFAST_PG_PORT:-55432}
+    port=${HOLDFAST_PG_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
     bin=$(bindir)
     rm -rf "$dir" && mkdir -p "$dir"
     if [ "$(id -u)" -eq 0 ]; then chown postgres "$dir"; fi

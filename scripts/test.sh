@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every holdfast test on a fresh machine, installing first what the tests need
-# (the npm devnet packages: anvil, solc-js, viem, the x402 reference implementation; Debian's chromium;
-# schemathesis from PyPI in a virtualenv under ~/.cache/holdfast).
+# (the npm devnet packages: anvil, solc-js, viem, the x402 reference implementation; Debian's chromium; Debian's
+# PostgreSQL server, run as a throwaway cluster for the run; schemathesis from PyPI in a virtualenv under
+# ~/.cache/holdfast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,14 @@ if [ ! -x /usr/bin/chromium ]; then
   as_root apt-get update
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 fi
+
+step "PostgreSQL for the storage tests: Debian's package, a throwaway cluster on 127.0.0.1 (scripts/postgres.sh)"
+pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pg.XXXXXX")
+trap 'scripts/postgres.sh stop "$pg_dir"' EXIT
+HOLDFAST_TEST_DATABASE_URL=$(scripts/postgres.sh start "$pg_dir")
+# Every test that takes a database from it fails, instead of skipping, if it is missing.
+export HOLDFAST_TEST_DATABASE_URL HOLDFAST_REQUIRE_POSTGRES=1
+echo "PostgreSQL at $HOLDFAST_TEST_DATABASE_URL"
 
 step "contract artifacts match their Solidity sources"
 node devnet/scripts/compile.mjs --check

@@ -198,6 +198,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     println!("  LLM: {llm}");
     println!("  inbox: {inbox_line}");
     println!("  data: {}", data_dir.display());
+    println!("  storage: {}", runtime.storage().describe());
     // Events are small and latency matters more than packet count: no Nagle delay on client sockets.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
