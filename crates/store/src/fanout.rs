@@ -2,7 +2,10 @@
 //! that session on every other instance on the same PostgreSQL database, through `LISTEN/NOTIFY`.
 //!
 //! [`PgFanout`] is the [`EventRelay`] each session's bus hands its events to. One task sends them, in the order
-//! they were published, with `pg_notify` on the channel [`CHANNEL`], tagged with this instance's id; one listening
+//! they were published, with `pg_notify` on the channel [`CHANNEL`], tagged with this instance's id and a sequence
+//! number (PostgreSQL folds identical payloads sent in one transaction into one); what queued while a batch was being
+//! sent goes out in the next, as one statement (up to [`BATCH`] events), so a burst costs one round trip, not one per
+//! event. One listening
 //! connection receives every instance's and delivers those of other instances to the local buses of their
 //! session. A notification's payload is limited (8,000 bytes): a larger event is written to
 //! `holdfast_event_spill` and the notification carries its row id.
@@ -29,6 +32,9 @@ const INLINE_MAX: usize = 7_500;
 /// Events queued for sending before new ones are dropped (with a warning), as for a lagging subscriber.
 const QUEUE: usize = 8_192;
 
+/// Most events sent in one statement.
+pub const BATCH: usize = 512;
+
 /// The spill table (PostgreSQL only).
 pub const MIGRATIONS: Component = Component {
     name: "events",
@@ -50,6 +56,9 @@ struct Envelope {
     /// Or the spill row holding it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s: Option<i64>,
+    /// The sender's sequence number: keeps two equal events of one batch distinct.
+    #[serde(default)]
+    n: u64,
 }
 
 /// The PostgreSQL event relay of one instance.
@@ -96,6 +105,14 @@ impl PgFanout {
     }
 
     async fn receive(&self, store: &PgStore, payload: &str) {
+        // The listener hears this instance's own notifications too: skip them before parsing the event.
+        if payload
+            .strip_prefix("{\"o\":\"")
+            .and_then(|rest| rest.strip_prefix(self.instance.as_str()))
+            .is_some_and(|rest| rest.starts_with('"'))
+        {
+            return;
+        }
         let Ok(envelope) = serde_json::from_str::<Envelope>(payload) else {
             tracing::warn!("event fan-out: a notification that is not an event was ignored");
             return;
@@ -153,39 +170,66 @@ impl EventRelay for PgFanout {
     }
 }
 
-/// Sends queued events in order until `cancel`.
+/// Sends queued events in order, in batches, until `cancel`.
 async fn send(store: PgStore, mut rx: mpsc::Receiver<Arc<Event>>, cancel: CancellationToken) {
-    let mut spilled = 0u64;
+    let mut sender = Sender { store, spilled: 0, seq: 0 };
+    let mut batch = Vec::with_capacity(BATCH);
     loop {
-        let event = tokio::select! {
+        tokio::select! {
             () = cancel.cancelled() => return,
-            event = rx.recv() => match event { Some(e) => e, None => return },
-        };
-        if let Err(e) = notify(&store, &event, &mut spilled).await {
-            tracing::warn!(event = event.name(), error = %e, "event fan-out: not sent to the other instances");
+            n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
         }
+        if let Err(e) = sender.notify(&batch).await {
+            tracing::warn!(events = batch.len(), error = %e, "event fan-out: not sent to the other instances");
+        }
+        batch.clear();
     }
 }
 
-async fn notify(store: &PgStore, event: &Event, spilled: &mut u64) -> Result<(), StoreError> {
-    let inline = Envelope { o: store.instance().to_owned(), e: Some(event.clone()), s: None };
-    let mut payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
-    if payload.len() > INLINE_MAX {
+struct Sender {
+    store: PgStore,
+    spilled: u64,
+    seq: u64,
+}
+
+impl Sender {
+    /// One `pg_notify` per event, in order, in one statement (one transaction).
+    async fn notify(&mut self, events: &[Arc<Event>]) -> Result<(), StoreError> {
+        let mut payloads = Vec::with_capacity(events.len());
+        for event in events {
+            payloads.push(self.payload(event).await?);
+        }
+        // A function scan yields the array's elements in order, and the projection calls pg_notify row by row.
+        sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS t(p)")
+            .bind(CHANNEL)
+            .bind(payloads)
+            .execute(self.store.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The notification for `event`: the event inline, or the id of the spill row it was written to.
+    async fn payload(&mut self, event: &Event) -> Result<String, StoreError> {
+        self.seq += 1;
+        let o = self.store.instance().to_owned();
+        let inline = Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq };
+        let payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
+        if payload.len() <= INLINE_MAX {
+            return Ok(payload);
+        }
         let body = serde_json::to_string(event).map_err(|e| StoreError::Query(e.to_string()))?;
         let id: i64 = sqlx::query_scalar("INSERT INTO holdfast_event_spill (body) VALUES ($1) RETURNING id")
             .bind(body)
-            .fetch_one(store.pool())
+            .fetch_one(self.store.pool())
             .await?;
-        *spilled += 1;
-        if spilled.is_multiple_of(100) {
+        self.spilled += 1;
+        if self.spilled.is_multiple_of(100) {
             // Listeners read a row within moments of its notification; an hour is far beyond that.
             sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
-                .execute(store.pool())
+                .execute(self.store.pool())
                 .await?;
         }
-        payload = serde_json::to_string(&Envelope { o: store.instance().to_owned(), e: None, s: Some(id) })
-            .map_err(|e| StoreError::Query(e.to_string()))?;
+        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq })
+            .map_err(|e| StoreError::Query(e.to_string()))
     }
-    sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(payload).execute(store.pool()).await?;
-    Ok(())
 }

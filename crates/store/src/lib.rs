@@ -21,6 +21,7 @@
 //! ```
 
 pub mod fanout;
+pub mod group;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
@@ -29,6 +30,7 @@ mod error;
 
 pub use error::StoreError;
 pub use fanout::PgFanout;
+pub use group::GroupCommit;
 pub use migrate::{Component, Migration};
 pub use postgres::{PgLock, PgStore};
 

@@ -181,6 +181,28 @@ pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn 
 #[derive(Clone)]
 pub struct SqliteSessionStore {
     conn: Arc<Mutex<Connection>>,
+    /// Saves of session state, group-committed: every tool call saves its session's state, and concurrent calls share
+    /// one transaction (one fsync) instead of queueing for one each.
+    states: Arc<holdfast_store::GroupCommit<StateWrite>>,
+}
+
+/// One compare-and-set of a session's saved state.
+struct StateWrite {
+    id: String,
+    revision: i64,
+    state: String,
+    now: String,
+}
+
+fn write_state(c: &Connection, w: &StateWrite) -> rusqlite::Result<usize> {
+    // Cached statements: this runs once per tool call.
+    let sql = if w.revision == 1 {
+        "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (session_id) DO NOTHING"
+    } else {
+        "UPDATE session_state SET revision = ?2, state = ?3, saved_at = ?4 WHERE session_id = ?1 AND revision = ?2 - 1"
+    };
+    c.prepare_cached(sql)?.execute(params![w.id, w.revision, w.state, w.now])
 }
 
 impl std::fmt::Debug for SqliteSessionStore {
@@ -282,7 +304,9 @@ impl SqliteSessionStore {
 
     fn init(mut conn: Connection) -> Result<Self, ToolError> {
         holdfast_store::migrate::sqlite(&mut conn, &MIGRATIONS)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        let conn = Arc::new(Mutex::new(conn));
+        let states = holdfast_store::GroupCommit::start("session-state", Arc::clone(&conn), write_state)?;
+        Ok(Self { conn, states: Arc::new(states) })
     }
 
     async fn with<T: Send + 'static>(
@@ -393,24 +417,7 @@ impl SqliteSessionStore {
         let id = session_id.to_owned();
         let rev = i64::try_from(revision).map_err(db_err)?;
         let now = Utc::now().to_rfc3339();
-        let id2 = id.clone();
-        let written = self
-            .with(move |c| {
-                if rev == 1 {
-                    c.execute(
-                        "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
-                         ON CONFLICT (session_id) DO NOTHING",
-                        params![id2, rev, state, now],
-                    )
-                } else {
-                    c.execute(
-                        "UPDATE session_state SET revision = ?2, state = ?3, saved_at = ?4
-                         WHERE session_id = ?1 AND revision = ?2 - 1",
-                        params![id2, rev, state, now],
-                    )
-                }
-            })
-            .await?;
+        let written = self.states.write(StateWrite { id: id.clone(), revision: rev, state, now }).await?;
         if written == 0 {
             return Err(conflict(&id, revision));
         }
@@ -763,6 +770,66 @@ mod tests {
         let lost = a.save_state("s", 2, "two from a".into()).await.unwrap_err();
         assert_eq!(lost.code, holdfast_core::ErrorCode::SessionConflict);
         assert_eq!(a.load_state("s").await.unwrap(), Some((2, "two from b".into())));
+    }
+
+    /// Saves batched together are each decided on their own: of two saves of one revision exactly one wins, the
+    /// loser's conflict does not fail the others of its batch, and every acknowledged save is there on reopening.
+    async fn concurrent_saves(store: Arc<dyn SessionStorage>, reopen: impl AsyncFnOnce() -> Arc<dyn SessionStorage>) {
+        const SESSIONS: usize = 40;
+        for i in 0..SESSIONS {
+            store.create(&format!("s{i}"), "http").await.unwrap();
+        }
+        let race: Vec<_> = (0..SESSIONS * 2)
+            .map(|n| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move { store.save_state(&format!("s{}", n / 2), 1, format!("one by {n}")).await })
+            })
+            .collect();
+        let mut won = 0;
+        for task in race {
+            match task.await.unwrap() {
+                Ok(()) => won += 1,
+                Err(e) => assert_eq!(e.code, holdfast_core::ErrorCode::SessionConflict),
+            }
+        }
+        assert_eq!(won, SESSIONS, "one save of revision 1 per session wins");
+        let sessions: Vec<_> = (0..SESSIONS)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    for rev in 2..=6 {
+                        store.save_state(&format!("s{i}"), rev, format!("s{i} at {rev}")).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in sessions {
+            task.await.unwrap();
+        }
+        drop(store);
+        let again = reopen().await;
+        for i in 0..SESSIONS {
+            assert_eq!(again.load_state(&format!("s{i}")).await.unwrap(), Some((6, format!("s{i} at 6"))));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_saves_are_each_decided_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holdfast.db");
+        let sqlite: Arc<dyn SessionStorage> = Arc::new(SqliteSessionStore::open(&path).unwrap());
+        concurrent_saves(sqlite, async || {
+            Arc::new(SqliteSessionStore::open(&path).unwrap()) as Arc<dyn SessionStorage>
+        })
+        .await;
+        if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+            let pg = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+            let reopen = async || {
+                let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+                Arc::new(PgSessionStore::open(pg).await.unwrap()) as Arc<dyn SessionStorage>
+            };
+            concurrent_saves(Arc::new(pg), reopen).await;
+        }
     }
 
     #[tokio::test]

@@ -1,6 +1,11 @@
 //! Sessions in PostgreSQL: what [`super::SqliteSessionStore`] keeps, in the database every instance shares, so a
 //! session created on one instance is continued on another. A state save is the same compare-and-set on the
 //! revision: two instances saving one session cannot both win (`session_conflict`, and the loser reloads).
+//!
+//! Every tool call saves its session's state, so saves are batched: one task takes every save queued while the
+//! previous batch was written and writes them with one statement over arrays (one round trip and one commit for the
+//! lot; a batch never holds two saves of one session, so each compare-and-set sees the one before it). A statement
+//! that fails fails every save of its batch; none is acknowledged unless its row was written.
 
 use super::{MIGRATIONS, MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::llm::Usage;
@@ -11,6 +16,11 @@ use holdfast_store::PgStore;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
+use std::collections::{HashSet, VecDeque};
+use tokio::sync::{mpsc, oneshot};
+
+/// Most state saves written by one statement.
+const SAVE_BATCH: usize = 256;
 
 fn db_err(e: impl std::fmt::Display) -> ToolError {
     ToolError::internal(format!("sessions: {}", holdfast_core::redact_urls(&e.to_string())))
@@ -38,13 +48,26 @@ fn info(r: &PgRow) -> Result<SessionInfo, ToolError> {
 #[derive(Debug, Clone)]
 pub struct PgSessionStore {
     store: PgStore,
+    saves: mpsc::UnboundedSender<Save>,
+}
+
+/// A queued compare-and-set of one session's state, answered with whether its row was written.
+#[derive(Debug)]
+struct Save {
+    id: String,
+    revision: i64,
+    state: String,
+    saved_at: String,
+    reply: oneshot::Sender<Result<bool, ToolError>>,
 }
 
 impl PgSessionStore {
     /// The store in `store`'s database, migrated.
     pub async fn open(store: PgStore) -> Result<Self, ToolError> {
         store.migrate(&MIGRATIONS).await?;
-        Ok(Self { store })
+        let (saves, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_saves(store.clone(), rx));
+        Ok(Self { store, saves })
     }
 
     async fn get_info(&self, id: &str) -> Result<Option<SessionInfo>, ToolError> {
@@ -65,29 +88,17 @@ impl SessionStateStore for PgSessionStore {
         state: String,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async move {
-            let rev = i64::try_from(revision).map_err(db_err)?;
-            let now = Utc::now().to_rfc3339();
-            let q = if rev == 1 {
-                sqlx::query(
-                    "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (session_id) DO NOTHING",
-                )
-            } else {
-                sqlx::query(
-                    "UPDATE session_state SET revision = $2, state = $3, saved_at = $4
-                     WHERE session_id = $1 AND revision = $2 - 1",
-                )
+            let (reply, answer) = oneshot::channel();
+            let save = Save {
+                id: session_id.to_owned(),
+                revision: i64::try_from(revision).map_err(db_err)?,
+                state,
+                saved_at: Utc::now().to_rfc3339(),
+                reply,
             };
-            let written = q
-                .bind(session_id)
-                .bind(rev)
-                .bind(state)
-                .bind(now)
-                .execute(self.store.pool())
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-            if written == 0 {
+            self.saves.send(save).map_err(|_| db_err("the state writer has stopped"))?;
+            let written = answer.await.map_err(|_| db_err("the state writer stopped before answering"))??;
+            if !written {
                 return Err(conflict(session_id, revision));
             }
             Ok(())
@@ -303,4 +314,82 @@ impl SessionStorage for PgSessionStore {
             Ok(())
         })
     }
+}
+
+/// Writes queued saves in batches until every handle on the store is dropped.
+async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
+    let mut queued = VecDeque::new();
+    let mut incoming = Vec::with_capacity(SAVE_BATCH);
+    loop {
+        if queued.is_empty() {
+            if rx.recv_many(&mut incoming, SAVE_BATCH).await == 0 {
+                return;
+            }
+        } else {
+            while incoming.len() < SAVE_BATCH
+                && let Ok(save) = rx.try_recv()
+            {
+                incoming.push(save);
+            }
+        }
+        queued.extend(incoming.drain(..));
+        // Saves in order, up to the first that names a session already in the batch (it waits for the next one).
+        let mut ids = HashSet::new();
+        let mut batch = Vec::new();
+        while batch.len() < SAVE_BATCH
+            && let Some(next) = queued.front()
+            && ids.insert(next.id.clone())
+            && let Some(save) = queued.pop_front()
+        {
+            batch.push(save);
+        }
+        match write_batch(&store, &batch).await {
+            Ok(written) => {
+                for save in batch {
+                    let _ = save.reply.send(Ok(written.contains(&save.id)));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed");
+                for save in batch {
+                    let _ = save.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// The batch's first saves (revision 1) inserted, the others compared-and-set, each with one statement over arrays:
+/// the ids of the sessions whose row was written.
+async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>, ToolError> {
+    let mut written = HashSet::new();
+    for first in [true, false] {
+        let part: Vec<&Save> = batch.iter().filter(|s| (s.revision == 1) == first).collect();
+        if part.is_empty() {
+            continue;
+        }
+        let ids: Vec<&str> = part.iter().map(|s| s.id.as_str()).collect();
+        let revisions: Vec<i64> = part.iter().map(|s| s.revision).collect();
+        let states: Vec<&str> = part.iter().map(|s| s.state.as_str()).collect();
+        let saved_at: Vec<&str> = part.iter().map(|s| s.saved_at.as_str()).collect();
+        let sql = if first {
+            "INSERT INTO session_state (session_id, revision, state, saved_at)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+             ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
+        } else {
+            "UPDATE session_state AS s SET revision = u.revision, state = u.state, saved_at = u.saved_at
+             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u(id, revision, state, saved_at)
+             WHERE s.session_id = u.id AND s.revision = u.revision - 1 RETURNING s.session_id"
+        };
+        let rows: Vec<String> = sqlx::query_scalar(sql)
+            .bind(ids)
+            .bind(revisions)
+            .bind(states)
+            .bind(saved_at)
+            .fetch_all(store.pool())
+            .await
+            .map_err(db_err)?;
+        written.extend(rows);
+    }
+    Ok(written)
 }

@@ -1,0 +1,182 @@
+//! Storage under load (a bench, not a test): tool calls per second through the HTTP API when every call writes the
+//! session's state, with one instance on the SQLite file, one on PostgreSQL and two on one PostgreSQL database,
+//! beside a bare axum handler on the same machine as the floor.
+//!
+//! ```text
+//! url=$(scripts/postgres.sh start /tmp/holdfast-bench-pg)
+//! HOLDFAST_TEST_DATABASE_URL=$url cargo bench -p holdfast-server --bench storage
+//! scripts/postgres.sh stop /tmp/holdfast-bench-pg
+//! ```
+//!
+//! The call is `register_set` with a new value each time: the register store changes, so `ToolRegistry::call`
+//! saves the session's state (a compare-and-set on its revision) before it answers: one durable write per call.
+//! Each connection has a session of its own, so calls never conflict. Knobs: `STORAGE_SECS` (seconds per run, 5),
+//! `STORAGE_CONNS` (keep-alive connections, 32). Servers and the load generator run in this one process on two
+//! 2-worker Tokio runtimes, so they share the machine's cores with each other and with PostgreSQL; "two instances"
+//! are two runtimes with their own pools and routers in that process, not two processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use holdfast_agent::Runtime;
+use holdfast_agent::access::{AccessToken, HostPolicy};
+use holdfast_core::config::ConfigDocument;
+use holdfast_server::AppState;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "bench0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+async fn listen(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// The floor: an axum handler that reads the same JSON body and answers a small JSON object.
+async fn bare() -> String {
+    let app = axum::Router::new().route(
+        "/api/sessions/{session}/tools/{tool}",
+        axum::routing::post(|axum::Json(body): axum::Json<Value>| async move {
+            axum::Json(json!({"output": {"key": body["key"], "written": true}}))
+        }),
+    );
+    listen(app).await
+}
+
+/// A `holdfast serve` router on `config` (the SQLite file in `data_dir`, or `[storage] url`; no data dir: state in
+/// memory only).
+async fn instance(config: &str, data_dir: Option<&std::path::Path>) -> String {
+    let doc = ConfigDocument::parse(None, config.to_owned()).unwrap();
+    let runtime =
+        Arc::new(Runtime::from_document_with_data_dir(doc, data_dir.map(std::path::Path::to_path_buf)).await.unwrap());
+    let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = holdfast_server::router(state, HostPolicy::loopback(addr));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+struct Run {
+    calls: usize,
+    secs: f64,
+    p50: f64,
+    p99: f64,
+}
+
+/// `conns` keep-alive connections, spread over `urls` in turn, each with its own session, each calling
+/// `register_set` with a new value until the deadline.
+async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(conns).build().unwrap();
+    let mut endpoints = Vec::new();
+    for i in 0..conns {
+        let url = &urls[i % urls.len()];
+        let session = if holdfast {
+            let created: Value = client
+                .post(format!("{url}/api/sessions"))
+                .bearer_auth(TOKEN)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            created["id"].as_str().unwrap().to_owned()
+        } else {
+            format!("s{i}")
+        };
+        endpoints.push(format!("{url}/api/sessions/{session}/tools/register_set"));
+    }
+    let run = |secs: u64| {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        endpoints
+            .iter()
+            .cloned()
+            .map(|endpoint| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    let mut n = 0u64;
+                    while Instant::now() < deadline {
+                        n += 1;
+                        let t = Instant::now();
+                        let resp = client
+                            .post(&endpoint)
+                            .bearer_auth(TOKEN)
+                            .json(&json!({"key": "note", "value": n.to_string()}))
+                            .send()
+                            .await
+                            .unwrap();
+                        let status = resp.status();
+                        let body = resp.bytes().await.unwrap();
+                        assert!(status.is_success(), "{status}: {}", String::from_utf8_lossy(&body));
+                        lat.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    lat
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    for h in run(1) {
+        h.await.unwrap(); // warm-up: connections open, sessions loaded
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    for h in run(secs) {
+        all.extend(h.await.unwrap());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    all.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0.0);
+    Run { calls: all.len(), secs, p50: at(0.5), p99: at(0.99) }
+}
+
+fn main() {
+    let secs = env_or("STORAGE_SECS", 5);
+    let conns = env_or("STORAGE_CONNS", 32) as usize;
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+
+    let Some(db) = client_rt.block_on(holdfast_testkit::postgres::fresh_database()) else {
+        panic!("set HOLDFAST_TEST_DATABASE_URL (scripts/postgres.sh start DIR) to run the PostgreSQL rows");
+    };
+    let pg_config = format!("[storage]\nurl = \"{}\"\n", db.expose());
+
+    let floor = server_rt.block_on(bare());
+    let memory = server_rt.block_on(instance("", None));
+    let sqlite = server_rt.block_on(instance("", Some(&tmp.path().join("sqlite"))));
+    let pg_one = server_rt.block_on(instance(&pg_config, Some(&tmp.path().join("pg-one"))));
+    let pg_a = server_rt.block_on(instance(&pg_config, Some(&tmp.path().join("pg-a"))));
+    let pg_b = server_rt.block_on(instance(&pg_config, Some(&tmp.path().join("pg-b"))));
+
+    println!("\n## tool calls that write the session's state, {conns} keep-alive connections, {secs} s each\n");
+    println!("| server | calls/s | p50 | p99 | calls |");
+    println!("|---|---|---|---|---|");
+    let runs: [(&str, Vec<String>, bool); 5] = [
+        ("floor: bare axum handler, same JSON in and out", vec![floor], false),
+        ("holdfast, one instance, no data dir (state in memory: the path without storage)", vec![memory], true),
+        ("holdfast, one instance, SQLite file (WAL, synchronous = FULL)", vec![sqlite], true),
+        ("holdfast, one instance, PostgreSQL", vec![pg_one], true),
+        ("holdfast, two instances, one PostgreSQL (connections split)", vec![pg_a, pg_b], true),
+    ];
+    for (name, urls, holdfast) in runs {
+        let r = client_rt.block_on(load(&urls, conns, secs, holdfast));
+        println!(
+            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+            r.calls as f64 / r.secs,
+            r.p50 / 1000.0,
+            r.p99 / 1000.0,
+            r.calls
+        );
+    }
+    client_rt.shutdown_timeout(Duration::from_secs(1));
+    server_rt.shutdown_timeout(Duration::from_secs(1));
+}

@@ -1,0 +1,131 @@
+//! Group commit for the SQLite file: writes queued by many tasks while one transaction commits are applied together
+//! in the next one, so `synchronous = FULL` costs one fsync per batch rather than one per write, and each caller is
+//! answered only after the transaction holding its write has committed (an acknowledged write is on disk).
+//!
+//! Each write runs inside its own savepoint: one that fails (a constraint, a bad value) is rolled back alone and
+//! answered with its error, the others in the batch still commit. When the transaction itself cannot begin or commit
+//! (disk full, I/O error), every write of the batch is answered with that error and nothing of it is kept.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! let conn = holdfast_store::sqlite::open_memory().unwrap();
+//! conn.execute_batch("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)").unwrap();
+//! let conn = Arc::new(parking_lot::Mutex::new(conn));
+//! let writer = holdfast_store::GroupCommit::start("kv", Arc::clone(&conn), |c, (k, v): &(String, String)| {
+//!     c.execute("INSERT INTO kv (k, v) VALUES (?1, ?2)", [k, v])
+//! })
+//! .unwrap();
+//! assert_eq!(writer.write(("a".into(), "1".into())).await.unwrap(), 1);
+//! // The second insert of the same key fails alone.
+//! assert!(writer.write(("a".into(), "2".into())).await.is_err());
+//! let n: i64 = conn.lock().query_row("SELECT COUNT(*) FROM kv", [], |r| r.get(0)).unwrap();
+//! assert_eq!(n, 1);
+//! # });
+//! ```
+
+use crate::StoreError;
+use parking_lot::Mutex;
+use rusqlite::Connection;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Most writes committed in one transaction (a bound on how long the connection is held at a time).
+const BATCH: usize = 256;
+
+type Reply = oneshot::Sender<Result<usize, StoreError>>;
+
+/// A writer thread that commits queued writes of type `W` in batches, on a connection it shares with other users
+/// (who take the same lock). Dropping the last handle lets the thread finish what is queued and stop.
+pub struct GroupCommit<W> {
+    queue: mpsc::UnboundedSender<(W, Reply)>,
+}
+
+impl<W> std::fmt::Debug for GroupCommit<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").finish_non_exhaustive()
+    }
+}
+
+impl<W: Send + 'static> GroupCommit<W> {
+    /// Starts the writer thread `holdfast-<name>-writer`; `apply` performs one write and returns the rows it changed.
+    pub fn start<F>(name: &str, conn: Arc<Mutex<Connection>>, apply: F) -> Result<Self, StoreError>
+    where
+        F: Fn(&Connection, &W) -> rusqlite::Result<usize> + Send + 'static,
+    {
+        let (queue, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name(format!("holdfast-{name}-writer"))
+            .spawn(move || run(rx, &conn, &apply))
+            .map_err(|e| StoreError::Query(format!("cannot start the {name} writer thread: {e}")))?;
+        Ok(Self { queue })
+    }
+
+    /// Queues `write` and waits until the transaction holding it has committed: the rows it changed, or why it was
+    /// not written.
+    pub async fn write(&self, write: W) -> Result<usize, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.send((write, reply)).map_err(|_| StoreError::Query("the writer thread has stopped".into()))?;
+        answer.await.map_err(|_| StoreError::Query("the writer thread stopped before answering".into()))?
+    }
+}
+
+fn run<W, F>(mut rx: mpsc::UnboundedReceiver<(W, Reply)>, conn: &Mutex<Connection>, apply: &F)
+where
+    F: Fn(&Connection, &W) -> rusqlite::Result<usize>,
+{
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let results = commit(&conn.lock(), &batch, apply);
+        for ((_, reply), result) in batch.drain(..).zip(results) {
+            // A caller that stopped waiting (cancelled) does not need the answer; its write stands either way.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// One transaction for the whole batch, a savepoint per write.
+fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> Vec<Result<usize, StoreError>>
+where
+    F: Fn(&Connection, &W) -> rusqlite::Result<usize>,
+{
+    // rusqlite's error is not Clone: every write of the batch gets the same message.
+    let all = |e: &rusqlite::Error| batch.iter().map(|_| Err(StoreError::Query(e.to_string()))).collect();
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return all(&e);
+    }
+    let mut results = Vec::with_capacity(batch.len());
+    for (write, _) in batch {
+        let one = run_cached(conn, "SAVEPOINT w").and_then(|()| match apply(conn, write) {
+            Ok(n) => run_cached(conn, "RELEASE w").map(|()| n),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK TO w; RELEASE w");
+                Err(e)
+            }
+        });
+        if let Err(e) = &one
+            && conn.is_autocommit()
+        {
+            // SQLite rolled the whole transaction back (disk full, I/O error): nothing of the batch is kept.
+            return all(e);
+        }
+        results.push(one.map_err(StoreError::from));
+    }
+    if let Err(e) = conn.execute_batch("COMMIT") {
+        let _ = conn.execute_batch("ROLLBACK");
+        return all(&e);
+    }
+    results
+}
+
+/// A statement without parameters, parsed once per connection.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
