@@ -231,10 +231,17 @@ impl Runtime {
 
         let memory_config: MemoryConfig = doc.section_or_default("memory")?;
         let data_dir = services.config.data_dir.clone();
-        let memory = match &data_dir {
-            Some(dir) => AgentRuntime::open_dir(dir, memory_config).await?,
-            None => AgentRuntime::ephemeral(memory_config).await?,
+        let db = match &data_dir {
+            Some(dir) => holdfast_memory::Database::open(dir.join(holdfast_memory::db::DEFAULT_DB_FILE))?,
+            None => holdfast_memory::Database::open_in_memory()?,
         };
+        let mut memory = AgentRuntime::builder(db).config(memory_config);
+        if let holdfast_store::Storage::Postgres(pg) = &storage {
+            // Memory blocks are shared by every instance; messages, tasks and reminders stay in this instance's file.
+            let store = holdfast_memory::PgMemoryStore::open(pg.url().clone()).await?;
+            memory = memory.memory_store(Arc::new(store));
+        }
+        let memory = memory.build().await?;
         let scheduler = memory.start_scheduler();
         let agent = memory.agent(AGENT_ID).await?;
         let sessions = crate::sessions::open_sessions(&storage).await?;

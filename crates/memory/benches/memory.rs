@@ -1,7 +1,9 @@
 //! Memory benchmarks, each with a naive baseline in the same run (results in docs/benchmarks-memory.md):
 //! - `update_memory` through the registry, persisted (SQLite file, WAL) vs the in-memory store;
 //! - `search_memory` over 10,000 blocks: FTS5 (through the tool, and the store alone) vs a naive `LIKE` scan
-//!   ranked in Rust, and vs the in-memory store's naive scan.
+//!   ranked in Rust, and vs the in-memory store's naive scan;
+//! - `search_memory` over 100,000 blocks, store alone: SQLite FTS5 vs PostgreSQL text search (when
+//!   `HOLDFAST_TEST_DATABASE_URL` names a server: `scripts/postgres.sh start DIR` prints one), vs the `LIKE` scan.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -35,12 +37,16 @@ fn word(i: usize) -> String {
 
 /// Block values with a skewed word distribution (low word numbers are common), from a fixed LCG seed.
 fn values() -> Vec<String> {
+    values_n(BLOCKS)
+}
+
+fn values_n(blocks: usize) -> Vec<String> {
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         (state >> 33) as usize
     };
-    (0..BLOCKS)
+    (0..blocks)
         .map(|_| {
             (0..WORDS_PER_BLOCK)
                 .map(|_| {
@@ -156,9 +162,86 @@ fn bench_search(c: &mut Criterion) {
     group.finish();
 }
 
+/// Puts `values` as blocks `block000000…` of agent `bench` in `store`, 8 writers at a time.
+fn load(rt: &tokio::runtime::Runtime, store: &Arc<dyn MemoryStore>, values: &[String]) {
+    let started = std::time::Instant::now();
+    let chunks: Vec<Vec<(usize, String)>> = values
+        .iter()
+        .cloned()
+        .enumerate()
+        .collect::<Vec<_>>()
+        .chunks(values.len().div_ceil(8))
+        .map(<[_]>::to_vec)
+        .collect();
+    rt.block_on(async {
+        let tasks: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let memory =
+                    holdfast_memory::Memory::new(holdfast_memory::AgentId::new("bench").unwrap(), store.clone());
+                tokio::spawn(async move {
+                    for (i, v) in chunk {
+                        memory.put_block(BlockSpec::new(format!("block{i:06}"), v)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    eprintln!("loaded {} blocks into {} in {:.1} s", values.len(), store.kind(), started.elapsed().as_secs_f64());
+}
+
+fn bench_search_100k(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join(holdfast_memory::DEFAULT_DB_FILE)).unwrap();
+    // Loading is not what is measured: no fsync per block while it runs.
+    db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = OFF")?)).unwrap();
+    let sqlite: Arc<dyn MemoryStore> = Arc::new(holdfast_memory::SqliteMemoryStore::new(db.clone()));
+    let values = values_n(N);
+    load(&rt, &sqlite, &values);
+    db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = FULL; PRAGMA optimize;")?)).unwrap();
+    let postgres = rt.block_on(holdfast_testkit::postgres::fresh_database()).map(|url| {
+        let store: Arc<dyn MemoryStore> = Arc::new(rt.block_on(holdfast_memory::PgMemoryStore::open(url)).unwrap());
+        load(&rt, &store, &values);
+        store
+    });
+    let query = format!("{} {}", word(1500), word(2200));
+    let terms = query_terms(&query);
+
+    let mut group = c.benchmark_group("search_memory_100k_blocks");
+    group.bench_function("sqlite_fts5", |b| b.iter(|| black_box(sqlite.search("bench", &terms, 10).unwrap())));
+    match &postgres {
+        Some(pg) => {
+            group.bench_function("postgres_text_search", |b| {
+                b.iter(|| black_box(pg.search("bench", &terms, 10).unwrap()))
+            });
+        }
+        None => eprintln!("search_memory_100k_blocks/postgres_text_search: skipped (no HOLDFAST_TEST_DATABASE_URL)"),
+    }
+    group.bench_function("naive_like_scan", |b| {
+        b.iter(|| {
+            let n: i64 = db
+                .with_conn(|c| {
+                    Ok(c.query_row(
+                        "SELECT COUNT(*) FROM memory_blocks WHERE agent_id = 'bench' AND (value LIKE ?1 OR value LIKE ?2)",
+                        rusqlite::params![format!("%{}%", terms[0]), format!("%{}%", terms[1])],
+                        |r| r.get(0),
+                    )?)
+                })
+                .unwrap();
+            black_box(n)
+        })
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default().sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3))
 }
 
-criterion_group! { name = benches; config = config(); targets = bench_update, bench_search }
+criterion_group! { name = benches; config = config(); targets = bench_update, bench_search, bench_search_100k }
 criterion_main!(benches);

@@ -1,8 +1,9 @@
 //! # holdfast-memory
 //!
-//! The built-in agent tools and the state behind them, persisted in SQLite:
+//! The built-in agent tools and the state behind them, persisted in SQLite (memory blocks also in PostgreSQL):
 //!
-//! - **Memory blocks** ([`Memory`], [`MemoryStore`], [`SqliteMemoryStore`], [`InMemoryStore`]): label, value,
+//! - **Memory blocks** ([`Memory`], [`MemoryStore`], [`SqliteMemoryStore`], [`PgMemoryStore`], [`InMemoryStore`]):
+//!   label, value,
 //!   description, permission, soft character budget, pinned flag, timestamps; every edit kept in a history; one
 //!   permission check ([`blocks::permission::authorize`]) below all tools; a deterministic renderer ([`render_blocks`]).
 //! - **Messaging** ([`MessageRouter`]): to the user (outbox + `message.outbox` event), to another agent (durable
@@ -33,7 +34,7 @@ pub use agent_id::AgentId;
 pub use blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Modified, Permission};
 pub use blocks::memory::{Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
 pub use blocks::render::render_blocks;
-pub use blocks::store::{EditFn, InMemoryStore, MemoryStore, SqliteMemoryStore};
+pub use blocks::store::{EditFn, InMemoryStore, MemoryStore, PgMemoryStore, SqliteMemoryStore};
 pub use builtin::{BUILTIN_TOOL_NAMES, BuiltinTools, BuiltinToolsBuilder, CORE_TOOL_NAMES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{DEFAULT_DB_FILE, Database};

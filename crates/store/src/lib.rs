@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod blocking;
 pub mod fanout;
 pub mod group;
 pub mod migrate;
@@ -28,6 +29,7 @@ pub mod sqlite;
 
 mod error;
 
+pub use blocking::BlockingPg;
 pub use error::StoreError;
 pub use fanout::PgFanout;
 pub use group::GroupCommit;

@@ -2,4 +2,5 @@
 
 mod common;
 mod runtime;
+mod stores;
 mod tools;

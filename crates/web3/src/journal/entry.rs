@@ -246,7 +246,7 @@ pub struct DayCap {
     pub kinds: &'static [EntryKind],
 }
 
-/// What [`Journal::reserve`] did.
+/// What [`super::Journal::reserve`] did.
 #[derive(Debug, Clone)]
 pub enum Reserved {
     /// A new entry holds the reservation.

@@ -18,7 +18,7 @@
 //! balance-delta simulation) is journaled as `refused` with the reason, and reserves nothing.
 //!
 //! Where it is kept: the SQLite file `DATA_DIR/holdfast.db` (or memory), or PostgreSQL (`[storage] url`), behind one
-//! trait ([`store`]); the statements are shared ([`sql`]).
+//! trait (the `store` module); the statements are shared (the `sql` module).
 
 mod entry;
 mod postgres;

@@ -1,6 +1,6 @@
-//! Where the journal is kept: the [`JournalStore`] trait, with the SQLite file ([`super::sqlite`]) and PostgreSQL
-//! ([`super::postgres`]) behind it. The rules — what counts against a cap, which transition is allowed, what is
-//! logged — live in [`super::Journal`] and in the statements both share ([`super::sql`]); a store runs them and
+//! Where the journal is kept: the `JournalStore` trait, with the SQLite file (module `sqlite`) and PostgreSQL
+//! (module `postgres`) behind it. The rules — what counts against a cap, which transition is allowed, what is
+//! logged — live in [`super::Journal`] and in the statements both share (module `sql`); a store runs them and
 //! supplies the two things that differ: its transaction for a reservation, and its wallet lock.
 
 use super::entry::{DayCap, EntryKind, JournalEntry};

@@ -1,14 +1,17 @@
-//! Where memory blocks live: the [`MemoryStore`] trait and its two implementations, [`SqliteMemoryStore`] (the
-//! embedded default: a real file in WAL mode, full-text indexed) and [`InMemoryStore`].
+//! Where memory blocks live: the [`MemoryStore`] trait and its implementations, [`SqliteMemoryStore`] (the
+//! embedded default: a real file in WAL mode, full-text indexed with FTS5), [`PgMemoryStore`] (PostgreSQL, shared by
+//! several instances, full-text indexed with PostgreSQL's text search) and [`InMemoryStore`].
 //!
 //! A store is storage only: it applies an edit atomically and keeps the history. Deciding whether an edit is allowed
 //! (permissions) and what the new value is happens in [`crate::Memory`], inside the store's atomic
 //! [`MemoryStore::modify`].
 
 mod in_memory;
+mod postgres;
 mod sqlite;
 
 pub use in_memory::InMemoryStore;
+pub use postgres::PgMemoryStore;
 pub use sqlite::SqliteMemoryStore;
 
 use crate::blocks::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
@@ -70,7 +73,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         true
     }
 
-    /// A short name for documentation and diagnostics (`sqlite`, `in_memory`).
+    /// A short name for documentation and diagnostics (`sqlite`, `postgres`, `in_memory`).
     fn kind(&self) -> &'static str;
 }
 

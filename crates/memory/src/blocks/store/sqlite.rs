@@ -279,11 +279,11 @@ fn hit(r: &Row<'_>, source: HitSource) -> rusqlite::Result<TextHit> {
     Ok(TextHit { label: r.get(0)?, source, snippet: r.get(1)?, score: -rank, at: time_col(r, 3)? })
 }
 
-fn encode_vector(v: &[f32]) -> Vec<u8> {
+pub(super) fn encode_vector(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+pub(super) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 

@@ -1,0 +1,369 @@
+//! The PostgreSQL memory store: what [`super::SqliteMemoryStore`] keeps, in the database several instances share, so
+//! an agent's memory is one memory whichever instance serves it. Full-text search is PostgreSQL's own: a generated
+//! `tsvector` column (the `english` configuration: stemming and stop words, like FTS5's porter tokenizer) with a
+//! GIN index on block values and on the values edits replaced; ranking by `ts_rank_cd`, snippets by `ts_headline`.
+//!
+//! An edit is atomic per block across instances: its transaction first takes a transaction-scoped advisory lock on
+//! (agent, label), so a second edit of the same block — on this instance or another, even of a block that does not
+//! exist yet — waits, then reads what the first wrote. Edits of different blocks run in parallel.
+//!
+//! The [`MemoryStore`] trait is synchronous; queries run through [`BlockingPg`] (a pool on a runtime of its own).
+
+use super::{CachedEmbedding, EditFn, MemoryStore, edit_entry};
+use crate::blocks::block::{BlockEdit, EditOp, MemoryBlock, Modified, Permission};
+use crate::clock::{fmt_time, parse_time};
+use crate::error::{MemoryError, Result};
+use crate::search::query::{HitSource, TextHit, merge_hits};
+use holdfast_store::migrate::{Component, Migration, SqliteStep};
+use holdfast_store::{BlockingPg, PgStore};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+/// The memory tables in PostgreSQL (the SQLite file has its own, see [`crate::Database`]).
+const MIGRATIONS: Component = Component {
+    name: "memory",
+    migrations: &[Migration { version: 1, sqlite: SqliteStep::Sql(""), postgres: SCHEMA }],
+};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memory_blocks (
+    id          BIGSERIAL PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    description TEXT,
+    permission  TEXT NOT NULL CHECK (permission IN ('read_only', 'append', 'read_write')),
+    char_limit  BIGINT NOT NULL,
+    pinned      BOOLEAN NOT NULL DEFAULT false,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    search      tsvector GENERATED ALWAYS AS (to_tsvector('english', value)) STORED,
+    UNIQUE (agent_id, label)
+);
+CREATE INDEX IF NOT EXISTS memory_blocks_search ON memory_blocks USING GIN (search);
+CREATE TABLE IF NOT EXISTS memory_history (
+    id        BIGSERIAL PRIMARY KEY,
+    agent_id  TEXT NOT NULL,
+    label     TEXT NOT NULL,
+    actor     TEXT NOT NULL,
+    op        TEXT NOT NULL,
+    old_value TEXT,
+    new_value TEXT NOT NULL,
+    at        TEXT NOT NULL,
+    search    tsvector GENERATED ALWAYS AS (
+        to_tsvector('english', CASE WHEN old_value IS DISTINCT FROM new_value THEN coalesce(old_value, '') ELSE '' END)
+    ) STORED
+);
+CREATE INDEX IF NOT EXISTS memory_history_by_block ON memory_history (agent_id, label, id);
+CREATE INDEX IF NOT EXISTS memory_history_search ON memory_history USING GIN (search);
+CREATE TABLE IF NOT EXISTS memory_embeddings (
+    agent_id     TEXT NOT NULL,
+    label        TEXT NOT NULL,
+    model        TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector       BYTEA NOT NULL,
+    PRIMARY KEY (agent_id, label, model)
+);
+";
+
+const BLOCK_COLUMNS: &str = "label, value, description, permission, char_limit, pinned, created_at, updated_at";
+
+/// The snippet: one fragment around the matches, marked like the SQLite store's.
+const HEADLINE: &str = "StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1, FragmentDelimiter=…";
+
+/// Memory blocks in PostgreSQL. Clones share the pool.
+#[derive(Debug, Clone)]
+pub struct PgMemoryStore {
+    pg: BlockingPg,
+}
+
+fn pg_err(e: impl std::fmt::Display) -> MemoryError {
+    MemoryError::internal(format!("memory database: {}", holdfast_core::redact_urls(&e.to_string())))
+}
+
+fn time(s: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    parse_time(s).ok_or_else(|| pg_err(format!("bad time {s:?}")))
+}
+
+fn block(r: &PgRow) -> Result<MemoryBlock> {
+    let permission: String = r.try_get(3).map_err(pg_err)?;
+    let limit: i64 = r.try_get(4).map_err(pg_err)?;
+    Ok(MemoryBlock {
+        label: r.try_get(0).map_err(pg_err)?,
+        value: r.try_get(1).map_err(pg_err)?,
+        description: r.try_get(2).map_err(pg_err)?,
+        permission: Permission::parse(&permission).ok_or_else(|| pg_err(format!("bad permission {permission:?}")))?,
+        char_limit: usize::try_from(limit).unwrap_or(0),
+        pinned: r.try_get(5).map_err(pg_err)?,
+        created_at: time(&r.try_get::<String, _>(6).map_err(pg_err)?)?,
+        updated_at: time(&r.try_get::<String, _>(7).map_err(pg_err)?)?,
+    })
+}
+
+fn hit(r: &PgRow, source: HitSource) -> Result<TextHit> {
+    Ok(TextHit {
+        label: r.try_get(0).map_err(pg_err)?,
+        source,
+        snippet: r.try_get(1).map_err(pg_err)?,
+        score: f64::from(r.try_get::<f32, _>(2).map_err(pg_err)?),
+        at: time(&r.try_get::<String, _>(3).map_err(pg_err)?)?,
+    })
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The tsquery text for the terms: each quoted as a lexeme, joined by `|` (any term matches; more matching terms
+/// rank higher). Terms are letters and digits only ([`crate::search::query::query_terms`]); quotes are doubled all
+/// the same.
+fn ts_query(terms: &[String]) -> String {
+    terms.iter().map(|t| format!("'{}'", t.replace('\'', "''"))).collect::<Vec<_>>().join(" | ")
+}
+
+/// Takes the advisory lock of one block for the rest of the transaction.
+async fn lock_block(tx: &mut sqlx::PgConnection, agent: &str, label: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.memory/' || $1 || '/' || $2, 0))")
+        .bind(agent)
+        .bind(label)
+        .execute(tx)
+        .await
+        .map_err(pg_err)?;
+    Ok(())
+}
+
+impl PgMemoryStore {
+    /// The store in `url`'s database (its own pool), migrated.
+    pub async fn open(url: holdfast_core::config::DatabaseUrl) -> Result<Self> {
+        let pg = BlockingPg::connect(url).await.map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&MIGRATIONS).await }).await.map_err(pg_err)?;
+        Ok(Self { pg })
+    }
+}
+
+impl MemoryStore for PgMemoryStore {
+    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
+        self.pg.run(|store| async move {
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(agent)
+                .bind(label)
+                .fetch_optional(store.pool())
+                .await
+                .map_err(pg_err)?;
+            row.as_ref().map(block).transpose()
+        })
+    }
+
+    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
+        self.pg.run(|store| async move {
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 ORDER BY label");
+            let rows =
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(store.pool()).await.map_err(pg_err)?;
+            rows.iter().map(block).collect()
+        })
+    }
+
+    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified> {
+        self.pg.run(|store| async move {
+            let mut tx = store.pool().begin().await.map_err(pg_err)?;
+            lock_block(&mut tx, agent, label).await?;
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(agent)
+                .bind(label)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            let before = row.as_ref().map(block).transpose()?;
+            let Some(write) = edit(before.as_ref())? else {
+                return Ok(Modified { before, after: None });
+            };
+            if write.block.label != label {
+                return Err(MemoryError::internal("an edit may not rename a block"));
+            }
+            let b = &write.block;
+            sqlx::query(
+                "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned,
+                     created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (agent_id, label) DO UPDATE SET
+                     value = excluded.value, description = excluded.description, permission = excluded.permission,
+                     char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at",
+            )
+            .bind(agent)
+            .bind(&b.label)
+            .bind(&b.value)
+            .bind(&b.description)
+            .bind(b.permission.as_str())
+            .bind(to_i64(b.char_limit))
+            .bind(b.pinned)
+            .bind(fmt_time(b.created_at))
+            .bind(fmt_time(b.updated_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            let entry = edit_entry(0, before.as_ref(), &write);
+            sqlx::query(
+                "INSERT INTO memory_history (agent_id, label, actor, op, old_value, new_value, at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(agent)
+            .bind(&entry.label)
+            .bind(&entry.actor)
+            .bind(entry.op.as_str())
+            .bind(&entry.old)
+            .bind(&entry.new)
+            .bind(fmt_time(entry.at))
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok(Modified { before, after: Some(write.block) })
+        })
+    }
+
+    fn delete(&self, agent: &str, label: &str) -> Result<bool> {
+        self.pg.run(|store| async move {
+            let mut tx = store.pool().begin().await.map_err(pg_err)?;
+            lock_block(&mut tx, agent, label).await?;
+            let deleted = sqlx::query("DELETE FROM memory_blocks WHERE agent_id = $1 AND label = $2")
+                .bind(agent)
+                .bind(label)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?
+                .rows_affected();
+            sqlx::query("DELETE FROM memory_embeddings WHERE agent_id = $1 AND label = $2")
+                .bind(agent)
+                .bind(label)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok(deleted > 0)
+        })
+    }
+
+    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
+        self.pg.run(|store| async move {
+            let rows = sqlx::query(
+                "SELECT id, label, actor, op, old_value, new_value, at FROM memory_history
+                 WHERE agent_id = $1 AND label = $2 ORDER BY id DESC LIMIT $3",
+            )
+            .bind(agent)
+            .bind(label)
+            .bind(to_i64(limit))
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            rows.iter()
+                .map(|r| {
+                    let op: String = r.try_get(3).map_err(pg_err)?;
+                    Ok(BlockEdit {
+                        id: r.try_get(0).map_err(pg_err)?,
+                        label: r.try_get(1).map_err(pg_err)?,
+                        actor: r.try_get(2).map_err(pg_err)?,
+                        op: EditOp::parse(&op).unwrap_or(EditOp::System),
+                        old: r.try_get(4).map_err(pg_err)?,
+                        new: r.try_get(5).map_err(pg_err)?,
+                        at: time(&r.try_get::<String, _>(6).map_err(pg_err)?)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let query = ts_query(terms);
+        self.pg.run(|store| async move {
+            // The best `limit` blocks by rank first, then a snippet for those only.
+            let values = sqlx::query(
+                "SELECT t.label, ts_headline('english', t.value, q, $4), t.rank, t.updated_at
+                 FROM (SELECT b.label, b.value, ts_rank_cd(b.search, q) AS rank, b.updated_at, q
+                       FROM memory_blocks b, to_tsquery('english', $2) q
+                       WHERE b.agent_id = $1 AND b.search @@ q
+                       ORDER BY rank DESC, b.label LIMIT $3) t
+                 ORDER BY t.rank DESC, t.label",
+            )
+            .bind(agent)
+            .bind(&query)
+            .bind(to_i64(limit))
+            .bind(HEADLINE)
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            let value_hits = values.iter().map(|r| hit(r, HitSource::Value)).collect::<Result<Vec<_>>>()?;
+            let matched: Vec<&str> = value_hits.iter().map(|h| h.label.as_str()).collect();
+            // The best replaced value per block whose current value did not match.
+            let history = sqlx::query(
+                "SELECT t.label, ts_headline('english', t.old_value, q, $5), t.rank, t.at
+                 FROM (SELECT DISTINCT ON (h.label) h.label, h.old_value, ts_rank_cd(h.search, q) AS rank, h.at, q
+                       FROM memory_history h, to_tsquery('english', $2) q
+                       WHERE h.agent_id = $1 AND h.search @@ q AND NOT (h.label = ANY($3))
+                       ORDER BY h.label, rank DESC, h.id DESC) t
+                 ORDER BY t.rank DESC, t.label LIMIT $4",
+            )
+            .bind(agent)
+            .bind(&query)
+            .bind(&matched)
+            .bind(to_i64(limit))
+            .bind(HEADLINE)
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            let history_hits = history.iter().map(|r| hit(r, HitSource::History)).collect::<Result<Vec<_>>>()?;
+            Ok(merge_hits(value_hits, history_hits, limit))
+        })
+    }
+
+    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
+        self.pg.run(|store| async move {
+            let rows = sqlx::query(
+                "SELECT label, content_hash, vector FROM memory_embeddings WHERE agent_id = $1 AND model = $2",
+            )
+            .bind(agent)
+            .bind(model)
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            rows.iter()
+                .map(|r| {
+                    let bytes: Vec<u8> = r.try_get(2).map_err(pg_err)?;
+                    Ok(CachedEmbedding {
+                        label: r.try_get(0).map_err(pg_err)?,
+                        content_hash: r.try_get(1).map_err(pg_err)?,
+                        vector: super::sqlite::decode_vector(&bytes),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
+        let bytes = super::sqlite::encode_vector(&e.vector);
+        self.pg.run(|store| async move {
+            sqlx::query(
+                "INSERT INTO memory_embeddings (agent_id, label, model, content_hash, vector) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (agent_id, label, model)
+                 DO UPDATE SET content_hash = excluded.content_hash, vector = excluded.vector",
+            )
+            .bind(agent)
+            .bind(&e.label)
+            .bind(model)
+            .bind(&e.content_hash)
+            .bind(bytes)
+            .execute(store.pool())
+            .await
+            .map_err(pg_err)?;
+            Ok(())
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+}

@@ -1,0 +1,146 @@
+//! One memory-store conformance suite, run on every store: the SQLite file (the embedded default), PostgreSQL (when
+//! `HOLDFAST_TEST_DATABASE_URL` names a server; `scripts/test.sh` starts one and requires it) and, for what does not
+//! depend on a text index, the in-memory store. Then what only a shared database can show: two instances editing one
+//! agent's memory lose no edit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use holdfast_memory::search::query::HitSource;
+use holdfast_memory::{AgentId, EditOp, Memory, MemoryStore, PgMemoryStore, SqliteMemoryStore};
+use holdfast_memory::{BlockSpec, InMemoryStore};
+use std::sync::Arc;
+
+fn memory(store: &Arc<dyn MemoryStore>, agent: &str) -> Memory {
+    Memory::new(AgentId::new(agent).unwrap(), Arc::clone(store))
+}
+
+/// What every store does alike.
+async fn basics(store: Arc<dyn MemoryStore>) {
+    let kind = store.kind();
+    let alice = memory(&store, "alice");
+    let bob = memory(&store, "bob");
+    let created = alice.update("human", "Name: Alice".into(), Some("who".into()), "test").await.unwrap();
+    assert!(created.created, "{kind}");
+    alice.append("human", "Likes: tea".into(), "test").await.unwrap();
+    alice.replace("human", "tea".into(), "green tea".into(), "test").await.unwrap();
+    let block = alice.get("human").await.unwrap().unwrap();
+    assert_eq!(block.value, "Name: Alice\nLikes: green tea", "{kind}");
+    assert_eq!(block.description.as_deref(), Some("who"), "{kind}");
+    assert!(bob.get("human").await.unwrap().is_none(), "{kind}: agents do not see each other's blocks");
+
+    let history = alice.history("human", 10).await.unwrap();
+    let ops: Vec<EditOp> = history.iter().map(|e| e.op).collect();
+    assert_eq!(ops, vec![EditOp::Replace, EditOp::Append, EditOp::Create], "{kind}: newest first");
+    assert_eq!(history[0].old.as_deref(), Some("Name: Alice\nLikes: tea"), "{kind}");
+    assert_eq!(alice.history("human", 1).await.unwrap().len(), 1, "{kind}: the limit holds");
+
+    alice.put_block(BlockSpec::new("persona", "I am a careful assistant.")).await.unwrap();
+    let labels: Vec<String> = alice.blocks().await.unwrap().into_iter().map(|b| b.label).collect();
+    assert_eq!(labels, vec!["human".to_owned(), "persona".to_owned()], "{kind}: ordered by label");
+
+    // A failed edit (no match) writes nothing, not even history.
+    assert!(alice.replace("human", "coffee".into(), "x".into(), "test").await.is_err());
+    assert_eq!(alice.history("human", 10).await.unwrap().len(), 3, "{kind}");
+
+    assert!(alice.delete_block("persona").await.unwrap(), "{kind}");
+    assert!(!alice.delete_block("persona").await.unwrap(), "{kind}: gone");
+    assert!(alice.get("persona").await.unwrap().is_none(), "{kind}");
+
+    // 16 concurrent appends to one block: none is lost.
+    alice.put_block(BlockSpec::new("log", "start")).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let m = memory(&store, "alice");
+            tokio::spawn(async move { m.append("log", format!("entry {i}"), "test").await.unwrap() })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let log = alice.get("log").await.unwrap().unwrap().value;
+    for i in 0..16 {
+        assert!(log.lines().any(|l| l == format!("entry {i}")), "{kind}: entry {i} lost from {log:?}");
+    }
+}
+
+/// What a store with a text index does: stemming, ranking, snippets, hits in replaced values.
+async fn search(store: Arc<dyn MemoryStore>) {
+    let kind = store.kind();
+    let m = memory(&store, "searcher");
+    m.update("trips", "Alice is travelling to Lisbon in May, then Porto.".into(), None, "test").await.unwrap();
+    m.update("wallet", "Main wallet holds USDC and a little ETH for gas.".into(), None, "test").await.unwrap();
+    m.update("old_plan", "Planned to swap everything into DAI.".into(), None, "test").await.unwrap();
+    m.update("old_plan", "Now keeping stablecoins as they are.".into(), None, "test").await.unwrap();
+    let other = memory(&store, "someone_else");
+    other.update("trips", "Travelling to Lisbon too.".into(), None, "test").await.unwrap();
+
+    let found = m.search("travel lisbon", None).await.unwrap();
+    let labels: Vec<&str> = found.hits.iter().map(|h| h.label.as_str()).collect();
+    assert_eq!(labels, vec!["trips"], "{kind}: stemmed (travel ~ travelling), this agent's blocks only");
+    let hit = &found.hits[0];
+    assert_eq!(hit.source, HitSource::Value, "{kind}");
+    assert!(hit.snippet.contains("[Lisbon]"), "{kind}: the match is marked: {:?}", hit.snippet);
+    assert!(hit.score > 0.0, "{kind}");
+
+    // A word only in a replaced value is found in the history.
+    let found = m.search("dai", None).await.unwrap();
+    assert_eq!(found.hits.len(), 1, "{kind}: {:?}", found.hits);
+    assert_eq!((found.hits[0].label.as_str(), found.hits[0].source), ("old_plan", HitSource::History), "{kind}");
+    assert!(found.hits[0].snippet.contains("[DAI]"), "{kind}: {:?}", found.hits[0].snippet);
+
+    // Any term matches; more matching terms rank first.
+    let found = m.search("usdc porto", None).await.unwrap();
+    let labels: Vec<&str> = found.hits.iter().map(|h| h.label.as_str()).collect();
+    assert_eq!(labels.len(), 2, "{kind}: {labels:?}");
+    assert!(m.search("nothing-here", None).await.unwrap().hits.is_empty(), "{kind}");
+    // Query syntax of either engine is only text.
+    for hostile in ["\"a\" OR", "x & !y | z:*", "'; DROP TABLE memory_blocks; --", "NEAR(a b)"] {
+        m.search(hostile, None).await.unwrap();
+    }
+    assert!(m.get("wallet").await.unwrap().is_some(), "{kind}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_store_behaves_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite: Arc<dyn MemoryStore> = Arc::new(SqliteMemoryStore::open(dir.path().join("holdfast.db")).unwrap());
+    basics(Arc::clone(&sqlite)).await;
+    search(sqlite).await;
+    basics(Arc::new(InMemoryStore::new())).await;
+    if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+        let pg: Arc<dyn MemoryStore> = Arc::new(PgMemoryStore::open(url).await.unwrap());
+        basics(Arc::clone(&pg)).await;
+        search(pg).await;
+    }
+}
+
+/// Two instances (two pools) edit one agent's memory at once: every edit lands, each history entry's old value is
+/// the value the edit before it wrote (the per-block lock serialises them across instances), and a block created
+/// on one instance is read and deleted on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_memory_without_losing_an_edit() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let a: Arc<dyn MemoryStore> = Arc::new(PgMemoryStore::open(url.clone()).await.unwrap());
+    let b: Arc<dyn MemoryStore> = Arc::new(PgMemoryStore::open(url).await.unwrap());
+    memory(&a, "shared").put_block(BlockSpec::new("notes", "start")).await.unwrap();
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let m = memory(if i % 2 == 0 { &a } else { &b }, "shared");
+            tokio::spawn(async move { m.append("notes", format!("note {i}"), "test").await.unwrap() })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let value = memory(&b, "shared").get("notes").await.unwrap().unwrap().value;
+    assert_eq!(value.lines().count(), 21, "{value:?}");
+    let mut history = memory(&a, "shared").history("notes", 100).await.unwrap();
+    history.reverse();
+    assert_eq!(history.len(), 21);
+    for pair in history.windows(2) {
+        assert_eq!(pair[1].old.as_deref(), Some(pair[0].new.as_str()), "each edit saw the one before it");
+    }
+    memory(&a, "shared").update("plan", "from a".into(), None, "test").await.unwrap();
+    assert!(memory(&b, "shared").delete_block("plan").await.unwrap());
+    assert!(memory(&a, "shared").get("plan").await.unwrap().is_none());
+}
