@@ -235,10 +235,23 @@ impl Runtime {
             Some(dir) => holdfast_memory::Database::open(dir.join(holdfast_memory::db::DEFAULT_DB_FILE))?,
             None => holdfast_memory::Database::open_in_memory()?,
         };
-        let mut memory = AgentRuntime::builder(db).config(memory_config);
+        let mut memory = AgentRuntime::builder(db.clone()).config(memory_config);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
             // Memory blocks are shared by every instance; messages, tasks and reminders stay in this instance's file.
             let store = holdfast_memory::PgMemoryStore::open(pg.url().clone()).await?;
+            if data_dir.is_some() {
+                // Memory an earlier run kept in this data dir's file moves to the shared database, once.
+                match store.adopt(&db).await? {
+                    holdfast_memory::Adopted::Copied { blocks } => {
+                        tracing::info!(blocks, "memory: the data dir's blocks were copied into PostgreSQL");
+                    }
+                    holdfast_memory::Adopted::AlreadyShared { local } => tracing::warn!(
+                        local,
+                        "memory: PostgreSQL already holds memory; the blocks in this data dir's holdfast.db are not used"
+                    ),
+                    holdfast_memory::Adopted::Nothing => {}
+                }
+            }
             memory = memory.memory_store(Arc::new(store));
         }
         let memory = memory.build().await?;

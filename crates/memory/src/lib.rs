@@ -34,7 +34,7 @@ pub use agent_id::AgentId;
 pub use blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Modified, Permission};
 pub use blocks::memory::{Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
 pub use blocks::render::render_blocks;
-pub use blocks::store::{EditFn, InMemoryStore, MemoryStore, PgMemoryStore, SqliteMemoryStore};
+pub use blocks::store::{Adopted, EditFn, InMemoryStore, MemoryStore, PgMemoryStore, SqliteMemoryStore};
 pub use builtin::{BUILTIN_TOOL_NAMES, BuiltinTools, BuiltinToolsBuilder, CORE_TOOL_NAMES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{DEFAULT_DB_FILE, Database};

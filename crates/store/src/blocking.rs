@@ -1,29 +1,41 @@
 //! PostgreSQL for synchronous callers: the traits whose methods block (the memory store's, like rusqlite's API) get
 //! a pool of their own, on a runtime of its own (one worker thread drives its sockets and timers), and run each
-//! query to completion on the calling thread. A call therefore works from any thread: tokio's blocking pool (where
-//! such traits are meant to be called), a plain thread, or an async task of any runtime, which it blocks for the
-//! call's duration without ever dead-locking a single-threaded runtime.
+//! query to completion on the calling thread. A call works from tokio's blocking pool (where such traits are meant
+//! to be called: `spawn_blocking`), from a plain thread, and from an async task of another runtime, which it blocks
+//! for the call's duration (the query runs outside that task's cooperative budget, so it cannot starve itself). The
+//! one place it cannot work, a task on the pool's own runtime, is refused with an error instead of hanging.
 //!
 //! ```no_run
 //! # async fn demo(url: holdfast_core::config::DatabaseUrl) -> Result<(), holdfast_store::StoreError> {
 //! let pg = holdfast_store::BlockingPg::connect(url).await?;
 //! let n: i64 = pg.run(|store| async move {
 //!     sqlx::query_scalar("SELECT 1").fetch_one(store.pool()).await
-//! })?;
+//! })??;
 //! assert_eq!(n, 1);
 //! # Ok(()) }
 //! ```
 
 use crate::{PgStore, StoreError};
 use holdfast_core::config::DatabaseUrl;
+use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Numbers the pools' runtimes, so a call can tell whether it runs on its own pool's runtime.
+static RUNTIMES: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// On a pool runtime's threads: that runtime's number.
+    static POOL_RUNTIME: Cell<u64> = const { Cell::new(0) };
+}
 
 /// A [`PgStore`] whose queries are run to completion by synchronous callers. Clones share the pool and runtime.
 #[derive(Debug, Clone)]
 pub struct BlockingPg {
     store: PgStore,
     runtime: Arc<Background>,
+    id: u64,
 }
 
 /// The runtime the pool lives on; shut down without waiting when the last handle goes (dropping a runtime may not
@@ -42,34 +54,39 @@ impl Drop for Background {
 impl BlockingPg {
     /// Connects a pool to `url` on a new one-thread runtime.
     pub async fn connect(url: DatabaseUrl) -> Result<Self, StoreError> {
+        let id = RUNTIMES.fetch_add(1, Ordering::Relaxed);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("holdfast-pg-blocking")
+            .on_thread_start(move || POOL_RUNTIME.with(|r| r.set(id)))
             .enable_all()
             .build()
             .map_err(|e| StoreError::Query(format!("cannot start the database runtime: {e}")))?;
-        let store = runtime
-            .spawn(async move { PgStore::connect(&url).await })
-            .await
-            .map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))??;
-        Ok(Self { store, runtime: Arc::new(Background(Some(runtime))) })
+        // Owned by the guard before the first await: a failed or cancelled connect drops it without blocking.
+        let runtime = Arc::new(Background(Some(runtime)));
+        let connecting = match &runtime.0 {
+            Some(rt) => rt.spawn(async move { PgStore::connect(&url).await }),
+            None => return Err(StoreError::Query("the database runtime stopped".into())),
+        };
+        let store = connecting.await.map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))??;
+        Ok(Self { store, runtime, id })
     }
 
     /// Runs `query` on the calling thread until it completes (its sockets and timers are driven by this pool's
-    /// runtime).
-    pub fn run<T, F, Fut>(&self, query: F) -> T
+    /// runtime). An error, without running it, when called from a task of that runtime (it would wait for itself).
+    pub fn run<T, F, Fut>(&self, query: F) -> Result<T, StoreError>
     where
         F: FnOnce(PgStore) -> Fut,
         Fut: Future<Output = T>,
     {
-        let store = self.store.clone();
-        match &self.runtime.0 {
-            Some(runtime) => {
-                let _context = runtime.enter();
-                futures::executor::block_on(query(store))
-            }
-            None => futures::executor::block_on(query(store)),
+        let Some(runtime) = &self.runtime.0 else {
+            return Err(StoreError::Query("the database runtime stopped".into()));
+        };
+        if POOL_RUNTIME.with(Cell::get) == self.id {
+            return Err(StoreError::Query("a blocking database call from the database runtime itself".into()));
         }
+        let _context = runtime.enter();
+        Ok(futures::executor::block_on(tokio::task::unconstrained(query(self.store.clone()))))
     }
 
     /// The pool (for async callers, on this pool's runtime only: see [`BlockingPg::spawn`]).

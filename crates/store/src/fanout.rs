@@ -180,7 +180,7 @@ async fn send(store: PgStore, mut rx: mpsc::Receiver<Arc<Event>>, cancel: Cancel
             n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
         }
         if let Err(e) = sender.notify(&batch).await {
-            tracing::warn!(events = batch.len(), error = %e, "event fan-out: not sent to the other instances");
+            tracing::warn!(error = %e, "event fan-out: some events not sent to the other instances");
         }
         batch.clear();
     }
@@ -193,12 +193,32 @@ struct Sender {
 }
 
 impl Sender {
-    /// One `pg_notify` per event, in order, in one statement (one transaction).
+    /// One `pg_notify` per event, in order, in one statement (one transaction). An event that cannot be prepared
+    /// (its spill row not written) is left out alone; when the statement fails, each notification is sent again on
+    /// its own, so one failure costs its own event, not the batch.
     async fn notify(&mut self, events: &[Arc<Event>]) -> Result<(), StoreError> {
         let mut payloads = Vec::with_capacity(events.len());
         for event in events {
-            payloads.push(self.payload(event).await?);
+            match self.payload(event).await {
+                Ok(p) => payloads.push(p),
+                Err(e) => {
+                    tracing::warn!(event = event.name(), error = %e, "event fan-out: not sent to the other instances")
+                }
+            }
         }
+        if payloads.is_empty() || self.send(&payloads).await.is_ok() {
+            return Ok(());
+        }
+        let mut failed = None;
+        for payload in payloads {
+            if let Err(e) = self.send(std::slice::from_ref(&payload)).await {
+                failed = Some(e);
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    async fn send(&self, payloads: &[String]) -> Result<(), StoreError> {
         // A function scan yields the array's elements in order, and the projection calls pg_notify row by row.
         sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS t(p)")
             .bind(CHANNEL)
@@ -224,10 +244,14 @@ impl Sender {
             .await?;
         self.spilled += 1;
         if self.spilled.is_multiple_of(100) {
-            // Listeners read a row within moments of its notification; an hour is far beyond that.
-            sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
+            // Listeners read a row within moments of its notification; an hour is far beyond that. A failed
+            // clean-up is tried again a hundred spills later; it never costs an event.
+            let pruned = sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
                 .execute(self.store.pool())
-                .await?;
+                .await;
+            if let Err(e) = pruned {
+                tracing::warn!(error = %StoreError::from(e), "event fan-out: old spill rows not pruned");
+            }
         }
         serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq })
             .map_err(|e| StoreError::Query(e.to_string()))

@@ -91,6 +91,18 @@ where
     }
 }
 
+/// Rolls back a transaction left open when the batch returns early or the writer unwinds, so the shared
+/// connection is never left inside it (other users' statements would join it and never commit).
+struct Open<'a>(&'a Connection);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let _ = self.0.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 /// One transaction for the whole batch, a savepoint per write.
 fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> Vec<Result<usize, StoreError>>
 where
@@ -101,25 +113,23 @@ where
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         return all(&e);
     }
+    let _open = Open(conn);
     let mut results = Vec::with_capacity(batch.len());
     for (write, _) in batch {
-        let one = run_cached(conn, "SAVEPOINT w").and_then(|()| match apply(conn, write) {
-            Ok(n) => run_cached(conn, "RELEASE w").map(|()| n),
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK TO w; RELEASE w");
-                Err(e)
+        if let Err(e) = run_cached(conn, "SAVEPOINT w") {
+            return all(&e);
+        }
+        let one = apply(conn, write).and_then(|n| run_cached(conn, "RELEASE w").map(|()| n));
+        if let Err(e) = &one {
+            // The write, or its release, failed: undo it alone. When even that fails, or SQLite already rolled the
+            // whole transaction back (disk full, I/O error), nothing of the batch is kept.
+            if conn.is_autocommit() || conn.execute_batch("ROLLBACK TO w; RELEASE w").is_err() {
+                return all(e);
             }
-        });
-        if let Err(e) = &one
-            && conn.is_autocommit()
-        {
-            // SQLite rolled the whole transaction back (disk full, I/O error): nothing of the batch is kept.
-            return all(e);
         }
         results.push(one.map_err(StoreError::from));
     }
     if let Err(e) = conn.execute_batch("COMMIT") {
-        let _ = conn.execute_batch("ROLLBACK");
         return all(&e);
     }
     results

@@ -832,6 +832,39 @@ mod tests {
         }
     }
 
+    /// Two instances save the same sessions at once, their batches in opposite orders: for every session and
+    /// revision exactly one save wins and the other is a conflict — never a dead-lock error, never both.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_instances_saving_the_same_sessions_never_fail_each_other() {
+        let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+        let a = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let b = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        const SESSIONS: usize = 24;
+        for i in 0..SESSIONS {
+            a.create(&format!("s{i:02}"), "http").await.unwrap();
+        }
+        for rev in 1..=8u64 {
+            let mut tasks = Vec::new();
+            for i in 0..SESSIONS {
+                for (store, id) in [(a.clone(), i), (b.clone(), SESSIONS - 1 - i)] {
+                    let name = if id == i { "a" } else { "b" };
+                    tasks.push(tokio::spawn(async move {
+                        let r = store.save_state(&format!("s{id:02}"), rev, format!("{rev} by {name}")).await;
+                        (id, r)
+                    }));
+                }
+            }
+            let mut wins = vec![0; SESSIONS];
+            for t in tasks {
+                match t.await.unwrap() {
+                    (id, Ok(())) => wins[id] += 1,
+                    (_, Err(e)) => assert_eq!(e.code, holdfast_core::ErrorCode::SessionConflict, "{e}"),
+                }
+            }
+            assert_eq!(wins, vec![1; SESSIONS], "revision {rev}: one winner per session");
+        }
+    }
+
     #[tokio::test]
     async fn history_survives_reopening() {
         let dir = tempfile::tempdir().unwrap();

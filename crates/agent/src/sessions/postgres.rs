@@ -3,9 +3,12 @@
 //! revision: two instances saving one session cannot both win (`session_conflict`, and the loser reloads).
 //!
 //! Every tool call saves its session's state, so saves are batched: one task takes every save queued while the
-//! previous batch was written and writes them with one statement over arrays (one round trip and one commit for the
-//! lot; a batch never holds two saves of one session, so each compare-and-set sees the one before it). A statement
-//! that fails fails every save of its batch; none is acknowledged unless its row was written.
+//! previous batch was written and writes them in one transaction, with one statement over arrays for first saves and
+//! one for the others (a batch never holds two saves of one session, so each compare-and-set sees the one before
+//! it). The transaction first locks the batch's rows in session-id order, the order every instance uses, so two
+//! instances' batches wait for each other instead of dead-locking. When a batch fails as a whole (a dead-lock
+//! PostgreSQL broke anyway, a lost connection), nothing of it was committed and each of its saves is tried again
+//! alone, so one bad save fails only its own call; none is acknowledged unless its row was written.
 
 use super::{MIGRATIONS, MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::llm::Usage;
@@ -343,14 +346,22 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
         {
             batch.push(save);
         }
+        batch.sort_by(|a, b| a.id.cmp(&b.id));
         match write_batch(&store, &batch).await {
             Ok(written) => {
                 for save in batch {
                     let _ = save.reply.send(Ok(written.contains(&save.id)));
                 }
             }
+            Err(e) if batch.len() > 1 => {
+                tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed; saving each alone");
+                for save in batch {
+                    let alone = write_batch(&store, std::slice::from_ref(&save)).await;
+                    let _ = save.reply.send(alone.map(|written| written.contains(&save.id)));
+                }
+            }
             Err(e) => {
-                tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed");
+                tracing::warn!(session = %batch[0].id, error = %e, "sessions: a state save failed");
                 for save in batch {
                     let _ = save.reply.send(Err(e.clone()));
                 }
@@ -359,9 +370,17 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
     }
 }
 
-/// The batch's first saves (revision 1) inserted, the others compared-and-set, each with one statement over arrays:
-/// the ids of the sessions whose row was written.
+/// The batch (sorted by session id) in one transaction: its existing rows locked in that order, first saves
+/// (revision 1) inserted, the others compared-and-set, each kind with one statement over arrays. The ids of the
+/// sessions whose row was written.
 async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>, ToolError> {
+    let mut tx = store.pool().begin().await.map_err(db_err)?;
+    let ids: Vec<&str> = batch.iter().map(|s| s.id.as_str()).collect();
+    sqlx::query("SELECT 1 FROM session_state WHERE session_id = ANY($1) ORDER BY session_id FOR UPDATE")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     let mut written = HashSet::new();
     for first in [true, false] {
         let part: Vec<&Save> = batch.iter().filter(|s| (s.revision == 1) == first).collect();
@@ -386,10 +405,11 @@ async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>,
             .bind(revisions)
             .bind(states)
             .bind(saved_at)
-            .fetch_all(store.pool())
+            .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
         written.extend(rows);
     }
+    tx.commit().await.map_err(db_err)?;
     Ok(written)
 }

@@ -55,7 +55,7 @@ impl std::fmt::Debug for Memory {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
-    /// Full-text ranking only (FTS5/BM25 in SQLite; naive term counts in memory).
+    /// Full-text ranking only (FTS5/BM25 in SQLite, text search in PostgreSQL; naive term counts in memory).
     Text,
     /// Text and embedding similarity combined (an embeddings endpoint is configured).
     Hybrid,
@@ -106,7 +106,7 @@ pub struct SearchHit {
     pub snippet: String,
     /// The final score (higher is better): the text score in text mode, the hybrid score in hybrid mode.
     pub score: f64,
-    /// The text (BM25) score, when the text search found the block.
+    /// The text score (BM25, or `ts_rank_cd` on PostgreSQL), when the text search found the block.
     pub text_score: Option<f64>,
     /// The cosine similarity to the query, in hybrid mode.
     pub vector_score: Option<f64>,
@@ -203,6 +203,19 @@ impl Memory {
 
     async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::blocks::block::Modified> {
         let owned = label.to_owned();
+        // Every write, whatever the store: no NUL character (PostgreSQL's text refuses it; no memory needs it).
+        let edit: EditFn<'static> = Box::new(move |before| {
+            let write = edit(before)?;
+            if let Some(w) = &write {
+                if w.block.value.contains('\0') {
+                    return Err(MemoryError::invalid("value", "contains a NUL character (U+0000)"));
+                }
+                if w.block.description.as_deref().is_some_and(|d| d.contains('\0')) {
+                    return Err(MemoryError::invalid("description", "contains a NUL character (U+0000)"));
+                }
+            }
+            Ok(write)
+        });
         let result = self.run(move |s, a| s.modify(a, &owned, edit)).await;
         match result {
             Err(MemoryError::BlockNotFound { label, .. }) => {

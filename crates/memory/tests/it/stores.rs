@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use holdfast_memory::search::query::HitSource;
-use holdfast_memory::{AgentId, EditOp, Memory, MemoryStore, PgMemoryStore, SqliteMemoryStore};
+use holdfast_memory::{Adopted, AgentId, EditOp, Memory, MemoryStore, PgMemoryStore, SqliteMemoryStore};
 use holdfast_memory::{BlockSpec, InMemoryStore};
 use std::sync::Arc;
 
@@ -37,6 +37,11 @@ async fn basics(store: Arc<dyn MemoryStore>) {
     alice.put_block(BlockSpec::new("persona", "I am a careful assistant.")).await.unwrap();
     let labels: Vec<String> = alice.blocks().await.unwrap().into_iter().map(|b| b.label).collect();
     assert_eq!(labels, vec!["human".to_owned(), "persona".to_owned()], "{kind}: ordered by label");
+
+    // A NUL character is refused the same way by every store, and nothing is written.
+    let nul = alice.update("human", "bad\0value".into(), None, "test").await.unwrap_err();
+    assert_eq!(holdfast_core::ToolError::from(nul).code, holdfast_core::ErrorCode::InvalidParams, "{kind}");
+    assert_eq!(alice.get("human").await.unwrap().unwrap().value, "Name: Alice\nLikes: green tea", "{kind}");
 
     // A failed edit (no match) writes nothing, not even history.
     assert!(alice.replace("human", "coffee".into(), "x".into(), "test").await.is_err());
@@ -87,6 +92,16 @@ async fn search(store: Arc<dyn MemoryStore>) {
     assert_eq!(found.hits.len(), 1, "{kind}: {:?}", found.hits);
     assert_eq!((found.hits[0].label.as_str(), found.hits[0].source), ("old_plan", HitSource::History), "{kind}");
     assert!(found.hits[0].snippet.contains("[DAI]"), "{kind}: {:?}", found.hits[0].snippet);
+
+    // Punctuation separates words, as in FTS5: an ENS name is found by its parts and whole; no stop word is dropped.
+    m.update("friends", "Send to vitalik.eth when asked.".into(), None, "test").await.unwrap();
+    for query in ["vitalik", "vitalik.eth", "eth"] {
+        let labels: Vec<String> = m.search(query, None).await.unwrap().hits.into_iter().map(|h| h.label).collect();
+        assert!(labels.contains(&"friends".to_owned()), "{kind}: {query:?} found {labels:?}");
+    }
+    let labels: Vec<String> = m.search("to", None).await.unwrap().hits.into_iter().map(|h| h.label).collect();
+    assert!(labels.contains(&"trips".to_owned()) && labels.contains(&"friends".to_owned()), "{kind}: {labels:?}");
+    m.delete_block("friends").await.unwrap();
 
     // Any term matches; more matching terms rank first.
     let found = m.search("usdc porto", None).await.unwrap();
@@ -143,4 +158,40 @@ async fn two_instances_share_one_memory_without_losing_an_edit() {
     memory(&a, "shared").update("plan", "from a".into(), None, "test").await.unwrap();
     assert!(memory(&b, "shared").delete_block("plan").await.unwrap());
     assert!(memory(&a, "shared").get("plan").await.unwrap().is_none());
+}
+
+/// Switching an instance from its SQLite file to PostgreSQL loses no memory: the file's blocks and their history
+/// are copied once, and a second file (another instance's) is not mixed in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_kept_in_sqlite_moves_to_postgres_once() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteMemoryStore::open(dir.path().join("holdfast.db")).unwrap();
+    let local: Arc<dyn MemoryStore> = Arc::new(file.clone());
+    memory(&local, "alice").update("human", "Name: Alice".into(), None, "test").await.unwrap();
+    memory(&local, "alice").append("human", "Lives in Porto".into(), "test").await.unwrap();
+    memory(&local, "bob").put_block(BlockSpec::new("persona", "Bob's helper")).await.unwrap();
+
+    let pg = PgMemoryStore::open(url.clone()).await.unwrap();
+    assert_eq!(pg.adopt(file.database()).await.unwrap(), Adopted::Copied { blocks: 2 });
+    let shared: Arc<dyn MemoryStore> = Arc::new(pg.clone());
+    let alice = memory(&shared, "alice");
+    assert_eq!(alice.get("human").await.unwrap().unwrap().value, "Name: Alice\nLives in Porto");
+    let history = alice.history("human", 10).await.unwrap();
+    assert_eq!(history.iter().map(|e| e.op).collect::<Vec<_>>(), vec![EditOp::Append, EditOp::Create]);
+    assert_eq!(alice.search("porto", None).await.unwrap().hits[0].label, "human", "indexed on the way in");
+    assert_eq!(memory(&shared, "bob").get("persona").await.unwrap().unwrap().value, "Bob's helper");
+
+    // Once: the same file again, or another instance's file, is not copied over what is shared.
+    assert_eq!(pg.adopt(file.database()).await.unwrap(), Adopted::AlreadyShared { local: 2 });
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = SqliteMemoryStore::open(other_dir.path().join("holdfast.db")).unwrap();
+    let other_store: Arc<dyn MemoryStore> = Arc::new(other.clone());
+    memory(&other_store, "alice").update("human", "Name: someone else".into(), None, "test").await.unwrap();
+    let second = PgMemoryStore::open(url).await.unwrap();
+    assert_eq!(second.adopt(other.database()).await.unwrap(), Adopted::AlreadyShared { local: 1 });
+    assert_eq!(alice.get("human").await.unwrap().unwrap().value, "Name: Alice\nLives in Porto");
+    let empty = tempfile::tempdir().unwrap();
+    let none = SqliteMemoryStore::open(empty.path().join("holdfast.db")).unwrap();
+    assert_eq!(pg.adopt(none.database()).await.unwrap(), Adopted::Nothing);
 }

@@ -11,7 +11,7 @@ mod postgres;
 mod sqlite;
 
 pub use in_memory::InMemoryStore;
-pub use postgres::PgMemoryStore;
+pub use postgres::{Adopted, PgMemoryStore};
 pub use sqlite::SqliteMemoryStore;
 
 use crate::blocks::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
