@@ -6,12 +6,14 @@
 //! (permissions) and what the new value is happens in [`crate::Memory`], inside the store's atomic
 //! [`MemoryStore::modify`].
 
+mod adopt;
 mod in_memory;
 mod postgres;
 mod sqlite;
 
+pub use adopt::Adopted;
 pub use in_memory::InMemoryStore;
-pub use postgres::{Adopted, PgMemoryStore};
+pub use postgres::PgMemoryStore;
 pub use sqlite::SqliteMemoryStore;
 
 use crate::blocks::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
