@@ -10,6 +10,12 @@
 //! session. A notification's payload is limited (8,000 bytes): a larger event is written to
 //! `holdfast_event_spill` and the notification carries its row id.
 //!
+//! Every notification is signed: `MAC.JSON`, where MAC is keccak-256 over a key, a zero byte and the JSON. The key is
+//! made by the migration (two random UUIDs, 244 random bits) in `holdfast_event_key`, which only roles with that
+//! table's privileges can read, while `LISTEN`/`NOTIFY` need nothing but `CONNECT`: another role on the server can
+//! read notifications but not forge one (a notification without a valid MAC is dropped with a warning). Keccak has
+//! no length extension, so the keyed hash is a MAC as it stands.
+//!
 //! Events are what the UI shows, not what decides: nothing reads an event to move value. A notification sent while
 //! a listener is reconnecting is lost to that listener, as an event is to a WebSocket client that lags.
 
@@ -42,7 +48,11 @@ pub const MIGRATIONS: Component = Component {
         version: 1,
         sqlite: SqliteStep::Sql(""),
         postgres: "CREATE TABLE IF NOT EXISTS holdfast_event_spill (
-            id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+            id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
+        CREATE TABLE IF NOT EXISTS holdfast_event_key (id INT PRIMARY KEY CHECK (id = 1), key TEXT NOT NULL);
+        INSERT INTO holdfast_event_key (id, key)
+            VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))
+            ON CONFLICT (id) DO NOTHING",
     }],
 };
 
@@ -64,6 +74,7 @@ struct Envelope {
 /// The PostgreSQL event relay of one instance.
 pub struct PgFanout {
     instance: String,
+    key: Arc<str>,
     queue: mpsc::Sender<Arc<Event>>,
     buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
 }
@@ -79,11 +90,15 @@ impl PgFanout {
     /// both stop with `cancel`.
     pub async fn start(store: PgStore, cancel: CancellationToken) -> Result<Arc<Self>, StoreError> {
         store.migrate(&MIGRATIONS).await?;
+        let key: String =
+            sqlx::query_scalar("SELECT key FROM holdfast_event_key WHERE id = 1").fetch_one(store.pool()).await?;
+        let key: Arc<str> = Arc::from(key);
         let mut listener = sqlx::postgres::PgListener::connect_with(store.pool()).await?;
         listener.listen(CHANNEL).await?;
         let (queue, rx) = mpsc::channel(QUEUE);
-        let fanout = Arc::new(Self { instance: store.instance().to_owned(), queue, buses: Mutex::new(HashMap::new()) });
-        tokio::spawn(send(store.clone(), rx, cancel.clone()));
+        let instance = store.instance().to_owned();
+        let fanout = Arc::new(Self { instance, key: Arc::clone(&key), queue, buses: Mutex::new(HashMap::new()) });
+        tokio::spawn(send(store.clone(), key, rx, cancel.clone()));
         let receiving = Arc::downgrade(&fanout);
         tokio::spawn(async move {
             loop {
@@ -104,7 +119,11 @@ impl PgFanout {
         Ok(fanout)
     }
 
-    async fn receive(&self, store: &PgStore, payload: &str) {
+    async fn receive(&self, store: &PgStore, signed: &str) {
+        let Some(payload) = verify(&self.key, signed) else {
+            tracing::warn!("event fan-out: a notification without a valid signature was ignored");
+            return;
+        };
         // The listener hears this instance's own notifications too: skip them before parsing the event.
         if payload
             .strip_prefix("{\"o\":\"")
@@ -171,8 +190,8 @@ impl EventRelay for PgFanout {
 }
 
 /// Sends queued events in order, in batches, until `cancel`.
-async fn send(store: PgStore, mut rx: mpsc::Receiver<Arc<Event>>, cancel: CancellationToken) {
-    let mut sender = Sender { store, spilled: 0, seq: 0 };
+async fn send(store: PgStore, key: Arc<str>, mut rx: mpsc::Receiver<Arc<Event>>, cancel: CancellationToken) {
+    let mut sender = Sender { store, key, spilled: 0, seq: 0 };
     let mut batch = Vec::with_capacity(BATCH);
     loop {
         tokio::select! {
@@ -188,6 +207,7 @@ async fn send(store: PgStore, mut rx: mpsc::Receiver<Arc<Event>>, cancel: Cancel
 
 struct Sender {
     store: PgStore,
+    key: Arc<str>,
     spilled: u64,
     seq: u64,
 }
@@ -235,7 +255,7 @@ impl Sender {
         let inline = Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq };
         let payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
         if payload.len() <= INLINE_MAX {
-            return Ok(payload);
+            return Ok(sign(&self.key, &payload));
         }
         let body = serde_json::to_string(event).map_err(|e| StoreError::Query(e.to_string()))?;
         let id: i64 = sqlx::query_scalar("INSERT INTO holdfast_event_spill (body) VALUES ($1) RETURNING id")
@@ -254,6 +274,31 @@ impl Sender {
             }
         }
         serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq })
+            .map(|payload| sign(&self.key, &payload))
             .map_err(|e| StoreError::Query(e.to_string()))
     }
+}
+
+/// keccak-256(key ‖ 0x00 ‖ body), hex.
+fn mac(key: &str, body: &str) -> String {
+    let mut bytes = Vec::with_capacity(key.len() + 1 + body.len());
+    bytes.extend_from_slice(key.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(body.as_bytes());
+    alloy_primitives::hex::encode(alloy_primitives::keccak256(&bytes))
+}
+
+/// `MAC.BODY`, the form every notification is sent in.
+fn sign(key: &str, body: &str) -> String {
+    format!("{}.{body}", mac(key, body))
+}
+
+/// The body of a notification whose MAC is valid under `key`.
+fn verify<'a>(key: &str, signed: &'a str) -> Option<&'a str> {
+    let (given, body) = signed.split_once('.')?;
+    let expected = mac(key, body);
+    // Compared in constant time: nothing about the key leaks through how long a rejection takes.
+    let same = given.len() == expected.len()
+        && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+    same.then_some(body)
 }

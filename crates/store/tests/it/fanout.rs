@@ -54,3 +54,51 @@ async fn a_burst_reaches_the_other_instance_whole_and_in_order() {
     assert!(on_b.try_recv().is_err());
     assert!(on_other.try_recv().is_err(), "another session's subscribers hear nothing");
 }
+
+/// Another role on the database server can `NOTIFY` on the channel (it needs only `CONNECT`): a notification
+/// without the key's MAC — none, a made-up one, one under another key — reaches no subscriber; one signed with the
+/// key (which only the table's owner can read) does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_not_signed_with_the_key_is_dropped() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let b = PgStore::connect(&url).await.unwrap();
+    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let bus_b = EventBus::new("s").with_relay(relay_b);
+    let mut on_b = bus_b.subscribe();
+
+    let attacker = PgStore::connect(&url).await.unwrap();
+    let event = |delta: &str| holdfast_core::event::Event {
+        session_id: "s".into(),
+        payload: EventPayload::AgentMessage(AgentMessage::Delta { delta: delta.into() }),
+        at: chrono::Utc::now(),
+    };
+    let body = |delta: &str| serde_json::json!({"o": "i_attacker", "e": event(delta), "n": 1}).to_string();
+    let mac = |key: &str, body: &str| {
+        let mut bytes = key.as_bytes().to_vec();
+        bytes.push(0);
+        bytes.extend_from_slice(body.as_bytes());
+        alloy_primitives::hex::encode(alloy_primitives::keccak256(&bytes))
+    };
+    let key: String =
+        sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(attacker.pool()).await.unwrap();
+    assert_eq!(key.len(), 64, "two random UUIDs' hex digits");
+    let signed = |key: &str, body: String| format!("{}.{body}", mac(key, &body));
+    let wrong_key = signed("another key", body("wrong key"));
+    let tampered = signed(&key, body("tampered")).replace("tampered", "changed after signing");
+    let forged = [body("unsigned"), format!("{}.{}", "0".repeat(64), body("zero mac")), wrong_key, tampered];
+    for payload in forged.iter().chain([&signed(&key, body("genuine"))]) {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(holdfast_store::fanout::CHANNEL)
+            .bind(payload)
+            .execute(attacker.pool())
+            .await
+            .unwrap();
+    }
+    let got =
+        tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await.expect("the signed one arrives").unwrap();
+    assert_eq!(text(&got), "genuine", "the forged notifications before it were dropped");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(on_b.try_recv().is_err());
+}
