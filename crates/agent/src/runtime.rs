@@ -237,7 +237,7 @@ impl Runtime {
         };
         let mut memory = AgentRuntime::builder(db.clone()).config(memory_config);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
-            // Memory blocks are shared by every instance; messages, tasks and reminders stay in this instance's file.
+            // Memory blocks and tasks are shared by every instance; messages and reminders stay in this instance's file.
             let store = holdfast_memory::PgMemoryStore::open(pg.url().clone()).await?;
             if data_dir.is_some() {
                 // Memory an earlier run kept in this data dir's file moves to the shared database, once.
@@ -252,7 +252,14 @@ impl Runtime {
                     holdfast_memory::Adopted::Nothing => {}
                 }
             }
-            memory = memory.memory_store(Arc::new(store));
+            let tasks = holdfast_memory::PgTaskStore::open(store.pool().clone()).await?;
+            if data_dir.is_some() {
+                let copied = tasks.adopt(&db).await?;
+                if copied > 0 {
+                    tracing::info!(tasks = copied, "tasks: the data dir's tasks were copied into PostgreSQL");
+                }
+            }
+            memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks));
         }
         let memory = memory.build().await?;
         let scheduler = memory.start_scheduler();

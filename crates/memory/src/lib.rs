@@ -8,7 +8,8 @@
 //!   permission check ([`blocks::permission::authorize`]) below all tools; a deterministic renderer ([`render_blocks`]).
 //! - **Messaging** ([`MessageRouter`]): to the user (outbox + `message.outbox` event), to another agent (durable
 //!   inbox, anti-loop cooldown), to a group (fan-out) or a channel (subscribers + optional webhook POST).
-//! - **Reminders** ([`Reminders`], [`ReminderScheduler`]) and **tasks** ([`TaskList`]).
+//! - **Reminders** ([`Reminders`], [`ReminderScheduler`]) and **tasks** ([`TaskList`], kept by a [`TaskStore`]: the
+//!   SQLite file or PostgreSQL).
 //! - **Tools**: `update_memory`, `append_memory`, `replace_in_memory`, `list_memories`, `search_memory`,
 //!   `send_message`, `send_to_group`, `schedule_reminder`, `track_task`, registered with the core tools by
 //!   [`BuiltinTools`], any of them replaceable by name.
@@ -45,6 +46,7 @@ pub use messaging::{
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
 pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};
+pub use schedule::task_store::{PgTaskStore, SqliteTaskStore, TaskStore};
 pub use schedule::tasks::{Priority, Task, TaskList, TaskStatus, TaskStep};
 pub use search::embeddings::{Embedder, EmbeddingsConfig};
 pub use search::query::{HitSource, TextHit};

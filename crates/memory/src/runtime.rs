@@ -23,6 +23,7 @@ use crate::db::{DEFAULT_DB_FILE, Database};
 use crate::error::Result;
 use crate::messaging::{MessageRouter, RouterConfig};
 use crate::schedule::reminders::{ReminderScheduler, Reminders, SchedulerHandle};
+use crate::schedule::task_store::{SqliteTaskStore, TaskStore};
 use crate::schedule::tasks::TaskList;
 use crate::search::embeddings::{Embedder, EmbeddingsConfig};
 use serde::{Deserialize, Serialize};
@@ -114,6 +115,7 @@ pub struct AgentRuntime {
 struct Inner {
     db: Database,
     store: Arc<dyn MemoryStore>,
+    tasks: Arc<dyn TaskStore>,
     router: MessageRouter,
     clock: SharedClock,
     config: MemoryConfig,
@@ -136,6 +138,7 @@ pub struct RuntimeBuilder {
     db: Database,
     config: MemoryConfig,
     store: Option<Arc<dyn MemoryStore>>,
+    tasks: Option<Arc<dyn TaskStore>>,
     clock: Option<SharedClock>,
 }
 
@@ -152,6 +155,12 @@ impl RuntimeBuilder {
         self
     }
 
+    /// A task store other than SQLite on the same database.
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.tasks = Some(store);
+        self
+    }
+
     /// A clock other than the system clock.
     pub fn clock(mut self, clock: SharedClock) -> Self {
         self.clock = Some(clock);
@@ -162,6 +171,7 @@ impl RuntimeBuilder {
     pub async fn build(self) -> Result<AgentRuntime> {
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let store = self.store.unwrap_or_else(|| Arc::new(SqliteMemoryStore::new(self.db.clone())));
+        let tasks = self.tasks.unwrap_or_else(|| Arc::new(SqliteTaskStore::new(self.db.clone())));
         let router_config = RouterConfig {
             agent_cooldown: Duration::from_secs(self.config.agent_cooldown_secs),
             max_hops: self.config.max_hops,
@@ -182,6 +192,7 @@ impl RuntimeBuilder {
             inner: Arc::new(Inner {
                 db: self.db,
                 store,
+                tasks,
                 router,
                 clock,
                 config: self.config,
@@ -195,7 +206,7 @@ impl RuntimeBuilder {
 impl AgentRuntime {
     /// A builder over `db`.
     pub fn builder(db: Database) -> RuntimeBuilder {
-        RuntimeBuilder { db, config: MemoryConfig::default(), store: None, clock: None }
+        RuntimeBuilder { db, config: MemoryConfig::default(), store: None, tasks: None, clock: None }
     }
 
     /// Opens `data_dir/holdfast.db` (created with the directory when missing; WAL mode) with SQLite memory.
@@ -224,7 +235,7 @@ impl AgentRuntime {
         }
         Ok(AgentHandle {
             messages: MessageSender::new(agent.clone(), i.router.clone()),
-            tasks: TaskList::new(agent.clone(), i.db.clone(), Arc::clone(&i.clock)),
+            tasks: TaskList::new(agent.clone(), Arc::clone(&i.tasks), Arc::clone(&i.clock)),
             reminders: Reminders::new(
                 agent.clone(),
                 i.db.clone(),

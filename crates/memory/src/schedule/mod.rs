@@ -2,5 +2,6 @@
 //! (the times the model writes, parsed).
 
 pub mod reminders;
+pub mod task_store;
 pub mod tasks;
 pub mod when;

@@ -1,14 +1,15 @@
 //! Tasks, ADHD-friendly: a title, notes, a due time, a priority, a status, and optional small steps. The next
-//! undone step is always shown first, so the next action is never buried. Persisted in `tasks_items`.
+//! undone step is always shown first, so the next action is never buried. Persisted in `tasks_items` by a
+//! [`TaskStore`] (the SQLite file, or PostgreSQL).
 
 use crate::agent_id::AgentId;
-use crate::clock::{SharedClock, fmt_time, parse_time};
-use crate::db::Database;
+use crate::clock::SharedClock;
 use crate::error::{MemoryError, Result};
+use crate::schedule::task_store::TaskStore;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Longest title.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -47,14 +48,6 @@ pub enum TaskStatus {
     Blocked,
     /// Finished.
     Done,
-}
-
-fn enum_str<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
-fn enum_parse<T: serde::de::DeserializeOwned>(s: &str) -> Option<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
 }
 
 /// One small step of a task.
@@ -143,7 +136,7 @@ pub struct TaskFilter {
 #[derive(Clone)]
 pub struct TaskList {
     agent: AgentId,
-    db: Database,
+    store: Arc<dyn TaskStore>,
     clock: SharedClock,
 }
 
@@ -200,65 +193,22 @@ pub fn check_steps(steps: &[String]) -> Result<Vec<TaskStep>> {
         .collect()
 }
 
-const SELECT: &str =
-    "SELECT id, title, notes, due_at, priority, status, steps, created_at, updated_at, completed_at FROM tasks_items";
-
-type Row = (i64, String, Option<String>, Option<String>, String, String, String, String, String, Option<String>);
-
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
-}
-
-fn to_task(row: Row) -> Result<Task> {
-    let (id, title, notes, due, priority, status, steps, created, updated, completed) = row;
-    let bad = |what: &str| MemoryError::internal(format!("unreadable {what} in tasks_items row {id}"));
-    let time = |s: &str| parse_time(s).ok_or_else(|| bad("time"));
-    Ok(Task {
-        id: u64::try_from(id).map_err(|_| bad("id"))?,
-        title,
-        notes,
-        due_at: due.as_deref().map(time).transpose()?,
-        priority: enum_parse(&priority).ok_or_else(|| bad("priority"))?,
-        status: enum_parse(&status).ok_or_else(|| bad("status"))?,
-        steps: serde_json::from_str(&steps).map_err(|_| bad("steps"))?,
-        created_at: time(&created)?,
-        updated_at: time(&updated)?,
-        completed_at: completed.as_deref().map(time).transpose()?,
-    })
-}
-
-fn load(c: &rusqlite::Connection, agent: &str, id: u64) -> Result<Task> {
-    let n = i64::try_from(id).map_err(|_| MemoryError::invalid("id", "is too large"))?;
-    let row =
-        c.query_row(&format!("{SELECT} WHERE id = ?1 AND agent_id = ?2"), params![n, agent], read_row).optional()?;
-    row.map(to_task).transpose()?.ok_or(MemoryError::RecordNotFound { field: "id", what: "task", id: id.to_string() })
-}
-
-fn save(c: &rusqlite::Connection, agent: &str, t: &Task) -> Result<()> {
-    let steps = serde_json::to_string(&t.steps).map_err(|e| MemoryError::internal(e.to_string()))?;
-    c.execute(
-        "UPDATE tasks_items SET title = ?1, notes = ?2, due_at = ?3, priority = ?4, status = ?5, steps = ?6,
-         updated_at = ?7, completed_at = ?8 WHERE id = ?9 AND agent_id = ?10",
-        params![
-            t.title,
-            t.notes,
-            t.due_at.map(fmt_time),
-            enum_str(&t.priority),
-            enum_str(&t.status),
-            steps,
-            fmt_time(t.updated_at),
-            t.completed_at.map(fmt_time),
-            i64::try_from(t.id).unwrap_or(i64::MAX),
-            agent
-        ],
-    )?;
-    Ok(())
-}
-
 impl TaskList {
-    /// `agent`'s tasks in `db`.
-    pub fn new(agent: AgentId, db: Database, clock: SharedClock) -> Self {
-        Self { agent, db, clock }
+    /// `agent`'s tasks in `store`.
+    pub fn new(agent: AgentId, store: Arc<dyn TaskStore>, clock: SharedClock) -> Self {
+        Self { agent, store, clock }
+    }
+
+    /// Runs `f` on the store off the async runtime (store methods block).
+    async fn run<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn TaskStore, &str) -> Result<R> + Send + 'static,
+    {
+        let (store, agent) = (Arc::clone(&self.store), self.agent.to_string());
+        tokio::task::spawn_blocking(move || f(store.as_ref(), &agent))
+            .await
+            .map_err(|e| MemoryError::internal(format!("a task store call failed: {e}")))?
     }
 
     /// Now, on the runtime's clock.
@@ -287,56 +237,35 @@ impl TaskList {
             updated_at: now,
             completed_at: None,
         };
-        let (agent, t) = (self.agent.to_string(), task.clone());
-        let id = self
-            .db
-            .call(move |c| {
-                let steps = serde_json::to_string(&t.steps).map_err(|e| MemoryError::internal(e.to_string()))?;
-                Ok(c.query_row(
-                    "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
-                    params![
-                        agent,
-                        t.title,
-                        t.notes,
-                        t.due_at.map(fmt_time),
-                        enum_str(&t.priority),
-                        enum_str(&t.status),
-                        steps,
-                        fmt_time(t.created_at),
-                        fmt_time(t.updated_at)
-                    ],
-                    |r| r.get::<_, i64>(0),
-                )?)
-            })
-            .await?;
-        task.id = u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))?;
+        let t = task.clone();
+        task.id = self.run(move |store, agent| store.insert(agent, &t)).await?;
         Ok(task)
     }
 
     /// One task.
     pub async fn get(&self, id: u64) -> Result<Task> {
-        let agent = self.agent.to_string();
-        self.db.call(move |c| load(c, &agent, id)).await
+        self.run(move |store, agent| store.get(agent, id)).await
     }
 
-    async fn mutate<R: Send + 'static>(
+    /// Applies `f` to the task in the store's transaction, stamping it updated now.
+    async fn mutate(
         &self,
         id: u64,
-        f: impl FnOnce(&mut Task, DateTime<Utc>) -> Result<R> + Send + 'static,
-    ) -> Result<(Task, R)> {
-        let (agent, now) = (self.agent.to_string(), self.clock.now());
-        self.db
-            .call(move |c| {
-                let tx = c.transaction()?;
-                let mut task = load(&tx, &agent, id)?;
-                let r = f(&mut task, now)?;
-                task.updated_at = now;
-                save(&tx, &agent, &task)?;
-                tx.commit()?;
-                Ok((task, r))
-            })
-            .await
+        f: impl FnOnce(&mut Task, DateTime<Utc>) -> Result<String> + Send + 'static,
+    ) -> Result<(Task, String)> {
+        let now = self.clock.now();
+        self.run(move |store, agent| {
+            store.modify(
+                agent,
+                id,
+                Box::new(move |task| {
+                    let said = f(task, now)?;
+                    task.updated_at = now;
+                    Ok(said)
+                }),
+            )
+        })
+        .await
     }
 
     /// Applies a patch. Setting the status to `done` records the completion time; any other status clears it.
@@ -348,7 +277,7 @@ impl TaskList {
             None => None,
         };
         let steps = patch.steps.as_deref().map(check_steps).transpose()?;
-        let (task, ()) = self
+        let (task, _) = self
             .mutate(id, move |t, now| {
                 if let Some(title) = title {
                     t.title = title;
@@ -368,7 +297,7 @@ impl TaskList {
                 if let Some(s) = patch.status {
                     set_status(t, s, now);
                 }
-                Ok(())
+                Ok(String::new())
             })
             .await?;
         Ok(task)
@@ -409,15 +338,7 @@ impl TaskList {
 
     /// Tasks, open ones first, then by priority (urgent first), due time (soonest first, none last) and id.
     pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>> {
-        let agent = self.agent.to_string();
-        let mut tasks = self
-            .db
-            .call(move |c| {
-                let mut stmt = c.prepare_cached(&format!("{SELECT} WHERE agent_id = ?1"))?;
-                let rows = stmt.query_map([&agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                rows.into_iter().map(to_task).collect::<Result<Vec<_>>>()
-            })
-            .await?;
+        let mut tasks = self.run(|store, agent| store.list(agent)).await?;
         tasks.retain(|t| match filter.status {
             Some(s) => t.status == s,
             None => filter.include_done || t.status != TaskStatus::Done,
@@ -439,17 +360,7 @@ impl TaskList {
 
     /// Deletes a task; returns it as it was.
     pub async fn delete(&self, id: u64) -> Result<Task> {
-        let agent = self.agent.to_string();
-        self.db
-            .call(move |c| {
-                let task = load(c, &agent, id)?;
-                c.execute(
-                    "DELETE FROM tasks_items WHERE id = ?1 AND agent_id = ?2",
-                    params![i64::try_from(id).unwrap_or(i64::MAX), agent],
-                )?;
-                Ok(task)
-            })
-            .await
+        self.run(move |store, agent| store.delete(agent, id)).await
     }
 }
 
@@ -465,6 +376,7 @@ fn set_status(t: &mut Task, s: TaskStatus, now: DateTime<Utc>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::task_store::{enum_parse, enum_str};
 
     #[test]
     fn enums_store_as_snake_case() {

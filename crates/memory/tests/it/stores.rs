@@ -195,3 +195,96 @@ async fn memory_kept_in_sqlite_moves_to_postgres_once() {
     let none = SqliteMemoryStore::open(empty.path().join("holdfast.db")).unwrap();
     assert_eq!(pg.adopt(none.database()).await.unwrap(), Adopted::Nothing);
 }
+
+mod tasks {
+    //! The task stores: the same list on SQLite and PostgreSQL, two instances completing steps of one task lose none,
+    //! and an instance's tasks move from its file to PostgreSQL once, with their ids.
+
+    use holdfast_memory::schedule::tasks::{NewTask, TaskFilter, TaskPatch};
+    use holdfast_memory::{AgentId, PgMemoryStore, PgTaskStore, Priority, SqliteTaskStore, TaskList, TaskStatus};
+    use holdfast_memory::{Database, SystemClock, TaskStore};
+    use std::sync::Arc;
+
+    fn list(store: &Arc<dyn TaskStore>, agent: &str) -> TaskList {
+        TaskList::new(AgentId::new(agent).unwrap(), Arc::clone(store), Arc::new(SystemClock))
+    }
+
+    fn new(title: &str, steps: &[&str]) -> NewTask {
+        NewTask { title: title.into(), steps: steps.iter().map(|s| (*s).to_owned()).collect(), ..NewTask::default() }
+    }
+
+    async fn alike(store: Arc<dyn TaskStore>) {
+        let kind = store.kind();
+        let tasks = list(&store, "alice");
+        let a = tasks.create(new("Pay rent", &["log in", "send"])).await.unwrap();
+        let b = tasks.create(new("Book flight", &[])).await.unwrap();
+        assert_ne!(a.id, b.id, "{kind}");
+        let (after, said) = tasks.complete(a.id, Some(1)).await.unwrap();
+        assert!(said.contains("Next step (2/2): send"), "{kind}: {said}");
+        assert_eq!(after.status, TaskStatus::InProgress, "{kind}");
+        let patch = TaskPatch { priority: Some(Priority::Urgent), ..TaskPatch::default() };
+        tasks.update(b.id, patch).await.unwrap();
+        let order: Vec<u64> = tasks.list(TaskFilter::default()).await.unwrap().iter().map(|t| t.id).collect();
+        assert_eq!(order, vec![b.id, a.id], "{kind}: urgent first");
+        assert!(list(&store, "bob").get(a.id).await.is_err(), "{kind}: another agent's task is not found");
+        assert!(tasks.complete(a.id, Some(9)).await.is_err(), "{kind}: no step 9");
+        assert_eq!(tasks.get(a.id).await.unwrap().steps.iter().filter(|s| s.done).count(), 1, "{kind}: unchanged");
+        let (done, _) = tasks.complete(a.id, Some(2)).await.unwrap();
+        assert_eq!(done.status, TaskStatus::Done, "{kind}: the last step completes the task");
+        assert!(done.completed_at.is_some(), "{kind}");
+        assert_eq!(tasks.delete(b.id).await.unwrap().title, "Book flight", "{kind}");
+        assert!(tasks.get(b.id).await.is_err(), "{kind}: deleted");
+        let all = tasks.list(TaskFilter { include_done: true, ..TaskFilter::default() }).await.unwrap();
+        assert_eq!(all.len(), 1, "{kind}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_task_store_behaves_alike_and_instances_share_one_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("holdfast.db")).unwrap();
+        alike(Arc::new(SqliteTaskStore::new(db))).await;
+        let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+        let a = PgTaskStore::open(PgMemoryStore::open(url.clone()).await.unwrap().pool().clone()).await.unwrap();
+        let b = PgTaskStore::open(PgMemoryStore::open(url).await.unwrap().pool().clone()).await.unwrap();
+        let (a, b): (Arc<dyn TaskStore>, Arc<dyn TaskStore>) = (Arc::new(a), Arc::new(b));
+        alike(Arc::clone(&a)).await;
+
+        // Ten steps of one task, completed at once from two instances: every step is done, the task with them.
+        let steps: Vec<String> = (1..=10).map(|i| format!("step {i}")).collect();
+        let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+        let task = list(&a, "carol").create(new("Move house", &steps)).await.unwrap();
+        let runs: Vec<_> = (1..=10)
+            .map(|n| {
+                let tasks = list(if n % 2 == 0 { &a } else { &b }, "carol");
+                tokio::spawn(async move { tasks.complete(task.id, Some(n)).await.unwrap() })
+            })
+            .collect();
+        for r in runs {
+            r.await.unwrap();
+        }
+        let done = list(&b, "carol").get(task.id).await.unwrap();
+        assert!(done.steps.iter().all(|s| s.done), "{:?}", done.steps);
+        assert_eq!(done.status, TaskStatus::Done);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
+        let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("holdfast.db")).unwrap();
+        let file: Arc<dyn TaskStore> = Arc::new(SqliteTaskStore::new(db.clone()));
+        let first = list(&file, "alice").create(new("one", &[])).await.unwrap();
+        list(&file, "alice").delete(first.id).await.unwrap();
+        let kept = list(&file, "alice").create(new("two", &["a", "b"])).await.unwrap();
+        list(&file, "alice").complete(kept.id, Some(1)).await.unwrap();
+
+        let pg = PgTaskStore::open(PgMemoryStore::open(url).await.unwrap().pool().clone()).await.unwrap();
+        assert_eq!(pg.adopt(&db).await.unwrap(), 1);
+        assert_eq!(pg.adopt(&db).await.unwrap(), 0, "once");
+        let shared: Arc<dyn TaskStore> = Arc::new(pg);
+        let moved = list(&shared, "alice").get(kept.id).await.unwrap();
+        assert_eq!((moved.title.as_str(), moved.status), ("two", TaskStatus::InProgress));
+        let next = list(&shared, "alice").create(new("three", &[])).await.unwrap();
+        assert!(next.id > kept.id, "new ids follow the moved ones");
+    }
+}

@@ -171,6 +171,11 @@ async fn lock_block(tx: &mut sqlx::PgConnection, agent: &str, label: &str) -> Re
 }
 
 impl PgMemoryStore {
+    /// The pool (for other synchronous stores on the same database, such as [`crate::PgTaskStore`]).
+    pub fn pool(&self) -> &BlockingPg {
+        &self.pg
+    }
+
     /// The store in `url`'s database (its own pool), migrated.
     pub async fn open(url: holdfast_core::config::DatabaseUrl) -> Result<Self> {
         let pg = BlockingPg::connect(url).await.map_err(pg_err)?;
