@@ -2,6 +2,7 @@
 //! (the times the model writes, parsed).
 
 pub mod reminders;
+pub mod task;
 pub mod task_store;
 pub mod tasks;
 pub mod when;

@@ -6,7 +6,7 @@
 //! two instances completing steps of one task each see the other's). Methods block; `TaskList` calls them on tokio's
 //! blocking pool.
 
-use super::tasks::Task;
+use super::task::Task;
 use crate::clock::{fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
