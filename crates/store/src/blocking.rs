@@ -9,7 +9,7 @@
 //! # async fn demo(url: holdfast_core::config::DatabaseUrl) -> Result<(), holdfast_store::StoreError> {
 //! let pg = holdfast_store::BlockingPg::connect(url).await?;
 //! let n: i64 = pg.run(|store| async move {
-//!     sqlx::query_scalar("SELECT 1").fetch_one(store.pool()).await
+//!     sqlx::query_scalar("SELECT 1::bigint").fetch_one(store.pool()).await
 //! })??;
 //! assert_eq!(n, 1);
 //! # Ok(()) }
@@ -34,7 +34,9 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub struct BlockingPg {
     store: PgStore,
-    runtime: Arc<Background>,
+    /// The pool's runtime, kept alive by `_runtime`.
+    handle: tokio::runtime::Handle,
+    _runtime: Arc<Background>,
     id: u64,
 }
 
@@ -62,14 +64,14 @@ impl BlockingPg {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Query(format!("cannot start the database runtime: {e}")))?;
+        let handle = runtime.handle().clone();
         // Owned by the guard before the first await: a failed or cancelled connect drops it without blocking.
         let runtime = Arc::new(Background(Some(runtime)));
-        let connecting = match &runtime.0 {
-            Some(rt) => rt.spawn(async move { PgStore::connect(&url).await }),
-            None => return Err(StoreError::Query("the database runtime stopped".into())),
-        };
-        let store = connecting.await.map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))??;
-        Ok(Self { store, runtime, id })
+        let store = handle
+            .spawn(async move { PgStore::connect(&url).await })
+            .await
+            .map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))??;
+        Ok(Self { store, handle, _runtime: runtime, id })
     }
 
     /// Runs `query` on the calling thread until it completes (its sockets and timers are driven by this pool's
@@ -79,19 +81,11 @@ impl BlockingPg {
         F: FnOnce(PgStore) -> Fut,
         Fut: Future<Output = T>,
     {
-        let Some(runtime) = &self.runtime.0 else {
-            return Err(StoreError::Query("the database runtime stopped".into()));
-        };
         if POOL_RUNTIME.with(Cell::get) == self.id {
             return Err(StoreError::Query("a blocking database call from the database runtime itself".into()));
         }
-        let _context = runtime.enter();
+        let _context = self.handle.enter();
         Ok(futures::executor::block_on(tokio::task::unconstrained(query(self.store.clone()))))
-    }
-
-    /// The pool (for async callers, on this pool's runtime only: see [`BlockingPg::spawn`]).
-    pub fn store(&self) -> &PgStore {
-        &self.store
     }
 
     /// Runs `query` as a task on this pool's runtime and awaits it (for async callers, such as migrations at start).
@@ -102,11 +96,6 @@ impl BlockingPg {
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         let fut = query(self.store.clone());
-        match &self.runtime.0 {
-            Some(runtime) => {
-                runtime.spawn(fut).await.map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))?
-            }
-            None => fut.await,
-        }
+        self.handle.spawn(fut).await.map_err(|e| StoreError::Query(format!("the database runtime stopped: {e}")))?
     }
 }

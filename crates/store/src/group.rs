@@ -139,3 +139,45 @@ where
 fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// 60 writes queued at once, of two statements each; every third fails in its second statement. The failing
+    /// ones are answered with an error and leave nothing (not even their first statement); all others are kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_write_is_undone_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::sqlite::open_file(&dir.path().join("g.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE kv (k INTEGER PRIMARY KEY); CREATE TABLE log (k INTEGER); INSERT INTO kv VALUES (-1);",
+        )
+        .unwrap();
+        let conn = Arc::new(Mutex::new(conn));
+        let writer = Arc::new(
+            GroupCommit::start("test", Arc::clone(&conn), |c, k: &i64| {
+                c.execute("INSERT INTO log (k) VALUES (?1)", [k])?;
+                // Every third write collides with the row -1.
+                c.execute("INSERT INTO kv (k) VALUES (?1)", [if k % 3 == 0 { -1 } else { *k }])
+            })
+            .unwrap(),
+        );
+        let writes: Vec<_> = (0..60i64)
+            .map(|k| {
+                let writer = Arc::clone(&writer);
+                tokio::spawn(async move { (k, writer.write(k).await) })
+            })
+            .collect();
+        for w in writes {
+            let (k, result) = w.await.unwrap();
+            assert_eq!(result.is_err(), k % 3 == 0, "write {k}: {result:?}");
+        }
+        let c = conn.lock();
+        let count = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(count("SELECT COUNT(*) FROM log"), 40, "a failed write's first statement is undone with it");
+        assert_eq!(count("SELECT COUNT(*) FROM kv"), 41);
+        assert!(c.is_autocommit(), "no transaction left open on the shared connection");
+    }
+}

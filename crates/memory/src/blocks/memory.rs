@@ -203,12 +203,18 @@ impl Memory {
 
     async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::blocks::block::Modified> {
         let owned = label.to_owned();
-        // Every write, whatever the store: no NUL character (PostgreSQL's text refuses it; no memory needs it).
+        // Every write, whatever the store: no NUL character (PostgreSQL's text refuses it; no memory needs it). The
+        // error names the parameter the text came in.
+        let text_field = match op {
+            EditOp::Append => "content",
+            EditOp::Replace => "new",
+            EditOp::Create | EditOp::Update | EditOp::System => "value",
+        };
         let edit: EditFn<'static> = Box::new(move |before| {
             let write = edit(before)?;
             if let Some(w) = &write {
                 if w.block.value.contains('\0') {
-                    return Err(MemoryError::invalid("value", "contains a NUL character (U+0000)"));
+                    return Err(MemoryError::invalid(text_field, "contains a NUL character (U+0000)"));
                 }
                 if w.block.description.as_deref().is_some_and(|d| d.contains('\0')) {
                     return Err(MemoryError::invalid("description", "contains a NUL character (U+0000)"));

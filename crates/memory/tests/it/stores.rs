@@ -39,8 +39,12 @@ async fn basics(store: Arc<dyn MemoryStore>) {
     assert_eq!(labels, vec!["human".to_owned(), "persona".to_owned()], "{kind}: ordered by label");
 
     // A NUL character is refused the same way by every store, and nothing is written.
-    let nul = alice.update("human", "bad\0value".into(), None, "test").await.unwrap_err();
-    assert_eq!(holdfast_core::ToolError::from(nul).code, holdfast_core::ErrorCode::InvalidParams, "{kind}");
+    let nul =
+        holdfast_core::ToolError::from(alice.update("human", "bad\0value".into(), None, "test").await.unwrap_err());
+    assert_eq!(nul.code, holdfast_core::ErrorCode::InvalidParams, "{kind}");
+    assert!(nul.message.starts_with("`value`"), "{kind}: {}", nul.message);
+    let nul = holdfast_core::ToolError::from(alice.append("human", "x\0".into(), "test").await.unwrap_err());
+    assert!(nul.message.starts_with("`content`"), "{kind}: {}", nul.message);
     assert_eq!(alice.get("human").await.unwrap().unwrap().value, "Name: Alice\nLikes: green tea", "{kind}");
 
     // A failed edit (no match) writes nothing, not even history.
