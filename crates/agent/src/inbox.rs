@@ -18,6 +18,11 @@
 //! starts at most one turn — the turn is idempotent for a message id (a reminder's message id is its firing).
 //! Reminders that came due while the process was down fire at start (the scheduler's first pass) and arrive here.
 //!
+//! **Several instances.** On a store several instances share (PostgreSQL), one instance at a time answers an
+//! agent's inbox: the worker first takes the inbox's hold (an advisory lock the database frees if the holder dies),
+//! and checks it is still held before each turn. The instance that takes over finds an interrupted turn's message
+//! as a restart would (above), so it is not answered twice.
+//!
 //! **Limits.** At most `[agent] inbox_turns_per_minute` turns per minute: more messages wait in the inbox (an
 //! `agent.rate_limited` event says how long), none is dropped. Messages between agents carry the router's hop count
 //! and a conversation stops at `[memory] max_hops` (a `message.hop_limit` event), so two agents answering each
@@ -26,7 +31,7 @@
 use crate::agent::{Agent, AgentError, CancelToken};
 use holdfast_core::event::{AgentInboxTurn, AgentRateLimited, EventPayload};
 use holdfast_core::{ToolContext, ToolError};
-use holdfast_memory::{ConversationHops, InboxMessage, SendOrigin};
+use holdfast_memory::{ConversationHops, Inbox, InboxHold, InboxMessage, SendOrigin};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -38,6 +43,29 @@ pub const SESSION_KIND: &str = "inbox";
 const RATE_WINDOW: Duration = Duration::from_secs(60);
 /// How long the worker waits after a storage error before it looks at the inbox again.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
+/// How long one attempt to take the inbox waits for another instance to let go (then it tries again).
+const HOLD_WAIT: Duration = Duration::from_secs(30);
+
+/// Takes the hold on `inbox` (at once with one process on the store; on a shared store, when no other instance
+/// reads it). `None` when cancelled first.
+async fn take_hold(inbox: &Inbox, cancel: &CancelToken) -> Option<InboxHold> {
+    loop {
+        let taken = tokio::select! {
+            h = inbox.hold(HOLD_WAIT) => h,
+            () = cancel.cancelled() => return None,
+        };
+        match taken {
+            Ok(Some(hold)) => return Some(hold),
+            Ok(None) => tracing::debug!(agent = %inbox.agent(), "another instance reads this inbox"),
+            Err(e) => {
+                tracing::error!(error = %e, "the inbox could not be held");
+                if pause(RETRY_AFTER_ERROR, cancel).await {
+                    return None;
+                }
+            }
+        }
+    }
+}
 
 /// Starts answering `agent`'s inbox until `cancel` fires.
 pub fn spawn(agent: Agent, cancel: CancelToken) -> tokio::task::JoinHandle<()> {
@@ -70,20 +98,44 @@ impl Worker {
     async fn run(mut self, cancel: &CancelToken) {
         let inbox = self.agent.profile().handle.inbox();
         loop {
+            let Some(hold) = take_hold(&inbox, cancel).await else { return };
+            if self.serve(&inbox, hold, cancel).await {
+                return;
+            }
+            tracing::warn!(agent = %inbox.agent(), "the hold on the inbox was lost; taking it again");
+        }
+    }
+
+    /// Answers messages while `hold` lasts. `true` when cancelled; `false` when the hold was lost.
+    async fn serve(&mut self, inbox: &Inbox, mut hold: InboxHold, cancel: &CancelToken) -> bool {
+        loop {
             let next = tokio::select! {
                 m = inbox.next() => m,
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => return true,
             };
             let message = match next {
                 Ok(m) => m,
                 Err(e) => {
                     tracing::error!(error = %e, "the inbox could not be read");
                     if pause(RETRY_AFTER_ERROR, cancel).await {
-                        return;
+                        return true;
                     }
                     continue;
                 }
             };
+            // Another instance may read the inbox once this one's hold is gone: check it before each turn.
+            let Ok((back, held)) = tokio::task::spawn_blocking(move || {
+                let held = hold.still_held();
+                (hold, held)
+            })
+            .await
+            else {
+                return false;
+            };
+            if !held {
+                return false;
+            }
+            hold = back;
             if let Some(wait) = self.wait_for_rate() {
                 if let Ok(ctx) = self.session().await {
                     ctx.events.publish(EventPayload::AgentRateLimited(AgentRateLimited {
@@ -94,7 +146,7 @@ impl Worker {
                 }
                 tracing::info!(message = %message.message_id, wait_secs = wait.as_secs(), "inbox turns per minute reached");
                 if pause(wait, cancel).await {
-                    return;
+                    return true;
                 }
                 continue;
             }
@@ -108,7 +160,7 @@ impl Worker {
                     // Storage failed before or while the turn ran: the message stays and is looked at again.
                     tracing::error!(error = %e, message = %message.message_id, "inbox turn failed");
                     if pause(RETRY_AFTER_ERROR, cancel).await {
-                        return;
+                        return true;
                     }
                 }
             }

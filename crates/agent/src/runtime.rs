@@ -237,7 +237,7 @@ impl Runtime {
         };
         let mut memory = AgentRuntime::builder(db.clone()).config(memory_config);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
-            // Memory blocks and tasks are shared by every instance; messages and reminders stay in this instance's file.
+            // Memory blocks, tasks, messages and reminders are shared by every instance.
             let store = holdfast_memory::PgMemoryStore::open(pg.url().clone()).await?;
             if data_dir.is_some() {
                 // Memory an earlier run kept in this data dir's file moves to the shared database, once.
@@ -259,7 +259,17 @@ impl Runtime {
                     tracing::info!(tasks = copied, "tasks: the data dir's tasks were copied into PostgreSQL");
                 }
             }
-            memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks));
+            let messages = holdfast_memory::PgMessageStore::open(store.pool().clone()).await?;
+            if data_dir.is_some() {
+                let copied = messages.adopt(&db).await?;
+                if copied > 0 {
+                    tracing::info!(
+                        rows = copied,
+                        "messages: the data dir's messages and reminders were copied into PostgreSQL"
+                    );
+                }
+            }
+            memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks)).message_store(Arc::new(messages));
         }
         let memory = memory.build().await?;
         let scheduler = memory.start_scheduler();

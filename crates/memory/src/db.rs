@@ -140,6 +140,16 @@ CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (fired_at, due
         // The hops of the turn that scheduled a reminder: its message carries the conversation's count on.
         "ALTER TABLE reminders_items ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
     ),
+    (
+        4,
+        // The anti-loop windows, stored: a restart does not reset them, and on PostgreSQL instances share them.
+        "CREATE TABLE IF NOT EXISTS messages_cooldowns (
+            sender    TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            until_at  TEXT NOT NULL,
+            PRIMARY KEY (sender, recipient)
+        );",
+    ),
 ];
 
 /// A shared handle on the database. Clones share the connection.

@@ -21,7 +21,7 @@ use crate::blocks::store::{MemoryStore, SqliteMemoryStore};
 use crate::clock::{SharedClock, SystemClock};
 use crate::db::{DEFAULT_DB_FILE, Database};
 use crate::error::Result;
-use crate::messaging::{MessageRouter, RouterConfig};
+use crate::messaging::{MessageRouter, MessageStore, RouterConfig, SqliteMessageStore};
 use crate::schedule::reminders::{ReminderScheduler, Reminders, SchedulerHandle};
 use crate::schedule::task_store::{SqliteTaskStore, TaskStore};
 use crate::schedule::tasks::TaskList;
@@ -139,6 +139,7 @@ pub struct RuntimeBuilder {
     config: MemoryConfig,
     store: Option<Arc<dyn MemoryStore>>,
     tasks: Option<Arc<dyn TaskStore>>,
+    messages: Option<Arc<dyn MessageStore>>,
     clock: Option<SharedClock>,
 }
 
@@ -149,7 +150,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// A memory store other than SQLite on the same database (messages, tasks and reminders stay in the database).
+    /// A memory store other than SQLite on the same database.
     pub fn memory_store(mut self, store: Arc<dyn MemoryStore>) -> Self {
         self.store = Some(store);
         self
@@ -158,6 +159,12 @@ impl RuntimeBuilder {
     /// A task store other than SQLite on the same database.
     pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
         self.tasks = Some(store);
+        self
+    }
+
+    /// A message store (messages, inboxes, anti-loop windows, reminders) other than SQLite on the same database.
+    pub fn message_store(mut self, store: Arc<dyn MessageStore>) -> Self {
+        self.messages = Some(store);
         self
     }
 
@@ -177,7 +184,8 @@ impl RuntimeBuilder {
             max_hops: self.config.max_hops,
             webhook_timeout: Duration::from_secs(self.config.webhook_timeout_secs.max(1)),
         };
-        let router = MessageRouter::new(self.db.clone(), router_config, Arc::clone(&clock))?;
+        let messages = self.messages.unwrap_or_else(|| Arc::new(SqliteMessageStore::new(self.db.clone())));
+        let router = MessageRouter::new(messages, router_config, Arc::clone(&clock))?;
         let embedder = self.config.embeddings.clone().map(Embedder::new).transpose()?;
         for (name, members) in &self.config.groups {
             router.define_group(name, members).await?;
@@ -206,7 +214,7 @@ impl RuntimeBuilder {
 impl AgentRuntime {
     /// A builder over `db`.
     pub fn builder(db: Database) -> RuntimeBuilder {
-        RuntimeBuilder { db, config: MemoryConfig::default(), store: None, tasks: None, clock: None }
+        RuntimeBuilder { db, config: MemoryConfig::default(), store: None, tasks: None, messages: None, clock: None }
     }
 
     /// Opens `data_dir/holdfast.db` (created with the directory when missing; WAL mode) with SQLite memory.
@@ -236,13 +244,7 @@ impl AgentRuntime {
         Ok(AgentHandle {
             messages: MessageSender::new(agent.clone(), i.router.clone()),
             tasks: TaskList::new(agent.clone(), Arc::clone(&i.tasks), Arc::clone(&i.clock)),
-            reminders: Reminders::new(
-                agent.clone(),
-                i.db.clone(),
-                i.router.clone(),
-                Arc::clone(&i.clock),
-                Arc::clone(&i.wake),
-            ),
+            reminders: Reminders::new(agent.clone(), i.router.clone(), Arc::clone(&i.clock), Arc::clone(&i.wake)),
             memory,
             agent_id: agent,
         })
@@ -276,7 +278,7 @@ impl AgentRuntime {
     /// The reminder scheduler (for one-off passes: [`ReminderScheduler::fire_due`]).
     pub fn scheduler(&self) -> ReminderScheduler {
         let i = &self.inner;
-        ReminderScheduler::new(i.db.clone(), i.router.clone(), Arc::clone(&i.clock), Arc::clone(&i.wake))
+        ReminderScheduler::new(i.router.clone(), Arc::clone(&i.clock), Arc::clone(&i.wake))
     }
 
     /// Starts the reminder scheduler task (overdue reminders are delivered at once). Keep the handle alive.

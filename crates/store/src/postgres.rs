@@ -87,6 +87,13 @@ impl PgStore {
     /// released when the [`PgLock`] is dropped, or by the server when the holder's connection dies (a killed
     /// process holds nothing).
     pub async fn lock(&self, key: &str, wait: Duration) -> Result<PgLock, StoreError> {
+        self.lock_within(key, wait).await?.ok_or_else(|| {
+            StoreError::Query(format!("another holdfast instance held `{key}` for more than {} s", wait.as_secs()))
+        })
+    }
+
+    /// [`PgStore::lock`], with `None` when another instance held the lock all of `wait`.
+    pub async fn lock_within(&self, key: &str, wait: Duration) -> Result<Option<PgLock>, StoreError> {
         let mut conn = self.options.connect().await.map_err(|e| StoreError::Connect {
             url: self.url.to_string(),
             reason: holdfast_core::redact_urls(&e.to_string()).into_owned(),
@@ -95,11 +102,8 @@ impl PgStore {
         sqlx::query("SELECT set_config('lock_timeout', $1, false)").bind(millis.to_string()).execute(&mut conn).await?;
         let taken = sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))").bind(key).execute(&mut conn).await;
         match taken {
-            Ok(_) => Ok(PgLock { _conn: conn }),
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => Err(StoreError::Query(format!(
-                "another holdfast instance held `{key}` for more than {} s",
-                wait.as_secs()
-            ))),
+            Ok(_) => Ok(Some(PgLock { conn })),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -107,7 +111,20 @@ impl PgStore {
 
 /// A held advisory lock: the connection that holds it, closed (and the lock released) when dropped.
 pub struct PgLock {
-    _conn: PgConnection,
+    conn: PgConnection,
+}
+
+impl PgLock {
+    /// Whether the lock is still held: its connection answers and still holds an advisory lock (a connection that
+    /// died, or a server that restarted, has lost it, and another instance may hold it now).
+    pub async fn is_held(&mut self) -> bool {
+        let held: Result<bool, _> = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted)",
+        )
+        .fetch_one(&mut self.conn)
+        .await;
+        held.unwrap_or(false)
+    }
 }
 
 impl std::fmt::Debug for PgLock {

@@ -1,12 +1,12 @@
 //! Target kind `channel`: named channels, their subscribers, and the outbound webhook a channel may have.
 
+use super::Reach;
 use super::router::MessageRouter;
+use super::store::MessageStore;
 use super::types::RoutedMessage;
-use super::{Reach, list_strings};
 use crate::agent_id::{AgentId, validate_id};
 use crate::clock::fmt_time;
 use crate::error::{MemoryError, Result};
-use rusqlite::{OptionalExtension, params};
 
 impl MessageRouter {
     /// Defines (or redefines) a channel and its optional outbound webhook URL (`http://` or `https://`).
@@ -19,47 +19,26 @@ impl MessageRouter {
             }
         }
         let name = name.to_owned();
-        self.database()
-            .call(move |c| {
-                c.execute(
-                    "INSERT INTO messages_channels (name, webhook_url) VALUES (?1, ?2)
-                     ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
-                    params![name, webhook_url],
-                )?;
-                Ok(())
-            })
-            .await
+        self.call(move |s| s.define_channel(&name, webhook_url.as_deref())).await
     }
 
     /// Subscribes an agent to a channel (the channel must exist).
     pub async fn subscribe(&self, channel: &str, agent: &AgentId) -> Result<()> {
         let (channel, agent) = (channel.to_owned(), agent.to_string());
-        self.database()
-            .call(move |c| {
-                if !exists(c, &channel)? {
-                    return Err(MemoryError::TargetNotFound { kind: "channel", id: channel, existing: names(c)? });
-                }
-                c.execute(
-                    "INSERT OR IGNORE INTO messages_subscriptions (channel, agent_id) VALUES (?1, ?2)",
-                    params![channel, agent],
-                )?;
+        self.call(move |s| {
+            if s.subscribe(&channel, &agent)? {
                 Ok(())
-            })
-            .await
+            } else {
+                Err(MemoryError::TargetNotFound { kind: "channel", id: channel, existing: s.channels()? })
+            }
+        })
+        .await
     }
 
     /// Unsubscribes an agent from a channel.
     pub async fn unsubscribe(&self, channel: &str, agent: &AgentId) -> Result<()> {
         let (channel, agent) = (channel.to_owned(), agent.to_string());
-        self.database()
-            .call(move |c| {
-                c.execute(
-                    "DELETE FROM messages_subscriptions WHERE channel = ?1 AND agent_id = ?2",
-                    params![channel, agent],
-                )?;
-                Ok(())
-            })
-            .await
+        self.call(move |s| s.unsubscribe(&channel, &agent)).await
     }
 
     /// POSTs a stored message to a channel's webhook as JSON; the HTTP status, or `upstream_error`.
@@ -80,27 +59,15 @@ impl MessageRouter {
 }
 
 /// A channel message reaches every subscriber but the sender, and the channel's webhook if it has one.
-pub(super) fn reach(c: &rusqlite::Connection, id: &str, sender: &str) -> Result<Reach> {
-    let (webhook, subscribers) = info(c, id)?;
+pub(super) fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
+    let (webhook, subscribers) = info(s, id)?;
     Ok(Reach { recipients: subscribers.into_iter().filter(|s| s != sender).collect(), webhook })
 }
 
-fn exists(c: &rusqlite::Connection, id: &str) -> Result<bool> {
-    Ok(c.query_row("SELECT 1 FROM messages_channels WHERE name = ?1", [id], |_| Ok(())).optional()?.is_some())
-}
-
-fn names(c: &rusqlite::Connection) -> Result<Vec<String>> {
-    list_strings(c, "SELECT name FROM messages_channels ORDER BY name", [])
-}
-
 /// A channel's webhook and subscribers; `target_not_found` (listing the channels) when it does not exist.
-pub(super) fn info(c: &rusqlite::Connection, id: &str) -> Result<(Option<String>, Vec<String>)> {
-    let webhook: Option<Option<String>> =
-        c.query_row("SELECT webhook_url FROM messages_channels WHERE name = ?1", [id], |r| r.get(0)).optional()?;
-    let Some(webhook) = webhook else {
-        return Err(MemoryError::TargetNotFound { kind: "channel", id: id.to_owned(), existing: names(c)? });
-    };
-    let subs =
-        list_strings(c, "SELECT agent_id FROM messages_subscriptions WHERE channel = ?1 ORDER BY agent_id", [id])?;
-    Ok((webhook, subs))
+pub(super) fn info(s: &dyn MessageStore, id: &str) -> Result<(Option<String>, Vec<String>)> {
+    s.channel(id)?.ok_or_else(|| match s.channels() {
+        Ok(existing) => MemoryError::TargetNotFound { kind: "channel", id: id.to_owned(), existing },
+        Err(e) => e,
+    })
 }

@@ -1,10 +1,10 @@
 //! Target kind `group`: named groups of agents, and the fan-out of a message to every member but its sender.
 
+use super::Reach;
 use super::router::MessageRouter;
-use super::{Reach, list_strings};
+use super::store::MessageStore;
 use crate::agent_id::validate_id;
 use crate::error::{MemoryError, Result};
-use rusqlite::params;
 use std::collections::BTreeMap;
 
 impl MessageRouter {
@@ -15,42 +15,23 @@ impl MessageRouter {
             validate_id("members", m)?;
         }
         let (name, members) = (name.to_owned(), members.to_vec());
-        self.database()
-            .call(move |c| {
-                let tx = c.transaction()?;
-                tx.execute("DELETE FROM messages_groups WHERE name = ?1", [&name])?;
-                for m in &members {
-                    tx.execute(
-                        "INSERT OR IGNORE INTO messages_groups (name, member) VALUES (?1, ?2)",
-                        params![name, m],
-                    )?;
-                }
-                tx.commit()?;
-                Ok(())
-            })
-            .await
+        self.call(move |s| s.define_group(&name, &members)).await
     }
 
     /// Every group with its members.
     pub async fn groups(&self) -> Result<BTreeMap<String, Vec<String>>> {
-        self.database()
-            .call(|c| {
-                let mut stmt = c.prepare_cached("SELECT name, member FROM messages_groups ORDER BY name, member")?;
-                let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-                let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-                for row in rows {
-                    let (g, m) = row?;
-                    out.entry(g).or_default().push(m);
-                }
-                Ok(out)
-            })
-            .await
+        let pairs = self.call(|s| s.group_pairs()).await?;
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (g, m) in pairs {
+            out.entry(g).or_default().push(m);
+        }
+        Ok(out)
     }
 }
 
 /// A group message reaches every member but the sender; a group of the sender alone is refused.
-pub(super) fn reach(c: &rusqlite::Connection, id: &str, sender: &str) -> Result<Reach> {
-    let members: Vec<String> = members(c, id)?.into_iter().filter(|m| m != sender).collect();
+pub(super) fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
+    let members: Vec<String> = members(s, id)?.into_iter().filter(|m| m != sender).collect();
     if members.is_empty() {
         return Err(MemoryError::invalid("target.id", format!("group `{id}` has no members besides you")));
     }
@@ -58,14 +39,12 @@ pub(super) fn reach(c: &rusqlite::Connection, id: &str, sender: &str) -> Result<
 }
 
 /// A group's members; `target_not_found` (listing the groups) when it has none.
-pub(super) fn members(c: &rusqlite::Connection, id: &str) -> Result<Vec<String>> {
-    let members = list_strings(c, "SELECT member FROM messages_groups WHERE name = ?1 ORDER BY member", [id])?;
+pub(super) fn members(s: &dyn MessageStore, id: &str) -> Result<Vec<String>> {
+    let members = s.group_members(id)?;
     if members.is_empty() {
-        return Err(MemoryError::TargetNotFound {
-            kind: "group",
-            id: id.to_owned(),
-            existing: list_strings(c, "SELECT DISTINCT name FROM messages_groups ORDER BY name", [])?,
-        });
+        let mut existing: Vec<String> = s.group_pairs()?.into_iter().map(|(g, _)| g).collect();
+        existing.dedup();
+        return Err(MemoryError::TargetNotFound { kind: "group", id: id.to_owned(), existing });
     }
     Ok(members)
 }

@@ -1,11 +1,15 @@
 //! One agent's durable inbox: messages stay queued, across restarts, until the agent takes them.
+//!
+//! On a store several instances share, one instance at a time reads an agent's inbox: the reader takes
+//! [`Inbox::hold`] first. Sends made on other instances do not wake it; it looks again every
+//! [`MessageStore::poll_interval`](super::store::MessageStore::poll_interval).
 
 use super::router::MessageRouter;
+use super::store::{InboxHold, to_inbox_message};
 use super::types::InboxMessage;
-use super::{bad_time, msg_id, parse_metadata};
-use crate::clock::{fmt_time, parse_time};
+use crate::clock::fmt_time;
 use crate::error::Result;
-use rusqlite::{OptionalExtension, params};
+use std::time::Duration;
 
 /// One agent's durable inbox. Messages stay queued (across restarts) until taken.
 #[derive(Clone)]
@@ -18,30 +22,6 @@ impl std::fmt::Debug for Inbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inbox").field("agent", &self.agent).finish()
     }
-}
-
-const INBOX_SELECT: &str = "SELECT i.id, l.id, l.sender, i.via, l.content, l.metadata, l.created_at, l.hops
-     FROM messages_inbox i JOIN messages_log l ON l.id = i.message_id";
-
-/// An inbox row: inbox id, message id, sender, via, content, metadata, created_at, hops.
-type InboxRow = (i64, i64, String, String, String, Option<String>, String, u32);
-
-fn inbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-}
-
-fn to_inbox_message(row: InboxRow) -> Result<InboxMessage> {
-    let (inbox_id, id, from, via, content, metadata, at, hops) = row;
-    Ok(InboxMessage {
-        inbox_id,
-        message_id: msg_id(id),
-        from,
-        via,
-        hops,
-        content,
-        metadata: parse_metadata(metadata),
-        created_at: parse_time(&at).ok_or_else(|| bad_time(&at))?,
-    })
 }
 
 impl Inbox {
@@ -58,44 +38,25 @@ impl Inbox {
     /// Takes the oldest waiting message, if any (marking it delivered).
     pub async fn try_recv(&self) -> Result<Option<InboxMessage>> {
         let (agent, now) = (self.agent.clone(), fmt_time(self.router.now()));
-        self.router
-            .database()
-            .call(move |c| {
-                let tx = c.transaction()?;
-                let row = tx
-                    .query_row(
-                        &format!(
-                            "{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1"
-                        ),
-                        [&agent],
-                        inbox_row,
-                    )
-                    .optional()?;
-                let Some(row) = row else { return Ok(None) };
-                tx.execute("UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2", params![now, row.0])?;
-                tx.commit()?;
-                to_inbox_message(row).map(Some)
-            })
-            .await
+        self.router.call(move |s| s.inbox_take(&agent, &now)).await?.map(to_inbox_message).transpose()
     }
 
     /// The oldest waiting message, without taking it: [`Inbox::ack`] takes it once it has been handled, so a
     /// message being handled when the process dies is handled again after a restart (at least once).
     pub async fn peek(&self) -> Result<Option<InboxMessage>> {
         let agent = self.agent.clone();
-        self.router
-            .database()
-            .call(move |c| {
-                c.query_row(
-                    &format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1"),
-                    [&agent],
-                    inbox_row,
-                )
-                .optional()?
-                .map(to_inbox_message)
-                .transpose()
-            })
-            .await
+        self.router.call(move |s| s.inbox_first(&agent)).await?.map(to_inbox_message).transpose()
+    }
+
+    /// Waits until a message may have been stored for the agent: a send in this process wakes it at once; one on
+    /// another instance sharing the store is seen within the store's poll interval.
+    async fn wait(&self, notified: tokio::sync::futures::Notified<'_>) {
+        match self.router.store().poll_interval() {
+            Some(every) => {
+                let _ = tokio::time::timeout(every, notified).await;
+            }
+            None => notified.await,
+        }
     }
 
     /// Waits for a message and returns it without taking it (see [`Inbox::peek`]).
@@ -106,49 +67,32 @@ impl Inbox {
             if let Some(m) = self.peek().await? {
                 return Ok(m);
             }
-            notified.await;
+            self.wait(notified).await;
         }
     }
 
     /// Takes a message [`Inbox::peek`] returned: it is delivered and will not be returned again.
     pub async fn ack(&self, inbox_id: i64) -> Result<()> {
         let (agent, now) = (self.agent.clone(), fmt_time(self.router.now()));
-        self.router
-            .database()
-            .call(move |c| {
-                c.execute(
-                    "UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2 AND agent_id = ?3 AND delivered_at IS NULL",
-                    params![now, inbox_id, agent],
-                )?;
-                Ok(())
-            })
-            .await
+        self.router.call(move |s| s.inbox_ack(&agent, inbox_id, &now)).await
     }
 
     /// Waits for the next message and takes it.
     pub async fn recv(&self) -> Result<InboxMessage> {
         let notify = self.router.notifier(&self.agent);
         loop {
+            let notified = notify.notified();
             if let Some(m) = self.try_recv().await? {
                 return Ok(m);
             }
-            notify.notified().await;
+            self.wait(notified).await;
         }
     }
 
     /// Waiting messages, oldest first, without taking them.
     pub async fn pending(&self) -> Result<Vec<InboxMessage>> {
         let agent = self.agent.clone();
-        self.router
-            .database()
-            .call(move |c| {
-                let mut stmt = c.prepare_cached(&format!(
-                    "{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id"
-                ))?;
-                let rows = stmt.query_map([&agent], inbox_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                rows.into_iter().map(to_inbox_message).collect()
-            })
-            .await
+        self.router.call(move |s| s.inbox_pending(&agent)).await?.into_iter().map(to_inbox_message).collect()
     }
 
     /// Takes every waiting message, oldest first.
@@ -158,5 +102,13 @@ impl Inbox {
             out.push(m);
         }
         Ok(out)
+    }
+
+    /// Makes this process the only reader of the inbox among the instances sharing the store, waiting at most
+    /// `wait`; `None` when another instance held it all that time. Keep the hold while reading, and check
+    /// [`InboxHold::still_held`] before each message (a lost database connection loses it).
+    pub async fn hold(&self, wait: Duration) -> Result<Option<InboxHold>> {
+        let agent = self.agent.clone();
+        self.router.call(move |s| s.hold_inbox(&agent, wait)).await
     }
 }

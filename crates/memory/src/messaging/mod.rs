@@ -16,8 +16,9 @@
 //! always allowed, so two agents bouncing messages run at most one round trip per window. A direct message inside
 //! the window is refused with `rate_limited` (`details.retry_after_secs`); in a group or channel fan-out the
 //! recipients inside their window are skipped and named in `details`, and the send is refused only when every
-//! recipient was skipped. Messages to users and reminders are exempt. The window is kept in memory (a restart
-//! resets it).
+//! recipient was skipped. Messages to users and reminders are exempt. The windows are kept in the store and taken
+//! in the transaction that stores the message: a restart does not reset them, a refused send does not use one up,
+//! and on PostgreSQL every instance shares them.
 //!
 //! **Hop limit.** Every message carries the runtime's count of agent-to-agent hops that led to it. A message to other
 //! agents sent in a turn its user started has 1; one sent in a turn that answers a message of `n` hops has `n + 1`
@@ -31,25 +32,26 @@
 //!
 //! The room, by concern: [`types`] (targets, settings, message shapes), `router` (the one send path: checks,
 //! storage, delivery), one file per target kind (`user`, `agent`, `group`, `channel`: who a target reaches and what
-//! delivering to it does), `cooldown` (the anti-loop window) and [`inbox`] (an agent's durable queue).
+//! delivering to it does), [`store`] (where messages, windows and reminders live, and what is decided in one
+//! transaction) and [`inbox`] (an agent's durable queue).
 
 mod agent;
 mod channel;
-mod cooldown;
 mod group;
 pub mod inbox;
 mod router;
+pub mod store;
 pub mod types;
 mod user;
 
 pub use inbox::Inbox;
 pub use router::MessageRouter;
+pub use store::{InboxHold, MessageStore, PgMessageStore, SqliteMessageStore};
 pub use types::{
     ConversationHops, DEFAULT_AGENT_COOLDOWN, DEFAULT_MAX_HOPS, InboxMessage, MessageEndpoint, MessageTarget,
     RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType, UserMessage,
 };
 
-use crate::error::{MemoryError, Result};
 use serde_json::Value;
 
 /// `msg_<n>`: a message's id from its `messages_log` row.
@@ -65,18 +67,6 @@ fn metadata_text(m: &Option<Value>) -> Option<String> {
 /// Metadata as read back (text that is not JSON reads as none).
 fn parse_metadata(s: Option<String>) -> Option<Value> {
     s.and_then(|s| serde_json::from_str(&s).ok())
-}
-
-/// A stored time the tables cannot have written.
-fn bad_time(s: &str) -> MemoryError {
-    MemoryError::internal(format!("unreadable time {s:?} in the message tables"))
-}
-
-/// The first column of every row of `sql`.
-fn list_strings<P: rusqlite::Params>(c: &rusqlite::Connection, sql: &str, p: P) -> Result<Vec<String>> {
-    let mut stmt = c.prepare_cached(sql)?;
-    let rows = stmt.query_map(p, |r| r.get::<_, String>(0))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// Who a target reaches, read from the directory before the message is stored.

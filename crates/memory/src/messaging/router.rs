@@ -1,20 +1,18 @@
 //! The router: the one path every message takes. [`MessageRouter::route`] checks the send (content, the
-//! no-messaging-yourself rule, the hop limit), asks the target's kind whom it reaches, reserves the anti-loop
-//! windows, stores the message and its inbox rows in one transaction, then delivers by kind.
+//! no-messaging-yourself rule, the hop limit), asks the target's kind whom it reaches, then has the store reserve
+//! the anti-loop windows and store the message with its inbox rows in one transaction, then delivers by kind.
 
-use super::cooldown::{Cooldowns, Reserved};
 use super::inbox::Inbox;
+use super::store::{CooldownRule, MessageStore, NewMessage, StoredMessage, call};
 use super::types::{MessageEndpoint, MessageTarget, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType};
 use super::{Reach, agent, channel, group, metadata_text, msg_id, user};
 use crate::agent_id::AgentId;
 use crate::clock::{SharedClock, fmt_time};
-use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use chrono::{DateTime, Utc};
 use holdfast_core::EventBus;
 use holdfast_core::event::{EventPayload, MessageHopLimit};
 use parking_lot::{Mutex, RwLock};
-use rusqlite::params;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,11 +37,10 @@ pub struct MessageRouter {
 }
 
 struct RouterInner {
-    db: Database,
+    store: Arc<dyn MessageStore>,
     clock: SharedClock,
     config: RouterConfig,
     http: reqwest::Client,
-    cooldowns: Cooldowns,
     notifiers: Mutex<HashMap<String, Arc<Notify>>>,
     sessions: RwLock<HashMap<String, EventBus>>,
     endpoints: RwLock<Vec<(TargetType, Arc<dyn MessageEndpoint>)>>,
@@ -55,27 +52,17 @@ impl std::fmt::Debug for MessageRouter {
     }
 }
 
-/// A stored message: the transaction's inputs.
-struct Stored {
-    routed: RoutedMessage,
-    recipients: Vec<String>,
-    via: String,
-    hops: u32,
-    fires: Option<(i64, String)>,
-}
-
 impl MessageRouter {
-    /// A router on `db`.
-    pub fn new(db: Database, config: RouterConfig, clock: SharedClock) -> Result<Self> {
+    /// A router on `store`.
+    pub fn new(store: Arc<dyn MessageStore>, config: RouterConfig, clock: SharedClock) -> Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(config.webhook_timeout)
             .build()
             .map_err(|e| MemoryError::internal(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self {
             inner: Arc::new(RouterInner {
-                db,
+                store,
                 clock,
-                cooldowns: Cooldowns::new(config.agent_cooldown),
                 config,
                 http,
                 notifiers: Mutex::new(HashMap::new()),
@@ -85,9 +72,18 @@ impl MessageRouter {
         })
     }
 
-    /// The database.
-    pub fn database(&self) -> &Database {
-        &self.inner.db
+    /// The store messages and reminders live in.
+    pub fn store(&self) -> &Arc<dyn MessageStore> {
+        &self.inner.store
+    }
+
+    /// Runs `f` on the store, on tokio's blocking pool.
+    pub(crate) async fn call<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn MessageStore) -> Result<R> + Send + 'static,
+    {
+        call(&self.inner.store, f).await
     }
 
     /// The configuration.
@@ -190,16 +186,14 @@ impl MessageRouter {
             return Err(MemoryError::HopLimit { hops });
         }
         let (kind, from) = (target.kind, from.to_string());
-        self.inner
-            .db
-            .call(move |c| match kind {
-                TargetType::Agent if id == from => Ok(()),
-                TargetType::Agent => agent::known_agent(c, &id),
-                TargetType::Group => group::members(c, &id).map(|_| ()),
-                TargetType::Channel => channel::info(c, &id).map(|_| ()),
-                TargetType::User => Ok(()),
-            })
-            .await
+        self.call(move |s| match kind {
+            TargetType::Agent if id == from => Ok(()),
+            TargetType::Agent => agent::known_agent(s, &id),
+            TargetType::Group => group::members(s, &id).map(|_| ()),
+            TargetType::Channel => channel::info(s, &id).map(|_| ()),
+            TargetType::User => Ok(()),
+        })
+        .await
     }
 
     /// The one send path (see the module).
@@ -214,6 +208,9 @@ impl MessageRouter {
     ) -> Result<SendReceipt> {
         if content.is_empty() {
             return Err(MemoryError::invalid("content", "must not be empty"));
+        }
+        if content.contains('\0') {
+            return Err(MemoryError::invalid("content", "must not contain NUL characters"));
         }
         if metadata.as_ref().is_some_and(|m| !m.is_object()) {
             return Err(MemoryError::invalid("metadata", "must be an object or null"));
@@ -237,54 +234,53 @@ impl MessageRouter {
             self.check_hops(&sender, target, &origin)?;
         }
 
-        let mut reach = self.reach(target.kind, target_id.clone(), &sender).await?;
-        let reserved = if rules.agent_send {
-            self.inner.cooldowns.reserve(&sender, &mut reach.recipients, now)
-        } else {
-            Reserved::default()
-        };
-        if reach.recipients.is_empty()
-            && reach.webhook.is_none()
-            && target.kind != TargetType::User
-            && let Some((to, retry_after)) = reserved.soonest()
-        {
-            let cooldown = self.inner.cooldowns.window();
-            return Err(MemoryError::Cooldown { from: sender, to, cooldown, retry_after });
-        }
-
+        let reach = self.reach(target.kind, target_id.clone(), &sender).await?;
+        let window = self.inner.config.agent_cooldown;
+        let cooldown = (rules.agent_send && !window.is_zero()).then_some(CooldownRule {
+            now,
+            window,
+            // A channel's webhook, or the user, still gets a message no inbox does.
+            refuse_when_all_skipped: reach.webhook.is_none() && target.kind != TargetType::User,
+        });
         let via = rules.via.map(str::to_owned).unwrap_or_else(|| match target.kind {
             TargetType::Agent | TargetType::User => "direct".to_owned(),
             TargetType::Group => format!("group:{}", target_id.as_deref().unwrap_or_default()),
             TargetType::Channel => format!("channel:{}", target_id.as_deref().unwrap_or_default()),
         });
+        let hops = if agent_hop { origin.hops.saturating_add(1) } else { origin.hops };
+        let new = NewMessage {
+            sender: sender.clone(),
+            target_type: target.kind,
+            target_id: target_id.clone(),
+            content,
+            metadata: metadata_text(&metadata),
+            session_id: origin.session_id.clone(),
+            created_at: fmt_time(now),
+            hops,
+            recipients: reach.recipients,
+            via,
+            fires: rules.fires.clone(),
+            cooldown,
+        };
+        let (StoredMessage { id, delivered: recipients, skipped }, new) =
+            self.call(move |s| s.store(&new).map(|stored| (stored, new))).await?;
         let routed = RoutedMessage {
-            message_id: String::new(),
+            message_id: msg_id(id),
             from: sender,
             target_type: target.kind,
             target_id,
-            content,
+            content: new.content,
             metadata,
             session_id: origin.session_id.clone(),
             created_at: now,
         };
-        let hops = if agent_hop { origin.hops.saturating_add(1) } else { origin.hops };
-        let stored = Stored { routed, recipients: reach.recipients, via, hops, fires: rules.fires.clone() };
-        let (id, Stored { routed, recipients, .. }) = match self.store(stored).await {
-            Ok(done) => done,
-            Err(e) => {
-                self.inner.cooldowns.release(reserved);
-                return Err(e);
-            }
-        };
-        let routed = RoutedMessage { message_id: msg_id(id), ..routed };
         for agent in &recipients {
             self.notifier(agent).notify_one();
         }
 
         let mut details = self.delivered(&routed, &recipients, &origin);
-        if !reserved.skipped.is_empty() {
-            let s: Vec<String> = reserved
-                .skipped
+        if !skipped.is_empty() {
+            let s: Vec<String> = skipped
                 .iter()
                 .map(|(a, d)| format!("{a} (anti-loop cooldown, retry in {}s)", d.as_secs().max(1)))
                 .collect();
@@ -336,54 +332,13 @@ impl MessageRouter {
     async fn reach(&self, kind: TargetType, id: Option<String>, sender: &str) -> Result<Reach> {
         let Some(id) = id.filter(|_| kind != TargetType::User) else { return Ok(Reach::default()) };
         let sender = sender.to_owned();
-        self.inner
-            .db
-            .call(move |c| match kind {
-                TargetType::Agent => agent::reach(c, id, &sender),
-                TargetType::Group => group::reach(c, &id, &sender),
-                TargetType::Channel => channel::reach(c, &id, &sender),
-                TargetType::User => Ok(Reach::default()),
-            })
-            .await
-    }
-
-    /// Stores the message, its inbox rows (or its outbox row) and a reminder's firing, in one transaction.
-    async fn store(&self, s: Stored) -> Result<(i64, Stored)> {
-        self.inner
-            .db
-            .call(move |c| {
-                let tx = c.transaction()?;
-                if let Some((reminder, at)) = &s.fires
-                    && tx.execute(
-                        "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
-                        params![at, reminder],
-                    )? == 0
-                {
-                    return Err(MemoryError::AlreadyFired);
-                }
-                let m = &s.routed;
-                let id: i64 = tx.query_row(
-                    "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-                    params![m.from, m.target_type.as_str(), m.target_id, m.content, metadata_text(&m.metadata), m.session_id, fmt_time(m.created_at), s.hops],
-                    |r| r.get(0),
-                )?;
-                for agent in &s.recipients {
-                    tx.execute(
-                        "INSERT INTO messages_inbox (message_id, agent_id, via) VALUES (?1, ?2, ?3)",
-                        params![id, agent, s.via],
-                    )?;
-                }
-                if m.target_type == TargetType::User {
-                    tx.execute(
-                        "INSERT INTO messages_outbox (message_id, agent_id, session_id, user_id) VALUES (?1, ?2, ?3, ?4)",
-                        params![id, m.from, m.session_id, m.target_id],
-                    )?;
-                }
-                tx.commit()?;
-                Ok((id, s))
-            })
-            .await
+        self.call(move |s| match kind {
+            TargetType::Agent => agent::reach(s, id, &sender),
+            TargetType::Group => group::reach(s, &id, &sender),
+            TargetType::Channel => channel::reach(s, &id, &sender),
+            TargetType::User => Ok(Reach::default()),
+        })
+        .await
     }
 
     /// Delivery by kind once stored, and the sentence saying where the message went.

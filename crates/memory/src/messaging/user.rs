@@ -2,13 +2,12 @@
 //! on the session's bus (the server forwards it to the UI).
 
 use super::router::MessageRouter;
+use super::store::to_user_message;
 use super::types::{RoutedMessage, SendOrigin, UserMessage};
-use super::{bad_time, msg_id, parse_metadata};
 use crate::agent_id::{AgentId, validate_id};
-use crate::clock::{fmt_time, parse_time};
+use crate::clock::fmt_time;
 use crate::error::Result;
 use holdfast_core::event::{EventPayload, MessageOutbox};
-use rusqlite::params;
 
 /// The user id a message names, if any (validated like every id).
 pub(super) fn user_id(id: Option<&String>) -> Result<Option<String>> {
@@ -37,39 +36,7 @@ impl MessageRouter {
     /// Messages an agent sent to users, newest first.
     pub async fn outbox(&self, agent: &AgentId, limit: usize) -> Result<Vec<UserMessage>> {
         let agent = agent.to_string();
-        self.database()
-            .call(move |c| {
-                let mut stmt = c.prepare_cached(
-                    "SELECT l.id, o.agent_id, o.session_id, o.user_id, l.content, l.metadata, l.created_at
-                     FROM messages_outbox o JOIN messages_log l ON l.id = o.message_id
-                     WHERE o.agent_id = ?1 ORDER BY o.id DESC LIMIT ?2",
-                )?;
-                let rows = stmt.query_map(params![agent, i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get::<_, String>(6)?,
-                    ))
-                })?;
-                let mut out = Vec::new();
-                for row in rows {
-                    let (id, agent_id, session_id, user_id, content, metadata, at) = row?;
-                    out.push(UserMessage {
-                        message_id: msg_id(id),
-                        agent_id,
-                        session_id,
-                        user_id,
-                        content,
-                        metadata: parse_metadata(metadata),
-                        created_at: parse_time(&at).ok_or_else(|| bad_time(&at))?,
-                    });
-                }
-                Ok(out)
-            })
-            .await
+        let rows = self.call(move |s| s.outbox(&agent, limit)).await?;
+        rows.into_iter().map(to_user_message).collect()
     }
 }

@@ -13,14 +13,19 @@
 //! channel is one more hop, refused at scheduling when the turn is at `[memory] max_hops` and, if the limit is
 //! reached by the time it fires, delivered to the scheduling agent itself with a note. An agent may have at most
 //! [`MAX_PENDING_REMINDERS`] pending reminders.
+//!
+//! **Several instances.** Reminders live in the router's store ([`crate::messaging::store`]). On PostgreSQL every
+//! instance runs a scheduler over the same table; the delivering transaction claims the reminder `FOR UPDATE SKIP
+//! LOCKED`, so one instance fires it and the others pass it by. A reminder scheduled on one instance wakes that
+//! instance's scheduler; the others find it within [`MAX_NAP`].
 
 use crate::agent_id::AgentId;
 use crate::clock::{SharedClock, fmt_time, parse_time};
-use crate::db::Database;
 use crate::error::{MemoryError, Result};
-use crate::messaging::{MessageRouter, MessageTarget, TargetType};
+use crate::messaging::MessageRouter;
+use crate::messaging::store::{NewReminder, to_reminder};
+use crate::messaging::types::MessageTarget;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,10 +59,6 @@ pub struct Reminder {
     pub hops: u32,
 }
 
-fn rem_id(n: i64) -> String {
-    format!("rem_{n}")
-}
-
 /// Parses `rem_<n>` (or a bare number).
 pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
     id.trim()
@@ -66,39 +67,10 @@ pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
         .map_err(|_| MemoryError::invalid(field, "expected a reminder id like \"rem_3\""))
 }
 
-const SELECT: &str =
-    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops FROM reminders_items";
-
-type Row = (i64, String, String, String, String, Option<String>, String, Option<String>, u32);
-
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
-}
-
-fn to_reminder(row: Row) -> Result<Reminder> {
-    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
-    let time = |s: &str| {
-        parse_time(s).ok_or_else(|| MemoryError::internal(format!("unreadable time {s:?} in reminders_items")))
-    };
-    let kind = TargetType::parse(&kind)
-        .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
-    Ok(Reminder {
-        id: rem_id(id),
-        agent_id,
-        due_at: time(&due)?,
-        message,
-        target: MessageTarget { kind, id: target_id },
-        created_at: time(&created)?,
-        fired_at: fired.as_deref().map(time).transpose()?,
-        hops,
-    })
-}
-
 /// One agent's reminders. Cheap to clone.
 #[derive(Clone)]
 pub struct Reminders {
     agent: AgentId,
-    db: Database,
     router: MessageRouter,
     clock: SharedClock,
     wake: Arc<Notify>,
@@ -112,8 +84,8 @@ impl std::fmt::Debug for Reminders {
 
 impl Reminders {
     /// `agent`'s reminders; `wake` is the scheduler's.
-    pub fn new(agent: AgentId, db: Database, router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
-        Self { agent, db, router, clock, wake }
+    pub fn new(agent: AgentId, router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
+        Self { agent, router, clock, wake }
     }
 
     /// Now, on the runtime's clock.
@@ -136,6 +108,9 @@ impl Reminders {
         if message.trim().is_empty() {
             return Err(MemoryError::invalid("message", "must not be empty"));
         }
+        if message.contains('\0') {
+            return Err(MemoryError::invalid("message", "must not contain NUL characters"));
+        }
         let now = self.clock.now();
         if due_at < now - chrono::Duration::seconds(PAST_GRACE_SECS) {
             return Err(MemoryError::invalid(
@@ -145,34 +120,18 @@ impl Reminders {
         }
         let target = target.unwrap_or_else(|| MessageTarget::agent(self.agent.as_str()));
         self.router.check_target(&self.agent, &target, hops).await?;
-        let (agent, t) = (self.agent.to_string(), target.clone());
-        let (due, created, msg) = (fmt_time(due_at), fmt_time(now), message.clone());
-        let id = self
-            .db
-            .call(move |c| {
-                // Counted and inserted in one transaction: concurrent calls cannot pass the cap together.
-                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                let pending: u32 = tx.query_row(
-                    "SELECT count(*) FROM reminders_items WHERE agent_id = ?1 AND fired_at IS NULL",
-                    [&agent],
-                    |r| r.get(0),
-                )?;
-                if pending >= MAX_PENDING_REMINDERS {
-                    return Err(MemoryError::TooManyReminders { pending });
-                }
-                let id = tx.query_row(
-                    "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                    params![agent, due, msg, t.kind.as_str(), t.id, created, hops],
-                    |r| r.get::<_, i64>(0),
-                )?;
-                tx.commit()?;
-                Ok(id)
-            })
-            .await?;
+        let new = NewReminder {
+            agent_id: self.agent.to_string(),
+            due_at: fmt_time(due_at),
+            message: message.clone(),
+            target: target.clone(),
+            created_at: fmt_time(now),
+            hops,
+        };
+        let id = self.router.call(move |s| s.add_reminder(&new, MAX_PENDING_REMINDERS)).await?;
         self.wake.notify_one();
         Ok(Reminder {
-            id: rem_id(id),
+            id: format!("rem_{id}"),
             agent_id: self.agent.to_string(),
             due_at,
             message,
@@ -186,35 +145,20 @@ impl Reminders {
     /// The agent's reminders, soonest first (fired ones only when asked).
     pub async fn list(&self, include_fired: bool) -> Result<Vec<Reminder>> {
         let agent = self.agent.to_string();
-        self.db
-            .call(move |c| {
-                let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
-                let mut stmt = c.prepare(&format!("{SELECT} WHERE agent_id = ?1{filter} ORDER BY due_at, id"))?;
-                let rows = stmt.query_map([&agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                rows.into_iter().map(to_reminder).collect()
-            })
-            .await
+        self.router.call(move |s| s.reminders(&agent, include_fired)).await?.into_iter().map(to_reminder).collect()
     }
 
     /// Cancels a pending reminder. Returns whether one was cancelled.
     pub async fn cancel(&self, id: &str) -> Result<bool> {
         let n = parse_reminder_id("id", id)?;
         let agent = self.agent.to_string();
-        self.db
-            .call(move |c| {
-                Ok(c.execute(
-                    "DELETE FROM reminders_items WHERE id = ?1 AND agent_id = ?2 AND fired_at IS NULL",
-                    params![n, agent],
-                )? > 0)
-            })
-            .await
+        self.router.call(move |s| s.cancel_reminder(&agent, n)).await
     }
 }
 
 /// Delivers due reminders of every agent of a runtime.
 #[derive(Clone)]
 pub struct ReminderScheduler {
-    db: Database,
     router: MessageRouter,
     clock: SharedClock,
     wake: Arc<Notify>,
@@ -246,23 +190,16 @@ impl Drop for SchedulerHandle {
 }
 
 impl ReminderScheduler {
-    /// A scheduler over `db`, delivering through `router`.
-    pub fn new(db: Database, router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
-        Self { db, router, clock, wake }
+    /// A scheduler over `router`'s store, delivering through `router`.
+    pub fn new(router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
+        Self { router, clock, wake }
     }
 
     /// Delivers every reminder due now that has not fired, each exactly once, oldest due first. Returns them.
     pub async fn fire_due(&self) -> Result<Vec<Reminder>> {
         let now = fmt_time(self.clock.now());
-        let due: Vec<Reminder> = self
-            .db
-            .call(move |c| {
-                let mut stmt =
-                    c.prepare_cached(&format!("{SELECT} WHERE fired_at IS NULL AND due_at <= ?1 ORDER BY due_at, id"))?;
-                let rows = stmt.query_map([&now], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                rows.into_iter().map(to_reminder).collect()
-            })
-            .await?;
+        let due = self.router.call(move |s| s.due_reminders(&now)).await?;
+        let due = due.into_iter().map(to_reminder).collect::<Result<Vec<Reminder>>>()?;
         let mut fired = Vec::new();
         for mut reminder in due {
             let at = self.clock.now();
@@ -308,16 +245,7 @@ impl ReminderScheduler {
 
     /// When the next pending reminder is due.
     pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        let next: Option<String> = self
-            .db
-            .call(|c| {
-                Ok(c.query_row("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL", [], |r| {
-                    r.get::<_, Option<String>>(0)
-                })
-                .optional()?
-                .flatten())
-            })
-            .await?;
+        let next = self.router.call(|s| s.next_due()).await?;
         Ok(next.as_deref().and_then(parse_time))
     }
 

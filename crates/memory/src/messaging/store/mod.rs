@@ -1,0 +1,310 @@
+//! Where messages and reminders live: the [`MessageStore`] trait, [`SqliteMessageStore`] (the `messages_*` and
+//! `reminders_items` tables of the SQLite file, the default) and [`PgMessageStore`] (the same tables in PostgreSQL,
+//! shared by every instance on the database).
+//!
+//! A store is storage only; the router, the inbox and the reminder scheduler decide. What must be decided
+//! atomically is decided here, in one transaction, so it holds across instances:
+//! - [`MessageStore::store`] reserves the anti-loop windows of the message's recipients (a window taken by a
+//!   concurrent send, on any instance, skips that recipient), marks a reminder fired (only if still unfired; on
+//!   PostgreSQL the reminder row is claimed `FOR UPDATE SKIP LOCKED`, so an instance delivering it makes the others
+//!   pass it by), and writes the message with its inbox or outbox rows — all of it or none.
+//! - [`MessageStore::add_reminder`] counts the agent's pending reminders and inserts under one lock.
+//! - [`MessageStore::hold_inbox`] makes one instance the only reader of an agent's inbox (a no-op on SQLite, whose
+//!   file one process owns; a session-level advisory lock on PostgreSQL, freed by the server if the holder dies).
+//!
+//! Times are stored as the text [`crate::clock::fmt_time`] writes (fixed width, so text order is time order).
+//! Methods block: callers run them on tokio's blocking pool ([`MessageStore`] is used through [`call`]).
+
+mod adopt;
+mod postgres;
+mod sqlite;
+
+pub use postgres::PgMessageStore;
+pub use sqlite::SqliteMessageStore;
+
+use super::types::{InboxMessage, MessageTarget, TargetType, UserMessage};
+use super::{msg_id, parse_metadata};
+use crate::clock::parse_time;
+use crate::error::{MemoryError, Result};
+use crate::schedule::reminders::Reminder;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A message to store, with what storing it decides.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// The sending agent.
+    pub sender: String,
+    /// The target's kind.
+    pub target_type: TargetType,
+    /// The target's id (a user's id is optional).
+    pub target_id: Option<String>,
+    /// The content, whole.
+    pub content: String,
+    /// Metadata as JSON text.
+    pub metadata: Option<String>,
+    /// The sending session.
+    pub session_id: Option<String>,
+    /// When it was sent ([`crate::clock::fmt_time`]).
+    pub created_at: String,
+    /// Agent-to-agent hops that led to it.
+    pub hops: u32,
+    /// The agents whose inbox it should reach (before the anti-loop windows are checked).
+    pub recipients: Vec<String>,
+    /// How the inbox rows are labelled (`direct`, `group:<g>`, `reminder`, …).
+    pub via: String,
+    /// A reminder to mark fired in the same transaction: its row id and the firing time. Already fired, or being
+    /// fired by another instance, → [`MemoryError::AlreadyFired`] and nothing is stored.
+    pub fires: Option<(i64, String)>,
+    /// The anti-loop windows to reserve, if the send is subject to them.
+    pub cooldown: Option<CooldownRule>,
+}
+
+/// The anti-loop rule applied when a message is stored.
+#[derive(Debug, Clone, Copy)]
+pub struct CooldownRule {
+    /// Now, on the runtime's clock.
+    pub now: DateTime<Utc>,
+    /// The window (more than zero).
+    pub window: Duration,
+    /// Refuse the send ([`MemoryError::Cooldown`]) when every recipient is inside its window (a channel with a
+    /// webhook, or a message to the user, still goes out).
+    pub refuse_when_all_skipped: bool,
+}
+
+/// What storing a message did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// The `messages_log` row id.
+    pub id: i64,
+    /// The recipients whose inbox got it.
+    pub delivered: Vec<String>,
+    /// Recipients inside their anti-loop window, with how long until it ends.
+    pub skipped: Vec<(String, Duration)>,
+}
+
+/// What reserving the anti-loop windows of a message's recipients found: those it reached, and those inside their
+/// window with how long until it ends.
+pub(crate) type Reservation = (Vec<String>, Vec<(String, Duration)>);
+
+/// A reminder to insert.
+#[derive(Debug, Clone)]
+pub struct NewReminder {
+    /// The scheduling agent.
+    pub agent_id: String,
+    /// When it is due ([`crate::clock::fmt_time`]).
+    pub due_at: String,
+    /// The message.
+    pub message: String,
+    /// Who receives it.
+    pub target: MessageTarget,
+    /// When it was scheduled.
+    pub created_at: String,
+    /// The scheduling turn's hops.
+    pub hops: u32,
+}
+
+/// An inbox row as stored: inbox id, message id, sender, via, content, metadata, created_at, hops.
+pub type InboxRow = (i64, i64, String, String, String, Option<String>, String, u32);
+
+/// An outbox row as stored: message id, agent, session, user, content, metadata, created_at.
+pub type OutboxRow = (i64, String, Option<String>, Option<String>, String, Option<String>, String);
+
+/// A reminder row as stored: id, agent, due_at, message, target type, target id, created_at, fired_at, hops.
+pub type ReminderRow = (i64, String, String, String, String, Option<String>, String, Option<String>, u32);
+
+/// An exclusive hold on one agent's inbox: while it is held, no other instance reads that inbox. Dropping it lets
+/// another instance take it.
+pub struct InboxHold(Box<dyn HeldLock>);
+
+/// What an [`InboxHold`] holds.
+pub trait HeldLock: Send {
+    /// Whether the hold is still in force (a PostgreSQL connection that died has lost its lock). Blocks.
+    fn still_held(&mut self) -> bool;
+}
+
+impl InboxHold {
+    /// A hold on `lock`.
+    pub fn new(lock: impl HeldLock + 'static) -> Self {
+        Self(Box::new(lock))
+    }
+
+    /// A hold that always holds (one process owns the store).
+    pub fn sole() -> Self {
+        struct Sole;
+        impl HeldLock for Sole {
+            fn still_held(&mut self) -> bool {
+                true
+            }
+        }
+        Self::new(Sole)
+    }
+
+    /// Whether it is still in force. Blocks (run it on the blocking pool).
+    pub fn still_held(&mut self) -> bool {
+        self.0.still_held()
+    }
+}
+
+impl std::fmt::Debug for InboxHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InboxHold")
+    }
+}
+
+/// Storage for messages between agents, inboxes, the outbox, the anti-loop windows and reminders.
+pub trait MessageStore: Send + Sync + 'static {
+    /// Makes `agent` known (idempotent).
+    fn register_agent(&self, agent: &str, at: &str) -> Result<()>;
+    /// Every known agent, by id.
+    fn agents(&self) -> Result<Vec<String>>;
+    /// Whether `agent` is known.
+    fn agent_known(&self, agent: &str) -> Result<bool>;
+
+    /// Defines (or redefines) a group with exactly these members.
+    fn define_group(&self, name: &str, members: &[String]) -> Result<()>;
+    /// Every (group, member) pair, by group then member.
+    fn group_pairs(&self) -> Result<Vec<(String, String)>>;
+    /// A group's members, by id (empty: no such group).
+    fn group_members(&self, name: &str) -> Result<Vec<String>>;
+
+    /// Defines (or redefines) a channel and its webhook.
+    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()>;
+    /// Every channel, by name.
+    fn channels(&self) -> Result<Vec<String>>;
+    /// A channel's webhook and subscribers (by id); `None` when it does not exist.
+    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>>;
+    /// Subscribes `agent`; `false` when the channel does not exist.
+    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool>;
+    /// Unsubscribes `agent`.
+    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()>;
+
+    /// Stores a message: the anti-loop windows, a reminder's firing, the log row and its inbox (or outbox) rows, in
+    /// one transaction (see the module).
+    fn store(&self, message: &NewMessage) -> Result<StoredMessage>;
+
+    /// The oldest waiting message of `agent`.
+    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>>;
+    /// Takes the oldest waiting message of `agent` (marks it delivered at `at`).
+    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>>;
+    /// Marks one waiting message of `agent` delivered at `at`.
+    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()>;
+    /// Every waiting message of `agent`, oldest first.
+    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>>;
+    /// Makes this process the only reader of `agent`'s inbox, waiting at most `wait`; `None` when another
+    /// instance held it all that time.
+    fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>>;
+    /// How often a reader should look at an inbox that other instances may write (their sends do not wake it);
+    /// `None` when every writer is in this process.
+    fn poll_interval(&self) -> Option<Duration>;
+
+    /// Messages `agent` sent to users, newest first.
+    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>>;
+
+    /// Inserts a reminder unless `agent` already has `max_pending` pending ([`MemoryError::TooManyReminders`]);
+    /// counted and inserted atomically. Returns its row id.
+    fn add_reminder(&self, reminder: &NewReminder, max_pending: u32) -> Result<i64>;
+    /// `agent`'s reminders, soonest first (fired ones only when asked).
+    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>>;
+    /// Deletes a pending reminder of `agent`; whether one was.
+    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool>;
+    /// Every unfired reminder due at `now` or before, oldest due first.
+    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>>;
+    /// When the next unfired reminder is due.
+    fn next_due(&self) -> Result<Option<String>>;
+
+    /// `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+}
+
+/// Runs `f` on a store, on tokio's blocking pool.
+pub(crate) async fn call<R, F>(store: &Arc<dyn MessageStore>, f: F) -> Result<R>
+where
+    R: Send + 'static,
+    F: FnOnce(&dyn MessageStore) -> Result<R> + Send + 'static,
+{
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
+        .await
+        .map_err(|e| MemoryError::internal(format!("a message store call failed: {e}")))?
+}
+
+/// A stored time the tables cannot have written.
+fn bad_time(table: &str, s: &str) -> MemoryError {
+    MemoryError::internal(format!("unreadable time {s:?} in {table}"))
+}
+
+/// An inbox row as the inbox hands it out.
+pub(crate) fn to_inbox_message(row: InboxRow) -> Result<InboxMessage> {
+    let (inbox_id, id, from, via, content, metadata, at, hops) = row;
+    Ok(InboxMessage {
+        inbox_id,
+        message_id: msg_id(id),
+        from,
+        via,
+        hops,
+        content,
+        metadata: parse_metadata(metadata),
+        created_at: parse_time(&at).ok_or_else(|| bad_time("messages_log", &at))?,
+    })
+}
+
+/// An outbox row as the outbox lists it.
+pub(crate) fn to_user_message(row: OutboxRow) -> Result<UserMessage> {
+    let (id, agent_id, session_id, user_id, content, metadata, at) = row;
+    Ok(UserMessage {
+        message_id: msg_id(id),
+        agent_id,
+        session_id,
+        user_id,
+        content,
+        metadata: parse_metadata(metadata),
+        created_at: parse_time(&at).ok_or_else(|| bad_time("messages_log", &at))?,
+    })
+}
+
+/// A reminder row as the reminders list it.
+pub(crate) fn to_reminder(row: ReminderRow) -> Result<Reminder> {
+    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
+    let time = |s: &str| parse_time(s).ok_or_else(|| bad_time("reminders_items", s));
+    let kind = TargetType::parse(&kind)
+        .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
+    Ok(Reminder {
+        id: format!("rem_{id}"),
+        agent_id,
+        due_at: time(&due)?,
+        message,
+        target: MessageTarget { kind, id: target_id },
+        created_at: time(&created)?,
+        fired_at: fired.as_deref().map(time).transpose()?,
+        hops,
+    })
+}
+
+/// The window end a reservation writes, and whether an existing end (`until`) still blocks at `now`: the time left.
+fn window_left(until: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let until = parse_time(until)?;
+    (until > now).then(|| (until - now).to_std().unwrap_or_default())
+}
+
+/// The error a send gets when every recipient was inside its window.
+fn all_skipped(m: &NewMessage, rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<MemoryError> {
+    let (to, retry_after) = skipped.iter().min_by_key(|(_, d)| *d).cloned()?;
+    Some(MemoryError::Cooldown { from: m.sender.clone(), to, cooldown: rule.window, retry_after })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_blocks_until_its_end_and_unreadable_ends_do_not_block() {
+        let now = Utc::now();
+        let end = crate::clock::fmt_time(now + chrono::Duration::seconds(6));
+        let left = window_left(&end, now).unwrap_or_default();
+        assert!(left > Duration::from_secs(5) && left <= Duration::from_secs(6), "{left:?}");
+        assert_eq!(window_left(&end, now + chrono::Duration::seconds(6)), None);
+        assert_eq!(window_left("garbage", now), None);
+    }
+}

@@ -1,0 +1,652 @@
+//! Messages and reminders in PostgreSQL, shared by every instance on the database.
+//!
+//! What makes it correct across instances (see the parent module for what each call decides):
+//! - a reminder is claimed with `SELECT … FOR UPDATE SKIP LOCKED` in the transaction that delivers it: an instance
+//!   that finds it claimed passes it by ([`MemoryError::AlreadyFired`]); if the claimer rolls back, it is still due
+//!   and the next pass of any instance fires it;
+//! - an anti-loop window is an upsert that only moves a window that has ended (`ON CONFLICT … WHERE until_at <=
+//!   now`): of two concurrent sends on a pair, the second waits for the first's row and finds the window taken;
+//! - the pending-reminder cap is counted under a transaction advisory lock per agent;
+//! - one instance at a time reads an agent's inbox, holding the session advisory lock `holdfast.inbox/<agent>` on a
+//!   connection of its own; the others wait for it, and take over when the holder's connection dies.
+//!
+//! Sends on another instance do not wake this one's inbox readers: they look again every
+//! [`MessageStore::poll_interval`].
+
+use super::sqlite::{INBOX_SELECT, REMINDER_SELECT};
+use super::{
+    HeldLock, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, StoredMessage,
+    all_skipped, window_left,
+};
+use crate::clock::fmt_time;
+use crate::db::Database;
+use crate::error::{MemoryError, Result};
+use crate::messaging::types::TargetType;
+use holdfast_store::migrate::{Component, Migration, SqliteStep};
+use holdfast_store::{BlockingPg, PgLock, PgStore};
+use sqlx::Row as _;
+use sqlx::postgres::PgRow;
+use std::time::Duration;
+
+/// How often an inbox reader looks for messages other instances stored.
+const POLL: Duration = Duration::from_secs(1);
+
+/// The tables in PostgreSQL (the SQLite file has its own, see [`crate::Database`]).
+const MIGRATIONS: Component = Component {
+    name: "messages",
+    migrations: &[Migration {
+        version: 1,
+        sqlite: SqliteStep::Sql(""),
+        postgres: "CREATE TABLE IF NOT EXISTS messages_agents (
+            agent_id   TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS messages_log (
+            id          BIGSERIAL PRIMARY KEY,
+            sender      TEXT NOT NULL,
+            target_type TEXT NOT NULL,
+            target_id   TEXT,
+            content     TEXT NOT NULL,
+            metadata    TEXT,
+            session_id  TEXT,
+            created_at  TEXT NOT NULL,
+            hops        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE IF NOT EXISTS messages_inbox (
+            id           BIGSERIAL PRIMARY KEY,
+            message_id   BIGINT NOT NULL REFERENCES messages_log (id),
+            agent_id     TEXT NOT NULL,
+            via          TEXT NOT NULL,
+            delivered_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS messages_inbox_pending ON messages_inbox (agent_id, id) WHERE delivered_at IS NULL;
+        CREATE TABLE IF NOT EXISTS messages_outbox (
+            id           BIGSERIAL PRIMARY KEY,
+            message_id   BIGINT NOT NULL REFERENCES messages_log (id),
+            agent_id     TEXT NOT NULL,
+            session_id   TEXT,
+            user_id      TEXT,
+            forwarded_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS messages_outbox_by_agent ON messages_outbox (agent_id, id);
+        CREATE TABLE IF NOT EXISTS messages_groups (
+            name   TEXT NOT NULL,
+            member TEXT NOT NULL,
+            PRIMARY KEY (name, member)
+        );
+        CREATE TABLE IF NOT EXISTS messages_channels (
+            name        TEXT PRIMARY KEY,
+            webhook_url TEXT
+        );
+        CREATE TABLE IF NOT EXISTS messages_subscriptions (
+            channel  TEXT NOT NULL,
+            agent_id TEXT NOT NULL,
+            PRIMARY KEY (channel, agent_id)
+        );
+        CREATE TABLE IF NOT EXISTS messages_cooldowns (
+            sender    TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            until_at  TEXT NOT NULL,
+            PRIMARY KEY (sender, recipient)
+        );
+        CREATE TABLE IF NOT EXISTS reminders_items (
+            id          BIGSERIAL PRIMARY KEY,
+            agent_id    TEXT NOT NULL,
+            due_at      TEXT NOT NULL,
+            message     TEXT NOT NULL,
+            target_type TEXT NOT NULL,
+            target_id   TEXT,
+            created_at  TEXT NOT NULL,
+            fired_at    TEXT,
+            hops        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (due_at, id) WHERE fired_at IS NULL;
+        CREATE INDEX IF NOT EXISTS reminders_items_by_agent ON reminders_items (agent_id, due_at);",
+    }],
+};
+
+/// Messages and reminders in PostgreSQL. Clones share the pool.
+#[derive(Debug, Clone)]
+pub struct PgMessageStore {
+    pg: BlockingPg,
+}
+
+fn pg_err(e: impl std::fmt::Display) -> MemoryError {
+    MemoryError::internal(format!("messages database: {}", holdfast_core::redact_urls(&e.to_string())))
+}
+
+fn hops_out(n: i32) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+fn hops_in(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+fn inbox_row(r: &PgRow) -> Result<InboxRow> {
+    Ok((
+        r.try_get(0).map_err(pg_err)?,
+        r.try_get(1).map_err(pg_err)?,
+        r.try_get(2).map_err(pg_err)?,
+        r.try_get(3).map_err(pg_err)?,
+        r.try_get(4).map_err(pg_err)?,
+        r.try_get(5).map_err(pg_err)?,
+        r.try_get(6).map_err(pg_err)?,
+        hops_out(r.try_get(7).map_err(pg_err)?),
+    ))
+}
+
+fn reminder_row(r: &PgRow) -> Result<ReminderRow> {
+    Ok((
+        r.try_get(0).map_err(pg_err)?,
+        r.try_get(1).map_err(pg_err)?,
+        r.try_get(2).map_err(pg_err)?,
+        r.try_get(3).map_err(pg_err)?,
+        r.try_get(4).map_err(pg_err)?,
+        r.try_get(5).map_err(pg_err)?,
+        r.try_get(6).map_err(pg_err)?,
+        r.try_get(7).map_err(pg_err)?,
+        hops_out(r.try_get(8).map_err(pg_err)?),
+    ))
+}
+
+/// An advisory transaction lock on `key`.
+async fn xact_lock(tx: &mut sqlx::PgConnection, key: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(key)
+        .execute(&mut *tx)
+        .await
+        .map_err(pg_err)?;
+    Ok(())
+}
+
+impl PgMessageStore {
+    /// The store on `pg` (a pool for synchronous callers), migrated.
+    pub async fn open(pg: BlockingPg) -> Result<Self> {
+        pg.spawn(|store: PgStore| async move { store.migrate(&MIGRATIONS).await }).await.map_err(pg_err)?;
+        Ok(Self { pg })
+    }
+
+    /// Runs `query` to completion on this thread.
+    fn run<T, F, Fut>(&self, query: F) -> Result<T>
+    where
+        F: FnOnce(PgStore) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.pg.run(query).map_err(pg_err)?
+    }
+
+    /// Copies the messages, inboxes, outbox, directory and reminders an instance kept in its SQLite file (`db`)
+    /// into this database, once: when it holds no message and no reminder yet (under a lock, so instances starting
+    /// together copy once), keeping their ids. Returns the number of messages and reminders copied (0 when the
+    /// database already had some, or the file has none; the file keeps its rows).
+    pub async fn adopt(&self, db: &Database) -> Result<usize> {
+        let local = db.call(super::adopt::Local::read).await?;
+        if local.is_empty() {
+            return Ok(0);
+        }
+        let count = local.log.len() + local.reminders.len();
+        let copied = self
+            .pg
+            .spawn(move |store| async move {
+                let mut tx = store.pool().begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.messages/adopt', 0))")
+                    .execute(&mut *tx)
+                    .await?;
+                let any: bool = sqlx::query_scalar(
+                    "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
+                )
+                .fetch_one(&mut *tx)
+                .await?;
+                if any {
+                    return Ok(false);
+                }
+                local.write(&mut tx).await?;
+                tx.commit().await?;
+                Ok(true)
+            })
+            .await
+            .map_err(pg_err)?;
+        Ok(if copied { count } else { 0 })
+    }
+}
+
+/// The lock an [`InboxHold`] holds on PostgreSQL, checked on the pool's runtime.
+struct PgHold {
+    lock: Option<PgLock>,
+    pg: BlockingPg,
+}
+
+impl HeldLock for PgHold {
+    fn still_held(&mut self) -> bool {
+        let Some(mut lock) = self.lock.take() else { return false };
+        match self.pg.run(|_| async move {
+            let held = lock.is_held().await;
+            (lock, held)
+        }) {
+            Ok((lock, true)) => {
+                self.lock = Some(lock);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl MessageStore for PgMessageStore {
+    fn register_agent(&self, agent: &str, at: &str) -> Result<()> {
+        self.run(|s| async move {
+            sqlx::query("INSERT INTO messages_agents (agent_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                .bind(agent)
+                .bind(at)
+                .execute(s.pool())
+                .await
+                .map_err(pg_err)?;
+            Ok(())
+        })
+    }
+
+    fn agents(&self) -> Result<Vec<String>> {
+        self.run(|s| async move {
+            sqlx::query_scalar("SELECT agent_id FROM messages_agents ORDER BY agent_id")
+                .fetch_all(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn agent_known(&self, agent: &str) -> Result<bool> {
+        self.run(|s| async move {
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_agents WHERE agent_id = $1)")
+                .bind(agent)
+                .fetch_one(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn define_group(&self, name: &str, members: &[String]) -> Result<()> {
+        self.run(|s| async move {
+            let mut tx = s.pool().begin().await.map_err(pg_err)?;
+            // Instances starting together redefine the same groups: one after the other.
+            xact_lock(&mut tx, &format!("holdfast.messages/group/{name}")).await?;
+            sqlx::query("DELETE FROM messages_groups WHERE name = $1")
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            sqlx::query(
+                "INSERT INTO messages_groups (name, member) SELECT $1, m FROM unnest($2::text[]) AS m
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(name)
+            .bind(members)
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)
+        })
+    }
+
+    fn group_pairs(&self) -> Result<Vec<(String, String)>> {
+        self.run(|s| async move {
+            sqlx::query_as("SELECT name, member FROM messages_groups ORDER BY name, member")
+                .fetch_all(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn group_members(&self, name: &str) -> Result<Vec<String>> {
+        self.run(|s| async move {
+            sqlx::query_scalar("SELECT member FROM messages_groups WHERE name = $1 ORDER BY member")
+                .bind(name)
+                .fetch_all(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
+        self.run(|s| async move {
+            sqlx::query(
+                "INSERT INTO messages_channels (name, webhook_url) VALUES ($1, $2)
+                 ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
+            )
+            .bind(name)
+            .bind(webhook_url)
+            .execute(s.pool())
+            .await
+            .map_err(pg_err)?;
+            Ok(())
+        })
+    }
+
+    fn channels(&self) -> Result<Vec<String>> {
+        self.run(|s| async move {
+            sqlx::query_scalar("SELECT name FROM messages_channels ORDER BY name")
+                .fetch_all(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>> {
+        self.run(|s| async move {
+            let webhook: Option<Option<String>> =
+                sqlx::query_scalar("SELECT webhook_url FROM messages_channels WHERE name = $1")
+                    .bind(name)
+                    .fetch_optional(s.pool())
+                    .await
+                    .map_err(pg_err)?;
+            let Some(webhook) = webhook else { return Ok(None) };
+            let subs =
+                sqlx::query_scalar("SELECT agent_id FROM messages_subscriptions WHERE channel = $1 ORDER BY agent_id")
+                    .bind(name)
+                    .fetch_all(s.pool())
+                    .await
+                    .map_err(pg_err)?;
+            Ok(Some((webhook, subs)))
+        })
+    }
+
+    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool> {
+        self.run(|s| async move {
+            let done = sqlx::query(
+                "INSERT INTO messages_subscriptions (channel, agent_id)
+                 SELECT name, $2 FROM messages_channels WHERE name = $1 ON CONFLICT DO NOTHING",
+            )
+            .bind(channel)
+            .bind(agent)
+            .execute(s.pool())
+            .await
+            .map_err(pg_err)?;
+            if done.rows_affected() > 0 {
+                return Ok(true);
+            }
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_channels WHERE name = $1)")
+                .bind(channel)
+                .fetch_one(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
+        self.run(|s| async move {
+            sqlx::query("DELETE FROM messages_subscriptions WHERE channel = $1 AND agent_id = $2")
+                .bind(channel)
+                .bind(agent)
+                .execute(s.pool())
+                .await
+                .map_err(pg_err)?;
+            Ok(())
+        })
+    }
+
+    fn store(&self, m: &NewMessage) -> Result<StoredMessage> {
+        self.run(|s| async move {
+            let mut tx = s.pool().begin().await.map_err(pg_err)?;
+            if let Some((reminder, at)) = &m.fires {
+                // Claimed here, or passed by: another instance delivering it holds the row.
+                let claimed: Option<i64> =
+                    sqlx::query_scalar("SELECT id FROM reminders_items WHERE id = $1 AND fired_at IS NULL FOR UPDATE SKIP LOCKED")
+                        .bind(reminder)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(pg_err)?;
+                if claimed.is_none() {
+                    return Err(MemoryError::AlreadyFired);
+                }
+                sqlx::query("UPDATE reminders_items SET fired_at = $1 WHERE id = $2")
+                    .bind(at)
+                    .bind(reminder)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(pg_err)?;
+            }
+            let (mut delivered, mut skipped) = (Vec::new(), Vec::new());
+            match &m.cooldown {
+                None => delivered.clone_from(&m.recipients),
+                Some(rule) => {
+                    let now = fmt_time(rule.now);
+                    let until =
+                        fmt_time(rule.now + chrono::Duration::from_std(rule.window).unwrap_or(chrono::TimeDelta::MAX));
+                    // In recipient order (the directory lists them sorted): concurrent fan-outs lock rows alike.
+                    let mut order = m.recipients.clone();
+                    order.sort();
+                    for to in order {
+                        let taken: Option<String> = sqlx::query_scalar(
+                            "INSERT INTO messages_cooldowns (sender, recipient, until_at) VALUES ($1, $2, $3)
+                             ON CONFLICT (sender, recipient) DO UPDATE SET until_at = excluded.until_at
+                             WHERE messages_cooldowns.until_at <= $4
+                             RETURNING until_at",
+                        )
+                        .bind(&m.sender)
+                        .bind(&to)
+                        .bind(&until)
+                        .bind(&now)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(pg_err)?;
+                        if taken.is_some() {
+                            delivered.push(to);
+                            continue;
+                        }
+                        let current: Option<String> = sqlx::query_scalar(
+                            "SELECT until_at FROM messages_cooldowns WHERE sender = $1 AND recipient = $2",
+                        )
+                        .bind(&m.sender)
+                        .bind(&to)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(pg_err)?;
+                        let left = current.as_deref().and_then(|u| window_left(u, rule.now)).unwrap_or_default();
+                        skipped.push((to, left));
+                    }
+                    if delivered.is_empty()
+                        && rule.refuse_when_all_skipped
+                        && let Some(refused) = all_skipped(m, rule, &skipped)
+                    {
+                        return Err(refused);
+                    }
+                    delivered = m.recipients.iter().filter(|r| delivered.contains(r)).cloned().collect();
+                }
+            }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            )
+            .bind(&m.sender)
+            .bind(m.target_type.as_str())
+            .bind(&m.target_id)
+            .bind(&m.content)
+            .bind(&m.metadata)
+            .bind(&m.session_id)
+            .bind(&m.created_at)
+            .bind(hops_in(m.hops))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            if !delivered.is_empty() {
+                sqlx::query(
+                    "INSERT INTO messages_inbox (message_id, agent_id, via) SELECT $1, a, $3 FROM unnest($2::text[]) AS a",
+                )
+                .bind(id)
+                .bind(&delivered)
+                .bind(&m.via)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            }
+            if m.target_type == TargetType::User {
+                sqlx::query(
+                    "INSERT INTO messages_outbox (message_id, agent_id, session_id, user_id) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(id)
+                .bind(&m.sender)
+                .bind(&m.session_id)
+                .bind(&m.target_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            }
+            tx.commit().await.map_err(pg_err)?;
+            Ok(StoredMessage { id, delivered, skipped })
+        })
+    }
+
+    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>> {
+        self.run(|s| async move {
+            let sql = format!("{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
+            let row =
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_optional(s.pool()).await.map_err(pg_err)?;
+            row.as_ref().map(inbox_row).transpose()
+        })
+    }
+
+    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>> {
+        self.run(|s| async move {
+            let mut tx = s.pool().begin().await.map_err(pg_err)?;
+            let sql = format!(
+                "{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1
+                 FOR UPDATE OF i SKIP LOCKED"
+            );
+            let row =
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_optional(&mut *tx).await.map_err(pg_err)?;
+            let Some(row) = row.as_ref().map(inbox_row).transpose()? else { return Ok(None) };
+            sqlx::query("UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2")
+                .bind(at)
+                .bind(row.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok(Some(row))
+        })
+    }
+
+    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()> {
+        self.run(|s| async move {
+            sqlx::query(
+                "UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2 AND agent_id = $3 AND delivered_at IS NULL",
+            )
+            .bind(at)
+            .bind(inbox_id)
+            .bind(agent)
+            .execute(s.pool())
+            .await
+            .map_err(pg_err)?;
+            Ok(())
+        })
+    }
+
+    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>> {
+        self.run(|s| async move {
+            let sql = format!("{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id");
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(s.pool()).await.map_err(pg_err)?;
+            rows.iter().map(inbox_row).collect()
+        })
+    }
+
+    fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>> {
+        let key = format!("holdfast.inbox/{agent}");
+        let lock = self.run(|s| async move { s.lock_within(&key, wait).await.map_err(pg_err) })?;
+        Ok(lock.map(|lock| InboxHold::new(PgHold { lock: Some(lock), pg: self.pg.clone() })))
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        Some(POLL)
+    }
+
+    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
+        self.run(|s| async move {
+            sqlx::query_as(
+                "SELECT l.id, o.agent_id, o.session_id, o.user_id, l.content, l.metadata, l.created_at
+                 FROM messages_outbox o JOIN messages_log l ON l.id = o.message_id
+                 WHERE o.agent_id = $1 ORDER BY o.id DESC LIMIT $2",
+            )
+            .bind(agent)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(s.pool())
+            .await
+            .map_err(pg_err)
+        })
+    }
+
+    fn add_reminder(&self, r: &NewReminder, max_pending: u32) -> Result<i64> {
+        self.run(|s| async move {
+            let mut tx = s.pool().begin().await.map_err(pg_err)?;
+            // Counted and inserted under one lock per agent: instances cannot pass the cap together.
+            xact_lock(&mut tx, &format!("holdfast.reminders/{}", r.agent_id)).await?;
+            let pending: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM reminders_items WHERE agent_id = $1 AND fired_at IS NULL")
+                    .bind(&r.agent_id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(pg_err)?;
+            let pending = u32::try_from(pending).unwrap_or(u32::MAX);
+            if pending >= max_pending {
+                return Err(MemoryError::TooManyReminders { pending });
+            }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            )
+            .bind(&r.agent_id)
+            .bind(&r.due_at)
+            .bind(&r.message)
+            .bind(r.target.kind.as_str())
+            .bind(&r.target.id)
+            .bind(&r.created_at)
+            .bind(hops_in(r.hops))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok(id)
+        })
+    }
+
+    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>> {
+        self.run(|s| async move {
+            let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
+            let sql = format!("{REMINDER_SELECT} WHERE agent_id = $1{filter} ORDER BY due_at, id");
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(s.pool()).await.map_err(pg_err)?;
+            rows.iter().map(reminder_row).collect()
+        })
+    }
+
+    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool> {
+        self.run(|s| async move {
+            let done = sqlx::query("DELETE FROM reminders_items WHERE id = $1 AND agent_id = $2 AND fired_at IS NULL")
+                .bind(id)
+                .bind(agent)
+                .execute(s.pool())
+                .await
+                .map_err(pg_err)?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+
+    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
+        self.run(|s| async move {
+            let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 ORDER BY due_at, id");
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now).fetch_all(s.pool()).await.map_err(pg_err)?;
+            rows.iter().map(reminder_row).collect()
+        })
+    }
+
+    fn next_due(&self) -> Result<Option<String>> {
+        self.run(|s| async move {
+            sqlx::query_scalar("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL")
+                .fetch_one(s.pool())
+                .await
+                .map_err(pg_err)
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+}

@@ -1,0 +1,340 @@
+//! Messages and reminders in the SQLite file ([`crate::Database`]; its migrations create the tables). One process
+//! owns the file: every statement goes through its one connection, and the inbox needs no hold.
+
+use super::{
+    CooldownRule, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, Reservation,
+    StoredMessage, all_skipped, window_left,
+};
+use crate::clock::fmt_time;
+use crate::db::Database;
+use crate::error::{MemoryError, Result};
+use crate::messaging::types::TargetType;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use std::time::Duration;
+
+/// Messages and reminders in the SQLite file. Clones share the connection.
+#[derive(Debug, Clone)]
+pub struct SqliteMessageStore {
+    db: Database,
+}
+
+impl SqliteMessageStore {
+    /// The store on `db`.
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+/// The first column of every row of `sql`.
+fn strings<P: rusqlite::Params>(c: &Connection, sql: &str, p: P) -> Result<Vec<String>> {
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(p, |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+pub(super) const INBOX_SELECT: &str = "SELECT i.id, l.id, l.sender, i.via, l.content, l.metadata, l.created_at, l.hops
+     FROM messages_inbox i JOIN messages_log l ON l.id = i.message_id";
+
+fn inbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+}
+
+pub(super) const REMINDER_SELECT: &str =
+    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops FROM reminders_items";
+
+fn reminder_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReminderRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+}
+
+/// Reserves the windows of `m`'s recipients in `tx`: the recipients it reached and those it skipped.
+fn reserve(tx: &Transaction<'_>, m: &NewMessage, rule: &CooldownRule) -> Result<Reservation> {
+    let until = fmt_time(rule.now + chrono::Duration::from_std(rule.window).unwrap_or(chrono::TimeDelta::MAX));
+    let (mut delivered, mut skipped) = (Vec::new(), Vec::new());
+    for to in &m.recipients {
+        let current: Option<String> = tx
+            .query_row(
+                "SELECT until_at FROM messages_cooldowns WHERE sender = ?1 AND recipient = ?2",
+                params![m.sender, to],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(left) = current.as_deref().and_then(|u| window_left(u, rule.now)) {
+            skipped.push((to.clone(), left));
+            continue;
+        }
+        tx.execute(
+            "INSERT INTO messages_cooldowns (sender, recipient, until_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (sender, recipient) DO UPDATE SET until_at = excluded.until_at",
+            params![m.sender, to, until],
+        )?;
+        delivered.push(to.clone());
+    }
+    Ok((delivered, skipped))
+}
+
+impl MessageStore for SqliteMessageStore {
+    fn register_agent(&self, agent: &str, at: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT OR IGNORE INTO messages_agents (agent_id, created_at) VALUES (?1, ?2)",
+                params![agent, at],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn agents(&self) -> Result<Vec<String>> {
+        self.db.with_conn(|c| strings(c, "SELECT agent_id FROM messages_agents ORDER BY agent_id", []))
+    }
+
+    fn agent_known(&self, agent: &str) -> Result<bool> {
+        self.db.with_conn(|c| {
+            Ok(c.query_row("SELECT 1 FROM messages_agents WHERE agent_id = ?1", [agent], |_| Ok(()))
+                .optional()?
+                .is_some())
+        })
+    }
+
+    fn define_group(&self, name: &str, members: &[String]) -> Result<()> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM messages_groups WHERE name = ?1", [name])?;
+            for m in members {
+                tx.execute("INSERT OR IGNORE INTO messages_groups (name, member) VALUES (?1, ?2)", params![name, m])?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn group_pairs(&self) -> Result<Vec<(String, String)>> {
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached("SELECT name, member FROM messages_groups ORDER BY name, member")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn group_members(&self, name: &str) -> Result<Vec<String>> {
+        self.db.with_conn(|c| strings(c, "SELECT member FROM messages_groups WHERE name = ?1 ORDER BY member", [name]))
+    }
+
+    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT INTO messages_channels (name, webhook_url) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
+                params![name, webhook_url],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn channels(&self) -> Result<Vec<String>> {
+        self.db.with_conn(|c| strings(c, "SELECT name FROM messages_channels ORDER BY name", []))
+    }
+
+    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>> {
+        self.db.with_conn(|c| {
+            let webhook: Option<Option<String>> = c
+                .query_row("SELECT webhook_url FROM messages_channels WHERE name = ?1", [name], |r| r.get(0))
+                .optional()?;
+            let Some(webhook) = webhook else { return Ok(None) };
+            let subs =
+                strings(c, "SELECT agent_id FROM messages_subscriptions WHERE channel = ?1 ORDER BY agent_id", [name])?;
+            Ok(Some((webhook, subs)))
+        })
+    }
+
+    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if tx
+                .query_row("SELECT 1 FROM messages_channels WHERE name = ?1", [channel], |_| Ok(()))
+                .optional()?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT OR IGNORE INTO messages_subscriptions (channel, agent_id) VALUES (?1, ?2)",
+                params![channel, agent],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        })
+    }
+
+    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "DELETE FROM messages_subscriptions WHERE channel = ?1 AND agent_id = ?2",
+                params![channel, agent],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn store(&self, m: &NewMessage) -> Result<StoredMessage> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some((reminder, at)) = &m.fires
+                && tx.execute(
+                    "UPDATE reminders_items SET fired_at = ?1 WHERE id = ?2 AND fired_at IS NULL",
+                    params![at, reminder],
+                )? == 0
+            {
+                return Err(MemoryError::AlreadyFired);
+            }
+            let (delivered, skipped) = match &m.cooldown {
+                Some(rule) => reserve(&tx, m, rule)?,
+                None => (m.recipients.clone(), Vec::new()),
+            };
+            if let Some(rule) = &m.cooldown
+                && delivered.is_empty()
+                && rule.refuse_when_all_skipped
+                && let Some(refused) = all_skipped(m, rule, &skipped)
+            {
+                return Err(refused);
+            }
+            let id: i64 = tx.query_row(
+                "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                params![m.sender, m.target_type.as_str(), m.target_id, m.content, m.metadata, m.session_id, m.created_at, m.hops],
+                |r| r.get(0),
+            )?;
+            for agent in &delivered {
+                tx.execute(
+                    "INSERT INTO messages_inbox (message_id, agent_id, via) VALUES (?1, ?2, ?3)",
+                    params![id, agent, m.via],
+                )?;
+            }
+            if m.target_type == TargetType::User {
+                tx.execute(
+                    "INSERT INTO messages_outbox (message_id, agent_id, session_id, user_id) VALUES (?1, ?2, ?3, ?4)",
+                    params![id, m.sender, m.session_id, m.target_id],
+                )?;
+            }
+            tx.commit()?;
+            Ok(StoredMessage { id, delivered, skipped })
+        })
+    }
+
+    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>> {
+        self.db.with_conn(|c| {
+            let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
+            Ok(c.prepare_cached(&sql)?.query_row([agent], inbox_row).optional()?)
+        })
+    }
+
+    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
+            let Some(row) = tx.query_row(&sql, [agent], inbox_row).optional()? else { return Ok(None) };
+            tx.execute("UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2", params![at, row.0])?;
+            tx.commit()?;
+            Ok(Some(row))
+        })
+    }
+
+    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2 AND agent_id = ?3 AND delivered_at IS NULL",
+                params![at, inbox_id, agent],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>> {
+        self.db.with_conn(|c| {
+            let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id");
+            let mut stmt = c.prepare_cached(&sql)?;
+            Ok(stmt.query_map([agent], inbox_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn hold_inbox(&self, _agent: &str, _wait: Duration) -> Result<Option<InboxHold>> {
+        Ok(Some(InboxHold::sole()))
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        None
+    }
+
+    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT l.id, o.agent_id, o.session_id, o.user_id, l.content, l.metadata, l.created_at
+                 FROM messages_outbox o JOIN messages_log l ON l.id = o.message_id
+                 WHERE o.agent_id = ?1 ORDER BY o.id DESC LIMIT ?2",
+            )?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = stmt.query_map(params![agent, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn add_reminder(&self, r: &NewReminder, max_pending: u32) -> Result<i64> {
+        self.db.with_conn(|c| {
+            // Counted and inserted in one write transaction: concurrent calls cannot pass the cap together.
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let pending: u32 = tx.query_row(
+                "SELECT count(*) FROM reminders_items WHERE agent_id = ?1 AND fired_at IS NULL",
+                [&r.agent_id],
+                |row| row.get(0),
+            )?;
+            if pending >= max_pending {
+                return Err(MemoryError::TooManyReminders { pending });
+            }
+            let id = tx.query_row(
+                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                params![r.agent_id, r.due_at, r.message, r.target.kind.as_str(), r.target.id, r.created_at, r.hops],
+                |row| row.get::<_, i64>(0),
+            )?;
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>> {
+        self.db.with_conn(|c| {
+            let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
+            let mut stmt =
+                c.prepare_cached(&format!("{REMINDER_SELECT} WHERE agent_id = ?1{filter} ORDER BY due_at, id"))?;
+            Ok(stmt.query_map([agent], reminder_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool> {
+        self.db.with_conn(|c| {
+            Ok(c.execute(
+                "DELETE FROM reminders_items WHERE id = ?1 AND agent_id = ?2 AND fired_at IS NULL",
+                params![id, agent],
+            )? > 0)
+        })
+    }
+
+    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
+        self.db.with_conn(|c| {
+            let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 ORDER BY due_at, id");
+            let mut stmt = c.prepare_cached(&sql)?;
+            Ok(stmt.query_map([now], reminder_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn next_due(&self) -> Result<Option<String>> {
+        self.db.with_conn(|c| {
+            Ok(c.query_row("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL", [], |r| r.get(0))?)
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+}
