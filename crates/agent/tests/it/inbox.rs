@@ -304,3 +304,58 @@ async fn a_turn_cut_by_a_crash_is_not_run_twice_and_the_next_message_is_answered
     assert!(refused.to_string().contains("inbox session"), "{refused}");
     cancel.cancel();
 }
+
+/// Two instances on one PostgreSQL run an inbox worker for the same agent: each message is answered once, by the
+/// instance holding the inbox; when that one stops, the other takes the inbox over and answers the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_other() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut instances = Vec::new();
+    for name in ["one", "two"] {
+        let config = dir.path().join(format!("{name}.toml"));
+        let toml = format!(
+            "[storage]\ndata_dir = {:?}\nurl = {:?}\n[memory]\nagent_cooldown_secs = 0\n",
+            dir.path().join(name),
+            url.expose()
+        );
+        std::fs::write(&config, toml).unwrap();
+        let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+        // Slow turns: a second reader would find a message mid-turn.
+        let replies = (0..4)
+            .map(|i| Reply::Delay(Duration::from_millis(1500), Box::new(Reply::Text(format!("{name} answers #{i}")))))
+            .collect();
+        let scripted = Scripted::start(Wire::OpenAi, replies).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
+        let cancel = CancelToken::new();
+        let worker = holdfast_agent::inbox::spawn(agent, cancel.clone());
+        instances.push((runtime, scripted, cancel, worker));
+    }
+    let asked = |i: usize| instances[i].1.requests.lock().len();
+    let bob = Peer::new(&instances[0].0, "bob").await;
+    for n in 0..3 {
+        bob.send(&instances[0].0, &format!("question {n}"), 0).await.unwrap();
+    }
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(bob.recv().await.content);
+    }
+    let holder = if asked(0) > 0 { 0 } else { 1 };
+    assert_eq!((asked(holder), asked(1 - holder)), (3, 0), "one instance answered, each message once: {answers:?}");
+    let name = ["one", "two"][holder];
+    assert!(answers.iter().all(|a| a.starts_with(name)), "{answers:?}");
+    let session = inbox_session(&instances[0].0).await.unwrap();
+    let history = instances[0].0.sessions.history(&session.id).await.unwrap();
+    assert!(!history.iter().any(|m| m.content.contains("interrupted")), "no reader found another's turn: {history:?}");
+
+    // The holder stops; the other instance takes the inbox and answers the next message.
+    let (_, _, cancel, worker) = instances.remove(holder);
+    cancel.cancel();
+    worker.await.unwrap();
+    let other = &instances[0];
+    bob.send(&other.0, "question 3", 0).await.unwrap();
+    let answer = bob.recv().await.content;
+    assert!(!answer.starts_with(name), "answered by the other instance: {answer}");
+    assert_eq!(other.1.requests.lock().len(), 1);
+    assert!(other.0.agent.inbox().pending().await.unwrap().is_empty());
+}
