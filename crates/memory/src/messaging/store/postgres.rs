@@ -176,6 +176,28 @@ impl PgMessageStore {
         self.pg.run(query).map_err(pg_err)?
     }
 
+    /// Runs `sql` with text arguments.
+    fn exec(&self, sql: &'static str, args: &[Option<&str>]) -> Result<u64> {
+        self.run(|s| async move {
+            let mut query = sqlx::query(sql);
+            for arg in args {
+                query = query.bind(*arg);
+            }
+            Ok(query.execute(s.pool()).await.map_err(pg_err)?.rows_affected())
+        })
+    }
+
+    /// The first column of every row of `sql`, with text arguments.
+    fn texts(&self, sql: &'static str, args: &[&str]) -> Result<Vec<String>> {
+        self.run(|s| async move {
+            let mut query = sqlx::query_scalar(sql);
+            for arg in args {
+                query = query.bind(*arg);
+            }
+            query.fetch_all(s.pool()).await.map_err(pg_err)
+        })
+    }
+
     /// Copies the messages, inboxes, outbox, directory and reminders an instance kept in its SQLite file (`db`)
     /// into this database, once: when it holds no message and no reminder yet (under a lock, so instances starting
     /// together copy once), keeping their ids. Returns the number of messages and reminders copied (0 when the
@@ -235,24 +257,15 @@ impl HeldLock for PgHold {
 
 impl MessageStore for PgMessageStore {
     fn register_agent(&self, agent: &str, at: &str) -> Result<()> {
-        self.run(|s| async move {
-            sqlx::query("INSERT INTO messages_agents (agent_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-                .bind(agent)
-                .bind(at)
-                .execute(s.pool())
-                .await
-                .map_err(pg_err)?;
-            Ok(())
-        })
+        self.exec(
+            "INSERT INTO messages_agents (agent_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[Some(agent), Some(at)],
+        )
+        .map(drop)
     }
 
     fn agents(&self) -> Result<Vec<String>> {
-        self.run(|s| async move {
-            sqlx::query_scalar("SELECT agent_id FROM messages_agents ORDER BY agent_id")
-                .fetch_all(s.pool())
-                .await
-                .map_err(pg_err)
-        })
+        self.texts("SELECT agent_id FROM messages_agents ORDER BY agent_id", &[])
     }
 
     fn agent_known(&self, agent: &str) -> Result<bool> {
@@ -298,37 +311,20 @@ impl MessageStore for PgMessageStore {
     }
 
     fn group_members(&self, name: &str) -> Result<Vec<String>> {
-        self.run(|s| async move {
-            sqlx::query_scalar("SELECT member FROM messages_groups WHERE name = $1 ORDER BY member")
-                .bind(name)
-                .fetch_all(s.pool())
-                .await
-                .map_err(pg_err)
-        })
+        self.texts("SELECT member FROM messages_groups WHERE name = $1 ORDER BY member", &[name])
     }
 
     fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
-        self.run(|s| async move {
-            sqlx::query(
-                "INSERT INTO messages_channels (name, webhook_url) VALUES ($1, $2)
-                 ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
-            )
-            .bind(name)
-            .bind(webhook_url)
-            .execute(s.pool())
-            .await
-            .map_err(pg_err)?;
-            Ok(())
-        })
+        self.exec(
+            "INSERT INTO messages_channels (name, webhook_url) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
+            &[Some(name), webhook_url],
+        )
+        .map(drop)
     }
 
     fn channels(&self) -> Result<Vec<String>> {
-        self.run(|s| async move {
-            sqlx::query_scalar("SELECT name FROM messages_channels ORDER BY name")
-                .fetch_all(s.pool())
-                .await
-                .map_err(pg_err)
-        })
+        self.texts("SELECT name FROM messages_channels ORDER BY name", &[])
     }
 
     fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>> {
@@ -373,15 +369,11 @@ impl MessageStore for PgMessageStore {
     }
 
     fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
-        self.run(|s| async move {
-            sqlx::query("DELETE FROM messages_subscriptions WHERE channel = $1 AND agent_id = $2")
-                .bind(channel)
-                .bind(agent)
-                .execute(s.pool())
-                .await
-                .map_err(pg_err)?;
-            Ok(())
-        })
+        self.exec(
+            "DELETE FROM messages_subscriptions WHERE channel = $1 AND agent_id = $2",
+            &[Some(channel), Some(agent)],
+        )
+        .map(drop)
     }
 
     fn store(&self, m: &NewMessage) -> Result<StoredMessage> {
