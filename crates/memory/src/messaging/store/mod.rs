@@ -13,7 +13,7 @@
 //!   file one process owns; a session-level advisory lock on PostgreSQL, freed by the server if the holder dies).
 //!
 //! Times are stored as the text [`crate::clock::fmt_time`] writes (fixed width, so text order is time order).
-//! Methods block: callers run them on tokio's blocking pool ([`MessageStore`] is used through [`call`]).
+//! Methods block: the router, the inbox and the reminders run them on tokio's blocking pool.
 
 mod adopt;
 mod postgres;
