@@ -19,9 +19,11 @@
 //! Reminders that came due while the process was down fire at start (the scheduler's first pass) and arrive here.
 //!
 //! **Several instances.** On a store several instances share (PostgreSQL), one instance at a time answers an
-//! agent's inbox: the worker first takes the inbox's hold (an advisory lock the database frees if the holder dies),
-//! and checks it is still held before each turn. The instance that takes over finds an interrupted turn's message
-//! as a restart would (above), so it is not answered twice.
+//! agent's inbox: the worker first takes the inbox's hold (an advisory lock the database frees when the holder's
+//! connection dies; over TCP it notices within about 30 s), checks every 5 s that it still holds it, and cancels the
+//! turn it is in when it does not. An instance that takes the hold waits 15 s before reading — longer than the
+//! previous holder takes to notice and cancel — so it finds an interrupted turn's message as a restart would (above)
+//! instead of answering it a second time.
 //!
 //! **Limits.** At most `[agent] inbox_turns_per_minute` turns per minute: more messages wait in the inbox (an
 //! `agent.rate_limited` event says how long), none is dropped. Messages between agents carry the router's hop count
@@ -45,6 +47,30 @@ const RATE_WINDOW: Duration = Duration::from_secs(60);
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(1);
 /// How long one attempt to take the inbox waits for another instance to let go (then it tries again).
 const HOLD_WAIT: Duration = Duration::from_secs(30);
+/// How often the holder checks it still holds the inbox (a lost database connection loses it).
+const HOLD_CHECK: Duration = Duration::from_secs(5);
+/// How long an instance that took the hold on a shared store waits before reading: longer than the previous
+/// holder needs to notice the loss and cancel its turn (a check, and its answer's timeout).
+const TAKEOVER_GRACE: Duration = Duration::from_secs(15);
+
+/// Checks `hold` every [`HOLD_CHECK`]; cancels `lost` when it is gone. Aborting the task lets the hold go.
+async fn watch(mut hold: InboxHold, lost: CancelToken) {
+    loop {
+        tokio::time::sleep(HOLD_CHECK).await;
+        let checked = tokio::task::spawn_blocking(move || {
+            let held = hold.still_held();
+            (hold, held)
+        })
+        .await;
+        match checked {
+            Ok((back, true)) => hold = back,
+            _ => {
+                lost.cancel();
+                return;
+            }
+        }
+    }
+}
 
 /// Takes the hold on `inbox` (at once with one process on the store; on a shared store, when no other instance
 /// reads it). `None` when cancelled first.
@@ -99,19 +125,28 @@ impl Worker {
         let inbox = self.agent.profile().handle.inbox();
         loop {
             let Some(hold) = take_hold(&inbox, cancel).await else { return };
-            if self.serve(&inbox, hold, cancel).await {
+            let lost = CancelToken::new();
+            let watcher = tokio::spawn(watch(hold, lost.clone()));
+            // An instance that lost the hold may still be in a turn: give it time to see the loss and stop, so
+            // its message is found interrupted here rather than answered twice.
+            let cancelled =
+                (inbox.is_shared() && pause(TAKEOVER_GRACE, cancel).await) || self.serve(&inbox, &lost, cancel).await;
+            watcher.abort();
+            if cancelled {
                 return;
             }
             tracing::warn!(agent = %inbox.agent(), "the hold on the inbox was lost; taking it again");
         }
     }
 
-    /// Answers messages while `hold` lasts. `true` when cancelled; `false` when the hold was lost.
-    async fn serve(&mut self, inbox: &Inbox, mut hold: InboxHold, cancel: &CancelToken) -> bool {
+    /// Answers messages until the hold is `lost` (`false`) or `cancel` fires (`true`). A turn running when the hold
+    /// is lost is cancelled and its message left in the inbox.
+    async fn serve(&mut self, inbox: &Inbox, lost: &CancelToken, cancel: &CancelToken) -> bool {
         loop {
             let next = tokio::select! {
                 m = inbox.next() => m,
                 () = cancel.cancelled() => return true,
+                () = lost.cancelled() => return false,
             };
             let message = match next {
                 Ok(m) => m,
@@ -123,19 +158,6 @@ impl Worker {
                     continue;
                 }
             };
-            // Another instance may read the inbox once this one's hold is gone: check it before each turn.
-            let Ok((back, held)) = tokio::task::spawn_blocking(move || {
-                let held = hold.still_held();
-                (hold, held)
-            })
-            .await
-            else {
-                return false;
-            };
-            if !held {
-                return false;
-            }
-            hold = back;
             if let Some(wait) = self.wait_for_rate() {
                 if let Ok(ctx) = self.session().await {
                     ctx.events.publish(EventPayload::AgentRateLimited(AgentRateLimited {
@@ -150,7 +172,21 @@ impl Worker {
                 }
                 continue;
             }
-            match self.handle(&message, cancel).await {
+            let turn = cancel.child_token();
+            let handled = {
+                let handling = self.handle(&message, &turn);
+                tokio::pin!(handling);
+                tokio::select! {
+                    r = &mut handling => r,
+                    () = lost.cancelled() => {
+                        tracing::warn!(message = %message.message_id, "the inbox hold was lost mid-turn; the turn is cancelled");
+                        turn.cancel();
+                        let _ = handling.await;
+                        return false;
+                    }
+                }
+            };
+            match handled {
                 Ok(()) => {
                     if let Err(e) = inbox.ack(message.inbox_id).await {
                         tracing::error!(error = %e, message = %message.message_id, "an answered message stays in the inbox");

@@ -261,12 +261,17 @@ impl Runtime {
             }
             let messages = holdfast_memory::PgMessageStore::open(store.pool().clone()).await?;
             if data_dir.is_some() {
-                let copied = messages.adopt(&db).await?;
-                if copied > 0 {
-                    tracing::info!(
-                        rows = copied,
+                match messages.adopt(&db).await? {
+                    holdfast_memory::MessagesAdopted::Copied { rows } => tracing::info!(
+                        rows,
                         "messages: the data dir's messages and reminders were copied into PostgreSQL"
-                    );
+                    ),
+                    holdfast_memory::MessagesAdopted::AlreadyShared { waiting } if waiting > 0 => tracing::warn!(
+                        waiting,
+                        "messages: PostgreSQL already holds messages; the undelivered messages and unfired reminders \
+                         in this data dir's holdfast.db are not used"
+                    ),
+                    _ => {}
                 }
             }
             memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks)).message_store(Arc::new(messages));

@@ -42,7 +42,8 @@ pub use db::{DEFAULT_DB_FILE, Database};
 pub use error::MemoryError;
 pub use messaging::{
     ConversationHops, Inbox, InboxHold, InboxMessage, MessageEndpoint, MessageRouter, MessageStore, MessageTarget,
-    PgMessageStore, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, SqliteMessageStore, TargetType, UserMessage,
+    MessagesAdopted, PgMessageStore, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, SqliteMessageStore,
+    TargetType, UserMessage,
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
 pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};

@@ -16,6 +16,9 @@ use std::time::Duration;
 /// How long a connection attempt (or a wait for a pooled connection) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long [`PgLock::is_held`] waits for its connection to answer.
+pub const HELD_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The most connections one instance opens (locks held across a broadcast use their own, outside the pool).
 const POOL_SIZE: u32 = 16;
 
@@ -100,6 +103,15 @@ impl PgStore {
         })?;
         let millis = wait.as_millis().clamp(1, i64::MAX as u128);
         sqlx::query("SELECT set_config('lock_timeout', $1, false)").bind(millis.to_string()).execute(&mut conn).await?;
+        // The server frees a lock when it sees its connection die; over TCP it looks for that within about 30 s
+        // (keepalives, and a timeout on unacknowledged data) instead of the system's default of hours, so another
+        // instance can take over from a holder whose host froze or whose network was cut.
+        sqlx::raw_sql(
+            "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3;
+             SET tcp_user_timeout = 30000;",
+        )
+        .execute(&mut conn)
+        .await?;
         let taken = sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))").bind(key).execute(&mut conn).await;
         match taken {
             Ok(_) => Ok(Some(PgLock { conn })),
@@ -117,13 +129,13 @@ pub struct PgLock {
 impl PgLock {
     /// Whether the lock is still held: its connection answers and still holds an advisory lock (a connection that
     /// died, or a server that restarted, has lost it, and another instance may hold it now).
+    /// A connection that does not answer within [`HELD_CHECK_TIMEOUT`] counts as lost.
     pub async fn is_held(&mut self) -> bool {
-        let held: Result<bool, _> = sqlx::query_scalar(
+        let held = sqlx::query_scalar::<_, bool>(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted)",
         )
-        .fetch_one(&mut self.conn)
-        .await;
-        held.unwrap_or(false)
+        .fetch_one(&mut self.conn);
+        matches!(tokio::time::timeout(HELD_CHECK_TIMEOUT, held).await, Ok(Ok(true)))
     }
 }
 

@@ -306,7 +306,9 @@ async fn a_turn_cut_by_a_crash_is_not_run_twice_and_the_next_message_is_answered
 }
 
 /// Two instances on one PostgreSQL run an inbox worker for the same agent: each message is answered once, by the
-/// instance holding the inbox; when that one stops, the other takes the inbox over and answers the next.
+/// instance holding the inbox. Then the holder's database connection is killed in the middle of a turn: that turn is
+/// cancelled, the other instance takes the inbox over, finds the message's turn interrupted (it is not answered a
+/// second time) and answers the next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_other() {
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
@@ -321,9 +323,12 @@ async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_othe
         );
         std::fs::write(&config, toml).unwrap();
         let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
-        // Slow turns: a second reader would find a message mid-turn.
-        let replies = (0..4)
-            .map(|i| Reply::Delay(Duration::from_millis(1500), Box::new(Reply::Text(format!("{name} answers #{i}")))))
+        // Slow turns (a second reader would find a message mid-turn); the fourth is slower than the test.
+        let replies = (0..6)
+            .map(|i| {
+                let wait = Duration::from_millis(if i == 3 { 120_000 } else { 1500 });
+                Reply::Delay(wait, Box::new(Reply::Text(format!("{name} answers #{i}"))))
+            })
             .collect();
         let scripted = Scripted::start(Wire::OpenAi, replies).await;
         let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
@@ -344,18 +349,42 @@ async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_othe
     assert_eq!((asked(holder), asked(1 - holder)), (3, 0), "one instance answered, each message once: {answers:?}");
     let name = ["one", "two"][holder];
     assert!(answers.iter().all(|a| a.starts_with(name)), "{answers:?}");
-    let session = inbox_session(&instances[0].0).await.unwrap();
-    let history = instances[0].0.sessions.history(&session.id).await.unwrap();
-    assert!(!history.iter().any(|m| m.content.contains("interrupted")), "no reader found another's turn: {history:?}");
+    let runtime = Arc::clone(&instances[0].0);
+    let session = inbox_session(&runtime).await.unwrap();
+    let interrupted = async || {
+        let history = runtime.sessions.history(&session.id).await.unwrap();
+        history.iter().filter(|m| m.content.contains("interrupted")).count()
+    };
+    assert_eq!(interrupted().await, 0, "no reader found another's turn");
 
-    // The holder stops; the other instance takes the inbox and answers the next message.
-    let (_, _, cancel, worker) = instances.remove(holder);
-    cancel.cancel();
-    worker.await.unwrap();
-    let other = &instances[0];
-    bob.send(&other.0, "question 3", 0).await.unwrap();
+    // The holder is in a long turn when its database connection dies.
+    bob.send(&instances[0].0, "question 3", 0).await.unwrap();
+    eventually("the holder's fourth turn", async || (asked(holder) == 4).then_some(())).await;
+    let admin = holdfast_store::PgStore::connect(&url).await.unwrap();
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks
+         WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_one(admin.pool())
+    .await
+    .unwrap();
+    assert_eq!(killed, 1, "the holder's lock connection");
+    eventually("the other instance to take the message as interrupted", async || {
+        let taken = runtime.agent.inbox().pending().await.unwrap().is_empty();
+        (taken && interrupted().await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(asked(1 - holder), 0, "the interrupted message is not answered again");
+    let history = runtime.sessions.history(&session.id).await.unwrap();
+    let stopped = history.iter().filter(|m| m.role == MessageRole::System && m.content.starts_with("Cancelled"));
+    assert_eq!(stopped.count(), 1, "the holder's turn was cancelled when its hold was lost");
+
+    bob.send(&instances[0].0, "question 4", 0).await.unwrap();
     let answer = bob.recv().await.content;
     assert!(!answer.starts_with(name), "answered by the other instance: {answer}");
-    assert_eq!(other.1.requests.lock().len(), 1);
-    assert!(other.0.agent.inbox().pending().await.unwrap().is_empty());
+    assert_eq!((asked(holder), asked(1 - holder)), (4, 1));
+    for (_, _, cancel, _) in &instances {
+        cancel.cancel();
+    }
 }

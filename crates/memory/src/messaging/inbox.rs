@@ -104,6 +104,12 @@ impl Inbox {
         Ok(out)
     }
 
+    /// Whether other instances share the store (then they may write this inbox, and read it when this process does
+    /// not hold it).
+    pub fn is_shared(&self) -> bool {
+        self.router.store().poll_interval().is_some()
+    }
+
     /// Makes this process the only reader of the inbox among the instances sharing the store, waiting at most
     /// `wait`; `None` when another instance held it all that time. Keep the hold while reading, and check
     /// [`InboxHold::still_held`] before each message (a lost database connection loses it).

@@ -46,7 +46,7 @@ mod user;
 
 pub use inbox::Inbox;
 pub use router::MessageRouter;
-pub use store::{InboxHold, MessageStore, PgMessageStore, SqliteMessageStore};
+pub use store::{InboxHold, MessageStore, MessagesAdopted, PgMessageStore, SqliteMessageStore};
 pub use types::{
     ConversationHops, DEFAULT_AGENT_COOLDOWN, DEFAULT_MAX_HOPS, InboxMessage, MessageEndpoint, MessageTarget,
     RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType, UserMessage,

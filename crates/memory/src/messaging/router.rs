@@ -18,6 +18,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
+/// The longest anti-loop window the store keeps (a longer `agent_cooldown` is this one).
+const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// How a send is treated: an agent's own, or the runtime's (a reminder).
 #[derive(Debug, Clone)]
 struct SendRules {
@@ -178,7 +181,7 @@ impl MessageRouter {
     /// scheduling turn (`hops`) is under the hop limit.
     pub async fn check_target(&self, from: &AgentId, target: &MessageTarget, hops: u32) -> Result<()> {
         if target.kind == TargetType::User {
-            return Ok(());
+            return user::user_id(target.id.as_ref()).map(drop);
         }
         let id = target.required_id()?.to_owned();
         let to_self = target.kind == TargetType::Agent && id == from.as_str();
@@ -235,7 +238,8 @@ impl MessageRouter {
         }
 
         let reach = self.reach(target.kind, target_id.clone(), &sender).await?;
-        let window = self.inner.config.agent_cooldown;
+        // Longer than a century is forever; capped so the window's end is a time the store can write.
+        let window = self.inner.config.agent_cooldown.min(MAX_WINDOW);
         let cooldown = (rules.agent_send && !window.is_zero()).then_some(CooldownRule {
             now,
             window,

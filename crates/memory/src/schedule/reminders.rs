@@ -25,7 +25,7 @@ use crate::error::{MemoryError, Result};
 use crate::messaging::MessageRouter;
 use crate::messaging::store::{NewReminder, to_reminder};
 use crate::messaging::types::MessageTarget;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,6 +112,9 @@ impl Reminders {
             return Err(MemoryError::invalid("message", "must not contain NUL characters"));
         }
         let now = self.clock.now();
+        if due_at.year() > 9999 {
+            return Err(MemoryError::invalid(field, "must be before the year 10000"));
+        }
         if due_at < now - chrono::Duration::seconds(PAST_GRACE_SECS) {
             return Err(MemoryError::invalid(
                 field,
@@ -198,8 +201,14 @@ impl ReminderScheduler {
     /// Delivers every reminder due now that has not fired, each exactly once, oldest due first. Returns them.
     pub async fn fire_due(&self) -> Result<Vec<Reminder>> {
         let now = fmt_time(self.clock.now());
-        let due = self.router.call(move |s| s.due_reminders(&now)).await?;
-        let due = due.into_iter().map(to_reminder).collect::<Result<Vec<Reminder>>>()?;
+        let rows = self.router.call(move |s| s.due_reminders(&now)).await?;
+        // A row this build cannot read is passed by (and logged), not allowed to stop every other reminder.
+        let due = rows.into_iter().filter_map(|row| {
+            let id = row.0;
+            to_reminder(row)
+                .map_err(|e| tracing::error!(reminder = id, error = %e, "unreadable reminder passed by"))
+                .ok()
+        });
         let mut fired = Vec::new();
         for mut reminder in due {
             let at = self.clock.now();
@@ -226,6 +235,11 @@ impl ReminderScheduler {
         match sent {
             Ok(_) => Ok(true),
             Err(MemoryError::AlreadyFired) => Ok(false),
+            Err(e @ (MemoryError::Storage(_) | MemoryError::Internal(_))) => {
+                // The store failed, not the target: still due, the next pass tries again.
+                tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered; it stays due");
+                Ok(false)
+            }
             Err(e) => {
                 tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
                 let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);

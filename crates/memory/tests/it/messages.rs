@@ -9,7 +9,7 @@ use crate::common::start_time;
 use holdfast_core::{ErrorCode, HasErrorCode};
 use holdfast_memory::{
     AgentHandle, AgentRuntime, Clock, Database, ManualClock, MemoryConfig, MemoryError, MessageStore, MessageTarget,
-    PgMessageStore, SendOrigin, SqliteMessageStore,
+    MessagesAdopted, PgMessageStore, SendOrigin, SqliteMessageStore,
 };
 use holdfast_store::BlockingPg;
 use std::sync::Arc;
@@ -91,6 +91,12 @@ async fn scenario(store: Arc<dyn MessageStore>) {
     assert!(a.reminders.cancel(&dropped.id).await.unwrap(), "{kind}");
     assert_eq!(a.reminders.list(false).await.unwrap(), std::slice::from_ref(&kept), "{kind}");
     assert!(a.reminders.schedule("at", due, "x\0".into(), None, 0).await.is_err(), "{kind}: NUL");
+    let far = chrono::DateTime::parse_from_rfc3339("9999-12-31T23:59:59-23:59").unwrap().to_utc();
+    let e = a.reminders.schedule("at", far, "one day".into(), None, 0).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidParams, "{kind}: {e}");
+    let bad_user = MessageTarget { kind: holdfast_memory::TargetType::User, id: Some("x\0".into()) };
+    let e = a.reminders.schedule("at", due, "hi".into(), Some(bad_user), 0).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidParams, "{kind}: {e}");
     let scheduler = rt.scheduler();
     assert!(scheduler.fire_due().await.unwrap().is_empty(), "{kind}: not due yet");
     assert_eq!(scheduler.next_due().await.unwrap(), Some(kept.due_at), "{kind}");
@@ -110,6 +116,24 @@ async fn every_message_store_behaves_alike() {
     if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
         scenario(pg_store(&url).await).await;
     }
+}
+
+/// A window longer than any time the store can write is a century, not a panic or no window at all.
+#[tokio::test]
+async fn an_enormous_anti_loop_window_still_holds() {
+    let clock = ManualClock::new(start_time());
+    let config = MemoryConfig { agent_cooldown_secs: u64::MAX, ..MemoryConfig::default() };
+    let rt = AgentRuntime::builder(Database::open_in_memory().unwrap())
+        .config(config)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .await
+        .unwrap();
+    let (a, _b) = (rt.agent("a").await.unwrap(), rt.agent("b").await.unwrap());
+    send(&a, MessageTarget::agent("b"), "first").await.unwrap();
+    clock.advance(chrono::Duration::days(365 * 50));
+    let e = send(&a, MessageTarget::agent("b"), "fifty years later").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::RateLimited, "{e}");
 }
 
 /// Two instances on one database, with one clock.
@@ -195,7 +219,9 @@ async fn one_instance_reads_an_agents_inbox_and_the_other_takes_over() {
     // The holder's connection dies (a crashed process, a network cut): its hold is gone, the other takes it.
     let admin = holdfast_store::PgStore::connect(&url).await.unwrap();
     let killed: i64 = sqlx::query_scalar(
-        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted",
+        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks
+         WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
     )
     .fetch_one(admin.pool())
     .await
@@ -221,9 +247,23 @@ async fn messages_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
     let due = clock.now() + chrono::Duration::seconds(30);
     let reminder = b.reminders.schedule("at", due, "later".into(), None, 0).await.unwrap();
 
+    // An older build let a NUL into a message; PostgreSQL's text refuses it, and the move must not stop there.
+    db.call(|c| {
+        c.execute(
+            "INSERT INTO messages_log (sender, target_type, target_id, content, created_at)
+             VALUES ('a', 'agent', 'b', ?1, '2026-03-01T08:00:00.000Z')",
+            ["x\0y"],
+        )?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+
     let pg = PgMessageStore::open(BlockingPg::connect(url.clone()).await.unwrap()).await.unwrap();
-    assert_eq!(pg.adopt(&db).await.unwrap(), 3, "two messages and a reminder");
-    assert_eq!(pg.adopt(&db).await.unwrap(), 0, "once");
+    assert_eq!(pg.adopt(&db).await.unwrap(), MessagesAdopted::Copied { rows: 4 }, "three messages and a reminder");
+    assert_eq!(pg.adopt(&db).await.unwrap(), MessagesAdopted::AlreadyShared { waiting: 2 }, "once");
+    let empty = Database::open(dir.path().join("empty.db")).unwrap();
+    assert_eq!(pg.adopt(&empty).await.unwrap(), MessagesAdopted::Nothing);
     let shared = runtime(Arc::new(pg), &clock).await;
     let (a, b) = (shared.agent("a").await.unwrap(), shared.agent("b").await.unwrap());
     let waiting = b.inbox().pending().await.unwrap();
@@ -236,5 +276,5 @@ async fn messages_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
     let next = send(&a, MessageTarget::user(), "new").await;
     assert!(next.is_ok());
     let latest = shared.router().outbox(&a.agent_id, 1).await.unwrap();
-    assert_eq!(latest[0].message_id, "msg_3", "new ids follow the moved ones");
+    assert_eq!(latest[0].message_id, "msg_4", "new ids follow the moved ones");
 }

@@ -108,9 +108,44 @@ impl Local {
         })
     }
 
-    /// Whether there is nothing worth moving (the directory alone is rebuilt from the configuration).
-    pub(super) fn is_empty(&self) -> bool {
-        self.log.is_empty() && self.reminders.is_empty()
+    /// Replaces NUL characters (which an older build let into message and reminder text, and PostgreSQL's text
+    /// refuses) with U+FFFD, so one such row cannot stop the move.
+    pub(super) fn without_nul(mut self) -> Self {
+        let clean = |s: &mut String| {
+            if s.contains('\0') {
+                *s = s.replace('\0', "\u{FFFD}");
+            }
+        };
+        for row in &mut self.log {
+            clean(&mut row.4);
+            if let Some(m) = row.5.as_mut() {
+                clean(m);
+            }
+        }
+        for row in &mut self.reminders {
+            clean(&mut row.3);
+        }
+        self
+    }
+
+    /// Counts what the file still has waiting: undelivered inbox rows and unfired reminders.
+    pub(super) fn waiting(c: &mut Connection) -> Result<usize> {
+        let n: i64 = c.query_row(
+            "SELECT (SELECT count(*) FROM messages_inbox WHERE delivered_at IS NULL)
+                  + (SELECT count(*) FROM reminders_items WHERE fired_at IS NULL)",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Whether the file holds any message or reminder.
+    pub(super) fn any(c: &mut Connection) -> Result<bool> {
+        Ok(c.query_row(
+            "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// Writes every row in `tx`, keeping ids, and moves the id sequences past them.

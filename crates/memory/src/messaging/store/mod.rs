@@ -19,7 +19,7 @@ mod adopt;
 mod postgres;
 mod sqlite;
 
-pub use postgres::PgMessageStore;
+pub use postgres::{MessagesAdopted, PgMessageStore};
 pub use sqlite::SqliteMessageStore;
 
 use super::types::{InboxMessage, MessageTarget, TargetType, UserMessage};

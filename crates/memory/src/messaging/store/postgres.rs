@@ -13,6 +13,7 @@
 //! Sends on another instance do not wake this one's inbox readers: they look again every
 //! [`MessageStore::poll_interval`].
 
+use super::adopt;
 use super::sqlite::{INBOX_SELECT, REMINDER_SELECT};
 use super::{
     HeldLock, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, StoredMessage,
@@ -31,14 +32,16 @@ use std::time::Duration;
 /// How often an inbox reader looks for messages other instances stored.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The tables in PostgreSQL (the SQLite file has its own, see [`crate::Database`]).
+/// The tables in PostgreSQL (the SQLite file has its own, see [`crate::Database`]). Ids, names and times that are
+/// sorted or compared are `COLLATE "C"`: byte order, as in SQLite, so both list alike and the fixed-width times
+/// compare as times whatever the database's locale.
 const MIGRATIONS: Component = Component {
     name: "messages",
     migrations: &[Migration {
         version: 1,
         sqlite: SqliteStep::Sql(""),
-        postgres: "CREATE TABLE IF NOT EXISTS messages_agents (
-            agent_id   TEXT PRIMARY KEY,
+        postgres: r#"CREATE TABLE IF NOT EXISTS messages_agents (
+            agent_id   TEXT COLLATE "C" PRIMARY KEY,
             created_at TEXT NOT NULL
         );
         CREATE TABLE IF NOT EXISTS messages_log (
@@ -70,29 +73,29 @@ const MIGRATIONS: Component = Component {
         );
         CREATE INDEX IF NOT EXISTS messages_outbox_by_agent ON messages_outbox (agent_id, id);
         CREATE TABLE IF NOT EXISTS messages_groups (
-            name   TEXT NOT NULL,
-            member TEXT NOT NULL,
+            name   TEXT COLLATE "C" NOT NULL,
+            member TEXT COLLATE "C" NOT NULL,
             PRIMARY KEY (name, member)
         );
         CREATE TABLE IF NOT EXISTS messages_channels (
-            name        TEXT PRIMARY KEY,
+            name        TEXT COLLATE "C" PRIMARY KEY,
             webhook_url TEXT
         );
         CREATE TABLE IF NOT EXISTS messages_subscriptions (
-            channel  TEXT NOT NULL,
-            agent_id TEXT NOT NULL,
+            channel  TEXT COLLATE "C" NOT NULL,
+            agent_id TEXT COLLATE "C" NOT NULL,
             PRIMARY KEY (channel, agent_id)
         );
         CREATE TABLE IF NOT EXISTS messages_cooldowns (
             sender    TEXT NOT NULL,
             recipient TEXT NOT NULL,
-            until_at  TEXT NOT NULL,
+            until_at  TEXT COLLATE "C" NOT NULL,
             PRIMARY KEY (sender, recipient)
         );
         CREATE TABLE IF NOT EXISTS reminders_items (
             id          BIGSERIAL PRIMARY KEY,
             agent_id    TEXT NOT NULL,
-            due_at      TEXT NOT NULL,
+            due_at      TEXT COLLATE "C" NOT NULL,
             message     TEXT NOT NULL,
             target_type TEXT NOT NULL,
             target_id   TEXT,
@@ -101,7 +104,7 @@ const MIGRATIONS: Component = Component {
             hops        INTEGER NOT NULL DEFAULT 0
         );
         CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (due_at, id) WHERE fired_at IS NULL;
-        CREATE INDEX IF NOT EXISTS reminders_items_by_agent ON reminders_items (agent_id, due_at);",
+        CREATE INDEX IF NOT EXISTS reminders_items_by_agent ON reminders_items (agent_id, due_at);"#,
     }],
 };
 
@@ -198,16 +201,26 @@ impl PgMessageStore {
         })
     }
 
-    /// Copies the messages, inboxes, outbox, directory and reminders an instance kept in its SQLite file (`db`)
-    /// into this database, once: when it holds no message and no reminder yet (under a lock, so instances starting
-    /// together copy once), keeping their ids. Returns the number of messages and reminders copied (0 when the
-    /// database already had some, or the file has none; the file keeps its rows).
-    pub async fn adopt(&self, db: &Database) -> Result<usize> {
-        let local = db.call(super::adopt::Local::read).await?;
-        if local.is_empty() {
-            return Ok(0);
+    /// Copies the messages, inboxes, outbox, directory, anti-loop windows and reminders an instance kept in its
+    /// SQLite file (`db`) into this database, once: when it holds no message and no reminder yet (under a lock, so
+    /// instances starting together copy once), keeping their ids. The file keeps its rows.
+    pub async fn adopt(&self, db: &Database) -> Result<MessagesAdopted> {
+        if !db.call(adopt::Local::any).await? {
+            return Ok(MessagesAdopted::Nothing);
         }
-        let count = local.log.len() + local.reminders.len();
+        let shared = |store: PgStore| async move {
+            let any: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
+            )
+            .fetch_one(store.pool())
+            .await?;
+            Ok(any)
+        };
+        if self.pg.spawn(shared).await.map_err(pg_err)? {
+            return Ok(MessagesAdopted::AlreadyShared { waiting: db.call(adopt::Local::waiting).await? });
+        }
+        let local = db.call(adopt::Local::read).await?.without_nul();
+        let rows = local.log.len() + local.reminders.len();
         let copied = self
             .pg
             .spawn(move |store| async move {
@@ -229,8 +242,30 @@ impl PgMessageStore {
             })
             .await
             .map_err(pg_err)?;
-        Ok(if copied { count } else { 0 })
+        if copied {
+            Ok(MessagesAdopted::Copied { rows })
+        } else {
+            Ok(MessagesAdopted::AlreadyShared { waiting: db.call(adopt::Local::waiting).await? })
+        }
     }
+}
+
+/// What [`PgMessageStore::adopt`] did with an instance's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessagesAdopted {
+    /// The file's messages and reminders were copied: how many (messages plus reminders).
+    Copied {
+        /// Messages plus reminders copied.
+        rows: usize,
+    },
+    /// The database already held messages or reminders, so the file's were not copied; `waiting` is what the file
+    /// leaves behind still pending (undelivered inbox rows and unfired reminders).
+    AlreadyShared {
+        /// Undelivered inbox rows and unfired reminders left in the file.
+        waiting: usize,
+    },
+    /// The file holds no message and no reminder.
+    Nothing,
 }
 
 /// The lock an [`InboxHold`] holds on PostgreSQL, checked on the pool's runtime.
