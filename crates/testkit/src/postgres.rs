@@ -40,3 +40,17 @@ fn rand_u64() -> u64 {
     h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     h.finish()
 }
+
+/// Kills the connections that hold a session-level advisory lock in the database `url` names (a crashed holder, a
+/// cut network, as the server sees them); returns how many. Other databases on the server are left alone.
+pub async fn kill_advisory_lock_holders(url: &DatabaseUrl) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(url.expose()).await.unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
+    sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks
+         WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap_or_else(|e| panic!("pg_terminate_backend: {e}"))
+}

@@ -360,15 +360,7 @@ async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_othe
     // The holder is in a long turn when its database connection dies.
     bob.send(&instances[0].0, "question 3", 0).await.unwrap();
     eventually("the holder's fourth turn", async || (asked(holder) == 4).then_some(())).await;
-    let admin = holdfast_store::PgStore::connect(&url).await.unwrap();
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_one(admin.pool())
-    .await
-    .unwrap();
+    let killed = holdfast_testkit::postgres::kill_advisory_lock_holders(&url).await;
     assert_eq!(killed, 1, "the holder's lock connection");
     eventually("the other instance to take the message as interrupted", async || {
         let taken = runtime.agent.inbox().pending().await.unwrap().is_empty();

@@ -217,15 +217,7 @@ async fn one_instance_reads_an_agents_inbox_and_the_other_takes_over() {
     assert_eq!(seen.unwrap().content, "from the other instance");
 
     // The holder's connection dies (a crashed process, a network cut): its hold is gone, the other takes it.
-    let admin = holdfast_store::PgStore::connect(&url).await.unwrap();
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(pg_terminate_backend(pid))::bigint FROM pg_locks
-         WHERE locktype = 'advisory' AND granted
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_one(admin.pool())
-    .await
-    .unwrap();
+    let killed = holdfast_testkit::postgres::kill_advisory_lock_holders(&url).await;
     assert_eq!(killed, 1);
     let held = tokio::task::spawn_blocking(move || hold.still_held()).await.unwrap();
     assert!(!held, "a hold whose connection died is not held");
