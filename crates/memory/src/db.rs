@@ -1,156 +1,19 @@
 //! The SQLite database: one file (WAL mode) that can be shared with other crates, so every table here is prefixed
-//! (`memory_*`, `messages_*`, `tasks_*`, `reminders_*`) and migrations are this crate's own, recorded in
-//! `memory_migrations` and idempotent.
+//! (`memory_*`, `messages_*`, `tasks_*`, `reminders_*`); its migrations ([`crate::schema`]) run through
+//! holdfast-store's one runner, recorded in `holdfast_migrations`.
 //!
 //! One connection behind a mutex serialises every statement of this crate; callers on the async runtime reach it
 //! through [`Database::call`], which runs the closure on tokio's blocking pool.
 
-use crate::clock::fmt_time;
 use crate::error::{MemoryError, Result};
 use parking_lot::Mutex;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The file name [`crate::AgentRuntime::open_dir`] uses inside a data directory.
 pub const DEFAULT_DB_FILE: &str = "holdfast.db";
-
-/// The migrations, in order. Each runs once, in the transaction that records it in `memory_migrations`.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (
-        1,
-        r#"
-CREATE TABLE IF NOT EXISTS memory_blocks (
-    id          INTEGER PRIMARY KEY,
-    agent_id    TEXT NOT NULL,
-    label       TEXT NOT NULL,
-    value       TEXT NOT NULL,
-    description TEXT,
-    permission  TEXT NOT NULL CHECK (permission IN ('read_only', 'append', 'read_write')),
-    char_limit  INTEGER NOT NULL,
-    pinned      INTEGER NOT NULL DEFAULT 0,
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,
-    UNIQUE (agent_id, label)
-);
-CREATE TABLE IF NOT EXISTS memory_history (
-    id        INTEGER PRIMARY KEY,
-    agent_id  TEXT NOT NULL,
-    label     TEXT NOT NULL,
-    actor     TEXT NOT NULL,
-    op        TEXT NOT NULL,
-    old_value TEXT,
-    new_value TEXT NOT NULL,
-    at        TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS memory_history_by_block ON memory_history (agent_id, label, id);
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts_values USING fts5 (content, tokenize = 'porter unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts_history USING fts5 (content, tokenize = 'porter unicode61');
-CREATE TABLE IF NOT EXISTS memory_embeddings (
-    agent_id     TEXT NOT NULL,
-    label        TEXT NOT NULL,
-    model        TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    vector       BLOB NOT NULL,
-    PRIMARY KEY (agent_id, label, model)
-);
-
-CREATE TABLE IF NOT EXISTS messages_agents (
-    agent_id   TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages_log (
-    id          INTEGER PRIMARY KEY,
-    sender      TEXT NOT NULL,
-    target_type TEXT NOT NULL,
-    target_id   TEXT,
-    content     TEXT NOT NULL,
-    metadata    TEXT,
-    session_id  TEXT,
-    created_at  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages_inbox (
-    id           INTEGER PRIMARY KEY,
-    message_id   INTEGER NOT NULL REFERENCES messages_log (id),
-    agent_id     TEXT NOT NULL,
-    via          TEXT NOT NULL,
-    delivered_at TEXT
-);
-CREATE INDEX IF NOT EXISTS messages_inbox_pending ON messages_inbox (agent_id, delivered_at, id);
-CREATE TABLE IF NOT EXISTS messages_outbox (
-    id           INTEGER PRIMARY KEY,
-    message_id   INTEGER NOT NULL REFERENCES messages_log (id),
-    agent_id     TEXT NOT NULL,
-    session_id   TEXT,
-    user_id      TEXT,
-    forwarded_at TEXT
-);
-CREATE INDEX IF NOT EXISTS messages_outbox_by_agent ON messages_outbox (agent_id, id);
-CREATE TABLE IF NOT EXISTS messages_groups (
-    name   TEXT NOT NULL,
-    member TEXT NOT NULL,
-    PRIMARY KEY (name, member)
-);
-CREATE TABLE IF NOT EXISTS messages_channels (
-    name        TEXT PRIMARY KEY,
-    webhook_url TEXT
-);
-CREATE TABLE IF NOT EXISTS messages_subscriptions (
-    channel  TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    PRIMARY KEY (channel, agent_id)
-);
-
-CREATE TABLE IF NOT EXISTS tasks_items (
-    id           INTEGER PRIMARY KEY,
-    agent_id     TEXT NOT NULL,
-    title        TEXT NOT NULL,
-    notes        TEXT,
-    due_at       TEXT,
-    priority     TEXT NOT NULL,
-    status       TEXT NOT NULL,
-    steps        TEXT NOT NULL DEFAULT '[]',
-    created_at   TEXT NOT NULL,
-    updated_at   TEXT NOT NULL,
-    completed_at TEXT
-);
-CREATE INDEX IF NOT EXISTS tasks_items_by_agent ON tasks_items (agent_id, status);
-
-CREATE TABLE IF NOT EXISTS reminders_items (
-    id          INTEGER PRIMARY KEY,
-    agent_id    TEXT NOT NULL,
-    due_at      TEXT NOT NULL,
-    message     TEXT NOT NULL,
-    target_type TEXT NOT NULL,
-    target_id   TEXT,
-    created_at  TEXT NOT NULL,
-    fired_at    TEXT
-);
-CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (fired_at, due_at);
-"#,
-    ),
-    (
-        2,
-        // How many agent-to-agent hops led to a message (the runtime's count, never the sender's metadata).
-        "ALTER TABLE messages_log ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
-    ),
-    (
-        3,
-        // The hops of the turn that scheduled a reminder: its message carries the conversation's count on.
-        "ALTER TABLE reminders_items ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;",
-    ),
-    (
-        4,
-        // The anti-loop windows, stored: a restart does not reset them, and on PostgreSQL instances share them.
-        "CREATE TABLE IF NOT EXISTS messages_cooldowns (
-            sender    TEXT NOT NULL,
-            recipient TEXT NOT NULL,
-            until_at  TEXT NOT NULL,
-            PRIMARY KEY (sender, recipient)
-        );",
-    ),
-];
 
 /// A shared handle on the database. Clones share the connection.
 #[derive(Clone)]
@@ -234,24 +97,11 @@ impl Database {
     }
 }
 
+/// Applies this crate's migrations the file has not recorded ([`crate::schema`]).
 fn migrate(conn: &mut Connection) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS memory_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);",
-    )?;
-    for (version, sql) in MIGRATIONS {
-        let done: Option<i64> = tx
-            .query_row("SELECT version FROM memory_migrations WHERE version = ?1", [version], |r| r.get(0))
-            .optional()?;
-        if done.is_none() {
-            tx.execute_batch(sql)?;
-            tx.execute(
-                "INSERT INTO memory_migrations (version, applied_at) VALUES (?1, ?2)",
-                rusqlite::params![version, fmt_time(chrono::Utc::now())],
-            )?;
-        }
+    for component in &crate::schema::ALL {
+        holdfast_store::migrate::sqlite(conn, component)?;
     }
-    tx.commit()?;
     Ok(())
 }
 
@@ -269,9 +119,44 @@ mod tests {
         assert_eq!(sync, 2, "synchronous = FULL: an acknowledged write survives a power loss");
         drop(db);
         let db = Database::open(&path).unwrap();
+        let sql = "SELECT group_concat(component || ' v' || version, ', ') FROM
+                   (SELECT * FROM holdfast_migrations ORDER BY component)";
+        let steps: String = db.with_conn(|c| Ok(c.query_row(sql, [], |r| r.get(0))?)).unwrap();
+        assert_eq!(steps, "memory v1, messages v1, tasks v1", "each once");
+    }
+
+    /// A file from before the one runner (its steps in `memory_migrations`, version 1 only: no `hops`) keeps its
+    /// rows and gains what later steps added.
+    #[test]
+    fn a_file_migrated_by_the_old_list_is_brought_up_to_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE memory_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+                 INSERT INTO memory_migrations VALUES (1, '2026-01-01T00:00:00.000Z');
+                 CREATE TABLE messages_log (id INTEGER PRIMARY KEY, sender TEXT NOT NULL, target_type TEXT NOT NULL,
+                     target_id TEXT, content TEXT NOT NULL, metadata TEXT, session_id TEXT, created_at TEXT NOT NULL);
+                 INSERT INTO messages_log (sender, target_type, target_id, content, created_at)
+                     VALUES ('a', 'agent', 'b', 'kept', '2026-01-01T00:00:00.000Z');
+                 CREATE TABLE reminders_items (id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, due_at TEXT NOT NULL,
+                     message TEXT NOT NULL, target_type TEXT NOT NULL, target_id TEXT, created_at TEXT NOT NULL,
+                     fired_at TEXT);",
+            )
+            .unwrap();
+        }
+        let db = Database::open(&path).unwrap();
+        let (content, hops): (String, i64) = db
+            .with_conn(|c| {
+                Ok(c.query_row("SELECT content, hops FROM messages_log", [], |r| Ok((r.get(0)?, r.get(1)?)))?)
+            })
+            .unwrap();
+        assert_eq!((content.as_str(), hops), ("kept", 0));
         let n: i64 =
-            db.with_conn(|c| Ok(c.query_row("SELECT count(*) FROM memory_migrations", [], |r| r.get(0))?)).unwrap();
-        assert_eq!(n, MIGRATIONS.len() as i64);
+            db.with_conn(|c| Ok(c.query_row("SELECT count(hops) FROM reminders_items", [], |r| r.get(0))?)).unwrap();
+        assert_eq!(n, 0, "reminders_items has hops");
+        db.with_conn(|c| Ok(c.execute_batch("SELECT until_at FROM messages_cooldowns")?)).unwrap();
     }
 
     #[test]

@@ -128,6 +128,9 @@ pub enum MemoryError {
     /// The database failed.
     #[error("storage error: {0}")]
     Storage(#[from] rusqlite::Error),
+    /// The storage layer refused or failed (a migration; a database a newer release migrated is `config_invalid`).
+    #[error(transparent)]
+    Store(#[from] holdfast_store::StoreError),
     /// Any other failure of the runtime itself.
     #[error("{0}")]
     Internal(String),
@@ -189,6 +192,7 @@ impl HasErrorCode for MemoryError {
             Self::RecordNotFound { .. } => ErrorCode::NotFound,
             Self::Upstream { .. } => ErrorCode::UpstreamError,
             Self::Storage(_) | Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,
+            Self::Store(e) => e.code(),
         }
     }
 }
@@ -206,7 +210,7 @@ impl From<MemoryError> for ToolError {
             MemoryError::BlockNotFound { existing, .. } => Some(serde_json::json!({"existing": existing})),
             _ => None,
         };
-        if matches!(e, MemoryError::Storage(_) | MemoryError::Internal(_)) {
+        if matches!(e, MemoryError::Storage(_) | MemoryError::Store(_) | MemoryError::Internal(_)) {
             tracing::error!(error = %e, "memory runtime failure");
         }
         let error = ToolError::new(code, e.to_string());

@@ -27,6 +27,7 @@ pub mod error;
 pub mod messaging;
 pub mod runtime;
 pub mod schedule;
+pub mod schema;
 pub mod search;
 pub mod tools;
 

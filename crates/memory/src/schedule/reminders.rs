@@ -235,7 +235,7 @@ impl ReminderScheduler {
         match sent {
             Ok(_) => Ok(true),
             Err(MemoryError::AlreadyFired) => Ok(false),
-            Err(e @ (MemoryError::Storage(_) | MemoryError::Internal(_))) => {
+            Err(e @ (MemoryError::Storage(_) | MemoryError::Store(_) | MemoryError::Internal(_))) => {
                 // The store failed, not the target: still due, the next pass tries again.
                 tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered; it stays due");
                 Ok(false)

@@ -10,7 +10,6 @@ use super::task::Task;
 use crate::clock::{fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
-use holdfast_store::migrate::{Component, Migration, SqliteStep};
 use holdfast_store::{BlockingPg, PgStore};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
@@ -192,29 +191,6 @@ impl TaskStore for SqliteTaskStore {
     }
 }
 
-/// The tasks table in PostgreSQL (the SQLite file has its own, see [`crate::Database`]).
-const MIGRATIONS: Component = Component {
-    name: "tasks",
-    migrations: &[Migration {
-        version: 1,
-        sqlite: SqliteStep::Sql(""),
-        postgres: "CREATE TABLE IF NOT EXISTS tasks_items (
-            id           BIGSERIAL PRIMARY KEY,
-            agent_id     TEXT NOT NULL,
-            title        TEXT NOT NULL,
-            notes        TEXT,
-            due_at       TEXT,
-            priority     TEXT NOT NULL,
-            status       TEXT NOT NULL,
-            steps        TEXT NOT NULL DEFAULT '[]',
-            created_at   TEXT NOT NULL,
-            updated_at   TEXT NOT NULL,
-            completed_at TEXT
-        );
-        CREATE INDEX IF NOT EXISTS tasks_items_by_agent ON tasks_items (agent_id, status);",
-    }],
-};
-
 /// Tasks in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
 pub struct PgTaskStore {
@@ -246,7 +222,7 @@ fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row> {
 impl PgTaskStore {
     /// The store on `pg` (a pool for synchronous callers), migrated.
     pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&MIGRATIONS).await }).await.map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::TASKS).await }).await.map_err(pg_err)?;
         Ok(Self { pg })
     }
 

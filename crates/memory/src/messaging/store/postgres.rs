@@ -23,7 +23,6 @@ use crate::clock::fmt_time;
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use crate::messaging::types::TargetType;
-use holdfast_store::migrate::{Component, Migration, SqliteStep};
 use holdfast_store::{BlockingPg, PgLock, PgStore};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
@@ -31,82 +30,6 @@ use std::time::Duration;
 
 /// How often an inbox reader looks for messages other instances stored.
 const POLL: Duration = Duration::from_secs(1);
-
-/// The tables in PostgreSQL (the SQLite file has its own, see [`crate::Database`]). Ids, names and times that are
-/// sorted or compared are `COLLATE "C"`: byte order, as in SQLite, so both list alike and the fixed-width times
-/// compare as times whatever the database's locale.
-const MIGRATIONS: Component = Component {
-    name: "messages",
-    migrations: &[Migration {
-        version: 1,
-        sqlite: SqliteStep::Sql(""),
-        postgres: r#"CREATE TABLE IF NOT EXISTS messages_agents (
-            agent_id   TEXT COLLATE "C" PRIMARY KEY,
-            created_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS messages_log (
-            id          BIGSERIAL PRIMARY KEY,
-            sender      TEXT NOT NULL,
-            target_type TEXT NOT NULL,
-            target_id   TEXT,
-            content     TEXT NOT NULL,
-            metadata    TEXT,
-            session_id  TEXT,
-            created_at  TEXT NOT NULL,
-            hops        INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE TABLE IF NOT EXISTS messages_inbox (
-            id           BIGSERIAL PRIMARY KEY,
-            message_id   BIGINT NOT NULL REFERENCES messages_log (id),
-            agent_id     TEXT NOT NULL,
-            via          TEXT NOT NULL,
-            delivered_at TEXT
-        );
-        CREATE INDEX IF NOT EXISTS messages_inbox_pending ON messages_inbox (agent_id, id) WHERE delivered_at IS NULL;
-        CREATE TABLE IF NOT EXISTS messages_outbox (
-            id           BIGSERIAL PRIMARY KEY,
-            message_id   BIGINT NOT NULL REFERENCES messages_log (id),
-            agent_id     TEXT NOT NULL,
-            session_id   TEXT,
-            user_id      TEXT,
-            forwarded_at TEXT
-        );
-        CREATE INDEX IF NOT EXISTS messages_outbox_by_agent ON messages_outbox (agent_id, id);
-        CREATE TABLE IF NOT EXISTS messages_groups (
-            name   TEXT COLLATE "C" NOT NULL,
-            member TEXT COLLATE "C" NOT NULL,
-            PRIMARY KEY (name, member)
-        );
-        CREATE TABLE IF NOT EXISTS messages_channels (
-            name        TEXT COLLATE "C" PRIMARY KEY,
-            webhook_url TEXT
-        );
-        CREATE TABLE IF NOT EXISTS messages_subscriptions (
-            channel  TEXT COLLATE "C" NOT NULL,
-            agent_id TEXT COLLATE "C" NOT NULL,
-            PRIMARY KEY (channel, agent_id)
-        );
-        CREATE TABLE IF NOT EXISTS messages_cooldowns (
-            sender    TEXT NOT NULL,
-            recipient TEXT NOT NULL,
-            until_at  TEXT COLLATE "C" NOT NULL,
-            PRIMARY KEY (sender, recipient)
-        );
-        CREATE TABLE IF NOT EXISTS reminders_items (
-            id          BIGSERIAL PRIMARY KEY,
-            agent_id    TEXT NOT NULL,
-            due_at      TEXT COLLATE "C" NOT NULL,
-            message     TEXT NOT NULL,
-            target_type TEXT NOT NULL,
-            target_id   TEXT,
-            created_at  TEXT NOT NULL,
-            fired_at    TEXT,
-            hops        INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (due_at, id) WHERE fired_at IS NULL;
-        CREATE INDEX IF NOT EXISTS reminders_items_by_agent ON reminders_items (agent_id, due_at);"#,
-    }],
-};
 
 /// Messages and reminders in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
@@ -166,7 +89,9 @@ async fn xact_lock(tx: &mut sqlx::PgConnection, key: &str) -> Result<()> {
 impl PgMessageStore {
     /// The store on `pg` (a pool for synchronous callers), migrated.
     pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&MIGRATIONS).await }).await.map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MESSAGES).await })
+            .await
+            .map_err(pg_err)?;
         Ok(Self { pg })
     }
 
