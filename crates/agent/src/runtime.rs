@@ -156,6 +156,16 @@ struct Live {
     last_used: Instant,
 }
 
+/// What the table of loaded sessions has for an id.
+enum Loaded {
+    /// A copy to use.
+    Live(ToolContext),
+    /// An out-of-date copy, dropped: restore the saved state on its bus.
+    Reload(holdfast_core::EventBus),
+    /// Nothing.
+    Absent,
+}
+
 impl Live {
     fn new(ctx: ToolContext) -> Self {
         Self { ctx, last_used: Instant::now() }
@@ -437,19 +447,23 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Some(ctx) = self.loaded(id) {
-            return Ok(Some(ctx));
-        }
+        let mut events = match self.loaded(id) {
+            Loaded::Live(ctx) => return Ok(Some(ctx)),
+            Loaded::Absent => None,
+            Loaded::Reload(bus) => Some(bus),
+        };
         let _restoring = self.restoring.lock().await;
-        if let Some(ctx) = self.loaded(id) {
-            return Ok(Some(ctx));
+        match self.loaded(id) {
+            Loaded::Live(ctx) => return Ok(Some(ctx)),
+            Loaded::Absent => {}
+            Loaded::Reload(bus) => events = Some(bus),
         }
         if self.sessions.get(id).await?.is_none() {
             return Ok(None);
         }
         let restored = match self.sessions.load_state(id).await? {
             Some((revision, text)) => match holdfast_core::SessionState::from_json(&text) {
-                Ok(state) => self.services.restore_session(id, state, revision),
+                Ok(state) => self.services.restore_session_on(id, state, revision, events),
                 Err(e) => {
                     // Refuse rather than silently start empty: the saved state stays for an operator to inspect.
                     tracing::error!(session = id, "the saved state of this session cannot be read: {e}");
@@ -477,18 +491,25 @@ impl Runtime {
         Ok(Some(ctx))
     }
 
-    /// The loaded copy of a session, unless another process has saved the session since it was loaded (then it is
-    /// dropped, and the caller restores the saved state).
-    fn loaded(&self, id: &str) -> Option<ToolContext> {
+    /// The loaded copy of a session, unless it is out of date: another process saved the session since it was
+    /// loaded (a save here was refused, or another instance announced a save) and no turn or request holds it here. Then it is dropped and the caller restores the saved state on the same event bus, so this
+    /// instance's subscribers go on receiving the session's events.
+    fn loaded(&self, id: &str) -> Loaded {
         let mut live = self.live.lock();
-        let entry = live.get_mut(id)?;
-        if entry.ctx.is_superseded() {
+        let Some(entry) = live.get_mut(id) else { return Loaded::Absent };
+        let stale = if entry.ctx.is_superseded() {
             tracing::warn!(session = id, "another process saved this session: reloading it");
+            true
+        } else {
+            !entry.ctx.in_use() && entry.ctx.events.take_remote_save()
+        };
+        if stale {
+            let events = entry.ctx.events.clone();
             live.remove(id);
-            return None;
+            return Loaded::Reload(events);
         }
         entry.last_used = Instant::now();
-        Some(entry.ctx.clone())
+        Loaded::Live(entry.ctx.clone())
     }
 
     /// Marks a session as no longer used by the client that owned it: the next [`Runtime::unload_idle`] pass

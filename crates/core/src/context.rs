@@ -94,7 +94,19 @@ impl CoreServices {
     /// (intrinsic ones resolve again), context bank and confirmations, with their original times, so what was
     /// stale or expired stays so. Runs every hook, as for a new session.
     pub fn restore_session(&self, session_id: &str, state: SessionState, revision: u64) -> ToolContext {
-        let ctx = self.open(session_id, revision);
+        self.restore_session_on(session_id, state, revision, None)
+    }
+
+    /// [`CoreServices::restore_session`], publishing on `events` when given: the bus of an older copy of the same
+    /// session, so whoever subscribed to it (a WebSocket client) goes on receiving the new copy's events.
+    pub fn restore_session_on(
+        &self,
+        session_id: &str,
+        state: SessionState,
+        revision: u64,
+        events: Option<EventBus>,
+    ) -> ToolContext {
+        let ctx = self.open_on(session_id, revision, events);
         let entries = state.registers.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);
         ctx.registers.restore(entries);
         ctx.context_bank.restore(state.context_bank);
@@ -103,9 +115,14 @@ impl CoreServices {
     }
 
     fn open(&self, session_id: &str, revision: u64) -> ToolContext {
-        let events = match &self.relay {
-            Some(relay) => EventBus::new(session_id).with_relay(Arc::clone(relay)),
-            None => EventBus::new(session_id),
+        self.open_on(session_id, revision, None)
+    }
+
+    fn open_on(&self, session_id: &str, revision: u64, events: Option<EventBus>) -> ToolContext {
+        let events = match (events, &self.relay) {
+            (Some(events), _) => events,
+            (None, Some(relay)) => EventBus::new(session_id).with_relay(Arc::clone(relay)),
+            (None, None) => EventBus::new(session_id),
         };
         let ctx = ToolContext {
             session_id: Arc::from(session_id),
@@ -281,6 +298,8 @@ impl ToolContext {
         }
         saved.revision = revision;
         saved.digest = Some(digest);
+        // After the commit: an instance that reloads on this finds what was just saved.
+        self.events.announce_save(revision);
         Ok(())
     }
 
@@ -301,7 +320,17 @@ impl ToolContext {
     /// True when nothing outside the runtime's own table of sessions holds this session (no turn, request or
     /// subscriber uses it), so it can be unloaded from memory and restored from its saved state later.
     pub fn is_idle(&self) -> bool {
-        Arc::strong_count(&self.session_id) == 1 && !self.events.has_subscribers()
+        !self.in_use() && !self.events.has_local_subscribers()
+    }
+
+    /// True when a turn or request holds this session (a clone of it exists outside the runtime's table).
+    pub fn in_use(&self) -> bool {
+        Arc::strong_count(&self.session_id) > 1
+    }
+
+    /// The revision of the state last saved from (or loaded into) this copy; `None` without a state store.
+    pub async fn saved_revision(&self) -> Option<u64> {
+        Some(self.persistence.as_ref()?.saved.lock().await.revision)
     }
 }
 

@@ -187,3 +187,68 @@ async fn two_processes_on_one_session_conflict_instead_of_losing_a_change() {
     let keys = ctx.registers.keys();
     assert_eq!(keys, vec!["a".to_owned(), "b".to_owned(), "c".to_owned()], "nothing acknowledged was lost");
 }
+
+/// Waits for the next event about a register (`register.set`, `register.update`); its payload as JSON.
+async fn register_event(
+    events: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<holdfast_core::event::Event>>,
+) -> serde_json::Value {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap().unwrap();
+        if event.payload.name().starts_with("register.") {
+            return serde_json::to_value(&event.payload).unwrap();
+        }
+    }
+}
+
+/// The value of register `note` in `runtime`'s copy of session `id`, once it is `want` (the save's announcement
+/// travels between instances like an event); panics after 10 s.
+async fn note_becomes(runtime: &Runtime, id: &str, want: &str) -> holdfast_core::ToolContext {
+    for _ in 0..200 {
+        let ctx = runtime.session(id).await.unwrap().unwrap();
+        if ctx.registers.get("note").is_some_and(|e| e.value == json!(want)) {
+            return ctx;
+        }
+        drop(ctx);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the session's note never became {want:?} on this instance");
+}
+
+/// Two instances on one PostgreSQL hold one session. A register set on one reaches the other's subscriber (the
+/// event relay), and the other's next use of the session sees it once the save is announced: its older copy is
+/// replaced from the database on the same event bus, so its subscriber also receives what the session publishes
+/// after the reload. A copy in use (a request holds it) is not replaced under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subscribers_stay() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let open = async |name: &str| {
+        let config = tmp.path().join(format!("{name}.toml"));
+        let toml = format!("[storage]\ndata_dir = {:?}\nurl = {:?}\n", tmp.path().join(name), url.expose());
+        std::fs::write(&config, toml).unwrap();
+        Runtime::load(Some(&config)).await.unwrap()
+    };
+    let (one, two) = (open("one").await, open("two").await);
+    let (info, on_one) = one.open_session("http").await.unwrap();
+    one.registry.call("register_set", json!({"key": "note", "value": "first"}), &on_one).await.unwrap();
+    let mut seen_on_two = {
+        let on_two = two.session(&info.id).await.unwrap().unwrap();
+        assert_eq!(on_two.registers.get("note").unwrap().value, json!("first"));
+        on_two.events.subscribe()
+    };
+
+    one.registry.call("register_set", json!({"key": "note", "value": "second"}), &on_one).await.unwrap();
+    register_event(&mut seen_on_two).await;
+    let on_two = note_becomes(&two, &info.id, "second").await;
+
+    // The reloaded copy publishes on the bus the subscriber listens to, and saves on top of the other's write.
+    two.registry.call("register_set", json!({"key": "note", "value": "third"}), &on_two).await.unwrap();
+    let local = register_event(&mut seen_on_two).await;
+    assert!(local.to_string().contains("third"), "{local}");
+    // The first instance's copy is held (`on_one`): used as it is until released, then replaced.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = one.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(held.registers.get("note").unwrap().value, json!("second"), "not replaced under a holder");
+    drop((held, on_one, on_two));
+    note_becomes(&one, &info.id, "third").await;
+}

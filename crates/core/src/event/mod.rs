@@ -10,13 +10,14 @@ pub mod payload;
 
 pub use payload::{
     AgentInboxTurn, AgentMessage, AgentRateLimited, ConfirmationResolved, ContextBankUpdate, EventPayload,
-    MemoryUpdate, MessageHopLimit, MessageOutbox, PaymentMade, RegisterUpdate, TokenUsage, ToolCallFinished,
-    ToolCallStarted, TxConfirmed, TxPending,
+    MemoryUpdate, MessageHopLimit, MessageOutbox, PaymentMade, RegisterUpdate, SessionSaved, TokenUsage,
+    ToolCallFinished, ToolCallStarted, TxConfirmed, TxPending,
 };
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::broadcast;
 
 /// Stable event names (see `interfaces.md`).
@@ -51,6 +52,8 @@ pub mod names {
     pub const AGENT_RATE_LIMITED: &str = "agent.rate_limited";
     /// A turn the inbox started (a message from another agent, a group, a channel, or a reminder) begins.
     pub const AGENT_INBOX_TURN: &str = "agent.inbox_turn";
+    /// Another instance saved the session's state (between instances only; never delivered to subscribers).
+    pub const SESSION_SAVED: &str = "session.saved";
 }
 
 /// One event, as delivered to subscribers: `{"event": name, "session_id", "data": payload, "at"}`.
@@ -105,6 +108,8 @@ pub struct EventBus {
     session_id: Arc<str>,
     sender: broadcast::Sender<Arc<Event>>,
     relay: Option<Arc<dyn EventRelay>>,
+    /// Set when another instance announces it saved this session ([`EventBus::announce_save`]).
+    remote: Arc<AtomicBool>,
 }
 
 /// A handle on a bus that does not keep it open ([`EventBus::downgrade`]).
@@ -112,6 +117,7 @@ pub struct EventBus {
 pub struct WeakEventBus {
     session_id: Arc<str>,
     sender: broadcast::WeakSender<Arc<Event>>,
+    remote: Arc<AtomicBool>,
 }
 
 impl WeakEventBus {
@@ -123,7 +129,12 @@ impl WeakEventBus {
     /// The bus, while its session is open.
     pub fn upgrade(&self) -> Option<EventBus> {
         let sender = self.sender.upgrade()?;
-        Some(EventBus { session_id: Arc::clone(&self.session_id), sender, relay: None })
+        Some(EventBus {
+            session_id: Arc::clone(&self.session_id),
+            sender,
+            relay: None,
+            remote: Arc::clone(&self.remote),
+        })
     }
 }
 
@@ -134,7 +145,7 @@ impl EventBus {
     /// A bus for one session.
     pub fn new(session_id: impl Into<Arc<str>>) -> Self {
         let (sender, _) = broadcast::channel(EVENT_BUFFER);
-        Self { session_id: session_id.into(), sender, relay: None }
+        Self { session_id: session_id.into(), sender, relay: None, remote: Arc::default() }
     }
 
     /// This bus, handing every event it publishes to `relay` as well (and registered with it for other instances'
@@ -147,18 +158,48 @@ impl EventBus {
 
     /// A handle that does not keep the bus open.
     pub fn downgrade(&self) -> WeakEventBus {
-        WeakEventBus { session_id: Arc::clone(&self.session_id), sender: self.sender.downgrade() }
+        WeakEventBus {
+            session_id: Arc::clone(&self.session_id),
+            sender: self.sender.downgrade(),
+            remote: Arc::clone(&self.remote),
+        }
     }
 
     /// Delivers an event another instance published for this session to this instance's subscribers (not relayed
     /// again).
+    /// A `session.saved` is not delivered: it marks this instance's copy of the session as older than what another
+    /// instance saved ([`EventBus::take_remote_save`]).
     pub fn deliver(&self, event: Arc<Event>) {
+        if matches!(event.payload, EventPayload::SessionSaved(_)) {
+            self.remote.store(true, Ordering::Release);
+            return;
+        }
         let _ = self.sender.send(event);
+    }
+
+    /// Tells the other instances (through the relay, never this instance's subscribers) that the session's state
+    /// was saved at `revision`. Without a relay, does nothing.
+    pub fn announce_save(&self, revision: u64) {
+        if let Some(relay) = &self.relay {
+            let payload = EventPayload::SessionSaved(SessionSaved { revision });
+            relay.relay(&Arc::new(Event { session_id: self.session_id.to_string(), payload, at: Utc::now() }));
+        }
+    }
+
+    /// Whether another instance saved this session since the last call (which clears it): a copy loaded here is
+    /// older than what that instance saved.
+    pub fn take_remote_save(&self) -> bool {
+        self.remote.swap(false, Ordering::AcqRel)
     }
 
     /// The session this bus belongs to.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// True when at least one subscriber of this process is listening (a relay's listeners elsewhere not counted).
+    pub fn has_local_subscribers(&self) -> bool {
+        self.sender.receiver_count() > 0
     }
 
     /// True when at least one subscriber is listening, here or (through a relay) on another instance: lets
@@ -283,5 +324,22 @@ mod tests {
         for t in [ItemType::EthAddress, ItemType::TokenSymbol, ItemType::Network, ItemType::Amount] {
             assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
         }
+    }
+
+    #[tokio::test]
+    async fn another_instances_save_marks_the_copy_and_is_never_delivered() {
+        let bus = EventBus::new("s");
+        let mut rx = bus.subscribe();
+        assert!(!bus.take_remote_save());
+        let saved = EventPayload::SessionSaved(SessionSaved { revision: 7 });
+        bus.deliver(Arc::new(Event { session_id: "s".into(), payload: saved, at: Utc::now() }));
+        let other = EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({}) });
+        bus.deliver(Arc::new(Event { session_id: "s".into(), payload: other, at: Utc::now() }));
+        assert_eq!(rx.recv().await.unwrap().payload.name(), names::TOOL_CALL, "the save is not delivered");
+        // Every handle on the bus (the relay's weak one included) shares the mark; reading it clears it.
+        assert!(bus.downgrade().upgrade().unwrap().take_remote_save());
+        assert!(!bus.take_remote_save());
+        bus.announce_save(8);
+        assert!(rx.try_recv().is_err(), "announced to other instances only");
     }
 }

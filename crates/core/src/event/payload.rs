@@ -61,6 +61,9 @@ pub enum EventPayload {
     /// A turn the inbox started begins.
     #[serde(rename = "agent.inbox_turn")]
     AgentInboxTurn(AgentInboxTurn),
+    /// The session's state was saved (between instances only: never delivered to subscribers).
+    #[serde(rename = "session.saved")]
+    SessionSaved(SessionSaved),
 }
 
 impl EventPayload {
@@ -82,6 +85,7 @@ impl EventPayload {
             Self::MessageHopLimit(_) => names::MESSAGE_HOP_LIMIT,
             Self::AgentRateLimited(_) => names::AGENT_RATE_LIMITED,
             Self::AgentInboxTurn(_) => names::AGENT_INBOX_TURN,
+            Self::SessionSaved(_) => names::SESSION_SAVED,
         }
     }
 
@@ -350,4 +354,13 @@ pub struct AgentInboxTurn {
     pub via: String,
     /// Its hops.
     pub hops: u32,
+}
+
+/// `session.saved`: an instance saved the session's state. Relayed between instances sharing a database (the one
+/// that saved it publishes it after the save committed), so the others replace an older copy; never delivered to a
+/// subscriber.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSaved {
+    /// The revision saved.
+    pub revision: u64,
 }
