@@ -492,7 +492,8 @@ impl Runtime {
     }
 
     /// The loaded copy of a session, unless it is out of date: another process saved the session since it was
-    /// loaded (a save here was refused, or another instance announced a save) and no turn or request holds it here. Then it is dropped and the caller restores the saved state on the same event bus, so this
+    /// loaded (a save here was refused), or another instance published events for it (it saves before its last
+    /// event of a change) and no turn or request holds it here. Then it is dropped and the caller restores the saved state on the same event bus, so this
     /// instance's subscribers go on receiving the session's events.
     fn loaded(&self, id: &str) -> Loaded {
         let mut live = self.live.lock();
@@ -501,7 +502,7 @@ impl Runtime {
             tracing::warn!(session = id, "another process saved this session: reloading it");
             true
         } else {
-            !entry.ctx.in_use() && entry.ctx.events.take_remote_save()
+            !entry.ctx.in_use() && entry.ctx.events.take_remote_activity()
         };
         if stale {
             let events = entry.ctx.events.clone();

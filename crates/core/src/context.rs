@@ -278,15 +278,27 @@ impl ToolContext {
 
     /// Saves the session's state to the runtime's state store when it changed since the last save; does nothing
     /// without a store. `Ok` means the state is durable.
+    ///
+    /// Another instance sharing the database is told (`session.saved`, through the event relay), so it replaces
+    /// an older copy of the session it may hold.
     pub async fn persist(&self) -> Result<(), ToolError> {
-        let Some(p) = &self.persistence else { return Ok(()) };
+        if let Some(revision) = self.persist_unannounced().await? {
+            self.events.announce_save(revision);
+        }
+        Ok(())
+    }
+
+    /// [`ToolContext::persist`] without telling the other instances: for a caller that publishes an event right
+    /// after (any event relayed for a session makes the others reload it). The revision saved, if anything was.
+    pub async fn persist_unannounced(&self) -> Result<Option<u64>, ToolError> {
+        let Some(p) = &self.persistence else { return Ok(None) };
         // One save at a time per session, snapshot taken under the lock: when an earlier save already covers this
         // caller's change, it has finished (and succeeded) before this returns.
         let mut saved = p.saved.lock().await;
         let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
         let digest = (json.len(), digest(&json));
         if saved.digest == Some(digest) {
-            return Ok(());
+            return Ok(None);
         }
         if saved.superseded {
             return Err(superseded(&self.session_id));
@@ -298,9 +310,7 @@ impl ToolContext {
         }
         saved.revision = revision;
         saved.digest = Some(digest);
-        // After the commit: an instance that reloads on this finds what was just saved.
-        self.events.announce_save(revision);
-        Ok(())
+        Ok(Some(revision))
     }
 
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)

@@ -195,19 +195,24 @@ impl ToolRegistry {
                 tracing::debug!(tool = name, session = %ctx.session_id, elapsed_ms, code = e.code.as_str(), "tool call failed")
             }
         }
+        // What the call changed (a register, a pending confirmation) is durable before the caller sees the result,
+        // and before `tool.result` is published: the other instances take that event as the sign to reload the
+        // session (so the save needs no announcement of its own).
+        let result = match ctx.persist_unannounced().await {
+            Ok(_) => result,
+            Err(e) => {
+                tracing::error!(session = %ctx.session_id, tool = name, "the session state could not be saved: {e}");
+                Err(ToolError::new(
+                    e.code,
+                    format!(
+                        "`{name}` ran, but the session's state could not be saved ({}): what it changed in the session may not survive a restart (effects outside the session, such as a transaction in the journal, stand)",
+                        e.message
+                    ),
+                ))
+            }
+        };
         if observed {
             ctx.events.publish(EventPayload::ToolResult(ToolCallFinished::new(name, &result)));
-        }
-        // What the call changed (a register, a pending confirmation) is durable before the caller sees the result.
-        if let Err(e) = ctx.persist().await {
-            tracing::error!(session = %ctx.session_id, tool = name, "the session state could not be saved: {e}");
-            return Err(ToolError::new(
-                e.code,
-                format!(
-                    "`{name}` ran, but the session's state could not be saved ({}): what it changed in the session may not survive a restart (effects outside the session, such as a transaction in the journal, stand)",
-                    e.message
-                ),
-            ));
         }
         result
     }

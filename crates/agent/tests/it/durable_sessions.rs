@@ -200,8 +200,8 @@ async fn register_event(
     }
 }
 
-/// The value of register `note` in `runtime`'s copy of session `id`, once it is `want` (the save's announcement
-/// travels between instances like an event); panics after 10 s.
+/// The value of register `note` in `runtime`'s copy of session `id`, once it is `want` (the change's last event
+/// travels between instances after the save); panics after 10 s.
 async fn note_becomes(runtime: &Runtime, id: &str, want: &str) -> holdfast_core::ToolContext {
     for _ in 0..200 {
         let ctx = runtime.session(id).await.unwrap().unwrap();
@@ -215,7 +215,7 @@ async fn note_becomes(runtime: &Runtime, id: &str, want: &str) -> holdfast_core:
 }
 
 /// Two instances on one PostgreSQL hold one session. A register set on one reaches the other's subscriber (the
-/// event relay), and the other's next use of the session sees it once the save is announced: its older copy is
+/// event relay), and the other's next use of the session sees it once the change's last event arrives: its older copy is
 /// replaced from the database on the same event bus, so its subscriber also receives what the session publishes
 /// after the reload. A copy in use (a request holds it) is not replaced under it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

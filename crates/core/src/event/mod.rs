@@ -108,7 +108,7 @@ pub struct EventBus {
     session_id: Arc<str>,
     sender: broadcast::Sender<Arc<Event>>,
     relay: Option<Arc<dyn EventRelay>>,
-    /// Set when another instance announces it saved this session ([`EventBus::announce_save`]).
+    /// Set when another instance's event for this session is delivered ([`EventBus::deliver`]).
     remote: Arc<AtomicBool>,
 }
 
@@ -167,14 +167,13 @@ impl EventBus {
 
     /// Delivers an event another instance published for this session to this instance's subscribers (not relayed
     /// again).
-    /// A `session.saved` is not delivered: it marks this instance's copy of the session as older than what another
-    /// instance saved ([`EventBus::take_remote_save`]).
+    /// Any such event marks this instance's copy of the session as possibly older than what that instance saved
+    /// ([`EventBus::take_remote_activity`]); a `session.saved` does only that, and is not delivered.
     pub fn deliver(&self, event: Arc<Event>) {
-        if matches!(event.payload, EventPayload::SessionSaved(_)) {
-            self.remote.store(true, Ordering::Release);
-            return;
+        self.remote.store(true, Ordering::Release);
+        if !matches!(event.payload, EventPayload::SessionSaved(_)) {
+            let _ = self.sender.send(event);
         }
-        let _ = self.sender.send(event);
     }
 
     /// Tells the other instances (through the relay, never this instance's subscribers) that the session's state
@@ -186,9 +185,10 @@ impl EventBus {
         }
     }
 
-    /// Whether another instance saved this session since the last call (which clears it): a copy loaded here is
-    /// older than what that instance saved.
-    pub fn take_remote_save(&self) -> bool {
+    /// Whether another instance published an event for this session since the last call (which clears it): it
+    /// saves the session before its last event of a change (`tool.result`, or `session.saved`), so a copy loaded
+    /// here before that event is older than what it saved.
+    pub fn take_remote_activity(&self) -> bool {
         self.remote.swap(false, Ordering::AcqRel)
     }
 
@@ -327,18 +327,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn another_instances_save_marks_the_copy_and_is_never_delivered() {
+    async fn another_instances_events_mark_the_copy_and_its_save_is_never_delivered() {
         let bus = EventBus::new("s");
         let mut rx = bus.subscribe();
-        assert!(!bus.take_remote_save());
+        assert!(!bus.take_remote_activity());
         let saved = EventPayload::SessionSaved(SessionSaved { revision: 7 });
         bus.deliver(Arc::new(Event { session_id: "s".into(), payload: saved, at: Utc::now() }));
         let other = EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({}) });
         bus.deliver(Arc::new(Event { session_id: "s".into(), payload: other, at: Utc::now() }));
         assert_eq!(rx.recv().await.unwrap().payload.name(), names::TOOL_CALL, "the save is not delivered");
         // Every handle on the bus (the relay's weak one included) shares the mark; reading it clears it.
-        assert!(bus.downgrade().upgrade().unwrap().take_remote_save());
-        assert!(!bus.take_remote_save());
+        assert!(bus.downgrade().upgrade().unwrap().take_remote_activity());
+        assert!(!bus.take_remote_activity());
         bus.announce_save(8);
         assert!(rx.try_recv().is_err(), "announced to other instances only");
     }
