@@ -160,8 +160,8 @@ struct Live {
 enum Loaded {
     /// A copy to use.
     Live(ToolContext),
-    /// An out-of-date copy, dropped: restore the saved state on its bus.
-    Reload(holdfast_core::EventBus),
+    /// An out-of-date copy: restore the saved state on its bus, then replace it.
+    Stale(ToolContext),
     /// Nothing.
     Absent,
 }
@@ -447,17 +447,22 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        let mut events = match self.loaded(id) {
+        if let Loaded::Live(ctx) = self.loaded(id) {
+            return Ok(Some(ctx));
+        }
+        let _restoring = self.restoring.lock().await;
+        // The older copy, if any, stays in the table until its replacement is ready: a failed or abandoned reload
+        // leaves it (still marked) for the next use to retry, and its bus, with this instance's subscribers on it,
+        // is the one the replacement publishes on.
+        let events = match self.loaded(id) {
             Loaded::Live(ctx) => return Ok(Some(ctx)),
             Loaded::Absent => None,
-            Loaded::Reload(bus) => Some(bus),
+            Loaded::Stale(older) => {
+                // Cleared before reading: an event that arrives during the reload marks the new copy again.
+                older.events.take_remote_activity();
+                Some(older.events.clone())
+            }
         };
-        let _restoring = self.restoring.lock().await;
-        match self.loaded(id) {
-            Loaded::Live(ctx) => return Ok(Some(ctx)),
-            Loaded::Absent => {}
-            Loaded::Reload(bus) => events = Some(bus),
-        }
         if self.sessions.get(id).await?.is_none() {
             return Ok(None);
         }
@@ -470,7 +475,7 @@ impl Runtime {
                     return Err(ToolError::internal(format!("session {id}: {e}")));
                 }
             },
-            None => self.services.new_session(id),
+            None => self.services.new_session_on(id, events),
         };
         if let Some(name) = self
             .sessions
@@ -491,10 +496,10 @@ impl Runtime {
         Ok(Some(ctx))
     }
 
-    /// The loaded copy of a session, unless it is out of date: another process saved the session since it was
-    /// loaded (a save here was refused), or another instance published events for it (it saves before its last
-    /// event of a change) and no turn or request holds it here. Then it is dropped and the caller restores the saved state on the same event bus, so this
-    /// instance's subscribers go on receiving the session's events.
+    /// The loaded copy of a session, or `Stale` when it is out of date: another process saved the session since it
+    /// was loaded (a save here was refused), or another instance saved it since (its `tool.result` or
+    /// `session.saved` arrived) and no turn or request holds it here. [`Runtime::session`] then restores the saved
+    /// state on the same event bus, so this instance's subscribers go on receiving the session's events.
     fn loaded(&self, id: &str) -> Loaded {
         let mut live = self.live.lock();
         let Some(entry) = live.get_mut(id) else { return Loaded::Absent };
@@ -502,12 +507,10 @@ impl Runtime {
             tracing::warn!(session = id, "another process saved this session: reloading it");
             true
         } else {
-            !entry.ctx.in_use() && entry.ctx.events.take_remote_activity()
+            !entry.ctx.in_use() && entry.ctx.events.has_remote_activity()
         };
         if stale {
-            let events = entry.ctx.events.clone();
-            live.remove(id);
-            return Loaded::Reload(events);
+            return Loaded::Stale(entry.ctx.clone());
         }
         entry.last_used = Instant::now();
         Loaded::Live(entry.ctx.clone())
@@ -537,7 +540,9 @@ impl Runtime {
         let mut unloaded = 0;
         let _restoring = self.restoring.lock().await;
         for (id, ctx, seen) in candidates {
-            let saved = ctx.persist().await;
+            // A copy older than what another process saved has nothing of its own to keep: dropped, not saved.
+            let outdated = ctx.is_superseded() || ctx.events.has_remote_activity();
+            let saved = if outdated { Ok(()) } else { ctx.persist().await };
             drop(ctx);
             if let Err(e) = saved {
                 tracing::warn!(session = %id, "an idle session stays loaded: its state could not be saved: {e}");

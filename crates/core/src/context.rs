@@ -111,7 +111,20 @@ impl CoreServices {
         ctx.registers.restore(entries);
         ctx.context_bank.restore(state.context_bank);
         ctx.confirmations.restore(state.confirmations);
+        // What was loaded counts as saved: a copy that changes nothing writes nothing (a new revision here would
+        // refuse another instance's next save of the same session).
+        if let (Some(p), Ok(json)) = (&ctx.persistence, ctx.state().to_json())
+            && let Ok(mut saved) = p.saved.try_lock()
+        {
+            saved.digest = Some((json.len(), digest(&json)));
+        }
         ctx
+    }
+
+    /// A new, empty session publishing on `events` when given (the bus of an older copy of it: see
+    /// [`CoreServices::restore_session_on`]).
+    pub fn new_session_on(&self, session_id: &str, events: Option<EventBus>) -> ToolContext {
+        self.open_on(session_id, 0, events)
     }
 
     fn open(&self, session_id: &str, revision: u64) -> ToolContext {

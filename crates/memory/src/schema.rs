@@ -219,6 +219,7 @@ CREATE TABLE IF NOT EXISTS reminders_items (
     hops        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS reminders_items_due ON reminders_items (fired_at, due_at);
+CREATE INDEX IF NOT EXISTS reminders_items_by_agent ON reminders_items (agent_id, due_at);
 CREATE TABLE IF NOT EXISTS messages_cooldowns (
     sender    TEXT NOT NULL,
     recipient TEXT NOT NULL,

@@ -16,8 +16,11 @@
 //! read notifications but not forge one (a notification without a valid MAC is dropped with a warning). Keccak has
 //! no length extension, so the keyed hash is a MAC as it stands.
 //!
-//! Events are what the UI shows, not what decides: nothing reads an event to move value. A notification sent while
-//! a listener is reconnecting is lost to that listener, as an event is to a WebSocket client that lags.
+//! Events are what the UI shows, not what decides: nothing reads an event to move value. The one thing an event
+//! prompts is a reload: an instance replaces its copy of a session from the database when another instance's
+//! `tool.result` or `session.saved` for it arrives (both follow a save). A notification sent while a listener is
+//! reconnecting is lost to that listener, as an event is to a WebSocket client that lags; so on a reconnect every
+//! session loaded here is marked for reloading.
 
 use crate::migrate::{Component, Migration, SqliteStep};
 use crate::{PgStore, StoreError};
@@ -104,11 +107,17 @@ impl PgFanout {
             loop {
                 let note = tokio::select! {
                     () = cancel.cancelled() => return,
-                    note = listener.recv() => note,
+                    note = listener.try_recv() => note,
                 };
                 let Some(fanout) = receiving.upgrade() else { return };
                 match note {
-                    Ok(note) => fanout.receive(&store, note.payload()).await,
+                    Ok(Some(note)) => fanout.receive(&store, note.payload()).await,
+                    // The connection was lost (the next call reconnects): what other instances sent meanwhile is
+                    // gone, so every session loaded here may be older than what they saved.
+                    Ok(None) => {
+                        tracing::warn!("event fan-out: the listening connection was lost; reconnecting");
+                        fanout.mark_all_remote();
+                    }
                     Err(e) => {
                         tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "event fan-out: listen");
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -167,6 +176,15 @@ impl PgFanout {
         let event = Arc::new(event);
         for bus in live {
             bus.deliver(Arc::clone(&event));
+        }
+    }
+}
+
+impl PgFanout {
+    /// Marks every attached session as possibly changed by another instance ([`EventBus::mark_remote_activity`]).
+    fn mark_all_remote(&self) {
+        for bus in self.buses.lock().values().flatten().filter_map(WeakEventBus::upgrade) {
+            bus.mark_remote_activity();
         }
     }
 }

@@ -106,12 +106,13 @@ impl PgStore {
         // The server frees a lock when it sees its connection die; over TCP it looks for that within about 30 s
         // (keepalives, and a timeout on unacknowledged data) instead of the system's default of hours, so another
         // instance can take over from a holder whose host froze or whose network was cut.
-        sqlx::raw_sql(
-            "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3;
-             SET tcp_user_timeout = 30000;",
-        )
-        .execute(&mut conn)
-        .await?;
+        sqlx::raw_sql("SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3;")
+            .execute(&mut conn)
+            .await?;
+        // PostgreSQL 12 and later; an older server keeps only the keepalives.
+        if let Err(e) = sqlx::raw_sql("SET tcp_user_timeout = 30000").execute(&mut conn).await {
+            tracing::debug!(error = %e, "the server has no tcp_user_timeout");
+        }
         let taken = sqlx::query("SELECT pg_advisory_lock(hashtextextended($1, 0))").bind(key).execute(&mut conn).await;
         match taken {
             Ok(_) => Ok(Some(PgLock { conn })),

@@ -250,5 +250,12 @@ async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subsc
     let held = one.session(&info.id).await.unwrap().unwrap();
     assert_eq!(held.registers.get("note").unwrap().value, json!("second"), "not replaced under a holder");
     drop((held, on_one, on_two));
-    note_becomes(&one, &info.id, "third").await;
+    let fresh = note_becomes(&one, &info.id, "third").await;
+    // A replaced copy that changes nothing writes nothing: the other instance's next save is not refused for it.
+    fresh.persist().await.unwrap();
+    drop(fresh);
+    let on_two = two.session(&info.id).await.unwrap().unwrap();
+    two.registry.call("register_set", json!({"key": "note", "value": "fourth"}), &on_two).await.unwrap();
+    drop(on_two);
+    note_becomes(&one, &info.id, "fourth").await;
 }

@@ -167,13 +167,25 @@ impl EventBus {
 
     /// Delivers an event another instance published for this session to this instance's subscribers (not relayed
     /// again).
-    /// Any such event marks this instance's copy of the session as possibly older than what that instance saved
-    /// ([`EventBus::take_remote_activity`]); a `session.saved` does only that, and is not delivered.
+    /// A `tool.result` or `session.saved` (both published after a save) marks this instance's copy of the session
+    /// as older than what that instance saved ([`EventBus::take_remote_activity`]); a `session.saved` does only
+    /// that, and is not delivered.
     pub fn deliver(&self, event: Arc<Event>) {
-        self.remote.store(true, Ordering::Release);
-        if !matches!(event.payload, EventPayload::SessionSaved(_)) {
-            let _ = self.sender.send(event);
+        match event.payload {
+            EventPayload::SessionSaved(_) => {
+                self.remote.store(true, Ordering::Release);
+                return;
+            }
+            EventPayload::ToolResult(_) => self.remote.store(true, Ordering::Release),
+            _ => {}
         }
+        let _ = self.sender.send(event);
+    }
+
+    /// Marks this instance's copy of the session as possibly older than what another instance saved, without an
+    /// event: for a relay that may have missed events (its listening connection was lost and reconnected).
+    pub fn mark_remote_activity(&self) {
+        self.remote.store(true, Ordering::Release);
     }
 
     /// Tells the other instances (through the relay, never this instance's subscribers) that the session's state
@@ -185,11 +197,15 @@ impl EventBus {
         }
     }
 
-    /// Whether another instance published an event for this session since the last call (which clears it): it
-    /// saves the session before its last event of a change (`tool.result`, or `session.saved`), so a copy loaded
-    /// here before that event is older than what it saved.
+    /// Whether another instance saved this session since the last call (which clears it): its `tool.result` or
+    /// `session.saved` arrived, both published after the save, so a copy loaded here before it is older.
     pub fn take_remote_activity(&self) -> bool {
         self.remote.swap(false, Ordering::AcqRel)
+    }
+
+    /// [`EventBus::take_remote_activity`] without clearing it.
+    pub fn has_remote_activity(&self) -> bool {
+        self.remote.load(Ordering::Acquire)
     }
 
     /// The session this bus belongs to.
@@ -327,7 +343,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn another_instances_events_mark_the_copy_and_its_save_is_never_delivered() {
+    async fn another_instances_saves_mark_the_copy_and_session_saved_is_never_delivered() {
         let bus = EventBus::new("s");
         let mut rx = bus.subscribe();
         assert!(!bus.take_remote_activity());
@@ -336,9 +352,15 @@ mod tests {
         let other = EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({}) });
         bus.deliver(Arc::new(Event { session_id: "s".into(), payload: other, at: Utc::now() }));
         assert_eq!(rx.recv().await.unwrap().payload.name(), names::TOOL_CALL, "the save is not delivered");
+        assert!(bus.has_remote_activity());
         // Every handle on the bus (the relay's weak one included) shares the mark; reading it clears it.
         assert!(bus.downgrade().upgrade().unwrap().take_remote_activity());
         assert!(!bus.take_remote_activity());
+        // Another event (published before the other instance's save) marks nothing.
+        let call = EventPayload::ToolCall(ToolCallStarted { tool: "t".into(), params: json!({}) });
+        bus.deliver(Arc::new(Event { session_id: "s".into(), payload: call, at: Utc::now() }));
+        assert!(!bus.has_remote_activity());
+        assert_eq!(rx.recv().await.unwrap().payload.name(), names::TOOL_CALL);
         bus.announce_save(8);
         assert!(rx.try_recv().is_err(), "announced to other instances only");
     }

@@ -222,7 +222,7 @@ fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row> {
 impl PgTaskStore {
     /// The store on `pg` (a pool for synchronous callers), migrated.
     pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::TASKS).await }).await.map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::TASKS).await }).await?;
         Ok(Self { pg })
     }
 

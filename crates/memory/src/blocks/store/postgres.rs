@@ -115,7 +115,7 @@ impl PgMemoryStore {
     /// The store in `url`'s database (its own pool), migrated.
     pub async fn open(url: holdfast_core::config::DatabaseUrl) -> Result<Self> {
         let pg = BlockingPg::connect(url).await.map_err(pg_err)?;
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MEMORY).await }).await.map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MEMORY).await }).await?;
         Ok(Self { pg })
     }
 }

@@ -89,9 +89,7 @@ async fn xact_lock(tx: &mut sqlx::PgConnection, key: &str) -> Result<()> {
 impl PgMessageStore {
     /// The store on `pg` (a pool for synchronous callers), migrated.
     pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MESSAGES).await })
-            .await
-            .map_err(pg_err)?;
+        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MESSAGES).await }).await?;
         Ok(Self { pg })
     }
 
