@@ -23,8 +23,8 @@ use crate::agent_id::AgentId;
 use crate::clock::{SharedClock, fmt_time, parse_time};
 use crate::error::{MemoryError, Result};
 use crate::messaging::MessageRouter;
-use crate::messaging::store::{NewReminder, to_reminder};
-use crate::messaging::types::MessageTarget;
+use crate::messaging::store::{NewReminder, ReminderRow, bad_time};
+use crate::messaging::types::{MessageTarget, TargetType};
 use chrono::{DateTime, Datelike, Utc};
 use serde::Serialize;
 use std::sync::Arc;
@@ -65,6 +65,24 @@ pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
         .trim_start_matches("rem_")
         .parse::<i64>()
         .map_err(|_| MemoryError::invalid(field, "expected a reminder id like \"rem_3\""))
+}
+
+/// A reminder row as the reminders list it.
+fn to_reminder(row: ReminderRow) -> Result<Reminder> {
+    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
+    let time = |s: &str| parse_time(s).ok_or_else(|| bad_time("reminders_items", s));
+    let kind = TargetType::parse(&kind)
+        .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
+    Ok(Reminder {
+        id: format!("rem_{id}"),
+        agent_id,
+        due_at: time(&due)?,
+        message,
+        target: MessageTarget { kind, id: target_id },
+        created_at: time(&created)?,
+        fired_at: fired.as_deref().map(time).transpose()?,
+        hops,
+    })
 }
 
 /// One agent's reminders. Cheap to clone.

@@ -26,7 +26,6 @@ use super::types::{InboxMessage, MessageTarget, TargetType, UserMessage};
 use super::{msg_id, parse_metadata};
 use crate::clock::parse_time;
 use crate::error::{MemoryError, Result};
-use crate::schedule::reminders::Reminder;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,7 +230,7 @@ where
 }
 
 /// A stored time the tables cannot have written.
-fn bad_time(table: &str, s: &str) -> MemoryError {
+pub(crate) fn bad_time(table: &str, s: &str) -> MemoryError {
     MemoryError::internal(format!("unreadable time {s:?} in {table}"))
 }
 
@@ -261,24 +260,6 @@ pub(crate) fn to_user_message(row: OutboxRow) -> Result<UserMessage> {
         content,
         metadata: parse_metadata(metadata),
         created_at: parse_time(&at).ok_or_else(|| bad_time("messages_log", &at))?,
-    })
-}
-
-/// A reminder row as the reminders list it.
-pub(crate) fn to_reminder(row: ReminderRow) -> Result<Reminder> {
-    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
-    let time = |s: &str| parse_time(s).ok_or_else(|| bad_time("reminders_items", s));
-    let kind = TargetType::parse(&kind)
-        .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
-    Ok(Reminder {
-        id: format!("rem_{id}"),
-        agent_id,
-        due_at: time(&due)?,
-        message,
-        target: MessageTarget { kind, id: target_id },
-        created_at: time(&created)?,
-        fired_at: fired.as_deref().map(time).transpose()?,
-        hops,
     })
 }
 
