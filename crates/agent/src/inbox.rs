@@ -177,14 +177,18 @@ impl Worker {
                 let handling = self.handle(&message, &turn);
                 tokio::pin!(handling);
                 tokio::select! {
-                    r = &mut handling => r,
+                    r = &mut handling => Some(r),
                     () = lost.cancelled() => {
                         tracing::warn!(message = %message.message_id, "the inbox hold was lost mid-turn; the turn is cancelled");
                         turn.cancel();
                         let _ = handling.await;
-                        return false;
+                        None
                     }
                 }
+            };
+            let Some(handled) = handled else {
+                self.note_lost_hold(&message).await;
+                return false;
             };
             match handled {
                 Ok(()) => {
@@ -200,6 +204,25 @@ impl Worker {
                     }
                 }
             }
+        }
+    }
+
+    /// Says in the inbox session why its turn stopped when the hold was lost (the turn's own note reads like any
+    /// cancellation).
+    async fn note_lost_hold(&self, message: &InboxMessage) {
+        let note = format!(
+            "The turn answering {} was stopped by holdfast, not by the user: this instance lost its hold on the \
+             agent's inbox (its database connection), and the instance that holds it now takes the message over.",
+            message.message_id
+        );
+        let runtime = self.agent.runtime();
+        if let Ok(ctx) = self.session().await
+            && let Err(e) = runtime
+                .sessions
+                .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note))
+                .await
+        {
+            tracing::warn!(error = %e, "the inbox session could not record why its turn stopped");
         }
     }
 

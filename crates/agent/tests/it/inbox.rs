@@ -371,6 +371,7 @@ async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_othe
     let history = runtime.sessions.history(&session.id).await.unwrap();
     let stopped = history.iter().filter(|m| m.role == MessageRole::System && m.content.starts_with("Cancelled"));
     assert_eq!(stopped.count(), 1, "the holder's turn was cancelled when its hold was lost");
+    assert!(history.iter().any(|m| m.content.contains("not by the user")), "and the session says why");
 
     bob.send(&instances[0].0, "question 4", 0).await.unwrap();
     let answer = bob.recv().await.content;
