@@ -87,7 +87,7 @@ impl CoreServices {
 
     /// Opens a fresh session and runs every hook on it.
     pub fn new_session(&self, session_id: &str) -> ToolContext {
-        self.open(session_id, 0)
+        self.open_on(session_id, 0, None)
     }
 
     /// Opens session `session_id` with the state an earlier process saved as revision `revision`: its registers
@@ -125,10 +125,6 @@ impl CoreServices {
     /// [`CoreServices::restore_session_on`]).
     pub fn new_session_on(&self, session_id: &str, events: Option<EventBus>) -> ToolContext {
         self.open_on(session_id, 0, events)
-    }
-
-    fn open(&self, session_id: &str, revision: u64) -> ToolContext {
-        self.open_on(session_id, revision, None)
     }
 
     fn open_on(&self, session_id: &str, revision: u64, events: Option<EventBus>) -> ToolContext {
@@ -349,11 +345,6 @@ impl ToolContext {
     /// True when a turn or request holds this session (a clone of it exists outside the runtime's table).
     pub fn in_use(&self) -> bool {
         Arc::strong_count(&self.session_id) > 1
-    }
-
-    /// The revision of the state last saved from (or loaded into) this copy; `None` without a state store.
-    pub async fn saved_revision(&self) -> Option<u64> {
-        Some(self.persistence.as_ref()?.saved.lock().await.revision)
     }
 }
 

@@ -270,3 +270,46 @@ async fn messages_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
     let latest = shared.router().outbox(&a.agent_id, 1).await.unwrap();
     assert_eq!(latest[0].message_id, "msg_4", "new ids follow the moved ones");
 }
+
+/// A reminder row this build cannot read (written from outside holdfast) is passed by: the others still fire.
+#[tokio::test]
+async fn an_unreadable_reminder_does_not_stop_the_others() {
+    let db = Database::open_in_memory().unwrap();
+    let clock = ManualClock::new(start_time());
+    let rt = runtime(Arc::new(SqliteMessageStore::new(db.clone())), &clock).await;
+    let a = rt.agent("a").await.unwrap();
+    db.call(|c| {
+        c.execute(
+            "INSERT INTO reminders_items (agent_id, due_at, message, target_type, created_at)
+             VALUES ('a', '2026-03-01T08:00:00.000Z', 'odd', 'carrier-pigeon', '2026-03-01T08:00:00.000Z')",
+            [],
+        )?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    a.reminders.schedule("at", clock.now(), "on time".into(), None, 0).await.unwrap();
+    let fired = rt.scheduler().fire_due().await.unwrap();
+    assert_eq!(fired.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["on time"]);
+}
+
+/// When the store fails while delivering a reminder (not its target), the reminder stays due and is delivered to
+/// its target on a later pass; it is not diverted to its agent's own inbox as undeliverable.
+#[tokio::test]
+async fn a_store_failure_leaves_a_reminder_due_for_its_target() {
+    let db = Database::open_in_memory().unwrap();
+    let clock = ManualClock::new(start_time());
+    let rt = runtime(Arc::new(SqliteMessageStore::new(db.clone())), &clock).await;
+    let (a, b) = (rt.agent("a").await.unwrap(), rt.agent("b").await.unwrap());
+    a.reminders.schedule("at", clock.now(), "for b".into(), Some(MessageTarget::agent("b")), 0).await.unwrap();
+    let trouble = "CREATE TRIGGER trouble BEFORE INSERT ON messages_inbox WHEN NEW.agent_id = 'b'
+                   BEGIN SELECT RAISE(ABORT, 'disk trouble'); END;";
+    db.call(move |c| Ok(c.execute_batch(trouble)?)).await.unwrap();
+    assert!(rt.scheduler().fire_due().await.unwrap().is_empty(), "not fired");
+    assert!(a.inbox().pending().await.unwrap().is_empty(), "not diverted to a");
+    assert_eq!(a.reminders.list(false).await.unwrap().len(), 1, "still due");
+
+    db.call(|c| Ok(c.execute_batch("DROP TRIGGER trouble;")?)).await.unwrap();
+    assert_eq!(rt.scheduler().fire_due().await.unwrap().len(), 1);
+    assert_eq!(b.inbox().pending().await.unwrap()[0].content, "for b");
+}
