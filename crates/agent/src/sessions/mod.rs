@@ -17,7 +17,14 @@ use chrono::{DateTime, Utc};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{SessionStateStore, ToolError};
 use parking_lot::Mutex;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+/// A write transaction that takes the file's write lock at `BEGIN`. A read-then-write transaction that starts
+/// deferred fails at once with `database is locked` when another connection to the file (memory, messages, the
+/// journal) commits between its read and its write; taken up front, the lock waits out the busy timeout instead.
+fn immediate(c: &Connection) -> rusqlite::Result<Transaction<'_>> {
+    Transaction::new_unchecked(c, TransactionBehavior::Immediate)
+}
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
@@ -363,7 +370,7 @@ impl SqliteSessionStore {
         let msg = message.clone();
         let seq = self
             .with(move |c| {
-                let tx = c.unchecked_transaction()?;
+                let tx = immediate(c)?;
                 let seq: i64 = tx.query_row(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_messages WHERE session_id = ?1",
                     params![id],
@@ -441,7 +448,7 @@ impl SqliteSessionStore {
         let key = key.to_owned();
         let Value::Object(fields) = fields else { return Err(db_err("a link holds a JSON object")) };
         self.with(move |c| {
-            let tx = c.unchecked_transaction()?;
+            let tx = immediate(c)?;
             let old: Option<String> = tx
                 .query_row("SELECT value FROM session_links WHERE key = ?1", params![key], |r| r.get(0))
                 .optional()?;
@@ -829,6 +836,40 @@ mod tests {
                 Arc::new(PgSessionStore::open(pg).await.unwrap()) as Arc<dyn SessionStorage>
             };
             concurrent_saves(Arc::new(pg), reopen).await;
+        }
+    }
+
+    /// Two processes on one SQLite file append to sessions and merge links while the other commits: every write
+    /// lands. (A read-then-write transaction begun deferred failed at once with `database is locked` when the other
+    /// connection committed between its read and its write.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writers_on_two_connections_to_one_file_never_see_database_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holdfast.db");
+        let (a, b) = (SqliteSessionStore::open(&path).unwrap(), SqliteSessionStore::open(&path).unwrap());
+        for i in 0..8 {
+            a.create(&format!("s{i}"), "http").await.unwrap();
+        }
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            for (n, store) in [a.clone(), b.clone()].into_iter().enumerate() {
+                tasks.push(tokio::spawn(async move {
+                    for k in 0..25 {
+                        let text = format!("{n}:{k}");
+                        store.append(&format!("s{i}"), NewMessage::text(MessageRole::User, text)).await?;
+                        store.link_merge(&format!("l{i}"), serde_json::json!({ format!("w{n}"): k })).await?;
+                    }
+                    Ok::<_, ToolError>(())
+                }));
+            }
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        for i in 0..8 {
+            assert_eq!(a.history(&format!("s{i}")).await.unwrap().len(), 50);
+            let link = b.link_get(&format!("l{i}")).await.unwrap().unwrap();
+            assert_eq!((link["w0"].clone(), link["w1"].clone()), (serde_json::json!(24), serde_json::json!(24)));
         }
     }
 

@@ -154,7 +154,7 @@ impl MemoryStore for SqliteMemoryStore {
 
     fn delete(&self, agent: &str, label: &str) -> Result<bool> {
         self.db.with_conn(|c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let id: Option<i64> = tx
                 .query_row(
                     "SELECT id FROM memory_blocks WHERE agent_id = ?1 AND label = ?2",
