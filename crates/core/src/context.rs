@@ -49,7 +49,8 @@ impl fmt::Debug for CoreServices {
 impl CoreServices {
     /// Builds the shared services from a configuration. `declarations` defaults to the configuration's.
     pub fn new(config: CoreConfig) -> Result<Self, ScannerBuildError> {
-        let scanner = Arc::new(ContextScanner::new(&config.tokens, &config.networks)?);
+        let scanner =
+            Arc::new(ContextScanner::new(&config.tokens, &config.networks)?.with_decimal_comma(config.decimal_comma));
         let declarations = Arc::new(config.registers.clone());
         Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new(), state_store: None, relay: None })
     }

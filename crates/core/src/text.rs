@@ -84,6 +84,58 @@ pub fn redact_urls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Code points that render as nothing, or that change how the text around them is laid out, rather than as a
+/// visible character: C0 and C1 controls (tab and line feed included), Unicode's `Default_Ignorable_Code_Point`
+/// (zero-width spaces and joiners, the soft hyphen, variation selectors, tags, the byte-order mark…), every
+/// `Bidi_Control` (U+061C, U+200E–200F, U+202A–202E, U+2066–2069), the other format characters (general category
+/// `Cf`: U+0600–0605, U+06DD, U+070F, U+08E2, U+110BD, U+110CD…) and the line and paragraph separators U+2028 and
+/// U+2029.
+///
+/// The ranges are written out here from Unicode 16's `DerivedCoreProperties.txt` and `UnicodeData.txt` rather than
+/// taken from a crate: they are stable by Unicode's policy, and holdfast needs exactly this union in two places —
+/// the context bank, which refuses to read a number with one of them inside it, and the terminal front end, which
+/// shows them escaped.
+///
+/// ```
+/// use holdfast_core::is_invisible;
+/// assert!(is_invisible('\u{200b}') && is_invisible('\u{feff}') && is_invisible('\u{202e}'));
+/// assert!(is_invisible('\u{2028}') && is_invisible('\u{1b}') && is_invisible('\u{85}'));
+/// assert!(!is_invisible('a') && !is_invisible(' ') && !is_invisible('€'));
+/// ```
+pub fn is_invisible(c: char) -> bool {
+    const RANGES: &[(u32, u32)] = &[
+        (0x0000, 0x001F), // C0 controls
+        (0x007F, 0x009F), // DEL and C1 controls
+        (0x00AD, 0x00AD), // soft hyphen
+        (0x034F, 0x034F), // combining grapheme joiner
+        (0x0600, 0x0605), // Arabic number signs (Cf)
+        (0x061C, 0x061C), // Arabic letter mark
+        (0x06DD, 0x06DD),
+        (0x070F, 0x070F),
+        (0x0890, 0x0891),
+        (0x08E2, 0x08E2),
+        (0x115F, 0x1160), // Hangul fillers
+        (0x17B4, 0x17B5),
+        (0x180B, 0x180F), // Mongolian variation selectors and vowel separator
+        (0x200B, 0x200F), // zero-width space, joiners, LRM, RLM
+        (0x2028, 0x202E), // line and paragraph separators, bidi embeddings and overrides
+        (0x2060, 0x206F), // word joiner, invisible operators, bidi isolates, deprecated format characters
+        (0x3164, 0x3164), // Hangul filler
+        (0xFE00, 0xFE0F), // variation selectors
+        (0xFEFF, 0xFEFF), // byte-order mark, zero-width no-break space
+        (0xFFA0, 0xFFA0), // halfwidth Hangul filler
+        (0xFFF0, 0xFFFB), // unassigned specials and interlinear annotation
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x1343F), // Egyptian hieroglyph format controls
+        (0x1BCA0, 0x1BCA3), // shorthand format controls
+        (0x1D173, 0x1D17A), // musical symbol format controls
+        (0xE0000, 0xE0FFF), // tags and variation selectors supplement
+    ];
+    let c = u32::from(c);
+    RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -223,7 +223,15 @@ struct StorageSection {
     url: Option<String>,
 }
 
-/// The sections the core owns: `storage`, `networks`, `tokens`, `registers`.
+/// `[context_bank]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextBankSection {
+    #[serde(default)]
+    decimal_comma: bool,
+}
+
+/// The sections the core owns: `storage`, `networks`, `tokens`, `registers`, `context_bank`.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
     /// `[storage] data_dir`, resolved against the file's folder; `None` when the file does not set it.
@@ -237,6 +245,9 @@ pub struct CoreConfig {
     pub tokens: TokenTable,
     /// Declared registers with the file's overrides applied.
     pub registers: RegisterDeclarations,
+    /// `[context_bank] decimal_comma`: the user writes `0,5` for one half (see
+    /// [`crate::context_bank::ContextScanner::with_decimal_comma`]).
+    pub decimal_comma: bool,
 }
 
 impl Default for CoreConfig {
@@ -247,12 +258,13 @@ impl Default for CoreConfig {
             networks: NetworkTable::builtin(),
             tokens: TokenTable::builtin(),
             registers: RegisterDeclarations::default(),
+            decimal_comma: false,
         }
     }
 }
 
 /// The section names [`CoreConfig::from_document`] reads.
-pub const CORE_SECTIONS: &[&str] = &["storage", "networks", "tokens", "registers"];
+pub const CORE_SECTIONS: &[&str] = &["storage", "networks", "tokens", "registers", "context_bank"];
 
 impl CoreConfig {
     /// Reads the core sections of `doc` over the built-in defaults and checks them against each other.
@@ -292,7 +304,8 @@ impl CoreConfig {
                 DatabaseUrl::parse(&u).map_err(|e| doc.invalid_at(&["storage", "url"], format!("storage.url: {e}")))
             })
             .transpose()?;
-        Ok(Self { data_dir, database_url, networks, tokens, registers })
+        let decimal_comma = doc.section_or_default::<ContextBankSection>("context_bank")?.decimal_comma;
+        Ok(Self { data_dir, database_url, networks, tokens, registers, decimal_comma })
     }
 }
 
@@ -343,6 +356,20 @@ mod tests {
         assert_eq!(CoreConfig::from_document(&doc).unwrap().registers.unclaimed_overrides(), ["nope"]);
         let doc = ConfigDocument::parse(None, "[registers.\"bad key\"]\nmax_age_secs = 5\n".into()).unwrap();
         assert!(CoreConfig::from_document(&doc).is_err());
+    }
+
+    #[test]
+    fn a_decimal_comma_is_read_from_the_context_bank_section() {
+        let doc = ConfigDocument::parse(None, "[context_bank]\ndecimal_comma = true\n".into()).unwrap();
+        assert!(CoreConfig::from_document(&doc).unwrap().decimal_comma);
+        assert!(!CoreConfig::from_document(&ConfigDocument::empty()).unwrap().decimal_comma);
+        let doc = ConfigDocument::parse(Some("h.toml".into()), "[context_bank]\ndecimal = true\n".into()).unwrap();
+        let err = CoreConfig::from_document(&doc).unwrap_err().to_string();
+        assert!(err.starts_with("h.toml:2:1: `context_bank.decimal`: unknown field"), "{err}");
+        let services = crate::CoreServices::new(CoreConfig { decimal_comma: true, ..CoreConfig::default() }).unwrap();
+        let ctx = services.new_session("s");
+        ctx.context_bank.scan_input("send 0,5 USDC");
+        assert!(ctx.context_bank.has_amount("0.5", "USDC"));
     }
 
     #[test]

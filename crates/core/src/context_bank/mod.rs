@@ -18,7 +18,23 @@
 //! - **Networks**: names and aliases from the network table, whole words, any case.
 //! - **Amounts**: `12`, `0.001`, `.5`, `1,000.25` standing alone (a number glued to letters, or joined by `-`, `/`
 //!   or `:` to another number — dates, times, ranges, versions — is not an amount). Every amount is kept, but only
-//!   an amount **bound** to a token authorizes anything ([`ContextBank::has_amount`], invariant 11).
+//!   an amount **bound** to a token authorizes anything ([`ContextBank::has_amount`], invariant 11), and only one
+//!   that reads one way (below).
+//!
+//! # Amounts exactly as written
+//! A number is what a person sees as one: digit runs joined by `.`, `,` or an invisible character. It binds only when
+//! it reads one way in the user's convention — `.` separates the fraction and `,` groups thousands, or the other way
+//! round with `[context_bank] decimal_comma = true`:
+//! - the decimal separator at most once, the other one only as a thousands grouping (a first group of one to three
+//!   digits not starting with `0`, then groups of three): `1,000.25` reads 1000.25, while `0,50`, `1,5`, `0,001`
+//!   and `1,0000` do not say whether the comma groups or separates;
+//! - no zero-width or other invisible character ([`crate::is_invisible`]) inside it or right before it (`0.\u{200b}5`
+//!   renders as `0.5`, and reading the `5` alone would be ten times that);
+//! - no separator of the other convention right before it (`,5` with a decimal point).
+//!
+//! Such a number is kept as an item flagged [`ItemFlag::Ambiguous`], shown as written, binds nothing, and the
+//! tokens next to it bind to no other number. So no amount with origin `user` is ever another number than the
+//! whole one the user sees.
 //!
 //! # Binding an amount to its token
 //! An amount binds to the token symbol it qualifies, in the same message, only when the two are adjacent words:

@@ -46,6 +46,10 @@ impl ItemType {
 pub enum ItemFlag {
     /// A mixed-case address whose EIP-55 checksum is wrong.
     ChecksumMismatch,
+    /// A number a person could read in more than one way — a grouping that is no thousands grouping (`0,50`,
+    /// `1,5`, `0,001`), a separator of the other convention next to it, or a zero-width or other invisible character
+    /// inside it. Its `value` is the number as written (invisible characters shown as `\u{…}`); it binds nothing.
+    Ambiguous,
 }
 
 /// One extracted item.
@@ -103,13 +107,36 @@ pub(super) fn token_item(sym: &SymbolEntry) -> ContextItem {
     }
 }
 
-pub(super) fn amount_item(number: &str, label: Option<String>) -> Option<ContextItem> {
-    let value = canonical_amount(number)?;
+pub(super) fn amount_item(value: String, label: Option<String>) -> Option<ContextItem> {
     Some(ContextItem { value, item_type: ItemType::Amount, label, flags: Vec::new() })
 }
 
-/// `Decimal::parse(number)?.canonical()` for a number read by [`number_end`] (digits, `,` thousands groups, an
-/// optional fraction, or `.5`), without its intermediate strings.
+/// A number that binds nothing because a person could read it in more than one way (see [`ItemFlag::Ambiguous`]).
+pub(super) fn ambiguous_item(written: &str) -> ContextItem {
+    let mut value = String::with_capacity(written.len());
+    for c in written.chars() {
+        if crate::text::is_invisible(c) {
+            let _ = write!(value, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            value.push(c);
+        }
+    }
+    ContextItem { value, item_type: ItemType::Amount, label: None, flags: vec![ItemFlag::Ambiguous] }
+}
+
+/// How a number as written reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// One value, canonical.
+    Valid(String),
+    /// More than one reading is plausible: it binds nothing.
+    Ambiguous,
+    /// Not an amount at all: a version (`1.2.3`) or longer than an amount may be.
+    NotAnAmount,
+}
+
+/// `Decimal::parse(number)?.canonical()` for a number already checked by [`read_number`] (digits, `,` thousands
+/// groups, an optional fraction after `.`, or `.5`), without its intermediate strings.
 pub(super) fn canonical_amount(number: &str) -> Option<String> {
     let (int, frac) = number.split_once('.').unwrap_or((number, ""));
     // Decimal's rules: at most 100 characters as written and in canonical form, one point (`.5.0` is no amount).
@@ -129,6 +156,99 @@ pub(super) fn canonical_amount(number: &str) -> Option<String> {
     (out.len() <= MAX_AMOUNT_CHARS).then_some(out)
 }
 
+/// Reads a number as written — digits with `.` and `,` between them, no invisible characters — in the user's
+/// convention: the decimal separator (`.`, or `,` with `decimal_comma`) at most once, and the other one only as a
+/// thousands grouping (a first group of one to three digits not starting with `0`, then groups of three). Anything
+/// else is [`Reading::Ambiguous`]: "0,50", "1,5" and "0,001" do not say whether the comma groups or separates.
+pub(super) fn read_number(written: &str, decimal_comma: bool) -> Reading {
+    let (decimal, group) = if decimal_comma { (',', '.') } else { ('.', ',') };
+    let decimals = written.matches(decimal).count();
+    let groups = written.matches(group).count();
+    if !decimal_comma && decimals >= 2 && groups == 0 {
+        return Reading::NotAnAmount;
+    }
+    if decimals > 1 {
+        return Reading::Ambiguous;
+    }
+    let (int, frac) = written.split_once(decimal).unwrap_or((written, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(frac) || (int.is_empty() && frac.is_empty()) {
+        return Reading::Ambiguous;
+    }
+    let int_digits = if groups == 0 {
+        if !digits(int) {
+            return Reading::Ambiguous;
+        }
+        int.to_owned()
+    } else {
+        let mut parts = int.split(group);
+        let first = parts.next().unwrap_or_default();
+        let first_ok = (1..=3).contains(&first.len()) && digits(first) && !first.starts_with('0');
+        if !first_ok || !parts.all(|p| p.len() == 3 && digits(p)) {
+            return Reading::Ambiguous;
+        }
+        int.replace(group, "")
+    };
+    let plain = if frac.is_empty() { int_digits } else { format!("{int_digits}.{frac}") };
+    canonical_amount(&plain).map_or(Reading::NotAnAmount, Reading::Valid)
+}
+
+/// A character that joins two digit runs into one number as a person sees it: a separator, or an invisible
+/// character other than a tab or a line break (those separate what is written).
+fn joins_digits(c: char) -> bool {
+    matches!(c, ',' | '.') || (crate::text::is_invisible(c) && !c.is_ascii_whitespace())
+}
+
+/// The number that starts at digit `at`, as far as a person reads it as one: digit runs joined by separators and
+/// invisible characters.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run {
+    /// Where it ends (after its last digit).
+    pub(super) end: usize,
+    /// An invisible character sits inside it.
+    pub(super) invisible: bool,
+}
+
+/// Reads the [`Run`] starting at the digit `at`.
+pub(super) fn number_run(text: &str, at: usize) -> Run {
+    let bytes = text.as_bytes();
+    let mut run = Run { end: at, invisible: false };
+    loop {
+        run.end += bytes[run.end..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let mut next = run.end;
+        let mut invisible = false;
+        for (i, c) in text[run.end..].char_indices() {
+            if !joins_digits(c) {
+                break;
+            }
+            invisible |= !matches!(c, ',' | '.');
+            next = run.end + i + c.len_utf8();
+        }
+        if next == run.end || !bytes.get(next).is_some_and(u8::is_ascii_digit) {
+            return run;
+        }
+        run.invisible |= invisible;
+        run.end = next;
+    }
+}
+
+/// Whether what precedes `start` (the first byte of a number) makes the number part of a longer one a person sees:
+/// an invisible character right before it that follows a word character or a separator (`0.\u{200b}5`), or a
+/// separator of the other convention right before it (`,5` where `.` is the decimal point).
+pub(super) fn continues_a_number(text: &str, start: usize) -> bool {
+    let mut before = text[..start].chars().rev().peekable();
+    let mut skipped = false;
+    while before.peek().is_some_and(|c| joins_digits(*c) && !matches!(c, ',' | '.')) {
+        before.next();
+        skipped = true;
+    }
+    match before.next() {
+        Some(',' | '.') => true,
+        Some(c) => skipped && is_word_char(c),
+        None => false,
+    }
+}
+
 /// The longest multi-word network name of `entry` written at `start`, and where it ends. The name wins over the
 /// shorter words it begins with even when it runs into a word character (`base mainnet_x`); it is then no item
 /// (`None`), and neither are the words it covers.
@@ -139,22 +259,6 @@ pub(super) fn phrase_at(text: &str, start: usize, entry: &WordEntry) -> Option<(
         let written = bytes.get(start..end)?;
         written.eq_ignore_ascii_case(&p.folded).then(|| (word_end(text, end).then_some(p.network), end))
     })
-}
-
-/// End of the number starting at digit `at`: `\d+(,\d{3})*(\.\d+)?`.
-pub(super) fn number_end(bytes: &[u8], at: usize) -> usize {
-    let digits = |from: usize| bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
-    let mut end = at + digits(at);
-    let lead = end - at;
-    if lead <= 3 {
-        while end + 3 < bytes.len() + 1 && bytes.get(end) == Some(&b',') && digits(end + 1) == 3 {
-            end += 4;
-        }
-    }
-    if bytes.get(end) == Some(&b'.') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit) {
-        end += 1 + digits(end + 1);
-    }
-    end
 }
 
 pub(super) fn is_word_char(c: char) -> bool {

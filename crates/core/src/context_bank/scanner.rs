@@ -48,6 +48,8 @@ pub struct ContextScanner {
     pub(super) punctuated_first: Box<[bool; 256]>,
     pub(super) symbols: Vec<SymbolEntry>,
     pub(super) networks: Vec<(String, String)>,
+    /// `[context_bank] decimal_comma`: `,` separates the fraction and `.` the thousands (`1.000,5`).
+    pub(super) decimal_comma: bool,
 }
 
 /// Why the context-bank scanner could not be built. Building the word table cannot fail today, so no scanner build
@@ -117,7 +119,28 @@ impl ContextScanner {
                 punctuated_first[usize::from(b)] = true; // not a letter: no other case
             }
         }
-        Ok(Self { words: WordTable::build(words), punctuated, punctuated_first, symbols, networks: nets })
+        Ok(Self {
+            words: WordTable::build(words),
+            punctuated,
+            punctuated_first,
+            symbols,
+            networks: nets,
+            decimal_comma: false,
+        })
+    }
+
+    /// The same scanner reading numbers the way a user whose locale writes a decimal comma does (`[context_bank]
+    /// decimal_comma = true`): `0,5` is one half and `1.000,25` a thousand and a quarter, while `0.5` and
+    /// `1,000.25` bind nothing. See "Amounts exactly as written".
+    #[must_use]
+    pub fn with_decimal_comma(mut self, decimal_comma: bool) -> Self {
+        self.decimal_comma = decimal_comma;
+        self
+    }
+
+    /// Whether this scanner reads `,` as the decimal separator.
+    pub fn decimal_comma(&self) -> bool {
+        self.decimal_comma
     }
 
     /// Extracts items from `text` in order of appearance (not deduplicated).
@@ -148,7 +171,7 @@ impl ContextScanner {
                     end
                 } else if marked(marks.glued_digits) {
                     // A number glued to letters is no amount, and neither is what dots join to it (`v1.2.3`).
-                    skip_word(text, number_end(bytes, at))
+                    skip_word(text, number_run(text, at).end)
                 } else if marked(candidates) {
                     self.word_at(text, at, &mut found)
                 } else {
@@ -273,16 +296,18 @@ impl ContextScanner {
     }
 
     /// Reads the number starting at the digit `at`, a word start. Pushes the amount, bound to an adjacent token if
-    /// any (and a token glued to it), and returns where scanning resumes. See "Binding an amount to its token".
+    /// any (and a token glued to it), and returns where scanning resumes. See "Binding an amount to its token" and
+    /// "Amounts exactly as written".
     pub(super) fn amount_at(&self, text: &str, at: usize, found: &mut Found<'_>) -> usize {
         let bytes = text.as_bytes();
-        // ".5": a leading point belongs to the number. A point joined to a word before it makes it no amount
-        // (`x.5`, and `0x…0.5` after an address as well as `0x…f.5`): `word_start` below sees that word.
+        // ".5" (",5" with a decimal comma): a leading separator belongs to the number. One joined to a word before
+        // it makes it no amount (`x.5`, and `0x…0.5` after an address as well as `0x…f.5`): `word_start` sees it.
         let mut start = at;
-        if at > 0 && bytes[at - 1] == b'.' {
+        if at > 0 && bytes[at - 1] == self.decimal_separator() {
             start = at - 1;
         }
-        let end = number_end(bytes, at);
+        let run = number_run(text, at);
+        let end = run.end;
         let joined = |i: Option<usize>, j: Option<usize>| {
             matches!(
                 (i.map(|i| bytes[i]), j.map(|j| bytes.get(j).copied())),
@@ -291,11 +316,22 @@ impl ContextScanner {
         };
         let before_joined = start >= 2 && joined(Some(start - 1), Some(start - 2));
         let after_joined = end < bytes.len() && joined(Some(end), Some(end + 1));
-        let after_dot_digit = end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit();
-        if !word_start(text, start) || before_joined || after_joined || after_dot_digit {
+        if !word_start(text, start) || before_joined || after_joined {
             return skip_word(text, end);
         }
-        let number = &text[start..end];
+        let continues = continues_a_number(text, start);
+        // Shown with the separator before it when that is what makes it ambiguous (`,5`).
+        let shown_from =
+            if continues && start > 0 && matches!(bytes[start - 1], b',' | b'.') { start - 1 } else { start };
+        let written = &text[start..end];
+        let reading =
+            if run.invisible || continues { Reading::Ambiguous } else { read_number(written, self.decimal_comma) };
+        let value = match reading {
+            // Several points and no comma (`1.2.3`): a version, not an amount.
+            Reading::NotAnAmount => return skip_word(text, end),
+            Reading::Valid(value) => Some(value),
+            Reading::Ambiguous => None,
+        };
         // The token right after the number: glued ("0.001ETH", an item of its own read here; other letters make the
         // number part of a word) or after a short gap of spaces and tabs (read later as its own word, claimed now).
         let (after, resume) = if bytes.get(end).is_some_and(u8::is_ascii_alphabetic) {
@@ -315,9 +351,16 @@ impl ContextScanner {
         let before = found.last_token.as_mut().filter(|t| {
             t.free && t.end < start && blank_run(bytes.get(t.end..start).unwrap_or_default()) == start - t.end
         });
-        let bound = match (after, before) {
-            (Some(symbol), None) => Some(symbol),
-            (None, Some(t)) => {
+        let bound = match (&value, after, before) {
+            // An ambiguous number binds nothing, and the tokens next to it bind to no other number either.
+            (None, _, before) => {
+                if let Some(t) = before {
+                    t.free = false;
+                }
+                None
+            }
+            (Some(_), Some(symbol), None) => Some(symbol),
+            (Some(_), None, Some(t)) => {
                 t.free = false;
                 Some(t.symbol)
             }
@@ -325,7 +368,10 @@ impl ContextScanner {
             _ => None,
         };
         let label = bound.and_then(|i| self.symbols.get(i)).map(|sym| sym.symbol.clone());
-        found.items.extend(amount_item(number, label));
+        match value {
+            Some(value) => found.items.extend(amount_item(value, label)),
+            None => found.items.push(ambiguous_item(&text[shown_from..end])),
+        }
         if resume > end
             && let Some(symbol) = after
             && let Some(sym) = self.symbols.get(symbol)
@@ -334,6 +380,11 @@ impl ContextScanner {
             found.last_token = Some(LastToken { end: resume, symbol, free: false });
         }
         resume
+    }
+
+    /// The byte that separates a number's fraction: `.`, or `,` with `[context_bank] decimal_comma`.
+    pub(super) fn decimal_separator(&self) -> u8 {
+        if self.decimal_comma { b',' } else { b'.' }
     }
 
     /// The token symbol written as the whole word starting at `at` (its index in `symbols`), and where that word

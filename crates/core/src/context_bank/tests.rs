@@ -283,7 +283,9 @@ fn glued_numbers_take_their_separators_and_dots_with_them() {
     assert_eq!(values(&b.items()), vec![(ItemType::Amount, "7", None)]);
     let b = bank();
     b.scan_input("1,00 10,000,0 1234,567 ,5");
-    assert_eq!(b.items().iter().map(|i| i.value.as_str()).collect::<Vec<_>>(), ["1", "0", "10000", "1234", "567", "5"]);
+    // Not one of them is a thousands grouping: each is kept as written, flagged ambiguous, and binds nothing.
+    assert_eq!(b.items().iter().map(|i| i.value.as_str()).collect::<Vec<_>>(), ["1,00", "10,000,0", "1234,567", ",5"]);
+    assert!(b.items().iter().all(|i| i.flags == [ItemFlag::Ambiguous] && i.label.is_none()));
 }
 
 #[test]
@@ -298,7 +300,7 @@ fn a_number_joined_by_a_point_to_an_address_is_no_amount() {
     assert_eq!(scanned(&s, &format!("{ends_in_letter}.5")), [checked]);
     // A symbol ending in a digit, likewise; a point after a point or a space still begins `.5`.
     let s = scanner(&[("ARB1", false)], &[]);
-    assert_eq!(scanned(&s, "ARB1.5, ARB1 .5, 1..5"), ["ARB1", "ARB1", "0.5 ARB1", "1", "0.5"]);
+    assert_eq!(scanned(&s, "ARB1.5, ARB1 .5, 1..5"), ["ARB1", "ARB1", "0.5 ARB1"]);
 }
 
 #[test]
@@ -555,4 +557,75 @@ async fn changes_are_published() {
     let e = rx.recv().await.unwrap();
     assert_eq!(e.name(), "context_bank.update");
     assert_eq!(e.data()["items"][0]["value"], "USDC");
+}
+
+#[test]
+fn amounts_a_person_reads_one_way_only_bind() {
+    // The attack: each of these bound a larger amount than the user wrote, with origin `user`.
+    let b = bank();
+    b.scan_input("send 0,50 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    assert!(!b.has_amount("50", "USDC") && !b.has_amount("0.5", "USDC"), "{:?}", b.items());
+    for (text, not_bound) in [
+        ("send 1,5 USDC", [("5", "USDC"), ("1.5", "USDC")]),
+        ("swap 0,001 ETH", [("1", "ETH"), ("0.001", "ETH")]),
+        ("swap 0.\u{200b}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0\u{200b}.5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 1\u{2060}0 ETH", [("0", "ETH"), ("10", "ETH")]),
+        ("swap 0.\u{feff}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0.\u{ad}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap ,5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 1,0000 ETH", [("10000", "ETH"), ("0", "ETH")]),
+        ("swap 1.000,5 ETH", [("1000.5", "ETH"), ("5", "ETH")]),
+        ("swap ETH 0,5", [("5", "ETH"), ("0.5", "ETH")]),
+    ] {
+        let b = bank();
+        b.scan_input(text);
+        for (amount, symbol) in not_bound {
+            assert!(!b.has_amount(amount, symbol), "{text:?} bound {amount} {symbol}: {:?}", b.items());
+        }
+        let ambiguous: Vec<_> = b.items().into_iter().filter(|i| i.flags.contains(&ItemFlag::Ambiguous)).collect();
+        assert_eq!(ambiguous.len(), 1, "{text:?}: {:?}", b.items());
+        assert!(ambiguous[0].label.is_none());
+    }
+    // Invisible characters are shown, not hidden, in the ambiguous item.
+    let b = bank();
+    b.scan_input("swap 0.\u{200b}5 ETH");
+    assert!(b.items().iter().any(|i| i.value == "0.\\u{200b}5"), "{:?}", b.items());
+    assert!(b.format_for_agent().unwrap().contains("0.\\u{200b}5"));
+    // A token next to an ambiguous number binds to no other number.
+    let b = bank();
+    b.scan_input("0,50 USDC 5");
+    assert!(!b.has_amount("5", "USDC"), "{:?}", b.items());
+    // Honest forms still bind: groupings, a lone fraction, a tab or a line break after an invisible character.
+    let b = bank();
+    b.scan_input("send 1,000.25 USDC and .5 ETH, 2,500 USDC\u{200b}\nthen 3 WETH");
+    for (amount, symbol) in [("1000.25", "USDC"), ("0.5", "ETH"), ("2500", "USDC"), ("3", "WETH")] {
+        assert!(b.has_amount(amount, symbol), "{amount} {symbol}: {:?}", b.items());
+    }
+}
+
+#[test]
+fn a_decimal_comma_reads_the_other_convention() {
+    let scanner =
+        ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap().with_decimal_comma(true);
+    let b = ContextBank::new(Arc::new(scanner), EventBus::new("t"));
+    b.scan_input("send 0,50 USDC, swap 1.000,25 ETH and 2 WETH");
+    for (amount, symbol) in [("0.5", "USDC"), ("1000.25", "ETH"), ("2", "WETH")] {
+        assert!(b.has_amount(amount, symbol), "{amount} {symbol}: {:?}", b.items());
+    }
+    // Now the point is the ambiguous one.
+    for text in ["swap 0.5 ETH", "swap 1,000.5 ETH", "swap .5 ETH"] {
+        let b = ContextBank::new(
+            Arc::new(
+                ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin()).unwrap().with_decimal_comma(true),
+            ),
+            EventBus::new("t"),
+        );
+        b.scan_input(text);
+        assert!(
+            b.items().iter().all(|i| i.label.is_none() || i.item_type != ItemType::Amount),
+            "{text}: {:?}",
+            b.items()
+        );
+    }
 }

@@ -108,19 +108,40 @@ impl Reference {
         (i..).find(|&j| !(self.word(j) || self.at(j) == Some('.'))).unwrap_or(i)
     }
 
-    /// The number starting at the digit `i`: digits, then — after at most three — `,` and exactly three digits as
-    /// often as written, then `.` and digits.
-    fn number_end(&self, i: usize) -> usize {
-        let mut j = (i..).find(|&j| !self.digit(j)).unwrap_or(i);
-        if j - i <= 3 {
-            while self.at(j) == Some(',') && (1..=3).all(|k| self.digit(j + k)) && !self.digit(j + 4) {
-                j += 4;
+    /// A character joining two digit runs into one number as a person sees it: `.`, `,`, or an invisible
+    /// character other than a tab or line break.
+    fn joiner(c: Option<char>) -> bool {
+        c.is_some_and(|c| matches!(c, '.' | ',') || (holdfast_core::is_invisible(c) && !c.is_ascii_whitespace()))
+    }
+
+    /// The number starting at the digit `i`: digit runs joined by joiners. Returns its end and whether an invisible
+    /// character is inside it.
+    fn number_end(&self, i: usize) -> (usize, bool) {
+        let mut j = i;
+        let mut invisible = false;
+        loop {
+            j = (j..).find(|&k| !self.digit(k)).unwrap_or(j);
+            let k = (j..).find(|&k| !Self::joiner(self.at(k))).unwrap_or(j);
+            if k == j || !self.digit(k) {
+                return (j, invisible);
             }
+            invisible |= (j..k).any(|m| !matches!(self.at(m), Some('.' | ',')));
+            j = k;
         }
-        if self.at(j) == Some('.') && self.digit(j + 1) {
-            j = (j + 1..).find(|&k| !self.digit(k)).unwrap_or(j);
+    }
+
+    /// Whether the number starting at `start` continues one a person sees before it: a `.` or `,` right before it
+    /// (after any invisible characters), or invisible characters right after a word character.
+    fn continues(&self, start: usize) -> bool {
+        let mut j = start;
+        while j > 0 && Self::joiner(self.at(j - 1)) && !matches!(self.at(j - 1), Some('.' | ',')) {
+            j -= 1;
         }
-        j
+        match j.checked_sub(1).and_then(|k| self.at(k)) {
+            Some('.' | ',') => true,
+            Some(c) => j < start && is_word_char(c),
+            None => false,
+        }
     }
 
     /// The token symbol that is the whole word at `i`, if a word starts there with an ASCII letter or digit.
@@ -137,16 +158,42 @@ impl Reference {
         let joiner = |c: Option<char>| matches!(c, Some('-' | '/' | ':'));
         // `.5`: the point belongs to the number.
         let start = if i > 0 && self.at(i - 1) == Some('.') { i - 1 } else { i };
-        let end = self.number_end(i);
-        // Not standing alone: glued to a word before it (`x.5`), joined to another number (dates, times, ranges,
-        // versions).
+        let (end, invisible) = self.number_end(i);
+        // Not standing alone: glued to a word before it (`x.5`), joined to another number (dates, times, ranges).
         let glued_before = start > 0 && self.word(start - 1);
         let joined_before = start >= 2 && joiner(self.at(start - 1)) && self.digit(start - 2);
         let joined_after = joiner(self.at(end)) && self.digit(end + 1);
-        let dotted_after = self.at(end) == Some('.') && self.digit(end + 1);
-        if glued_before || joined_before || joined_after || dotted_after {
+        if glued_before || joined_before || joined_after {
             return self.skip(end);
         }
+        let continues = self.continues(start);
+        // What it reads as: one value, ambiguous (None), or no amount at all (a version, too long).
+        let value: Option<String> = if invisible || continues {
+            None
+        } else {
+            let written = self.text(start, end);
+            let points = written.matches('.').count();
+            let commas = written.matches(',').count();
+            if points >= 2 && commas == 0 {
+                return self.skip(end);
+            }
+            let (int, frac) = written.split_once('.').unwrap_or((&written, ""));
+            let groups: Vec<&str> = int.split(',').collect();
+            let grouped = commas == 0
+                || (groups[0].len() <= 3
+                    && !groups[0].is_empty()
+                    && !groups[0].starts_with('0')
+                    && groups[1..].iter().all(|g| g.len() == 3));
+            let one_point = points <= 1 && !frac.contains(',');
+            if grouped && one_point {
+                match Decimal::parse("amount", &written.replace(',', "")) {
+                    Ok(d) => Some(d.canonical()),
+                    Err(_) => return self.skip(end),
+                }
+            } else {
+                None
+            }
+        };
         // The symbol right after: glued, or after one to three spaces or tabs.
         let (after, glued_end) = if self.at(end).is_some_and(|c| c.is_ascii_alphabetic()) {
             match self.symbol_at(end) {
@@ -167,19 +214,37 @@ impl Reference {
         let before = self.last_token.as_ref().filter(|(token_end, _, free)| {
             *free && *token_end < start && start - token_end <= 3 && (*token_end..start).all(|j| self.blank(j))
         });
-        let bound = match (&after, before) {
-            (Some(s), None) => Some(s.clone()),
-            (None, Some((_, s, _))) => Some(s.clone()),
+        let bound = match (&value, &after, before) {
+            (None, _, _) => None,
+            (Some(_), Some(s), None) => Some(s.clone()),
+            (Some(_), None, Some((_, s, _))) => Some(s.clone()),
             _ => None,
         };
-        if after.is_none()
-            && let Some((_, _, free)) = self.last_token.as_mut().filter(|_| bound.is_some())
-        {
+        let takes_before = before.is_some() && (value.is_none() || (after.is_none() && bound.is_some()));
+        if takes_before && let Some((_, _, free)) = self.last_token.as_mut() {
             *free = false;
         }
-        let number = self.text(start, end);
-        if let Ok(d) = Decimal::parse("amount", &number) {
-            self.found.push(("amount", d.canonical(), bound.unwrap_or_default()));
+        match value {
+            Some(v) => self.found.push(("amount", v, bound.unwrap_or_default())),
+            None => {
+                // Shown as written, from the separator before it when that is what makes it ambiguous.
+                let from = if continues && start > 0 && matches!(self.at(start - 1), Some('.' | ',')) {
+                    start - 1
+                } else {
+                    start
+                };
+                let shown: String = self.chars[from..end]
+                    .iter()
+                    .map(|&c| {
+                        if holdfast_core::is_invisible(c) {
+                            format!("\\u{{{:x}}}", u32::from(c))
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect();
+                self.found.push(("amount", shown, String::new()));
+            }
         }
         match (after, glued_end) {
             (Some(s), Some(e)) => {
@@ -201,7 +266,7 @@ impl Reference {
             }
             if i > 0 && r.word(i - 1) {
                 // Inside a word: a digit glued to letters begins no amount, and takes what dots join to it along.
-                i = if r.digit(i) { r.skip(r.number_end(i)) } else { i + 1 };
+                i = if r.digit(i) { r.skip(r.number_end(i).0) } else { i + 1 };
                 continue;
             }
             let end = r.word_end(i);
@@ -294,6 +359,17 @@ fn fragments() -> Vec<String> {
         ".5.0",
         ".5,000",
         "1..5",
+        "0,50",
+        "0,001",
+        "1,5",
+        ",5",
+        "0.\u{200b}5",
+        "0\u{200b}.5",
+        "1\u{2060}0",
+        "\u{feff}5",
+        "5\u{200c}",
+        "0.\u{ad}5",
+        "1\u{2028}5",
         // Glued, joined, dated, versioned.
         "5ETH",
         "12usdc",
@@ -353,7 +429,7 @@ fn fragments() -> Vec<String> {
 fn separators() -> Vec<&'static str> {
     vec![
         " ", " ", " ", "  ", "   ", "    ", "\t", " \t ", "", "", ".", ",", ", ", "-", "/", ":", ";", "\n", "—", "é",
-        "(", ") ", "«", "»", "\u{a0}", "_",
+        "(", ") ", "«", "»", "\u{a0}", "_", "\u{200b}", "\u{2060}",
     ]
 }
 
@@ -406,5 +482,77 @@ fn the_reference_reads_the_doc_examples() {
         let expected: Found = expected.iter().map(|(k, v, l)| (*k, (*v).to_owned(), (*l).to_owned())).collect();
         assert_eq!(Reference::run(text), expected, "{text:?}");
         assert_eq!(scanner(text), expected, "{text:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The user's view: no amount bound from the user's words is ever another number than one the user sees.
+// ---------------------------------------------------------------------------------------------------------------
+
+/// The numbers a person sees in `text` as a screen renders it (invisible characters drawn as nothing): each maximal
+/// run of digits joined by single `.` or `,`, read the way `.` is a decimal point — a numeral only when `,` groups
+/// thousands (a first group of 1–3 digits not starting with 0, then groups of 3) and `.` appears at most once.
+/// Written without the scanner's rules or tables: a walk over the rendered characters.
+fn seen_numbers(text: &str) -> Vec<String> {
+    let rendered: Vec<char> =
+        text.chars().filter(|c| !holdfast_core::is_invisible(*c) || c.is_ascii_whitespace()).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rendered.len() {
+        let starts = rendered[i].is_ascii_digit()
+            || (matches!(rendered[i], '.' | ',') && rendered.get(i + 1).is_some_and(char::is_ascii_digit));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < rendered.len()
+            && (rendered[j].is_ascii_digit()
+                || (matches!(rendered[j], '.' | ',') && rendered.get(j + 1).is_some_and(char::is_ascii_digit)))
+        {
+            j += 1;
+        }
+        let run: String = rendered[i..j].iter().collect();
+        let (int, frac) = run.split_once('.').unwrap_or((&run, ""));
+        let groups: Vec<&str> = int.split(',').collect();
+        let grouped = groups.len() == 1
+            || (!groups[0].is_empty()
+                && groups[0].len() <= 3
+                && !groups[0].starts_with('0')
+                && groups[1..].iter().all(|g| g.len() == 3));
+        if grouped
+            && !frac.contains(['.', ','])
+            && let Ok(d) = Decimal::parse("amount", &run.replace(',', ""))
+        {
+            out.push(d.canonical());
+        }
+        i = j;
+    }
+    out
+}
+
+/// Numbers written with invisible characters, other separators and tokens around them.
+fn lookalike_numbers() -> impl Strategy<Value = String> {
+    let parts = vec![
+        "0", "1", "5", "50", "001", "000", "12", ".", ",", ".", ",", "\u{200b}", "\u{200c}", "\u{200d}", "\u{2060}",
+        "\u{feff}", "\u{ad}", "\u{202e}", "\u{2066}", "\u{180e}", " ", " ", "\t", "ETH", " ETH", " USDC", "USDC ",
+        "send ", "x", "\u{a0}", "\n",
+    ];
+    proptest::collection::vec(proptest::sample::select(parts), 0..16).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_amount_bound_from_the_users_words_is_a_number_the_user_does_not_see(
+        text in prop_oneof![lookalike_numbers(), adversarial(), any::<String>()],
+    ) {
+        let seen = seen_numbers(&text);
+        for (kind, value, symbol) in scanner(&text) {
+            if kind == "amount" && !symbol.is_empty() {
+                prop_assert!(seen.contains(&value), "{:?}: bound {} {} but a person sees {:?}", text, value, symbol, seen);
+            }
+        }
     }
 }
