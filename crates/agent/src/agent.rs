@@ -354,7 +354,6 @@ impl Agent {
         // The user started this turn: what it sends to other agents starts a new conversation (hop 1).
         ctx.extensions.insert(holdfast_memory::ConversationHops(0));
         ctx.extensions.insert(TurnStarter::User);
-        ctx.extensions.insert(holdfast_core::confirm::UserTurn(holdfast_core::confirm::random_id()));
         self.record(ctx, NewMessage::text(MessageRole::User, user_text)).await?;
         self.run_loop(ctx, observer, cancel).await
     }

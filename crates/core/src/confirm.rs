@@ -142,13 +142,6 @@ impl TurnStarter {
     }
 }
 
-/// The user's message a turn answers: the agent loop sets a fresh one on the session at the start of each turn the
-/// user started. The kernel lets one amount from the user's words authorize one automatic action of each class (an
-/// approval; a swap or transfer) per user message: a second one in the same turn waits for the user. Absent (the tool
-/// console, where each call is the user's own act) means no such limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserTurn(pub String);
-
 /// How long an approval or a pending request stays usable.
 pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
 

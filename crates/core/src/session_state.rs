@@ -23,7 +23,7 @@
 //! ```
 
 use crate::confirm::Confirmation;
-use crate::context_bank::ContextItem;
+use crate::context_bank::{Authorization, ContextItem};
 use crate::error::ToolError;
 use crate::registers::RegisterEntry;
 use crate::tool::BoxFuture;
@@ -54,6 +54,9 @@ pub struct SessionState {
     /// Context-bank items in order of first appearance.
     #[serde(default)]
     pub context_bank: Vec<ContextItem>,
+    /// The authorizations of the amounts the user wrote, oldest first, with the action that spent each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authorizations: Vec<Authorization>,
     /// Confirmations, oldest first.
     #[serde(default)]
     pub confirmations: Vec<SavedConfirmation>,
@@ -141,6 +144,7 @@ mod tests {
                 preset: None,
                 created_at: chrono::Utc::now(),
                 derived_from: vec![],
+                authorization: None,
             },
         };
         state.registers.insert("wallet_address".into(), entry(Origin::Intrinsic));

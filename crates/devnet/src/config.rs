@@ -38,6 +38,10 @@ rpc_urls = ["http://127.0.0.1:{anvil_port}"]
 [networks.base.contracts]
 swap_target = "{VENUE}"
 allowance_spender = "{VENUE}"
+# The devnet's venue takes `sell(sellToken, buyToken, sellAmount, minBuyAmount, recipient)`: every swap's calldata is
+# decoded and checked argument by argument against the quote before it is simulated.
+swap_abi = "holdfast-venue"
+settler_registry = ""
 
 [wallet]
 key_file = "{KEY_FILE}"
@@ -67,9 +71,12 @@ max_per_request = "0.05"
 daily_budget = "5"
 
 # The independent price every swap quote is checked against: Chainlink-style feeds at Base's ETH/USD and USDC/USD
-# feed addresses (on the devnet they follow the swap venue's reserves).
+# feed addresses (on the devnet they follow the swap venue's reserves). Decimals and description are pinned here and
+# checked against the chain at start-up; an answer older than its heartbeat is not used.
 [price_feeds.base]
-feeds = {{ ETH = "{ETH_USD_FEED}", WETH = "{ETH_USD_FEED}", USDC = "{USDC_USD_FEED}" }}
+feeds.ETH = {{ address = "{ETH_USD_FEED}", decimals = 8, description = "ETH / USD", heartbeat_secs = 86400 }}
+feeds.WETH = {{ address = "{ETH_USD_FEED}", decimals = 8, description = "ETH / USD", heartbeat_secs = 86400 }}
+feeds.USDC = {{ address = "{USDC_USD_FEED}", decimals = 8, description = "USDC / USD", heartbeat_secs = 86400 }}
 
 # Names `transfer` may send to (dev account #3).
 [address_book]

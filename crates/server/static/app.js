@@ -21,7 +21,7 @@ const SUMMARY_LABELS = {
   spender: "Spender", token: "Token", amount: "Amount", value: "Value sent", gas_limit: "Gas limit",
   max_network_fee: "Max network fee", payee: "Payee", to: "To", preset: "Preset",
   price_check: "Independent price", recipient: "Recipient", recipient_source: "Recipient from",
-  token_address: "Token contract",
+  token_address: "Token contract", call: "Calldata (decoded)",
 };
 /** A summary value as the user reads it: the independent price check as a sentence, anything else as text. */
 function summaryText(k, v) {
@@ -29,6 +29,10 @@ function summaryText(k, v) {
     const below = v.deviation_bps >= 0 ? `${v.deviation_bps} bps below it` : `${-v.deviation_bps} bps above it`;
     return `worth ${v.expected} by ${v.source}; at least ${v.minimum_accepted} accepted (${v.max_slippage_bps} bps); ` +
       `the quote promises ${v.promised} (${below})`;
+  }
+  if (k === "call" && v && typeof v === "object") {
+    return `${v.function}: pays ${v.recipient}${v.settler ? ` through ${v.settler}` : ""}, ` +
+      `reverts below ${v.min_out} (base units)`;
   }
   return typeof v === "string" ? v : JSON.stringify(v);
 }

@@ -130,10 +130,11 @@ fn swap(c: &mut Criterion) {
                 summary: json!({"action": "bench"}),
             };
             let cap = DayCap { limit: U256::MAX, kinds: EntryKind::Swap.cap_group() };
-            let Reserved::New(e) = web3.journal().reserve(entry, Some(cap)).await.unwrap() else { panic!("reserved") };
-            web3.journal().mark_signed(&e.id, Some(0), "0x02", &id).await.unwrap();
-            web3.journal()
-                .transition(&e.id, &[EntryStatus::Signed], EntryStatus::Failed, Default::default())
+            use holdfast_web3::journal::test_hooks as j;
+            let journal = web3.journal();
+            let Reserved::New(e) = j::reserve(journal, entry, Some(cap)).await.unwrap() else { panic!("reserved") };
+            j::mark_signed(journal, &e.id, Some(0), "0x02", &id).await.unwrap();
+            j::transition(journal, &e.id, &[EntryStatus::Signed], EntryStatus::Failed, Default::default())
                 .await
                 .unwrap();
         })

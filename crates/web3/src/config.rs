@@ -51,8 +51,26 @@ struct NetworkPolicySection {
 #[serde(deny_unknown_fields)]
 struct PriceFeedsSection {
     #[serde(default)]
-    feeds: IndexMap<String, String>,
+    feeds: IndexMap<String, FeedSpec>,
     max_age_secs: Option<u64>,
+    max_disagreement_bps: Option<u32>,
+}
+
+/// One feed: an address alone (refused: its decimals and description must be pinned) or the full table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum FeedSpec {
+    Pinned(FeedSection),
+    Address(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedSection {
+    address: String,
+    decimals: u8,
+    description: String,
+    heartbeat_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -89,8 +107,10 @@ pub const DEFAULT_MAX_SLIPPAGE_BPS: u32 = 100;
 pub const DEFAULT_MAX_FEE_PER_GAS_GWEI: &str = "200";
 /// Default cap on `maxPriorityFeePerGas`, in gwei.
 pub const DEFAULT_MAX_PRIORITY_FEE_PER_GAS_GWEI: &str = "10";
-/// Default age past which a price feed's answer is not trusted (seconds).
+/// Default age past which a price feed's answer is not trusted (seconds): a feed's heartbeat when it sets none.
 pub const DEFAULT_FEED_MAX_AGE_SECS: u64 = 86_400;
+/// Default largest disagreement between the RPC nodes' answers of one feed, in basis points.
+pub const DEFAULT_MAX_DISAGREEMENT_BPS: u32 = 50;
 
 /// Policy for one network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,10 +151,25 @@ impl Default for NetworkPolicy {
 /// The independent price sources of one network: AggregatorV3-style feeds quoting a token in USD.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PriceFeeds {
-    /// Feed address per token symbol (as in the token table).
-    pub feeds: HashMap<String, alloy::primitives::Address>,
-    /// An answer older than this is not trusted.
-    pub max_age: std::time::Duration,
+    /// The feed per token symbol (as in the token table).
+    pub feeds: HashMap<String, Feed>,
+    /// When several RPC nodes are configured, the most their answers of one feed may disagree (basis points);
+    /// beyond it there is no independent price.
+    pub max_disagreement_bps: u32,
+}
+
+/// One AggregatorV3 feed, with what is pinned about it in configuration: a node cannot change its decimals or
+/// what it prices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feed {
+    /// Its address.
+    pub address: alloy::primitives::Address,
+    /// The decimals of its answer (pinned: the value's scale never comes from the node).
+    pub decimals: u8,
+    /// What it prices, as its `description()` answers (`ETH / USD`); checked against the chain at start-up.
+    pub description: String,
+    /// An answer older than this is stale: the swap then waits for the user.
+    pub heartbeat: std::time::Duration,
 }
 
 /// x402 payment limits for one network.
@@ -304,24 +339,47 @@ impl Web3Config {
                 .resolve(&name)
                 .map_err(|e| doc.invalid_at(&["price_feeds", &name], format!("[price_feeds.{name}]: {}", e.message)))?;
             let mut feeds = HashMap::new();
-            for (symbol, address) in section.feeds {
-                let token = core.tokens.lookup(&network.name, &symbol).map_err(|e| {
-                    doc.invalid_at(
-                        &["price_feeds", &name, "feeds", &symbol],
-                        format!("[price_feeds.{name}] feeds.{symbol}: {}", e.message),
-                    )
-                })?;
-                let address =
-                    holdfast_core::address::parse_address(&format!("feeds.{symbol}"), &address).map_err(|e| {
-                        doc.invalid_at(
-                            &["price_feeds", &name, "feeds", &symbol],
-                            format!("[price_feeds.{name}] {}", e.message),
-                        )
-                    })?;
-                feeds.insert(token.symbol.clone(), address);
+            let default_heartbeat = section.max_age_secs.unwrap_or(DEFAULT_FEED_MAX_AGE_SECS);
+            for (symbol, spec) in section.feeds {
+                let at = ["price_feeds", name.as_str(), "feeds", symbol.as_str()];
+                let token = core
+                    .tokens
+                    .lookup(&network.name, &symbol)
+                    .map_err(|e| doc.invalid_at(&at, format!("[price_feeds.{name}] feeds.{symbol}: {}", e.message)))?;
+                let spec = match spec {
+                    FeedSpec::Pinned(spec) => spec,
+                    FeedSpec::Address(address) => {
+                        return Err(doc.invalid_at(
+                            &at,
+                            format!(
+                                "[price_feeds.{name}] feeds.{symbol}: pin the feed's decimals and description with its \
+                                 address (feeds.{symbol} = {{ address = {address:?}, decimals = 8, description = \
+                                 \"{} / USD\" }}), so that no node can change how its answer is read",
+                                token.symbol
+                            ),
+                        ));
+                    }
+                };
+                let address = holdfast_core::address::parse_address(&format!("feeds.{symbol}.address"), &spec.address)
+                    .map_err(|e| doc.invalid_at(&at, format!("[price_feeds.{name}] {}", e.message)))?;
+                if spec.decimals > 36 {
+                    return Err(doc.invalid_at(
+                        &at,
+                        format!("[price_feeds.{name}] feeds.{symbol}.decimals: {} is above 36", spec.decimals),
+                    ));
+                }
+                let heartbeat = std::time::Duration::from_secs(spec.heartbeat_secs.unwrap_or(default_heartbeat));
+                let feed = Feed { address, decimals: spec.decimals, description: spec.description, heartbeat };
+                feeds.insert(token.symbol.clone(), feed);
             }
-            let max_age = std::time::Duration::from_secs(section.max_age_secs.unwrap_or(DEFAULT_FEED_MAX_AGE_SECS));
-            price_feeds.insert(network.name.clone(), PriceFeeds { feeds, max_age });
+            let max_disagreement_bps = section.max_disagreement_bps.unwrap_or(DEFAULT_MAX_DISAGREEMENT_BPS);
+            if max_disagreement_bps > 10_000 {
+                return Err(doc.invalid_at(
+                    &["price_feeds", &name, "max_disagreement_bps"],
+                    format!("[price_feeds.{name}] max_disagreement_bps: {max_disagreement_bps} is above 10000"),
+                ));
+            }
+            price_feeds.insert(network.name.clone(), PriceFeeds { feeds, max_disagreement_bps });
         }
 
         let mut address_book = HashMap::new();

@@ -297,6 +297,27 @@ impl Web3 {
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>, ToolError> {
         kernel::reconcile::all(self, false).await
     }
+
+    /// Checks every configured price feed against the chain, on every RPC node of its network: its `decimals()` and
+    /// `description()` must be the pinned ones ([`kernel::price::verify_feeds`]). The front ends run it at start-up; a
+    /// mismatch is `config_invalid` naming the feed and the node.
+    pub async fn verify_price_feeds(&self) -> Result<(), ToolError> {
+        for (name, feeds) in &self.price_feeds {
+            let network = self.core.networks.resolve(name)?;
+            kernel::price::verify_feeds(&*self.chain(network)?, name, feeds).await?;
+        }
+        Ok(())
+    }
+
+    /// Every allowance above zero the wallet has standing for a pinned spender, on every configured network with an
+    /// RPC node ([`kernel::allowances::standing`]).
+    pub async fn standing_allowances(&self) -> Vec<kernel::allowances::StandingAllowance> {
+        let mut out = Vec::new();
+        for network in self.core.networks.iter().filter(|n| !n.rpc_urls.is_empty()) {
+            out.extend(kernel::allowances::standing(self, network).await);
+        }
+        out
+    }
 }
 
 struct Web3SessionHook(Arc<Wallet>);
@@ -304,7 +325,6 @@ struct Web3SessionHook(Arc<Wallet>);
 impl SessionHook for Web3SessionHook {
     fn on_new_session(&self, ctx: &ToolContext) {
         ctx.extensions.insert(kernel::inputs::SpentRegisters::default());
-        ctx.extensions.insert(kernel::inputs::AutoActions::default());
         ctx.registers.set_intrinsic_provider(Arc::new(WalletIntrinsics(Arc::clone(&self.0))));
     }
 }

@@ -84,11 +84,15 @@ impl AiTool for ToRawAmount {
         let human = Decimal::parse("amount", &input.amount)?;
         let raw = human.to_base_units("amount", decimals, &symbol)?;
         let origin = if ctx.context_bank.has_amount(&input.amount, &symbol) { Origin::User } else { Origin::Model };
+        // The user's message this amount came from authorizes one action with it (the kernel spends it).
+        let authorization =
+            ctx.context_bank.authorization(&input.amount, &symbol).map(|a| a.id).filter(|_| origin == Origin::User);
 
         let mut stored_origin = origin;
         if let Some(key) = &input.cache_as {
             let write = RegisterWrite::new(key, serde_json::Value::String(raw.to_string()), origin, self.name())
-                .derived_from([input.token_register.clone()]);
+                .derived_from([input.token_register.clone()])
+                .authorized_by(authorization);
             stored_origin = ctx.registers.set(write)?.origin();
         }
         Ok(ToRawAmountOutput {

@@ -10,7 +10,7 @@ mod section;
 mod tokens;
 
 pub use database_url::{DATABASE_URL_ENV, DatabaseUrl};
-pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts};
+pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts, SwapAbi};
 pub use tokens::{NATIVE_TOKEN_ADDRESS, TokenInfo, TokenTable};
 
 use crate::error::{ErrorCode, HasErrorCode, ToolError};

@@ -13,6 +13,36 @@ pub struct PinnedContracts {
     pub swap_target: Option<Address>,
     /// The only spender an approval may name (equal to `swap_target` for allowance-holder quotes).
     pub allowance_spender: Option<Address>,
+    /// What the swap target's calldata is, so the kernel can decode it and check it argument by argument. `None`:
+    /// no decoder, every swap is refused.
+    pub swap_abi: Option<SwapAbi>,
+    /// Settlement contracts an AllowanceHolder `exec` may name as `operator` and `target` (besides the registry's).
+    pub settlers: Vec<Address>,
+    /// 0x's Settler registry (an ERC-721 whose token 2 is owned by the current taker-submitted Settler): the one
+    /// Settler it names is accepted too, read on chain at each swap.
+    pub settler_registry: Option<Address>,
+}
+
+/// The calldata a pinned swap target takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SwapAbi {
+    /// 0x's AllowanceHolder: `exec(operator, token, amount, target, data)` whose `data` is a Settler's
+    /// `execute((recipient, buyToken, minAmountOut), actions, zid)`.
+    #[serde(rename = "0x-allowance-holder")]
+    ZeroExAllowanceHolder,
+    /// The devnet's venue: `sell(sellToken, buyToken, sellAmount, minBuyAmount, recipient)`.
+    #[serde(rename = "holdfast-venue")]
+    HoldfastVenue,
+}
+
+impl SwapAbi {
+    /// The configuration name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ZeroExAllowanceHolder => "0x-allowance-holder",
+            Self::HoldfastVenue => "holdfast-venue",
+        }
+    }
 }
 
 /// A configured network.
@@ -90,10 +120,19 @@ pub struct ContractsSpec {
     pub swap_target: Option<String>,
     /// The allowance spender.
     pub allowance_spender: Option<String>,
+    /// The swap target's calldata (`0x-allowance-holder` or `holdfast-venue`).
+    pub swap_abi: Option<SwapAbi>,
+    /// Settlement contracts an AllowanceHolder `exec` may call (replace the list).
+    pub settlers: Option<Vec<String>>,
+    /// 0x's Settler registry (`""` removes it).
+    pub settler_registry: Option<String>,
 }
 
 /// 0x AllowanceHolder on Cancun chains (Base included): both the swap target and the allowance spender.
 pub(super) const ALLOWANCE_HOLDER: Address = address!("0x0000000000001fF3684f28c67538d4D072C22734");
+/// 0x's Settler deployer and registry, the same on every chain; token 2 is the current taker-submitted Settler. 0x
+/// asks integrators to read it rather than hardcode a Settler, which it replaces from time to time.
+pub(super) const SETTLER_REGISTRY: Address = address!("0x00000000000004533Fe15556B1E086BB1A72cEae");
 
 /// The configured networks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -115,6 +154,9 @@ impl NetworkTable {
             contracts: PinnedContracts {
                 swap_target: Some(ALLOWANCE_HOLDER),
                 allowance_spender: Some(ALLOWANCE_HOLDER),
+                swap_abi: Some(SwapAbi::ZeroExAllowanceHolder),
+                settlers: Vec::new(),
+                settler_registry: Some(SETTLER_REGISTRY),
             },
         };
         Self { networks: IndexMap::from([(base.name.clone(), base)]) }
@@ -190,6 +232,20 @@ impl NetworkTable {
             }
             if let Some(a) = pin("contracts.allowance_spender", c.allowance_spender)? {
                 net.contracts.allowance_spender = Some(a);
+            }
+            if let Some(abi) = c.swap_abi {
+                net.contracts.swap_abi = Some(abi);
+            }
+            if let Some(list) = c.settlers {
+                net.contracts.settlers = list
+                    .iter()
+                    .map(|s| parse_address("contracts.settlers", s).map_err(|e| ("contracts", e.message)))
+                    .collect::<Result<_, _>>()?;
+            }
+            match c.settler_registry.as_deref() {
+                Some("") => net.contracts.settler_registry = None,
+                Some(_) => net.contracts.settler_registry = pin("contracts.settler_registry", c.settler_registry)?,
+                None => {}
             }
         }
         if let Some(other) = self.networks.values().find(|n| n.name != name && n.chain_id == net.chain_id) {
@@ -283,7 +339,7 @@ mod tests {
         let dup = NetworkSpec { chain_id: Some(8453), ..Default::default() };
         assert!(t.merge("other", dup).unwrap_err().1.contains("already used"));
         let bad = NetworkSpec {
-            contracts: Some(ContractsSpec { swap_target: Some("0x12".into()), allowance_spender: None }),
+            contracts: Some(ContractsSpec { swap_target: Some("0x12".into()), ..Default::default() }),
             ..Default::default()
         };
         assert!(t.merge("base", bad).unwrap_err().1.contains("contracts.swap_target"));

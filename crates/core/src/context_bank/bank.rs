@@ -10,6 +10,40 @@ pub const MAX_ITEMS: usize = 1000;
 pub(super) struct BankState {
     pub(super) items: Vec<ContextItem>,
     pub(super) seen: HashSet<(ItemType, String, Option<String>)>,
+    pub(super) authorizations: Vec<Authorization>,
+}
+
+/// One amount of one token that the user wrote in one message: it authorizes **one** action that moves value by
+/// itself. The register a value-moving action reads its amount from carries the authorization's id (set by
+/// `to_raw_amount`); the kernel spends it for the action's intent when the action goes out, so a second action —
+/// in the same turn or a later one, on any front end — needs a new user message or the user's confirmation.
+///
+/// ```
+/// use holdfast_core::{CoreServices, config::CoreConfig};
+/// let ctx = CoreServices::new(CoreConfig::default()).unwrap().new_session("s");
+/// ctx.context_bank.scan_input("swap 0.001 ETH for USDC");
+/// let auth = ctx.context_bank.authorization("0.001", "ETH").unwrap();
+/// assert!(ctx.context_bank.spend(&auth.id, "intent-1").is_ok());
+/// assert!(ctx.context_bank.spend(&auth.id, "intent-1").is_ok(), "a retry of the same intent");
+/// assert!(ctx.context_bank.spend(&auth.id, "intent-2").is_err(), "another action");
+/// ctx.context_bank.scan_input("and again: swap 0.001 ETH for USDC");
+/// let fresh = ctx.context_bank.authorization("0.001", "ETH").unwrap();
+/// assert_ne!(fresh.id, auth.id);
+/// assert!(ctx.context_bank.spend(&fresh.id, "intent-2").is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Authorization {
+    /// Its id (`au_…`).
+    pub id: String,
+    /// The amount as the bank holds it (canonical decimal).
+    pub amount: String,
+    /// The token symbol it is bound to.
+    pub symbol: String,
+    /// When the user's message was read.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The intent of the action that spent it, once one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_by: Option<String>,
 }
 
 /// One session's context bank. Clones share state.
@@ -53,6 +87,25 @@ impl ContextBank {
         let mut added = Vec::new();
         {
             let mut state = self.state.write();
+            // Every bound amount of this message is a fresh authorization, even one an earlier message also wrote.
+            let now = chrono::Utc::now();
+            let mut this_message: Vec<(&str, &str)> = Vec::new();
+            for item in &found {
+                if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
+                    && !this_message.contains(&(item.value.as_str(), symbol))
+                {
+                    this_message.push((item.value.as_str(), symbol));
+                    state.authorizations.push(Authorization {
+                        id: format!("au_{}", crate::confirm::random_id()),
+                        amount: item.value.clone(),
+                        symbol: symbol.to_owned(),
+                        created_at: now,
+                        spent_by: None,
+                    });
+                }
+            }
+            let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
+            state.authorizations.drain(..excess);
             for item in found {
                 if state.items.len() >= MAX_ITEMS {
                     break;
@@ -100,10 +153,67 @@ impl ContextBank {
         })
     }
 
-    /// Puts back items an earlier process saved (see [`crate::session_state`]), keeping their order. Publishes
-    /// nothing.
-    pub(crate) fn restore(&self, items: Vec<ContextItem>) {
+    /// The authorization for `amount` of `symbol` a value converted now carries: the newest one no action has
+    /// spent, else the newest one (spent: the action reading it then waits for the user). `None` when the user never
+    /// wrote that amount of that token.
+    pub fn authorization(&self, amount: &str, symbol: &str) -> Option<Authorization> {
+        let wanted = Decimal::parse("amount", amount).ok()?.canonical();
+        let state = self.state.read();
+        let mut matching =
+            state.authorizations.iter().rev().filter(|a| a.amount == wanted && a.symbol.eq_ignore_ascii_case(symbol));
+        let newest = matching.clone().next().cloned();
+        matching.find(|a| a.spent_by.is_none()).cloned().or(newest)
+    }
+
+    /// The authorization `id`, if this bank holds it.
+    pub fn authorization_by_id(&self, id: &str) -> Option<Authorization> {
+        self.state.read().authorizations.iter().find(|a| a.id == id).cloned()
+    }
+
+    /// Every authorization, oldest first.
+    pub fn authorizations(&self) -> Vec<Authorization> {
+        self.state.read().authorizations.clone()
+    }
+
+    /// Spends authorization `id` for the action `intent`, atomically: `Ok` when no action had spent it (it is now
+    /// spent by `intent`) or `intent` itself had (a retry); otherwise `Err` with the authorization as it stands
+    /// (spent by another action, or unknown to this bank: `spent_by` names why).
+    pub fn spend(&self, id: &str, intent: &str) -> Result<(), Authorization> {
         let mut state = self.state.write();
+        let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id) else {
+            return Err(Authorization {
+                id: id.to_owned(),
+                amount: String::new(),
+                symbol: String::new(),
+                created_at: chrono::Utc::now(),
+                spent_by: Some("an authorization this session does not hold".into()),
+            });
+        };
+        match &a.spent_by {
+            None => {
+                a.spent_by = Some(intent.to_owned());
+                Ok(())
+            }
+            Some(by) if by == intent => Ok(()),
+            Some(_) => Err(a.clone()),
+        }
+    }
+
+    /// Gives authorization `id` back when `intent` spent it: that action did not go out after all.
+    pub fn unspend(&self, id: &str, intent: &str) {
+        let mut state = self.state.write();
+        if let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id && a.spent_by.as_deref() == Some(intent)) {
+            a.spent_by = None;
+        }
+    }
+
+    /// Puts back items and authorizations an earlier process saved (see [`crate::session_state`]), keeping their
+    /// order. Publishes nothing.
+    pub(crate) fn restore(&self, items: Vec<ContextItem>, authorizations: Vec<Authorization>) {
+        let mut state = self.state.write();
+        state.authorizations.extend(authorizations);
+        let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
+        state.authorizations.drain(..excess);
         for item in items {
             if state.items.len() >= MAX_ITEMS {
                 break;

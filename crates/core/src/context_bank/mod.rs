@@ -79,7 +79,7 @@ mod scanner;
 mod tests;
 mod word_table;
 
-pub use bank::{ContextBank, MAX_ITEMS};
+pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
 pub use scanner::{ContextScanner, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]

@@ -258,6 +258,7 @@ mod tests {
                 preset: None,
                 created_at: Utc::now(),
                 derived_from: vec!["a".into()],
+                authorization: None,
             },
         }
     }

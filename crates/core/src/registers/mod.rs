@@ -60,6 +60,11 @@ pub struct Provenance {
     /// Register keys the value was derived from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub derived_from: Vec<String>,
+    /// For a `user` value: the authorization of the user's message it came from
+    /// ([`crate::context_bank::Authorization`]), which the one action it moves value with spends. A `user` origin
+    /// says where a value came from; this says whether it may still move value by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<String>,
 }
 
 /// A register's value and provenance. Held behind an `Arc`: reading never copies the value.

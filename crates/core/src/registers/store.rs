@@ -40,12 +40,28 @@ pub struct RegisterWrite {
     pub preset: Option<String>,
     /// Registers the value was derived from.
     pub derived_from: Vec<String>,
+    /// The user's authorization a `user` value carries (kept only when the stored origin is `user`).
+    pub authorization: Option<String>,
 }
 
 impl RegisterWrite {
     /// A write of `value` to `key` by `tool` with `origin`.
     pub fn new(key: impl Into<String>, value: Value, origin: Origin, tool: impl Into<String>) -> Self {
-        Self { key: key.into(), value, origin, tool: tool.into(), preset: None, derived_from: Vec::new() }
+        Self {
+            key: key.into(),
+            value,
+            origin,
+            tool: tool.into(),
+            preset: None,
+            derived_from: Vec::new(),
+            authorization: None,
+        }
+    }
+
+    /// Records the user's authorization the value carries ([`crate::context_bank::ContextBank::authorization`]).
+    pub fn authorized_by(mut self, authorization: Option<String>) -> Self {
+        self.authorization = authorization;
+        self
     }
 
     /// Records the preset the tool ran.
@@ -177,7 +193,7 @@ impl RegisterStore {
 
     /// Writes a register, enforcing every rule. Returns the stored entry.
     pub fn set(&self, write: RegisterWrite) -> Result<SharedEntry, ToolError> {
-        let RegisterWrite { key, value, origin, tool, preset, derived_from } = write;
+        let RegisterWrite { key, value, origin, tool, preset, derived_from, authorization } = write;
         validate_key("key", &key)?;
         for source in &derived_from {
             validate_key("derived_from", source)?;
@@ -205,9 +221,18 @@ impl RegisterStore {
             None => {}
         }
 
+        // Only a value that is still the user's carries their authorization.
+        let authorization = authorization.filter(|_| origin == Origin::User);
         let entry = Arc::new(RegisterEntry {
             value,
-            provenance: Provenance { origin, source: tool, preset, created_at: Utc::now(), derived_from },
+            provenance: Provenance {
+                origin,
+                source: tool,
+                preset,
+                created_at: Utc::now(),
+                derived_from,
+                authorization,
+            },
         });
         {
             let mut entries = self.inner.entries.write();
@@ -279,6 +304,7 @@ impl RegisterStore {
                 preset: None,
                 created_at: Utc::now(),
                 derived_from: Vec::new(),
+                authorization: None,
             },
         });
         let stored = {

@@ -346,6 +346,11 @@ async function swapScenario() {
         if (!v.passed || !shown.includes(v.expected) || !shown.includes(v.minimum_accepted) || !shown.includes(v.promised)) {
           fail(`dialog price_check: ${shown} for ${JSON.stringify(v)}`);
         }
+      } else if (k === "call") {
+        // The decoded calldata as a sentence: the function, who is paid (the wallet), the minimum it enforces.
+        if (!shown.startsWith(v.function) || !shown.includes(v.recipient) || !shown.includes(v.min_out)) {
+          fail(`dialog call: ${shown} for ${JSON.stringify(v)}`);
+        }
       } else if (shown !== String(v)) fail(`dialog ${k}: ${shown}, expected ${v}`);
     }
     if ((await page.textContent(`${T("confirm-field")}[data-field="sell"] td`)).trim() !== "0.02 ETH") fail("sell is not 0.02 ETH");

@@ -13,6 +13,8 @@ pub enum EntryKind {
     Swap,
     /// An ERC-20 approval.
     Approval,
+    /// The kernel setting an ERC-20 allowance back to zero (an approval whose swap was abandoned).
+    Reset,
     /// A native or ERC-20 transfer.
     Transfer,
     /// An x402 payment.
@@ -49,6 +51,7 @@ impl EntryKind {
         match self {
             Self::Swap => "swap",
             Self::Approval => "approval",
+            Self::Reset => "reset",
             Self::Transfer => "transfer",
             Self::Payment => "payment",
         }
@@ -57,6 +60,7 @@ impl EntryKind {
     pub(crate) fn parse(s: &str) -> Self {
         match s {
             "approval" => Self::Approval,
+            "reset" => Self::Reset,
             "transfer" => Self::Transfer,
             "payment" => Self::Payment,
             _ => Self::Swap,
@@ -69,7 +73,7 @@ impl EntryKind {
         match self {
             Self::Swap | Self::Transfer => &[Self::Swap, Self::Transfer],
             Self::Payment => &[Self::Payment],
-            Self::Approval => &[],
+            Self::Approval | Self::Reset => &[],
         }
     }
 }

@@ -108,7 +108,7 @@ impl Journal {
     }
 
     /// Writes a new entry durably and returns it (no cap, no idempotency check: for records such as `refused`).
-    pub async fn insert(&self, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
+    pub(crate) async fn insert(&self, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
         let row = Self::row(entry, status);
         let id = row.id.clone();
         self.store.insert(row).await?;
@@ -120,7 +120,7 @@ impl Journal {
     /// Reserves `entry.amount` of `entry.asset` for `entry.from` on `entry.chain_id` under `cap`, in one transaction
     /// that excludes every other reservation of the wallet: an existing live entry of the same intent (or, without
     /// an intent, of the same fingerprint) is returned instead; a cap that would be exceeded writes nothing.
-    pub async fn reserve(&self, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
+    pub(crate) async fn reserve(&self, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
         let row = Self::row(entry, EntryStatus::Reserved);
         let id = row.id.clone();
         match self.store.reserve(row, cap).await? {
@@ -146,7 +146,7 @@ impl Journal {
     }
 
     /// Records the signed bytes of a reserved entry (durably, before they leave the process): `signed`.
-    pub async fn mark_signed(
+    pub(crate) async fn mark_signed(
         &self,
         id: &str,
         nonce: Option<u64>,
@@ -165,7 +165,7 @@ impl Journal {
 
     /// Moves an entry to `to` only if it is still in one of `from` (compare-and-set: a reconciler working from an older
     /// snapshot cannot overwrite a newer state). Returns whether it moved.
-    pub async fn transition(
+    pub(crate) async fn transition(
         &self,
         id: &str,
         from: &[EntryStatus],
@@ -188,8 +188,10 @@ impl Journal {
         self.store.highest_live_nonce(chain_id, from.to_owned()).await
     }
 
-    /// Moves an entry to `status`, recording the given fields (unconditionally: prefer [`Journal::transition`]).
-    pub async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
+    /// Moves an entry to `status`, recording the given fields (unconditionally: the kernel moves entries only by
+    /// [`Journal::transition`]; this is for tests that stage a state).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
         let now = Utc::now().to_rfc3339();
         self.store.update(sql::set_status(id, None, status, stored(update), &now)).await?;
         // Logged once written: the log never shows a state the journal does not hold.
@@ -276,3 +278,49 @@ impl Journal {
 
 #[cfg(test)]
 mod tests;
+
+/// The journal's write methods, for tests and benchmarks that stage a crash between two of the kernel's steps. The
+/// kernel alone writes the journal (they are `pub(crate)`); this module exists only with the `test-hooks` feature,
+/// which only this crate's own tests and benches turn on.
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks {
+    use super::{DayCap, EntryStatus, EntryUpdate, Journal, JournalEntry, NewEntry, Reserved};
+    use holdfast_core::ToolError;
+
+    /// [`Journal::insert`].
+    pub async fn insert(j: &Journal, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
+        j.insert(entry, status).await
+    }
+
+    /// [`Journal::reserve`].
+    pub async fn reserve(j: &Journal, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
+        j.reserve(entry, cap).await
+    }
+
+    /// [`Journal::mark_signed`].
+    pub async fn mark_signed(
+        j: &Journal,
+        id: &str,
+        nonce: Option<u64>,
+        raw: &str,
+        hash: &str,
+    ) -> Result<(), ToolError> {
+        j.mark_signed(id, nonce, raw, hash).await
+    }
+
+    /// [`Journal::transition`].
+    pub async fn transition(
+        j: &Journal,
+        id: &str,
+        from: &[EntryStatus],
+        to: EntryStatus,
+        update: EntryUpdate,
+    ) -> Result<bool, ToolError> {
+        j.transition(id, from, to, update).await
+    }
+
+    /// [`Journal::update`].
+    pub async fn set_status(j: &Journal, id: &str, status: EntryStatus) -> Result<(), ToolError> {
+        j.update(id, status, EntryUpdate::default()).await
+    }
+}

@@ -1,8 +1,8 @@
 //! What a value-moving action may read, and how much it trusts it: typed register reads, the one model-input rule,
-//! the pinned spender, and the intent key that makes a retry idempotent.
+//! the user's authorizations, the pinned spender, and the intent key that makes a retry idempotent.
 
-use super::fingerprint;
-use alloy::primitives::{Address, keccak256};
+use super::{fingerprint, human};
+use alloy::primitives::{Address, U256, keccak256};
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::registers::{SharedEntry, ValueType};
 use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
@@ -15,15 +15,20 @@ pub const SWAP_INPUTS: &[&str] = &["wallet_address", "sell_token", "buy_token", 
 
 /// Reads the register named by `field` as a swap quote: it must be declared with the swap-quote type (so the store
 /// ran the quote validator on every write to it). Anything else — a price, a scratch register — is
-/// `register_type_mismatch` before any RPC call. Freshness is checked by the caller, after the idempotency lookup.
+/// `register_type_mismatch` before any RPC call. Freshness is checked by the pipeline, after the idempotency lookup.
 pub fn quote_register(ctx: &ToolContext, field: &str, key: &str) -> Result<SharedEntry, ToolError> {
     ctx.registers.require_typed(field, key, ValueType::SwapQuote)
 }
 
-/// The input rule of invariant 7, for every action: true when the register the action consumes, or any of
-/// `inputs`, holds a `model`-origin (or model-derived) value.
-pub fn model_tainted(ctx: &ToolContext, consumed: &SharedEntry, inputs: &[&str]) -> bool {
-    consumed.origin() == Origin::Model || ctx.registers.any_model_origin(inputs)
+/// The input rule of invariant 7, for every action: true when any of `entries` holds a `model`-origin (or
+/// model-derived) value.
+pub fn model_tainted(entries: &[(String, SharedEntry)]) -> bool {
+    entries.iter().any(|(_, e)| e.origin() == Origin::Model)
+}
+
+/// The entries of `keys` this session holds, with their keys.
+pub(crate) fn entries(ctx: &ToolContext, keys: &[&str]) -> Vec<(String, SharedEntry)> {
+    keys.iter().filter_map(|k| ctx.registers.get(k).map(|e| ((*k).to_owned(), e))).collect()
 }
 
 /// True when the amount in `amount_key` was converted for the token now held in `token_key`: derived from that
@@ -63,40 +68,71 @@ pub fn intent_key(ctx: &ToolContext, purpose: &str, entries: &[(&str, &SharedEnt
     fingerprint(&refs)
 }
 
-/// Per session: which intent each automatic action of a user turn was (by turn, class, asset and amount), so one
-/// amount from the user's words authorizes one automatic action of a class per user message (see
-/// [`holdfast_core::confirm::UserTurn`]); a retry of the same intent is the same action.
-#[derive(Debug, Default)]
-pub struct AutoActions(Mutex<HashMap<AutoKey, String>>);
+/// The amount an action moves, as the user's authorization covers it: the register that holds it and its human form
+/// for messages.
+#[derive(Debug, Clone)]
+pub(crate) struct UserAmount {
+    /// The register's key.
+    pub key: String,
+    /// Its entry as read.
+    pub entry: SharedEntry,
+}
 
-/// The user turn, the class (`approval` or `transfer of value`), the asset and the amount of an automatic action.
-type AutoKey = (String, &'static str, String, String);
+impl UserAmount {
+    /// The amount in `key`, if the session holds it.
+    pub(crate) fn read(ctx: &ToolContext, key: &str) -> Option<Self> {
+        ctx.registers.get(key).map(|entry| Self { key: key.to_owned(), entry })
+    }
+}
 
-/// Why an automatic action needs the user after all: this turn already ran another automatic action of the same class
-/// with the same amount of the same asset. `None` when it is the first (recorded now) or a retry of it.
-pub fn already_authorized(
+/// Why an action that could run by itself needs the user after all, by the authorization its amount carries: a
+/// `user` amount moves value by itself once per message the user wrote it in. `None`: it may (the authorization is
+/// unspent, or spent by this same `intent` — a retry). A `model` amount is the taint rule's, not this one's.
+pub(crate) fn authorization_reason(
     ctx: &ToolContext,
-    approval: bool,
-    asset: &str,
-    amount: &str,
+    amount: &UserAmount,
     shown: &str,
     intent: &str,
 ) -> Option<String> {
-    let turn = ctx.extensions.get::<holdfast_core::confirm::UserTurn>()?;
-    let actions = ctx.extensions.get::<AutoActions>()?;
-    let class = if approval { "approval" } else { "transfer of value" };
-    let key = (turn.0.clone(), class, asset.to_owned(), amount.to_owned());
-    let mut seen = actions.0.lock();
-    match seen.get(&key) {
-        Some(first) if first != intent => Some(format!(
-            "{shown} from your words already authorized one {class} in this turn; another one needs your approval"
-        )),
-        Some(_) => None,
-        None => {
-            seen.insert(key, intent.to_owned());
-            None
-        }
+    if amount.entry.origin() != Origin::User {
+        return None;
     }
+    let Some(id) = amount.entry.provenance.authorization.as_deref() else {
+        return Some(format!(
+            "`{}` holds {shown} from your words, but no message of yours authorizes moving it (a value saved before \
+             authorizations were kept)",
+            amount.key
+        ));
+    };
+    match ctx.context_bank.authorization_by_id(id) {
+        Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => None,
+        Some(_) => Some(format!(
+            "{shown} from your message already authorized one action; another one needs your approval or a new message"
+        )),
+        None => Some(format!("`{}`: the message that authorized {shown} is no longer in this session", amount.key)),
+    }
+}
+
+/// Spends the authorization `amount` carries for `intent` (atomically in the session's bank). Returns its id when this
+/// call spent it, so that an action that does not go out after all gives it back ([`give_back`]).
+pub(crate) fn spend_authorization(ctx: &ToolContext, amount: &UserAmount, intent: &str) -> Option<String> {
+    if amount.entry.origin() != Origin::User {
+        return None;
+    }
+    let id = amount.entry.provenance.authorization.as_deref()?;
+    ctx.context_bank.spend(id, intent).ok().map(|()| id.to_owned())
+}
+
+/// Gives back an authorization [`spend_authorization`] spent, when its action did not go out.
+pub(crate) fn give_back(ctx: &ToolContext, spent: Option<&str>, intent: &str) {
+    if let Some(id) = spent {
+        ctx.context_bank.unspend(id, intent);
+    }
+}
+
+/// The human form of `amount` of a token, for messages.
+pub(crate) fn shown(amount: U256, decimals: u8, symbol: &str) -> String {
+    human(amount, decimals, symbol)
 }
 
 /// Per session: which intent spent a register the kernel cleared (a swap's quote, once its transaction settled), so

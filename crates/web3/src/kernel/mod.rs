@@ -1,38 +1,43 @@
-//! The value-moving kernel: the one place every swap, approval, transfer and x402 payment passes.
+//! The value-moving kernel: the one place every swap, approval, allowance reset, transfer and x402 payment passes.
 //!
 //! Tools ([`crate::tools`]) parse their parameters and call one function here; front ends never call it directly.
-//! The kernel alone owns these rules (safety model, invariants 3–9, 15 and 16), each in one file:
+//! Every transaction goes through one pipeline ([`pipeline`]); each kind of action supplies only its inputs, its plan
+//! and the check of its simulated effects ([`swap`], [`approve`] with the allowance reset, [`transfer`]). The rules
+//! every kind shares run once, in this order, for every kind:
 //!
-//! | rule | where |
-//! |---|---|
-//! | fail closed: a persistent key needs a persistent journal | [`require_durable`] |
-//! | typed registers: a quote only from a register declared as a swap quote | [`inputs::quote_register`] |
-//! | one model-input (taint) rule for every action | [`inputs::model_tainted`] |
-//! | the pinned spender | [`inputs::pinned_spender`] |
-//! | idempotency: one transaction per intent | [`inputs::intent_key`], `execute::execute` |
-//! | quotes checked against an independent on-chain price | [`price`] |
-//! | balance deltas of the simulated transaction | [`swap`], [`transfer`] |
-//! | caps reserved atomically before signing, per chain id, wallet and asset | `execute::execute` with [`crate::journal::Journal::reserve`] |
-//! | fee caps, wrap rule, per-tx caps, auto vs confirm | [`crate::policy`], called from here |
-//! | a turn the user did not start moves nothing by itself | `execute::execute` (confirm), `payment::reserve` (refuse) |
-//! | one user amount, one automatic action of a class per user message | [`inputs::already_authorized`] from `execute::execute` |
-//! | journal before broadcast; only a definite rejection is "not sent" | [`execute`] |
-//! | reconciliation by hash at the call, in the background and at start | [`reconcile`] |
+//! | # | rule | where |
+//! |---|---|---|
+//! | 1 | durability: a persistent key needs a persistent journal | [`require_durable`] |
+//! | 2 | idempotency: one transaction per intent | `pipeline::run` with [`inputs::intent_key`] |
+//! | 3 | authorization: a turn the user did not start moves nothing by itself; one amount from the user's words moves value once | `pipeline` with [`inputs::authorization_reason`] and [`inputs::spend_authorization`] |
+//! | 4 | freshness of the registers read | `pipeline::run` (`RegisterStore::require_fresh`) |
+//! | 5 | taint: any model-typed input waits for the user | `pipeline::run` ([`inputs::model_tainted`]) |
+//! | 6 | policy and caps (per transaction, per day, reserved atomically) | [`crate::policy`], [`crate::journal::Journal::reserve`] from `pipeline` |
+//! | 7 | fee caps | [`crate::policy::Policy::check_fees`] from `pipeline::run` |
+//! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |
+//! | 9 | confirmation | `pipeline` ([`holdfast_core::Confirmations::require`]) |
+//! | 10 | journal before broadcast | `pipeline` ([`crate::journal::Journal::mark_signed`]) |
+//! | 11 | broadcast; a reservation released only on the chain's proof | `pipeline` with [`crate::chain::nonce`] |
+//! | 12 | reconciliation by hash and by nonce | [`reconcile`] |
 //!
-//! The quote validator itself is [`crate::quote`] (run by the register store on every write and again here on use);
-//! the payment policy is [`crate::policy::Policy::choose_payment`], and the payment flow [`crate::x402`] reserves its
-//! budget through `payment::reserve`.
+//! Each kind owns what is its own: the quote validator ([`crate::quote`], run by the register store on every write
+//! and again here), the decoded calldata of the pinned target ([`calldata`]), exact allowances and their reset
+//! ([`approve`], [`allowances`]), the independent price ([`price`]), the balance deltas. x402 payments have no
+//! transaction; they pass the same rules that apply to them in [`payment`] (durability, a turn the user started, the
+//! policy's choice, the budget reserved atomically, journal before the header leaves, settlement by the chain).
 
+pub mod allowances;
 pub mod approve;
-pub mod execute;
+pub mod calldata;
 pub mod inputs;
 pub mod payment;
+pub(crate) mod pipeline;
 pub mod price;
 pub mod reconcile;
 pub mod swap;
 pub mod transfer;
 
-pub use execute::{Sent, TxOutcome};
+pub use pipeline::{Sent, TxOutcome};
 pub use price::PriceCheck;
 pub use reconcile::Reconciled;
 

@@ -6,16 +6,23 @@
 //! S for B is `amount · price(S) / price(B)`, in B's base units. The quote's `minBuyAmount` and the simulated buy
 //! delta must both be at least `expected · (1 − max_slippage_bps / 10000)`.
 //!
-//! A pair without two usable feeds (none configured, a feed that reverts, a non-positive or stale answer) has no
-//! independent price: the swap is never automatic, and the confirmation says so and shows the minimum output.
+//! What a node alone cannot fake: each feed's decimals are pinned in configuration (the answer's scale never comes
+//! from a node) and its description is checked against the chain at start-up ([`verify_feeds`]); each feed is read
+//! from **every** configured RPC node, and answers that disagree by more than `max_disagreement_bps` mean there is
+//! no independent price. A single node is trusted for what it answers — configure two independent providers.
+//!
+//! A pair without two usable feeds (none configured, a feed that reverts, a non-positive answer, one older than the
+//! feed's heartbeat, nodes that disagree or do not answer) has no independent price: the swap is never automatic,
+//! and the confirmation says so and shows the minimum output.
 
 use super::human;
 use crate::chain::Chain;
-use crate::config::PriceFeeds;
+use crate::config::{Feed, PriceFeeds};
 use crate::quote::TokenRef;
-use alloy::primitives::{Address, I256, U256};
+use alloy::primitives::{I256, U256};
 use alloy::sol;
 use alloy::sol_types::SolCall;
+use holdfast_core::{ErrorCode, ToolError};
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,6 +31,7 @@ sol! {
     /// The read surface of a Chainlink AggregatorV3 feed.
     interface IAggregatorV3 {
         function decimals() external view returns (uint8);
+        function description() external view returns (string);
         function latestRoundData() external view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound);
     }
 }
@@ -69,30 +77,74 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
-async fn read_feed(chain: &Chain, feed: Address, symbol: &str, feeds: &PriceFeeds) -> Result<UsdPrice, String> {
-    let what = format!("the {symbol}/USD feed {feed}");
-    let out = chain
-        .call(feed, IAggregatorV3::decimalsCall {}.abi_encode().into())
-        .await
-        .map_err(|e| format!("{what}: {}", e.message))?;
-    let decimals = IAggregatorV3::decimalsCall::abi_decode_returns(&out).map_err(|e| format!("{what}: {e}"))?;
-    let out = chain
-        .call(feed, IAggregatorV3::latestRoundDataCall {}.abi_encode().into())
-        .await
-        .map_err(|e| format!("{what}: {}", e.message))?;
-    let round = IAggregatorV3::latestRoundDataCall::abi_decode_returns(&out).map_err(|e| format!("{what}: {e}"))?;
+/// One node's answer of a feed, checked for sense and age.
+fn judge_round(what: &str, out: &[u8], feed: &Feed) -> Result<U256, String> {
+    let round = IAggregatorV3::latestRoundDataCall::abi_decode_returns(out).map_err(|e| format!("{what}: {e}"))?;
     if round.answer <= I256::ZERO {
         return Err(format!("{what} answers {}", round.answer));
     }
     let updated = u64::try_from(round.updatedAt).unwrap_or(u64::MAX);
     let now = now_secs();
-    if updated == 0 || updated > now.saturating_add(300) || now.saturating_sub(updated) > feeds.max_age.as_secs() {
+    if updated == 0 || updated > now.saturating_add(300) || now.saturating_sub(updated) > feed.heartbeat.as_secs() {
         return Err(format!(
-            "{what} was last updated at {updated}, outside the accepted age of {}s",
-            feeds.max_age.as_secs()
+            "{what} was last updated at {updated}, outside its heartbeat of {}s",
+            feed.heartbeat.as_secs()
         ));
     }
-    Ok(UsdPrice { answer: round.answer.into_raw(), decimals })
+    Ok(round.answer.into_raw())
+}
+
+/// The feed's answer as every configured node gives it, when they all answer and agree within
+/// `max_disagreement_bps`; else why there is none.
+async fn read_feed(chain: &Chain, feed: &Feed, symbol: &str, feeds: &PriceFeeds) -> Result<UsdPrice, String> {
+    let what = format!("the {symbol}/USD feed {}", feed.address);
+    let answers = chain.call_each(feed.address, IAggregatorV3::latestRoundDataCall {}.abi_encode().into()).await;
+    let mut prices: Vec<(String, U256)> = Vec::with_capacity(answers.len());
+    for (node, answer) in answers {
+        let out = answer.map_err(|e| format!("{what} on {node}: {}", e.message))?;
+        prices.push((node.clone(), judge_round(&format!("{what} on {node}"), &out, feed)?));
+    }
+    let (low, high) = prices.iter().fold((U256::MAX, U256::ZERO), |(lo, hi), (_, p)| (lo.min(*p), hi.max(*p)));
+    let Some((_, first)) = prices.first() else { return Err(format!("{what}: no RPC node is configured")) };
+    let spread_bps = (high - low).saturating_mul(U256::from(10_000u32)) / low.max(U256::from(1u8));
+    if spread_bps > U256::from(feeds.max_disagreement_bps) {
+        let shown: Vec<String> = prices.iter().map(|(n, p)| format!("{n}: {p}")).collect();
+        return Err(format!(
+            "the RPC nodes disagree on {what} by {spread_bps} bps, more than {} ({})",
+            feeds.max_disagreement_bps,
+            shown.join(", ")
+        ));
+    }
+    Ok(UsdPrice { answer: *first, decimals: feed.decimals })
+}
+
+/// Checks every configured feed against the chain, on every RPC node: its `decimals()` and `description()` must be
+/// the pinned ones. Run at start-up (`holdfast serve`, `mcp`, `chat`, `doctor`); a mismatch is `config_invalid`
+/// naming the feed — a wrong pin, or a node that lies.
+pub async fn verify_feeds(chain: &Chain, network: &str, feeds: &PriceFeeds) -> Result<(), ToolError> {
+    for (symbol, feed) in &feeds.feeds {
+        let what = format!("[price_feeds.{network}] feeds.{symbol} ({})", feed.address);
+        let decimals = chain.call_each(feed.address, IAggregatorV3::decimalsCall {}.abi_encode().into()).await;
+        let description = chain.call_each(feed.address, IAggregatorV3::descriptionCall {}.abi_encode().into()).await;
+        for ((node, d), (_, desc)) in decimals.into_iter().zip(description) {
+            let bad = |why: String| ToolError::new(ErrorCode::ConfigInvalid, format!("{what} on {node}: {why}"));
+            let d = d.map_err(|e| bad(e.message))?;
+            let d = IAggregatorV3::decimalsCall::abi_decode_returns(&d).map_err(|e| bad(format!("decimals(): {e}")))?;
+            if d != feed.decimals {
+                return Err(bad(format!("decimals() answers {d}, the configuration pins {}", feed.decimals)));
+            }
+            let desc = desc.map_err(|e| bad(e.message))?;
+            let desc = IAggregatorV3::descriptionCall::abi_decode_returns(&desc)
+                .map_err(|e| bad(format!("description(): {e}")))?;
+            if desc != feed.description {
+                return Err(bad(format!(
+                    "description() answers {desc:?}, the configuration pins {:?}",
+                    feed.description
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The expected output of selling `amount` of `sell` for `buy` by the configured feeds, or why there is none.
@@ -105,11 +157,14 @@ pub async fn expected_output(
 ) -> Result<Expected, String> {
     let feeds = feeds.ok_or_else(|| format!("no price feeds are configured for {}", sell.network))?;
     let feed = |t: &TokenRef| {
-        feeds.feeds.get(&t.symbol).copied().ok_or_else(|| format!("no price feed is configured for {}", t.symbol))
+        feeds.feeds.get(&t.symbol).ok_or_else(|| format!("no price feed is configured for {}", t.symbol))
     };
     let (sell_feed, buy_feed) = (feed(sell)?, feed(buy)?);
-    let p_sell = read_feed(chain, sell_feed, &sell.symbol, feeds).await?;
-    let p_buy = read_feed(chain, buy_feed, &buy.symbol, feeds).await?;
+    let (p_sell, p_buy) = tokio::try_join!(
+        read_feed(chain, sell_feed, &sell.symbol, feeds),
+        read_feed(chain, buy_feed, &buy.symbol, feeds)
+    )?;
+    let (sell_feed, buy_feed) = (sell_feed.address, buy_feed.address);
     // amount · p_sell / 10^fd_sell / 10^dec_sell = value in USD; · 10^fd_buy / p_buy · 10^dec_buy = buy base units.
     let ten = |e: u8| U256::from(10u8).checked_pow(U256::from(e));
     let numerator = ten(p_buy.decimals)
@@ -158,6 +213,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy::primitives::Address;
 
     fn token(symbol: &str, decimals: u8) -> TokenRef {
         TokenRef { address: Address::ZERO, symbol: symbol.into(), decimals, network: "base".into() }

@@ -2,15 +2,18 @@
 //! of the same intent, a new intent waiting for the wallet's earlier sends), in the background
 //! ([`spawn_background`]) and at start-up ([`crate::Web3::reconcile`]).
 //!
-//! It never signs anything. A mined transaction is recorded (`confirmed`/`reverted`) — even one an earlier process
-//! marked `failed`, so a node that lied about a rejection cannot keep a mined swap outside the day's spend; a
-//! transaction whose nonce another one used is `dropped`; one the node does not know is broadcast again from its
-//! identical signed bytes (same hash, same nonce: it cannot be mined twice). A reservation never signed within
-//! [`STALE_RESERVATION`] is released. Payments are settled by the chain's authorization state
-//! (`x402::reconcile_payment`).
+//! It never signs a new transaction of its own choosing for an entry. A mined transaction is recorded
+//! (`confirmed`/`reverted`) — even one an earlier process marked `failed`, so a node that lied about a rejection
+//! cannot keep a mined swap outside the day's spend. An entry is released (`dropped` or `failed`) only on the
+//! chain's proof ([`crate::chain::Chain::nonce_use`]): its nonce mined by another transaction, or unused while the
+//! node refuses its identical bytes. One the node does not know is broadcast again from its identical signed bytes
+//! (same hash, same nonce: it cannot be mined twice); anything unproven stays as it is, counted against the caps. A
+//! reservation never signed within [`STALE_RESERVATION`] is released. Payments are settled by the chain's
+//! authorization state ([`super::payment::reconcile_payment`]). The background pass also resets the allowances of
+//! abandoned swaps ([`super::allowances::sweep`]) — the one transaction the kernel signs on its own.
 
 use crate::Web3;
-use crate::chain::Broadcast;
+use crate::chain::{Broadcast, NonceUse};
 use crate::journal::{EntryKind, EntryStatus, EntryUpdate, JournalEntry};
 use alloy::primitives::{B256, Bytes};
 use holdfast_core::ToolError;
@@ -61,7 +64,7 @@ async fn set(
 /// Settles one entry as far as the chain tells now. `None`: nothing changed.
 pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Settled>, ToolError> {
     if entry.kind == EntryKind::Payment {
-        return match crate::x402::reconcile_payment(web3, entry).await? {
+        return match super::payment::reconcile_payment(web3, entry).await? {
             Some(status) => {
                 let note = match status {
                     EntryStatus::Confirmed => "payment settled while we were away",
@@ -106,20 +109,43 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
         return Ok(None);
     }
     let from = holdfast_core::address::parse_address("from", &entry.from)?;
-    let mined = chain.mined_nonce(from).await?;
-    // Dropped only when its nonce is used and the node does not know this transaction at all (a lagging receipt
-    // index must not turn our own mined transaction into a dropped one); dropped entries are still re-checked.
     let known = match hash {
         Some(h) => chain.is_known(h).await?,
         None => false,
     };
-    if let Some(nonce) = entry.nonce
-        && nonce < mined
-        && !known
-    {
-        let update =
-            EntryUpdate { error: Some(format!("nonce {nonce} was used by another transaction")), ..Default::default() };
-        return set(web3, entry, EntryStatus::Dropped, update, "nonce already used; never mined").await;
+    // Released only on the chain's proof: its nonce mined by another transaction (a lagging receipt index, or a node
+    // that hides this one, never turns our own mined transaction into a dropped one).
+    let nonce_use = match entry.nonce {
+        Some(nonce) if !known => Some(chain.nonce_use(from, nonce).await?),
+        _ => None,
+    };
+    match nonce_use {
+        Some(NonceUse::UsedBy(other)) if Some(other) != hash => {
+            let nonce = entry.nonce.unwrap_or_default();
+            let update = EntryUpdate {
+                error: Some(format!("nonce {nonce} was used by another transaction ({other})")),
+                ..Default::default()
+            };
+            return set(web3, entry, EntryStatus::Dropped, update, "nonce used by another transaction; never mined")
+                .await;
+        }
+        // Mined by this very hash, though the node shows no receipt yet: it stays live.
+        Some(NonceUse::UsedBy(_)) => {
+            if entry.status == EntryStatus::Pending {
+                return Ok(None);
+            }
+            return set(
+                web3,
+                entry,
+                EntryStatus::Pending,
+                EntryUpdate::default(),
+                "mined (its receipt is not shown yet)",
+            )
+            .await;
+        }
+        // Used or pending by something the chain does not show: no proof either way, the entry stays as it is.
+        Some(NonceUse::Unknown) => return Ok(None),
+        Some(NonceUse::Unused) | None => {}
     }
     let (Some(_), Some(raw)) = (hash, entry.raw_tx()) else {
         let update = EntryUpdate { error: Some("no signed bytes were journaled".into()), ..Default::default() };
@@ -144,9 +170,13 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             .await
         }
         Broadcast::Rejected(why) => {
-            // The node does not know it and refuses it now: it never got out, and never will.
+            // The node does not know it and refuses it now; released only if the chain shows its nonce unused.
+            let Some(nonce) = entry.nonce else { return Ok(None) };
+            if chain.nonce_use(from, nonce).await? != NonceUse::Unused {
+                return Ok(None);
+            }
             let update = EntryUpdate { error: Some(why), ..Default::default() };
-            set(web3, entry, EntryStatus::Failed, update, "the node refused the identical bytes again").await
+            set(web3, entry, EntryStatus::Failed, update, "refused again, and the chain shows its nonce unused").await
         }
         Broadcast::Unknown(_) => Ok(None),
     }
@@ -180,7 +210,8 @@ pub(crate) async fn all(web3: &Web3, in_flight: bool) -> Result<Vec<Reconciled>,
     Ok(out)
 }
 
-/// Reconciles every [`BACKGROUND_INTERVAL`] while `web3` is alive (a weak handle: the task ends with it).
+/// Reconciles every [`BACKGROUND_INTERVAL`] while `web3` is alive (a weak handle: the task ends with it), then resets
+/// the allowances of abandoned swaps.
 /// Needs a Tokio runtime; returns `false` when there is none.
 pub fn spawn_background(web3: &Arc<Web3>) -> bool {
     let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
@@ -190,6 +221,7 @@ pub fn spawn_background(web3: &Arc<Web3>) -> bool {
             tokio::time::sleep(BACKGROUND_INTERVAL).await;
             let Some(web3) = weak.upgrade() else { break };
             let _ = all(&web3, true).await;
+            super::allowances::sweep(&web3).await;
         }
     });
     true

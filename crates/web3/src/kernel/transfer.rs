@@ -1,23 +1,24 @@
 //! A transfer of the native token or an ERC-20, whose token, amount and recipient are all register names (or an
-//! address-book name), through the same rules as a swap:
+//! address-book name): what the kind supplies to the [`super::pipeline`].
 //!
 //! - the token from a register declared as a token, its decimals and symbol from the token table;
-//! - the amount from a register declared as a base-unit amount;
+//! - the amount from a register declared as a base-unit amount; a `user` amount's authorization is spent by the
+//!   transfer;
 //! - the recipient from the configured address book (origin `config`) or a register declared as an address —
 //!   written from the user's own words by `context_address` (origin `user`), or typed by the model (origin
 //!   `model`: the transfer then always waits for the user, and the confirmation shows the full address);
-//! - caps, idempotency, journal and confirmation from [`super::execute`]; the simulation's balance deltas: the
-//!   wallet loses at most the amount and the recipient gains at least it.
+//! - the check of the exact simulation: the wallet loses at most the amount (the gas paid aside) and the recipient
+//!   gains at least it.
 
-use super::execute::{self, Action, Sent};
-use super::inputs::{amount_bound, intent_key, unbound_reason};
-use super::{fingerprint, human, require_durable};
+use super::inputs::{UserAmount, amount_bound, intent_key, unbound_reason};
+use super::pipeline::{self, Inputs, Limits, Move, Plan, Planned, Sent, TxKind, Verdict};
+use super::{fingerprint, human};
 use crate::Web3;
-use crate::chain::{IERC20, TxPlan};
+use crate::chain::{Chain, IERC20, Read, Simulated, TxPlan};
 use crate::journal::EntryKind;
-use crate::policy::{AssetMove, Decision};
 use alloy::primitives::{Address, Bytes, U256};
 use alloy::sol_types::SolCall;
+use holdfast_core::config::TokenInfo;
 use holdfast_core::registers::{SharedEntry, ValueType};
 use holdfast_core::{ErrorCode, Origin, PresetOrCustom, ToolContext, ToolError};
 use schemars::JsonSchema;
@@ -52,6 +53,13 @@ pub struct TransferSummary {
     pub max_network_fee: String,
 }
 
+impl pipeline::Summary for TransferSummary {
+    fn set_fees(&mut self, gas_limit: u64, max_network_fee: String) {
+        self.gas_limit = gas_limit.to_string();
+        self.max_network_fee = max_network_fee;
+    }
+}
+
 /// The outcome of a transfer.
 pub struct TransferDone {
     /// The transaction.
@@ -80,144 +88,202 @@ fn invalid(field: &str, why: String) -> ToolError {
     ToolError::new(ErrorCode::InvalidParams, format!("`{field}`: {why}"))
 }
 
+struct Transfer<'a> {
+    r: TransferRequest<'a>,
+}
+
+/// Where the recipient came from.
+struct Recipient {
+    address: Address,
+    origin: Origin,
+    source: String,
+}
+
+impl Transfer<'_> {
+    fn token(&self, ctx: &ToolContext, network: &str) -> Result<(SharedEntry, TokenInfo), ToolError> {
+        let entry = ctx.registers.require_typed("token_register", self.r.token_register, ValueType::Token)?;
+        let address = entry.value.get("address").and_then(|v| v.as_str()).unwrap_or_default();
+        let address = holdfast_core::address::parse_address("token_register", address)?;
+        let token = ctx.config.tokens.by_address(network, address).cloned().ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::UnknownToken,
+                format!("`token_register`: {address} is not in the token table for {network}"),
+            )
+        })?;
+        Ok((entry, token))
+    }
+
+    fn recipient(
+        &self,
+        web3: &Web3,
+        ctx: &ToolContext,
+    ) -> Result<(Recipient, Option<(String, SharedEntry)>), ToolError> {
+        match self.r.recipient {
+            PresetOrCustom::Preset { preset } => {
+                let address = web3.address_book().get(preset).copied().ok_or_else(|| {
+                    ToolError::new(ErrorCode::UnknownPreset, format!("`preset`: `{preset}` is not in the address book"))
+                })?;
+                Ok((Recipient { address, origin: Origin::Config, source: format!("address book {preset}") }, None))
+            }
+            PresetOrCustom::Custom(RecipientRegister { recipient_register }) => {
+                let entry =
+                    ctx.registers.require_typed("recipient_register", recipient_register, ValueType::Address)?;
+                let address = holdfast_core::address::parse_address(
+                    "recipient_register",
+                    entry.value.as_str().unwrap_or_default(),
+                )?;
+                let origin = entry.origin();
+                let recipient = Recipient { address, origin, source: origin.as_str().to_owned() };
+                Ok((recipient, Some((recipient_register.clone(), entry))))
+            }
+        }
+    }
+}
+
+impl TxKind for Transfer<'_> {
+    type Summary = TransferSummary;
+    const KIND: EntryKind = EntryKind::Transfer;
+
+    fn tool(&self) -> &str {
+        self.r.tool
+    }
+
+    fn params(&self) -> serde_json::Value {
+        self.r.params.clone()
+    }
+
+    fn inputs(&self, web3: &Web3, ctx: &ToolContext) -> Result<Inputs, ToolError> {
+        let network = ctx.config.networks.resolve(self.r.network)?.clone();
+        let (token_entry, _) = self.token(ctx, &network.name)?;
+        let amount_entry =
+            ctx.registers.require_typed("amount_register", self.r.amount_register, ValueType::BaseUnits)?;
+        let (recipient, recipient_entry) = self.recipient(web3, ctx)?;
+        let mut parts: Vec<(&str, &SharedEntry)> =
+            vec![(self.r.token_register, &token_entry), (self.r.amount_register, &amount_entry)];
+        if let Some((key, entry)) = &recipient_entry {
+            parts.push((key.as_str(), entry));
+        }
+        let intent = intent_key(ctx, &format!("transfer to {}", recipient.address), &parts);
+        let mut registers = vec![(self.r.amount_register.to_owned(), amount_entry.clone())];
+        registers.extend(recipient_entry);
+        Ok(Inputs {
+            network,
+            authorization_intent: intent.clone(),
+            intent,
+            registers,
+            fresh: Vec::new(),
+            amount: Some(UserAmount { key: self.r.amount_register.to_owned(), entry: amount_entry }),
+            spends: true,
+        })
+    }
+
+    async fn plan(
+        &self,
+        web3: &Web3,
+        ctx: &ToolContext,
+        inputs: &Inputs,
+        _chain: &Chain,
+    ) -> Result<Planned<TransferSummary>, ToolError> {
+        let network = &inputs.network;
+        let (_, token) = self.token(ctx, &network.name)?;
+        let amount = inputs
+            .amount
+            .as_ref()
+            .and_then(|a| a.entry.value.as_str())
+            .and_then(|s| U256::from_str_radix(s, 10).ok())
+            .filter(|a| !a.is_zero())
+            .ok_or_else(|| {
+                invalid("amount_register", format!("`{}` holds no positive amount", self.r.amount_register))
+            })?;
+        let (recipient, _) = self.recipient(web3, ctx)?;
+        let wallet = web3.wallet().address();
+        let to = recipient.address;
+        if to == Address::ZERO || to == wallet || to == token.address {
+            return Err(invalid(
+                "recipient",
+                format!("{to} cannot receive this transfer (zero, the wallet itself or the token contract)"),
+            ));
+        }
+        let mut confirm = Vec::new();
+        if !amount_bound(ctx, self.r.amount_register, self.r.token_register) {
+            confirm.push(unbound_reason(self.r.amount_register, self.r.token_register));
+        }
+        if recipient.origin == Origin::Model {
+            confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
+        }
+        let tx = if token.is_native() {
+            TxPlan { to, data: Bytes::new(), value: amount }
+        } else {
+            TxPlan {
+                to: token.address,
+                data: IERC20::transferCall { to, amount }.abi_encode().into(),
+                value: U256::ZERO,
+            }
+        };
+        let asset = token.address.to_checksum(None);
+        let summary = TransferSummary {
+            action: "transfer".into(),
+            network: network.name.clone(),
+            amount: human(amount, token.decimals, &token.symbol),
+            token_address: asset.clone(),
+            recipient: to.to_checksum(None),
+            recipient_source: recipient.source,
+            gas_limit: String::new(),
+            max_network_fee: String::new(),
+        };
+        let fp =
+            fingerprint(&["transfer", &network.name, &asset, &to.to_string(), &amount.to_string(), &inputs.intent]);
+        Ok(Planned::Tx(Box::new(Plan {
+            tx,
+            mv: Move {
+                asset: token.address,
+                symbol: token.symbol.clone(),
+                decimals: token.decimals,
+                native: token.is_native(),
+                amount,
+            },
+            limits: Limits::Spend,
+            reads: vec![
+                Read::Balance { token: token.address, owner: wallet },
+                Read::Balance { token: token.address, owner: to },
+            ],
+            summary,
+            fingerprint: fp,
+            to,
+            confirm,
+        })))
+    }
+
+    async fn check(
+        &self,
+        _web3: &Web3,
+        _chain: &Chain,
+        plan: &mut Plan<TransferSummary>,
+        sim: &Simulated,
+    ) -> Result<Verdict, ToolError> {
+        let mv = &plan.mv;
+        let fee = if mv.native { sim.fee } else { U256::ZERO };
+        let sent_out = sim.fell(0).saturating_sub(fee);
+        let received = sim.rose(1);
+        if sim.after[0] > sim.before[0] || sent_out > mv.amount || received < mv.amount {
+            return Ok(Verdict::Refuse(ToolError::new(
+                ErrorCode::SimulationFailed,
+                format!(
+                    "the simulation of the exact transaction moves {} out of the wallet and {} into {}, not {}",
+                    human(sent_out, mv.decimals, &mv.symbol),
+                    human(received, mv.decimals, &mv.symbol),
+                    plan.to,
+                    human(mv.amount, mv.decimals, &mv.symbol)
+                ),
+            )));
+        }
+        Ok(Verdict::Pass)
+    }
+}
+
 /// Sends a transfer.
 pub async fn transfer(web3: &Web3, ctx: &ToolContext, r: TransferRequest<'_>) -> Result<TransferDone, ToolError> {
-    require_durable(web3)?;
-    let network = ctx.config.networks.resolve(r.network)?.clone();
-    let token_entry = ctx.registers.require_typed("token_register", r.token_register, ValueType::Token)?;
-    let token_address = token_entry.value.get("address").and_then(|v| v.as_str()).unwrap_or_default();
-    let token_address = holdfast_core::address::parse_address("token_register", token_address)?;
-    let token = ctx.config.tokens.by_address(&network.name, token_address).cloned().ok_or_else(|| {
-        ToolError::new(
-            ErrorCode::UnknownToken,
-            format!("`token_register`: {token_address} is not in the token table for {}", network.name),
-        )
-    })?;
-    let amount_entry = ctx.registers.require_typed("amount_register", r.amount_register, ValueType::BaseUnits)?;
-    let amount = amount_entry
-        .value
-        .as_str()
-        .and_then(|s| U256::from_str_radix(s, 10).ok())
-        .filter(|a| !a.is_zero())
-        .ok_or_else(|| invalid("amount_register", format!("`{}` holds no positive amount", r.amount_register)))?;
-
-    let (recipient, recipient_origin, recipient_source, recipient_entry): (
-        Address,
-        Origin,
-        String,
-        Option<(String, SharedEntry)>,
-    ) = match r.recipient {
-        PresetOrCustom::Preset { preset } => {
-            let address = web3.address_book().get(preset).copied().ok_or_else(|| {
-                ToolError::new(ErrorCode::UnknownPreset, format!("`preset`: `{preset}` is not in the address book"))
-            })?;
-            (address, Origin::Config, format!("address book {preset}"), None)
-        }
-        PresetOrCustom::Custom(RecipientRegister { recipient_register }) => {
-            let entry = ctx.registers.require_typed("recipient_register", recipient_register, ValueType::Address)?;
-            let text = entry.value.as_str().unwrap_or_default();
-            let address = holdfast_core::address::parse_address("recipient_register", text)?;
-            let origin = entry.origin();
-            (address, origin, origin.as_str().to_owned(), Some((recipient_register.clone(), entry)))
-        }
-    };
-
-    let mut intent_parts: Vec<(&str, &SharedEntry)> =
-        vec![(r.token_register, &token_entry), (r.amount_register, &amount_entry)];
-    if let Some((key, entry)) = &recipient_entry {
-        intent_parts.push((key.as_str(), entry));
-    }
-    let intent = intent_key(ctx, &format!("transfer to {recipient}"), &intent_parts);
-    if let Some(earlier) = web3.journal().live_by_intent(&intent).await? {
-        return Ok(TransferDone { sent: execute::already_sent(web3, earlier).await?, summary: None });
-    }
-
-    let wallet = web3.wallet().address();
-    if recipient == Address::ZERO || recipient == wallet || recipient == token.address {
-        return Err(invalid(
-            "recipient",
-            format!("{recipient} cannot receive this transfer (zero, the wallet itself or the token contract)"),
-        ));
-    }
-    let model_inputs = amount_entry.origin() == Origin::Model || recipient_origin == Origin::Model;
-    let asset = token.address.to_checksum(None);
-    let spent_today = web3
-        .journal()
-        .spent_today(network.chain_id, &wallet.to_checksum(None), &asset, EntryKind::Transfer.cap_group())
-        .await?;
-    let m = AssetMove {
-        network: &network.name,
-        symbol: &token.symbol,
-        decimals: token.decimals,
-        native: token.is_native(),
-        amount,
-        spent_today,
-        model_inputs,
-    };
-    let mut decision = web3.policy().check(&m)?;
-    if !amount_bound(ctx, r.amount_register, r.token_register) {
-        decision = Decision::Confirm(unbound_reason(r.amount_register, r.token_register));
-    }
-    if recipient_origin == Origin::Model {
-        decision =
-            Decision::Confirm(format!("the recipient {recipient} was typed by the model, not taken from your words"));
-    }
-    let cap = web3.policy().day_cap(&m, EntryKind::Transfer)?;
-
-    let plan = if token.is_native() {
-        TxPlan { to: recipient, data: Bytes::new(), value: amount }
-    } else {
-        TxPlan {
-            to: token.address,
-            data: IERC20::transferCall { to: recipient, amount }.abi_encode().into(),
-            value: U256::ZERO,
-        }
-    };
-    let chain = web3.chain(&network)?;
-    let sim = chain.simulate_deltas(wallet, &plan, &[(token.address, wallet), (token.address, recipient)]).await?;
-    let (sender, receiver) = (sim.balances[0], sim.balances[1]);
-    let sent_out = sender.0.saturating_sub(sender.1);
-    let received = receiver.1.saturating_sub(receiver.0);
-    if sender.1 > sender.0 || sent_out > amount || received < amount {
-        return Err(ToolError::new(
-            ErrorCode::SimulationFailed,
-            format!(
-                "the simulation moves {} out of the wallet and {} into {recipient}, not {}",
-                human(sent_out, token.decimals, &token.symbol),
-                human(received, token.decimals, &token.symbol),
-                human(amount, token.decimals, &token.symbol)
-            ),
-        ));
-    }
-    let fees = chain.fees(wallet, &plan).await?;
-    web3.policy().check_fees(&network.name, &fees)?;
-    let summary = TransferSummary {
-        action: "transfer".into(),
-        network: network.name.clone(),
-        amount: human(amount, token.decimals, &token.symbol),
-        token_address: asset.clone(),
-        recipient: recipient.to_checksum(None),
-        recipient_source,
-        gas_limit: fees.gas_limit.to_string(),
-        max_network_fee: human(fees.max_cost(), 18, &network.native_symbol),
-    };
-    let fp = fingerprint(&["transfer", &network.name, &asset, &recipient.to_string(), &amount.to_string(), &intent]);
-    let action = Action {
-        tool: r.tool,
-        params: r.params,
-        kind: EntryKind::Transfer,
-        network: &network,
-        chain: &chain,
-        plan,
-        fees,
-        fingerprint: fp,
-        intent,
-        decision,
-        cap: Some(cap),
-        summary: serde_json::to_value(&summary).unwrap_or_default(),
-        to: recipient.to_checksum(None),
-        asset,
-    };
-    let sent = execute::execute(web3, ctx, action, &m).await?;
-    Ok(TransferDone { sent, summary: Some(summary) })
+    let done = pipeline::run(web3, ctx, &Transfer { r }).await?;
+    let sent = done.sent.ok_or_else(|| ToolError::internal("a transfer always sends or fails"))?;
+    Ok(TransferDone { sent, summary: done.summary })
 }

@@ -1,5 +1,5 @@
-//! `token_approve {for_quote}`: approves exactly the quote's sell amount to the network's pinned spender
-//! (invariant 5). A thin front of [`crate::kernel::approve`].
+//! `token_approve {for_quote}`: sets the allowance of the network's pinned spender to exactly the quote's sell amount
+//! (invariant 5) — raising or lowering it. A thin front of [`crate::kernel::approve`].
 
 use crate::Web3;
 use crate::kernel::TxOutcome;
@@ -20,7 +20,7 @@ pub struct ApproveInput {
 /// Result of `token_approve`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ApproveOutput {
-    /// `approved`, or `not_needed` when the allowance already covers the sell amount.
+    /// `approved`, or `not_needed` when the allowance already is exactly the sell amount.
     pub result: String,
     /// The token approved.
     pub token: String,
@@ -49,8 +49,9 @@ impl AiTool for TokenApprove {
     }
 
     fn description(&self) -> &str {
-        "When a swap quote needs an allowance, approve exactly its sell amount to the pinned spender \
-         (for_quote: \"swap_quote\"). Does nothing when the allowance already suffices."
+        "When a swap quote sells a token, set its allowance for the pinned spender to exactly the quote's sell \
+         amount (for_quote: \"swap_quote\"): a swap never relies on more. Does nothing when it already is exactly \
+         that; an approval whose swap does not happen is reset to zero by holdfast."
     }
 
     fn kind(&self) -> ToolKind {

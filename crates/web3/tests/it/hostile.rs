@@ -527,7 +527,8 @@ async fn run(world: &World, worker: &Worker, actions: Vec<Action>) -> Result<(),
     }
 
     // --- Invariants ---
-    let journal = web3.journal().for_session("hostile").await.unwrap();
+    // Every entry, the session's and the kernel's own (allowance resets).
+    let journal = web3.journal().recent(100_000).await.unwrap();
     for e in &journal {
         count(format!("journal:{}:{}", serde_json::to_value(e.kind).unwrap().as_str().unwrap(), e.status.as_str()));
     }
@@ -586,12 +587,15 @@ async fn check_transactions(
         let (per_tx, day_cap) = caps.get(e.asset_symbol.as_str()).copied().unwrap_or_default();
         prop_assert!(u(&e.amount) <= per_tx, "{} {} above the per-transaction cap", e.amount, e.asset_symbol);
         match e.kind {
-            EntryKind::Approval => {
+            EntryKind::Approval | EntryKind::Reset => {
                 prop_assert_eq!(
                     e.summary["spender"].as_str().map(str::to_owned),
                     Some(VENUE.to_checksum(None)),
                     "approval spender"
                 );
+                if e.kind == EntryKind::Reset {
+                    prop_assert_eq!(e.amount.as_str(), "0", "a reset sets the allowance to zero");
+                }
             }
             _ => {
                 prop_assert_eq!(e.to.clone(), VENUE.to_checksum(None), "swap target");

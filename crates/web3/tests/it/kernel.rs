@@ -187,7 +187,7 @@ async fn a_quote_priced_fifty_percent_below_the_feed_is_rejected_even_with_match
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn calldata_paying_another_recipient_fails_the_simulation_and_the_refusal_is_journaled() {
+async fn calldata_paying_another_recipient_is_refused_by_its_decoding_and_the_refusal_is_journaled() {
     let (env, tamper) = Env::with_hostile_quoter(Tweaks::default()).await;
     *tamper.lock() = Box::new(|q| recalldata(q, |c| c.recipient = ATTACKER));
     let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
@@ -196,7 +196,7 @@ async fn calldata_paying_another_recipient_fails_the_simulation_and_the_refusal_
 
     let sent = env.call("web3_tx", tx()).await;
     let mut f = Failures::default();
-    f.check(code(&sent) == "simulation_failed", format!("web3_tx → simulation_failed (got {sent:?})"));
+    f.check(code(&sent) == "quote_rejected", format!("web3_tx → quote_rejected (got {sent:?})"));
     f.check(holdings(&env).await == before, format!("nothing moved on chain: {before:?} → {:?}", holdings(&env).await));
     f.check(env.devnet.balance_of(USDC, ATTACKER).await.unwrap().is_zero(), "the attacker received nothing");
     check_refused_swap(&mut f, &env, "session-1", false).await;

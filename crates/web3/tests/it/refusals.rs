@@ -92,21 +92,21 @@ async fn every_validated_quote_field_is_checked_on_write() {
 }
 
 #[tokio::test]
-async fn honest_fields_with_calldata_that_pays_someone_else_fail_the_simulation() {
+async fn honest_fields_with_calldata_that_pays_someone_else_are_refused_by_the_decoded_calldata() {
     let (env, tamper) = Env::with_hostile_quoter(Tweaks::default()).await;
     *tamper.lock() = Box::new(|q| recalldata(q, |c| c.recipient = ATTACKER));
     let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert_eq!(out["origin"], "tool", "the fields are honest, so the quote is stored: {out}");
     let nonce = env.nonce().await;
     let err = env.err("web3_tx", tx()).await;
-    assert_eq!(err.code, ErrorCode::SimulationFailed, "{err:?}");
-    assert!(err.message.contains("less than the minimum"), "{}", err.message);
+    assert_eq!(err.code, ErrorCode::QuoteRejected, "{err:?}");
+    assert!(err.message.contains("`recipient`") && err.message.contains("not the wallet"), "{}", err.message);
     assert_eq!(env.nonce().await, nonce, "nothing was sent");
     assert_eq!(env.devnet.balance_of(USDC, ATTACKER).await.unwrap(), U256::ZERO);
 }
 
 #[tokio::test]
-async fn calldata_that_takes_more_than_the_quoted_amount_fails_the_simulation() {
+async fn calldata_that_takes_more_than_the_quoted_amount_is_refused_before_anything_is_simulated() {
     let (env, tamper) = Env::with_hostile_quoter(Tweaks::default()).await;
     // Approve far more than the quote sells, then let the calldata sell double.
     *tamper.lock() = Box::new(|q| recalldata(q, |c| c.sellAmount *= U256::from(2)));
@@ -125,8 +125,8 @@ async fn calldata_that_takes_more_than_the_quoted_amount_fails_the_simulation() 
     chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap().unwrap();
     let usdc = env.balance(USDC).await;
     let err = env.err("web3_tx", tx()).await;
-    assert_eq!(err.code, ErrorCode::SimulationFailed, "{err:?}");
-    assert!(err.message.contains("not the quoted 5 USDC"), "{}", err.message);
+    assert_eq!(err.code, ErrorCode::QuoteRejected, "{err:?}");
+    assert!(err.message.contains("`sellAmount` is 10000000, not the sell amount 5000000"), "{}", err.message);
     assert_eq!(env.balance(USDC).await, usdc);
 }
 
@@ -342,7 +342,10 @@ async fn scratch_registers_and_model_crafted_values_never_reach_a_signature() {
 #[tokio::test]
 async fn without_an_independent_price_a_swap_always_waits_and_says_so() {
     // No USDC feed: ETH → USDC has no price that does not come from the quoter.
-    let usdc_feed = format!(", USDC = \"{}\"", holdfast_devnet::contracts::USDC_USD_FEED);
+    let usdc_feed = format!(
+        "feeds.USDC = {{ address = \"{}\", decimals = 8, description = \"USDC / USD\", heartbeat_secs = 86400 }}",
+        holdfast_devnet::contracts::USDC_USD_FEED
+    );
     let env = Env::start_with(Tweaks { toml_replace: vec![(usdc_feed, String::new())], ..Default::default() }).await;
     env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     let nonce = env.nonce().await;

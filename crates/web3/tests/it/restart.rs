@@ -39,7 +39,9 @@ async fn crash_before_broadcast(env: &Env) -> holdfast_web3::chain::SignedTx {
     let from = signer.address().to_checksum(None);
     let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
     let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
-    env.web3.journal().insert(entry(&signed, &from), EntryStatus::Signed).await.unwrap();
+    holdfast_web3::journal::test_hooks::insert(env.web3.journal(), entry(&signed, &from), EntryStatus::Signed)
+        .await
+        .unwrap();
     signed
 }
 
@@ -73,7 +75,7 @@ async fn a_transaction_mined_while_down_is_recorded_without_resending() {
     let out = env.ok("web3_tx", serde_json::json!({"from_register": "swap_quote", "network": "base"})).await;
     let id = out["journal_id"].as_str().unwrap().to_owned();
     // Pretend the process died before it recorded the receipt.
-    env.web3.journal().update(&id, EntryStatus::Signed, Default::default()).await.unwrap();
+    holdfast_web3::journal::test_hooks::set_status(env.web3.journal(), &id, EntryStatus::Signed).await.unwrap();
     let nonce = env.nonce().await;
 
     let env = Env::load(env.devnet, "after-restart");

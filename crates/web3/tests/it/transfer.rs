@@ -155,15 +155,14 @@ async fn in_a_turn_the_user_did_not_start_even_an_auto_approved_transfer_waits_f
 #[tokio::test]
 async fn one_amount_from_the_users_words_moves_once_per_message() {
     let env = Env::start().await;
-    let turn = |id: &str| env.ctx.extensions.insert(holdfast_core::confirm::UserTurn(id.to_owned()));
     prepare(&env, "send 0.001 ETH to alice", "ETH", "0.001").await;
-    turn("message-1");
     let first = env.ok("transfer", to_alice()).await;
     assert_eq!(first["status"], "confirmed", "{first}");
     // The same call again is the same transaction, not a second authorization.
     let again = env.ok("transfer", to_alice()).await;
     assert_eq!(again["hash"], first["hash"]);
-    // A second transfer of the same amount in the same turn (a new intent: the amount register rewritten) waits.
+    // A second transfer of the same amount without a new message (a new intent: the amount register rewritten from
+    // the same words) waits for the user.
     env.ok(
         "to_raw_amount",
         json!({"amount": "0.001", "token_register": "transfer_token", "cache_as": "transfer_amount"}),
@@ -173,10 +172,15 @@ async fn one_amount_from_the_users_words_moves_once_per_message() {
     let err = env.err("transfer", to_alice()).await;
     assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
     let reason = err.details.unwrap()["reason"].as_str().unwrap().to_owned();
-    assert!(reason.contains("already authorized one transfer of value in this turn"), "{reason}");
+    assert!(reason.contains("already authorized one action"), "{reason}");
     assert_eq!(env.nonce().await, nonce, "nothing sent");
-    // The user's next message authorizes it again.
-    turn("message-2");
+    // The user's next message authorizes one more.
+    env.ctx.context_bank.scan_input("send 0.001 ETH to alice again");
+    env.ok(
+        "to_raw_amount",
+        json!({"amount": "0.001", "token_register": "transfer_token", "cache_as": "transfer_amount"}),
+    )
+    .await;
     let second = env.ok("transfer", to_alice()).await;
     assert_eq!(second["status"], "confirmed", "{second}");
     assert_ne!(second["hash"], first["hash"]);

@@ -1,6 +1,7 @@
 //! A JSON-RPC proxy on a loopback port in front of the devnet's anvil: it counts requests by method and can lose
 //! the node's answer to `eth_sendRawTransaction` after forwarding it (HTTP 502, a dropped connection, or a reply
-//! that is not JSON-RPC) — the transport failures after which a transaction's fate is unknown to its sender.
+//! that is not JSON-RPC) — the transport failures after which a transaction's fate is unknown to its sender — or
+//! rewrite any answer of the node ([`RpcProxy::set_rewrite`]): a node that lies.
 //!
 //! It speaks plain HTTP/1.1 itself (keep-alive, `content-length` bodies, as alloy's HTTP client sends them), so it
 //! can close a connection without answering, which an axum handler cannot.
@@ -30,10 +31,14 @@ pub(crate) enum Fault {
     ForwardThenRpcError,
 }
 
+/// Rewrites the node's answer (`response`, a JSON-RPC response object) to one call (`request`): a lying node.
+pub(crate) type Rewrite = Arc<dyn Fn(&Value, &mut Value) + Send + Sync>;
+
 struct Shared {
     upstream: String,
     http: reqwest::Client,
     fault: Mutex<Fault>,
+    rewrite: Mutex<Option<Rewrite>>,
     counts: Mutex<BTreeMap<String, usize>>,
     faults_applied: AtomicUsize,
 }
@@ -54,6 +59,7 @@ impl RpcProxy {
             upstream: upstream.to_owned(),
             http: reqwest::Client::new(),
             fault: Mutex::new(Fault::Forward),
+            rewrite: Mutex::new(None),
             counts: Mutex::new(BTreeMap::new()),
             faults_applied: AtomicUsize::new(0),
         });
@@ -69,6 +75,11 @@ impl RpcProxy {
     /// Sets what happens to every following `eth_sendRawTransaction` (until changed again).
     pub(crate) fn set_fault(&self, fault: Fault) {
         *self.shared.fault.lock() = fault;
+    }
+
+    /// Rewrites every following answer with `rewrite` (after forwarding the call), until set to `None`.
+    pub(crate) fn set_rewrite(&self, rewrite: Option<Rewrite>) {
+        *self.shared.rewrite.lock() = rewrite;
     }
 
     /// Requests seen for `method` (a batch counts each of its calls).
@@ -124,15 +135,30 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 *counts.entry(m.clone()).or_default() += 1;
             }
         }
+        let request: Option<Value> = serde_json::from_slice(&body).ok();
         let forwarded =
             shared.http.post(&shared.upstream).header("content-type", "application/json").body(body).send().await;
-        let answer = match forwarded {
+        let mut answer = match forwarded {
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 resp.bytes().await.ok().map(|b| (status, b.to_vec()))
             }
             Err(_) => None,
         };
+        let rewrite = shared.rewrite.lock().clone();
+        if let (Some(rewrite), Some(request), Some((_, body))) = (rewrite, &request, &mut answer)
+            && let Ok(mut response) = serde_json::from_slice::<Value>(body)
+        {
+            match (request, &mut response) {
+                (Value::Array(calls), Value::Array(answers)) => {
+                    for (call, answer) in calls.iter().zip(answers.iter_mut()) {
+                        rewrite(call, answer);
+                    }
+                }
+                (call, answer) => rewrite(call, answer),
+            }
+            *body = response.to_string().into_bytes();
+        }
         let fault = *shared.fault.lock();
         let faulty = fault != Fault::Forward && called.iter().any(|m| m == "eth_sendRawTransaction");
         if faulty {

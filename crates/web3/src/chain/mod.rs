@@ -1,14 +1,21 @@
-//! One network's chain access: reads, simulation with balance deltas, and signing/broadcast with a nonce manager.
+//! One network's chain access: reads, the exact simulation of a transaction about to be signed ([`simulate`]), the
+//! nonce and what the chain shows about it ([`nonce`]), and signing/broadcast.
 //!
 //! The chain decides gas, fees and nonce (invariant 4): nothing here takes them from a caller. Sends are serialised
-//! per wallet ([`crate::journal::Journal::lock_wallet`], held by the kernel from nonce choice through journal write to
-//! broadcast, across instances when the journal is in PostgreSQL),
-//! and a broadcast's answer is classified ([`Broadcast`]) so that only a definite rejection counts as "not sent".
+//! per wallet ([`crate::journal::Journal::lock_wallet`], held by the kernel from the nonce's choice through the
+//! simulation, the journal write and the broadcast, across instances when the journal is in PostgreSQL), and a
+//! broadcast's answer is classified ([`Broadcast`]); the kernel releases nothing on a node's answer alone.
+
+pub mod nonce;
+pub mod simulate;
+
+pub use nonce::NonceUse;
+pub use simulate::{Read, Simulated};
 
 use alloy::consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy::eips::Encodable2718;
 use alloy::network::TxSignerSync;
-use alloy::primitives::{Address, B256, Bytes, TxKind, U256, address};
+use alloy::primitives::{Address, B256, Bytes, TxKind, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionReceipt;
 use alloy::sol;
@@ -33,10 +40,6 @@ sol! {
         function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
     }
 }
-
-/// Where the simulation places its balance reader (code: `BALANCE(calldata[0:32])`, returned as 32 bytes).
-const BALANCE_READER: Address = address!("0x00000000000000000000000000000000000ba1a9");
-const BALANCE_READER_CODE: &str = "0x6000353160005260206000f3";
 
 /// Head-room added to the node's gas estimate.
 const GAS_MARGIN_PERCENT: u64 = 20;
@@ -116,35 +119,14 @@ impl FeeQuote {
     }
 }
 
-/// The wallet's balances around a simulated transaction.
-#[derive(Debug, Clone)]
-pub struct SimulatedSwap {
-    /// Sell-token balance before.
-    pub sell_before: U256,
-    /// Sell-token balance after.
-    pub sell_after: U256,
-    /// Buy-token balance before.
-    pub buy_before: U256,
-    /// Buy-token balance after.
-    pub buy_after: U256,
-    /// Gas the transaction used.
-    pub gas_used: u64,
-}
-
-/// Balances around a simulated transaction, in the order they were asked for: `(before, after)`.
-#[derive(Debug, Clone)]
-pub struct SimulatedDeltas {
-    /// `(before, after)` per requested `(token, owner)`.
-    pub balances: Vec<(U256, U256)>,
-    /// Gas the transaction used.
-    pub gas_used: u64,
-}
-
 /// One network's client.
 #[derive(Debug)]
 pub struct Chain {
     network: NetworkConfig,
     provider: DynProvider,
+    /// One client per configured RPC URL (the first is `provider`'s): independent reads, such as the price feeds,
+    /// are asked of each.
+    readers: Vec<(String, DynProvider)>,
     verified_chain_id: tokio::sync::OnceCell<()>,
 }
 
@@ -153,16 +135,51 @@ fn upstream(network: &str, what: &str, e: impl std::fmt::Display) -> ToolError {
 }
 
 impl Chain {
-    /// A client for `network` over its first RPC URL.
+    /// A client for `network` over its first RPC URL (and one reader per configured URL).
     pub fn new(network: &NetworkConfig) -> Result<Self, ToolError> {
-        let url = network.rpc_urls.first().ok_or_else(|| {
-            ToolError::new(ErrorCode::ConfigInvalid, format!("network `{}` has no rpc_urls configured", network.name))
-        })?;
-        let url = url.parse().map_err(|e| {
-            ToolError::new(ErrorCode::ConfigInvalid, format!("network `{}`: bad rpc url: {e}", network.name))
-        })?;
-        let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(url).erased();
-        Ok(Self { network: network.clone(), provider, verified_chain_id: tokio::sync::OnceCell::new() })
+        if network.rpc_urls.is_empty() {
+            return Err(ToolError::new(
+                ErrorCode::ConfigInvalid,
+                format!("network `{}` has no rpc_urls configured", network.name),
+            ));
+        }
+        let mut readers = Vec::with_capacity(network.rpc_urls.len());
+        for url in &network.rpc_urls {
+            let parsed = url.parse().map_err(|e| {
+                ToolError::new(ErrorCode::ConfigInvalid, format!("network `{}`: bad rpc url: {e}", network.name))
+            })?;
+            let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased();
+            readers.push((holdfast_core::redact_urls(url).into_owned(), provider));
+        }
+        let provider = readers[0].1.clone();
+        Ok(Self { network: network.clone(), provider, readers, verified_chain_id: tokio::sync::OnceCell::new() })
+    }
+
+    /// `eth_call` of `data` on `to` at the latest block of every configured RPC node, each answer with the node's
+    /// redacted URL. Each node's chain id is checked first; a node on another chain answers an error.
+    pub(crate) async fn call_each(&self, to: Address, data: Bytes) -> Vec<(String, Result<Bytes, ToolError>)> {
+        let calls = self.readers.iter().map(|(url, provider)| {
+            let data = data.clone();
+            async move {
+                let answer = async {
+                    let id = provider.get_chain_id().await.map_err(|e| upstream(url, "eth_chainId", e))?;
+                    if id != self.network.chain_id {
+                        return Err(ToolError::new(
+                            ErrorCode::UnknownNetwork,
+                            format!(
+                                "{url} serves chain id {id}, not {}'s {}",
+                                self.network.name, self.network.chain_id
+                            ),
+                        ));
+                    }
+                    let req = alloy::rpc::types::TransactionRequest::default().to(to).input(data.into());
+                    provider.call(req).await.map_err(|e| upstream(url, "eth_call", e))
+                }
+                .await;
+                (url.clone(), answer)
+            }
+        });
+        futures::future::join_all(calls).await
     }
 
     /// The network.
@@ -196,7 +213,8 @@ impl Chain {
     /// simulated before it is signed: one simulated balance read. `holdfast doctor` reports it.
     pub async fn check_simulation(&self) -> Result<(), ToolError> {
         self.verify().await?;
-        self.simulate(vec![Self::balance_read(NATIVE_TOKEN_ADDRESS, Address::ZERO, Address::ZERO)]).await.map(|_| ())
+        let read = json!({"from": Address::ZERO, "to": NATIVE_TOKEN_ADDRESS, "data": "0x"});
+        self.simulate(vec![read]).await.map(|_| ())
     }
 
     /// Native balance.
@@ -239,92 +257,16 @@ impl Chain {
         self.provider.call(req).await.map_err(|e| upstream(&self.network.name, "eth_call", e))
     }
 
-    fn balance_read(token: Address, owner: Address, from: Address) -> Value {
-        if token == NATIVE_TOKEN_ADDRESS {
-            json!({"from": from, "to": BALANCE_READER, "data": Bytes::from(owner.into_word().to_vec())})
-        } else {
-            json!({"from": from, "to": token, "data": Bytes::from(IERC20::balanceOfCall { owner }.abi_encode())})
-        }
-    }
-
-    /// Simulates `plan` from `from` on the latest state with `eth_simulateV1`, reading each `(token, owner)`
-    /// balance before and after it in the same simulated block. A revert → `simulation_failed`.
-    pub async fn simulate_deltas(
-        &self,
-        from: Address,
-        plan: &TxPlan,
-        reads: &[(Address, Address)],
-    ) -> Result<SimulatedDeltas, ToolError> {
-        self.verify().await?;
-        let tx = json!({"from": from, "to": plan.to, "data": plan.data, "value": plan.value});
-        let mut calls: Vec<Value> = reads.iter().map(|(t, o)| Self::balance_read(*t, *o, from)).collect();
-        calls.push(tx);
-        calls.extend(reads.iter().map(|(t, o)| Self::balance_read(*t, *o, from)));
-        let results = self.simulate(calls).await?;
-        let word = |i: usize| -> Result<U256, ToolError> {
-            let bytes = results.get(i).and_then(|r| r.get("returnData")).and_then(Value::as_str).unwrap_or("0x");
-            let bytes: Bytes = bytes.parse().map_err(|_| self.sim_err("unreadable balance in the simulation"))?;
-            if bytes.len() != 32 {
-                return Err(self.sim_err("unreadable balance in the simulation"));
-            }
-            Ok(U256::from_be_slice(&bytes))
-        };
-        let n = reads.len();
-        let mut balances = Vec::with_capacity(n);
-        for i in 0..n {
-            balances.push((word(i)?, word(n + 1 + i)?));
-        }
-        let gas_used = results
-            .get(n)
-            .and_then(|r| r.get("gasUsed"))
-            .and_then(Value::as_str)
-            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            .unwrap_or_default();
-        Ok(SimulatedDeltas { balances, gas_used })
-    }
-
-    /// Simulates a swap from `from`, reading its sell- and buy-token balances around it.
-    pub async fn simulate_swap(
-        &self,
-        from: Address,
-        plan: &TxPlan,
-        sell_token: Address,
-        buy_token: Address,
-    ) -> Result<SimulatedSwap, ToolError> {
-        let sim = self.simulate_deltas(from, plan, &[(sell_token, from), (buy_token, from)]).await?;
-        let (sell, buy) = (sim.balances[0], sim.balances[1]);
-        Ok(SimulatedSwap {
-            sell_before: sell.0,
-            sell_after: sell.1,
-            buy_before: buy.0,
-            buy_after: buy.1,
-            gas_used: sim.gas_used,
-        })
-    }
-
-    /// Simulates one call; a revert → `simulation_failed`. Returns the gas used.
-    pub async fn simulate_call(&self, from: Address, plan: &TxPlan) -> Result<u64, ToolError> {
-        self.verify().await?;
-        let results =
-            self.simulate(vec![json!({"from": from, "to": plan.to, "data": plan.data, "value": plan.value})]).await?;
-        Ok(results[0]
-            .get("gasUsed")
-            .and_then(Value::as_str)
-            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            .unwrap_or_default())
-    }
-
     fn sim_err(&self, why: &str) -> ToolError {
         ToolError::new(ErrorCode::SimulationFailed, format!("{}: {why}", self.network.name))
     }
 
+    /// `eth_simulateV1` of plain calls on the latest state, without validation: only `holdfast doctor`'s check that
+    /// the node answers it. Every transaction is simulated exactly as signed instead ([`simulate`]).
     async fn simulate(&self, calls: Vec<Value>) -> Result<Vec<Value>, ToolError> {
         let n = calls.len();
         let payload = json!({
-            "blockStateCalls": [{
-                "stateOverrides": {BALANCE_READER.to_string(): {"code": BALANCE_READER_CODE}},
-                "calls": calls,
-            }],
+            "blockStateCalls": [{"calls": calls}],
             "validation": false,
             "traceTransfers": false,
         });
@@ -388,15 +330,10 @@ impl Chain {
         Ok(journaled.map_or(mined, |n| n.saturating_add(1).max(mined)))
     }
 
-    /// Signs `plan` as an EIP-1559 transaction on this chain with `nonce` and `fees`. Nothing leaves the process.
-    pub fn sign(
-        &self,
-        signer: &alloy::signers::local::PrivateKeySigner,
-        plan: &TxPlan,
-        fees: FeeQuote,
-        nonce: u64,
-    ) -> Result<SignedTx, ToolError> {
-        let mut tx = TxEip1559 {
+    /// The EIP-1559 transaction `plan` becomes on this chain with `nonce` and `fees`: what the kernel simulates
+    /// ([`Chain::simulate_exact`]) and then signs, unchanged.
+    pub fn build(&self, plan: &TxPlan, fees: FeeQuote, nonce: u64) -> TxEip1559 {
+        TxEip1559 {
             chain_id: self.network.chain_id,
             nonce,
             gas_limit: fees.gas_limit,
@@ -406,18 +343,39 @@ impl Chain {
             value: plan.value,
             access_list: Default::default(),
             input: plan.data.clone(),
-        };
+        }
+    }
+
+    /// Signs `plan` as an EIP-1559 transaction on this chain with `nonce` and `fees`. Nothing leaves the process.
+    pub fn sign(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        plan: &TxPlan,
+        fees: FeeQuote,
+        nonce: u64,
+    ) -> Result<SignedTx, ToolError> {
+        self.sign_tx(signer, self.build(plan, fees, nonce))
+    }
+
+    /// Signs `tx` exactly as given. Nothing leaves the process.
+    pub fn sign_tx(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        mut tx: TxEip1559,
+    ) -> Result<SignedTx, ToolError> {
         let signature = signer
             .sign_transaction_sync(&mut tx)
             .map_err(|_| ToolError::internal(format!("{}: signing failed", self.network.name)))?;
+        let (nonce, gas_limit, max_fee_per_gas, max_priority_fee_per_gas) =
+            (tx.nonce, tx.gas_limit, tx.max_fee_per_gas, tx.max_priority_fee_per_gas);
         let envelope = TxEnvelope::from(tx.into_signed(signature));
         Ok(SignedTx {
             hash: *envelope.tx_hash(),
             raw: envelope.encoded_2718().into(),
             nonce,
-            gas_limit: fees.gas_limit,
-            max_fee_per_gas: fees.max_fee_per_gas,
-            max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
+            gas_limit,
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
         })
     }
 

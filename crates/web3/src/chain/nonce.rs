@@ -1,0 +1,93 @@
+//! What the chain shows about a nonce: the proof the kernel needs before a journaled transaction may count as never
+//! sent (its reservation released) or as replaced by another one.
+//!
+//! A node's answer to a broadcast ("nonce too low", "already known", an internal error) is only the node's word:
+//! a node can forward a transaction and then answer that it refused it. So the kernel releases nothing on such an
+//! answer; it asks the chain where the entry's nonce stands ([`Chain::nonce_use`]):
+//!
+//! - **unused**: neither the latest nor the pending transaction count of the account has passed the nonce — nothing
+//!   with this nonce is mined or waiting, so this transaction is not out there;
+//! - **used by a hash**: the latest count has passed it, and the block where the count passed it holds the
+//!   account's transaction with this nonce (found by a binary search over the recent blocks' counts): this hash, or
+//!   another one;
+//! - **unknown**: anything else — in the pool but not known by hash, a node that cannot answer for old blocks, a
+//!   block that does not hold what its count says. The entry stays `unknown`, its amount reserved, and is
+//!   reconciled again later.
+
+use super::{Chain, upstream};
+use alloy::consensus::Transaction as _;
+use alloy::eips::BlockId;
+use alloy::network::TransactionResponse as _;
+use alloy::primitives::{Address, B256};
+use alloy::providers::Provider;
+use holdfast_core::ToolError;
+
+/// How far back (in blocks) the search for the block that used a nonce goes.
+pub const NONCE_SEARCH_BLOCKS: u64 = 100_000;
+
+/// Where a nonce of an account stands on chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceUse {
+    /// Neither mined nor pending: a transaction signed with it is not out there.
+    Unused,
+    /// Mined, by the transaction with this hash.
+    UsedBy(B256),
+    /// Used or pending, by a transaction the chain did not show.
+    Unknown,
+}
+
+impl Chain {
+    /// The account's transaction count including the node's pending pool.
+    pub async fn pending_nonce(&self, account: Address) -> Result<u64, ToolError> {
+        self.provider
+            .get_transaction_count(account)
+            .pending()
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
+    }
+
+    async fn count_at(&self, account: Address, block: u64) -> Result<u64, ToolError> {
+        self.provider
+            .get_transaction_count(account)
+            .block_id(BlockId::number(block))
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
+    }
+
+    /// Where `account`'s `nonce` stands on chain (see the module documentation).
+    pub async fn nonce_use(&self, account: Address, nonce: u64) -> Result<NonceUse, ToolError> {
+        self.verify().await?;
+        let (latest, pending) = tokio::try_join!(self.mined_nonce(account), self.pending_nonce(account))?;
+        if latest <= nonce {
+            return Ok(if pending <= nonce { NonceUse::Unused } else { NonceUse::Unknown });
+        }
+        let head =
+            self.provider.get_block_number().await.map_err(|e| upstream(&self.network.name, "eth_blockNumber", e))?;
+        // The first block whose count passed `nonce`: counts only grow, so a binary search over (lo, hi].
+        let mut lo = head.saturating_sub(NONCE_SEARCH_BLOCKS);
+        let mut hi = head;
+        match self.count_at(account, lo).await {
+            Ok(c) if c <= nonce => {}
+            // Used before the window, or the node keeps no state that old: no proof here.
+            _ => return Ok(NonceUse::Unknown),
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match self.count_at(account, mid).await {
+                Ok(c) if c > nonce => hi = mid,
+                Ok(_) => lo = mid,
+                Err(_) => return Ok(NonceUse::Unknown),
+            }
+        }
+        let block = self
+            .provider
+            .get_block_by_number(hi.into())
+            .full()
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getBlockByNumber", e))?;
+        let found = block.and_then(|b| {
+            b.transactions.into_transactions().find(|t| t.from() == account && t.nonce() == nonce).map(|t| t.tx_hash())
+        });
+        Ok(found.map_or(NonceUse::Unknown, NonceUse::UsedBy))
+    }
+}

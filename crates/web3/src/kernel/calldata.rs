@@ -1,0 +1,187 @@
+//! The calldata of the pinned swap target, decoded and checked argument by argument against the validated quote and
+//! the registers — before anything is simulated, so a check never rests on a simulation alone.
+//!
+//! The network's `contracts.swap_abi` says what the target takes:
+//!
+//! - `holdfast-venue` (the devnet's venue): `sell(sellToken, buyToken, sellAmount, minBuyAmount, recipient)` — the
+//!   sell token and amount are the quote's (the registers'), the buy token is the quote's, the minimum is at least the
+//!   quote's `minBuyAmount`, and the recipient is the wallet;
+//! - `0x-allowance-holder` (Base's 0x AllowanceHolder): `exec(operator, token, amount, target, data)` — `operator`
+//!   and `target` are one settlement contract on the network's allow-list (`contracts.settlers`, or the current
+//!   taker-submitted Settler 0x's registry names on chain), `token` and `amount` are the sell token and amount, and
+//!   `data` is that Settler's `execute((recipient, buyToken, minAmountOut), actions, zid)` with the wallet as
+//!   recipient, the buy token, and a minimum at least the quote's `minBuyAmount`. The route (`actions`) is not
+//!   decoded: the exact simulation's balance deltas check what it does.
+//!
+//! Any other selector, a network without a `swap_abi`, or any mismatch is `quote_rejected`, naming the argument.
+
+use crate::chain::Chain;
+use crate::quote::ValidQuote;
+use alloy::primitives::{Address, U256};
+use alloy::sol;
+use alloy::sol_types::SolCall;
+use holdfast_core::config::{NATIVE_TOKEN_ADDRESS, NetworkConfig, SwapAbi};
+use holdfast_core::{ErrorCode, ToolError};
+
+sol! {
+    /// The devnet venue's one entry point.
+    interface IHoldfastVenue {
+        function sell(address sellToken, address buyToken, uint256 sellAmount, uint256 minBuyAmount, address recipient) external payable returns (uint256);
+    }
+
+    /// 0x's AllowanceHolder entry point.
+    interface IAllowanceHolder {
+        function exec(address operator, address token, uint256 amount, address target, bytes data) external payable returns (bytes memory);
+    }
+
+    /// 0x Settler's taker-submitted entry point.
+    interface ISettler {
+        struct AllowedSlippage {
+            address recipient;
+            address buyToken;
+            uint256 minAmountOut;
+        }
+        function execute(AllowedSlippage slippage, bytes[] actions, bytes32 zidAndAffiliate) external payable returns (bool);
+    }
+
+    /// 0x's Settler registry: token 2's owner is the current taker-submitted Settler.
+    interface ISettlerRegistry {
+        function ownerOf(uint256 tokenId) external view returns (address);
+    }
+}
+
+/// The registry's token of taker-submitted Settlers.
+const TAKER_SUBMITTED: u8 = 2;
+
+/// What the calldata says, for the summary the user sees.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct DecodedCall {
+    /// The function called (`sell`, `exec → execute`).
+    pub function: String,
+    /// Who receives what is bought.
+    pub recipient: String,
+    /// The minimum output the call itself enforces, base units.
+    pub min_out: String,
+    /// The settlement contract called through, for an AllowanceHolder `exec`.
+    pub settler: Option<String>,
+}
+
+fn reject(what: impl std::fmt::Display) -> ToolError {
+    ToolError::new(ErrorCode::QuoteRejected, format!("`transaction.data`: {what}"))
+}
+
+fn expect_eq<T: PartialEq + std::fmt::Display>(arg: &str, got: T, want: T, what: &str) -> Result<(), ToolError> {
+    if got == want { Ok(()) } else { Err(reject(format!("`{arg}` is {got}, not {what} {want}"))) }
+}
+
+/// Decodes and checks the quote's calldata for `network`'s pinned target; `wallet` must receive what is bought.
+pub async fn check_swap(
+    chain: &Chain,
+    network: &NetworkConfig,
+    q: &ValidQuote,
+    wallet: Address,
+) -> Result<DecodedCall, ToolError> {
+    let abi = network.contracts.swap_abi.ok_or_else(|| {
+        reject(format!(
+            "{} has no `contracts.swap_abi`: holdfast cannot decode what the swap target would do, so it sends \
+             nothing",
+            network.name
+        ))
+    })?;
+    let data = q.data.as_ref();
+    let selector: [u8; 4] = data.get(..4).and_then(|s| s.try_into().ok()).unwrap_or_default();
+    let unknown = || {
+        reject(format!(
+            "selector 0x{} is not a call holdfast can check on {}'s swap target ({})",
+            alloy::primitives::hex::encode(selector),
+            network.name,
+            abi.as_str()
+        ))
+    };
+    match abi {
+        SwapAbi::HoldfastVenue => {
+            if selector != IHoldfastVenue::sellCall::SELECTOR {
+                return Err(unknown());
+            }
+            let call =
+                IHoldfastVenue::sellCall::abi_decode(data).map_err(|e| reject(format!("undecodable sell: {e}")))?;
+            expect_eq("sellToken", call.sellToken, q.sell.address, "the sell token")?;
+            expect_eq("buyToken", call.buyToken, q.buy.address, "the buy token")?;
+            expect_eq("sellAmount", call.sellAmount, q.sell_amount, "the sell amount")?;
+            at_least("minBuyAmount", call.minBuyAmount, q.min_buy_amount)?;
+            expect_eq("recipient", call.recipient, wallet, "the wallet")?;
+            Ok(DecodedCall {
+                function: "sell".into(),
+                recipient: call.recipient.to_checksum(None),
+                min_out: call.minBuyAmount.to_string(),
+                settler: None,
+            })
+        }
+        SwapAbi::ZeroExAllowanceHolder => {
+            if selector != IAllowanceHolder::execCall::SELECTOR {
+                return Err(unknown());
+            }
+            let exec =
+                IAllowanceHolder::execCall::abi_decode(data).map_err(|e| reject(format!("undecodable exec: {e}")))?;
+            expect_eq("operator", exec.operator, exec.target, "the target")?;
+            let allowed = allowed_settlers(chain, network).await?;
+            if !allowed.contains(&exec.target) {
+                let shown: Vec<String> = allowed.iter().map(|a| a.to_checksum(None)).collect();
+                return Err(reject(format!(
+                    "`target` {} is not an allowed settlement contract on {} ({})",
+                    exec.target,
+                    network.name,
+                    if shown.is_empty() {
+                        "none is configured or named by the registry".into()
+                    } else {
+                        shown.join(", ")
+                    }
+                )));
+            }
+            let token =
+                if q.sell.is_native() && exec.token == Address::ZERO { NATIVE_TOKEN_ADDRESS } else { exec.token };
+            expect_eq("token", token, q.sell.address, "the sell token")?;
+            expect_eq("amount", exec.amount, q.sell_amount, "the sell amount")?;
+            let inner = exec.data.as_ref();
+            if inner.get(..4) != Some(&ISettler::executeCall::SELECTOR[..]) {
+                return Err(reject("the settlement call is not the Settler's taker-submitted `execute`"));
+            }
+            let settle =
+                ISettler::executeCall::abi_decode(inner).map_err(|e| reject(format!("undecodable execute: {e}")))?;
+            let slippage = settle.slippage;
+            expect_eq("slippage.recipient", slippage.recipient, wallet, "the wallet")?;
+            expect_eq("slippage.buyToken", slippage.buyToken, q.buy.address, "the buy token")?;
+            at_least("slippage.minAmountOut", slippage.minAmountOut, q.min_buy_amount)?;
+            Ok(DecodedCall {
+                function: "exec → execute".into(),
+                recipient: slippage.recipient.to_checksum(None),
+                min_out: slippage.minAmountOut.to_string(),
+                settler: Some(exec.target.to_checksum(None)),
+            })
+        }
+    }
+}
+
+fn at_least(arg: &str, got: U256, quote_min: U256) -> Result<(), ToolError> {
+    if got >= quote_min {
+        Ok(())
+    } else {
+        Err(reject(format!("`{arg}` is {got}, below the quote's minBuyAmount {quote_min}")))
+    }
+}
+
+/// The settlement contracts an `exec` may call on `network`: the configured ones and the registry's current one.
+pub async fn allowed_settlers(chain: &Chain, network: &NetworkConfig) -> Result<Vec<Address>, ToolError> {
+    let mut allowed = network.contracts.settlers.clone();
+    if let Some(registry) = network.contracts.settler_registry {
+        let call = ISettlerRegistry::ownerOfCall { tokenId: U256::from(TAKER_SUBMITTED) };
+        // A reverting registry means Settler is paused: then it names none.
+        if let Ok(out) = chain.call(registry, call.abi_encode().into()).await
+            && let Ok(current) = ISettlerRegistry::ownerOfCall::abi_decode_returns(&out)
+            && current != Address::ZERO
+        {
+            allowed.push(current);
+        }
+    }
+    Ok(allowed)
+}

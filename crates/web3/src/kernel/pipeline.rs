@@ -1,0 +1,655 @@
+//! The one pipeline every transaction of the wallet goes through, whatever its kind. A kind ([`TxKind`]: a swap, an
+//! approval, a transfer, an allowance reset) supplies its inputs, its plan and the check of its simulated effects;
+//! the rules they share run here once, in this order:
+//!
+//! 1. **durability** — a persistent key needs a persistent journal ([`super::require_durable`]);
+//! 2. **idempotency** — an earlier entry for the same intent is returned, settled, instead of anything new;
+//! 3. **freshness** — the registers the kind names must still be within their maximum age;
+//! 4. the kind's **plan**: its validated inputs, the transaction (target, calldata, value) and what it moves;
+//! 5. **taint** — any input typed by the model makes the action wait for the user;
+//! 6. **policy** — per-transaction cap, today's total so far, auto or confirm; **fee caps** on the chain's fees;
+//! 7. under the wallet's send lock (held to the broadcast): earlier sends whose outcome is unknown are reconciled
+//!    (one that stays unknown stops everything: `outcome_unknown`), the **nonce** comes from the chain and the
+//!    journal, and the transaction is built — the exact one that will be signed;
+//! 8. the **exact simulation** of that transaction ([`crate::chain::simulate`]) and the kind's **check** of its effects
+//!    (a refusal is journaled `refused` with the reason);
+//! 9. **authorization** — a turn the user did not start, or an amount whose authorization another action spent,
+//!    makes the action wait for the user; **confirmation** — the user is asked when anything above says so;
+//! 10. the authorization is spent for this intent, and the **day's cap reserved** atomically in the journal;
+//! 11. **journal before broadcast** — the signed bytes are written durably, then sent;
+//! 12. the **broadcast's answer** decides nothing by itself: accepted → `pending`; any error → the chain is asked
+//!     where the nonce stands ([`crate::chain::Chain::nonce_use`]): unused → `failed` (the reservation and the
+//!     authorization released), mined by this hash → `pending`, anything else → `unknown`, reconciled later and
+//!     still counted against the caps;
+//! 13. `tx.pending` is published, the receipt awaited (bounded), recorded, and `tx.confirmed` published.
+
+use super::inputs::{UserAmount, authorization_reason, give_back, model_tainted, spend_authorization};
+use super::reconcile::{self, Settled};
+use super::require_durable;
+use crate::Web3;
+use crate::chain::{Broadcast, Chain, FeeQuote, NonceUse, Read, Simulated, TxPlan};
+use crate::journal::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
+use crate::policy::{AssetMove, Decision};
+use alloy::primitives::{Address, B256, U256};
+use holdfast_core::config::NetworkConfig;
+use holdfast_core::event::{EventPayload, TxConfirmed, TxPending};
+use holdfast_core::registers::SharedEntry;
+use holdfast_core::{ErrorCode, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::future::Future;
+
+/// How a sent transaction ended (or that it has not yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TxOutcome {
+    /// Mined, status 1.
+    Confirmed,
+    /// Mined, status 0.
+    Reverted,
+    /// Accepted by the node; no receipt within the wait.
+    Pending,
+    /// The broadcast's outcome is not known yet; the journal reconciles it by hash and never signs it anew.
+    Unknown,
+}
+
+impl TxOutcome {
+    /// The wire form (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Confirmed => "confirmed",
+            Self::Reverted => "reverted",
+            Self::Pending => "pending",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// What was sent (or found already sent for the same intent).
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// Transaction hash.
+    pub hash: String,
+    /// Where it stands.
+    pub outcome: TxOutcome,
+    /// Block number, once mined.
+    pub block_number: Option<u64>,
+    /// Gas used, once mined.
+    pub gas_used: Option<String>,
+    /// The journal entry.
+    pub journal_id: String,
+}
+
+impl Sent {
+    /// The outcome an entry records, or `None` when it has no transaction.
+    pub(crate) fn from_entry(e: &JournalEntry) -> Option<Self> {
+        let outcome = match e.status {
+            EntryStatus::Confirmed => TxOutcome::Confirmed,
+            EntryStatus::Reverted => TxOutcome::Reverted,
+            EntryStatus::Pending => TxOutcome::Pending,
+            EntryStatus::Signed | EntryStatus::Unknown => TxOutcome::Unknown,
+            _ => return None,
+        };
+        Some(Self {
+            hash: e.tx_hash.clone()?,
+            outcome,
+            block_number: e.block_number,
+            gas_used: e.gas_used.clone(),
+            journal_id: e.id.clone(),
+        })
+    }
+
+    /// True once the chain settled it (mined, either way).
+    pub fn settled(&self) -> bool {
+        matches!(self.outcome, TxOutcome::Confirmed | TxOutcome::Reverted)
+    }
+}
+
+/// What a kind reads before anything else, without any RPC.
+pub(crate) struct Inputs {
+    /// The network.
+    pub network: NetworkConfig,
+    /// The intent: its idempotency key.
+    pub intent: String,
+    /// Every register the action is built from (the taint rule reads their origins).
+    pub registers: Vec<(String, SharedEntry)>,
+    /// Registers that must still be within their maximum age.
+    pub fresh: Vec<String>,
+    /// The amount the user's authorization must cover, if the action moves one.
+    pub amount: Option<UserAmount>,
+    /// Whether the action spends that authorization (a swap, a transfer) or only needs no other action to have spent
+    /// it (the approval a swap needs).
+    pub spends: bool,
+    /// The intent the authorization belongs to (for an approval: its swap's).
+    pub authorization_intent: String,
+}
+
+/// What the policy checks an action against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limits {
+    /// Moves the asset out: per-transaction cap, the day's cap (reserved), auto-approve limit.
+    Spend,
+    /// An allowance for the pinned spender: per-transaction cap and auto-approve limit; no day's cap.
+    Approval,
+    /// Sets an allowance to zero: moves nothing, always allowed, never asks.
+    Reset,
+}
+
+/// The asset an action moves (or approves).
+#[derive(Debug, Clone)]
+pub(crate) struct Move {
+    /// Token address (the native placeholder for the native token).
+    pub asset: Address,
+    /// Symbol.
+    pub symbol: String,
+    /// Decimals (from the token table).
+    pub decimals: u8,
+    /// True for the native token.
+    pub native: bool,
+    /// Base units.
+    pub amount: U256,
+}
+
+/// A summary the user sees; the pipeline fills in the fees.
+pub(crate) trait Summary: Serialize + Clone + Send + Sync {
+    /// Records the gas limit and the most the network fee can be.
+    fn set_fees(&mut self, gas_limit: u64, max_network_fee: String);
+}
+
+impl Summary for Value {
+    fn set_fees(&mut self, gas_limit: u64, max_network_fee: String) {
+        if let Some(map) = self.as_object_mut() {
+            map.insert("gas_limit".into(), Value::String(gas_limit.to_string()));
+            map.insert("max_network_fee".into(), Value::String(max_network_fee));
+        }
+    }
+}
+
+/// A planned transaction: everything but gas, fees and nonce, which the chain decides.
+pub(crate) struct Plan<S> {
+    /// Target, calldata, value.
+    pub tx: TxPlan,
+    /// What it moves.
+    pub mv: Move,
+    /// What the policy checks.
+    pub limits: Limits,
+    /// What the simulation reads before and after it, for the kind's check.
+    pub reads: Vec<Read>,
+    /// The decoded action.
+    pub summary: S,
+    /// Fingerprint of the exact action (what an approval is bound to).
+    pub fingerprint: String,
+    /// Recipient or contract, for the journal.
+    pub to: Address,
+    /// The kind's own reasons to ask the user (an amount not converted for its token, a recipient typed by the model).
+    pub confirm: Vec<String>,
+}
+
+/// A kind's plan: a transaction, or nothing to send.
+pub(crate) enum Planned<S> {
+    /// A transaction.
+    Tx(Box<Plan<S>>),
+    /// Nothing needs sending (an allowance already exactly right).
+    Nothing(S),
+}
+
+/// The kind's judgment of the simulated effects.
+pub(crate) enum Verdict {
+    /// As planned.
+    Pass,
+    /// As planned, but the user decides (the reason is shown to them).
+    Confirm(String),
+    /// Refused: journaled as `refused` with the reason.
+    Refuse(ToolError),
+}
+
+/// One kind of transaction.
+pub(crate) trait TxKind: Sync {
+    /// The decoded action.
+    type Summary: Summary;
+    /// What the journal records.
+    const KIND: EntryKind;
+    /// The tool asking (for confirmations).
+    fn tool(&self) -> &str;
+    /// The tool call's params (to re-run it after approval).
+    fn params(&self) -> Value;
+    /// The registers, intent and authorization of the action; no RPC.
+    fn inputs(&self, web3: &Web3, ctx: &ToolContext) -> Result<Inputs, ToolError>;
+    /// The plan, after the idempotency check.
+    fn plan(
+        &self,
+        web3: &Web3,
+        ctx: &ToolContext,
+        inputs: &Inputs,
+        chain: &Chain,
+    ) -> impl Future<Output = Result<Planned<Self::Summary>, ToolError>> + Send;
+    /// Judges the exact simulation's effects (and may complete the summary with them).
+    fn check(
+        &self,
+        web3: &Web3,
+        chain: &Chain,
+        plan: &mut Plan<Self::Summary>,
+        sim: &Simulated,
+    ) -> impl Future<Output = Result<Verdict, ToolError>> + Send;
+}
+
+/// What the pipeline did.
+pub(crate) struct Outcome<S> {
+    /// The transaction (none when nothing needed sending).
+    pub sent: Option<Sent>,
+    /// The decoded action (absent when an earlier call already sent this intent).
+    pub summary: Option<S>,
+    /// The intent.
+    pub intent: String,
+}
+
+/// The earlier entry of an intent, settled as far as the chain tells now, as this call's answer.
+pub(crate) async fn already_sent(web3: &Web3, entry: JournalEntry) -> Result<Sent, ToolError> {
+    if entry.status == EntryStatus::Reserved {
+        return Err(ToolError::new(
+            ErrorCode::DuplicateAction,
+            format!("this action is being sent right now (journal {}); it is never sent twice", entry.id),
+        ));
+    }
+    let entry = match reconcile::entry(web3, &entry).await {
+        Ok(Some(Settled { entry, .. })) => entry,
+        _ => entry,
+    };
+    Sent::from_entry(&entry).ok_or_else(|| {
+        ToolError::new(
+            ErrorCode::DuplicateAction,
+            format!("this action was already journaled (journal {}, {})", entry.id, entry.status.as_str()),
+        )
+    })
+}
+
+/// Journals an action refused after its inputs were validated (a check of its simulated effects, its calldata, the
+/// independent price): `refused`, with the reason and the summary, reserving nothing. Returns the error.
+pub(crate) async fn refuse(
+    web3: &Web3,
+    session: &str,
+    kind: EntryKind,
+    network: &NetworkConfig,
+    refused: (&TxPlan, &Move),
+    summary: Value,
+    error: ToolError,
+) -> ToolError {
+    let (tx, mv) = refused;
+    let entry = NewEntry {
+        session_id: session.to_owned(),
+        kind,
+        network: network.name.clone(),
+        chain_id: network.chain_id,
+        from: web3.wallet().address().to_checksum(None),
+        to: tx.to.to_checksum(None),
+        nonce: None,
+        value: tx.value.to_string(),
+        asset: mv.asset.to_checksum(None),
+        asset_symbol: mv.symbol.clone(),
+        amount: mv.amount.to_string(),
+        fingerprint: String::new(),
+        intent: None,
+        raw_tx: None,
+        tx_hash: None,
+        error: Some(format!("{}: {}", error.code, error.message)),
+        summary,
+    };
+    if let Err(e) = web3.journal().insert(entry, EntryStatus::Refused).await {
+        tracing::warn!(error = %e.message, "journal: could not record a refused action");
+    }
+    error
+}
+
+fn to_json<S: Serialize>(s: &S) -> Value {
+    serde_json::to_value(s).unwrap_or(Value::Null)
+}
+
+/// Runs `kind` through every rule, on behalf of the session `ctx`.
+pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> Result<Outcome<K::Summary>, ToolError> {
+    require_durable(web3)?;
+    let inputs = kind.inputs(web3, ctx)?;
+    if let Some(earlier) = web3.journal().live_by_intent(&inputs.intent).await? {
+        let sent = already_sent(web3, earlier).await?;
+        return Ok(Outcome { sent: Some(sent), summary: None, intent: inputs.intent });
+    }
+    for key in &inputs.fresh {
+        ctx.registers.require_fresh(key)?;
+    }
+    let chain = web3.chain(&inputs.network)?;
+    let mut plan = match kind.plan(web3, ctx, &inputs, &chain).await? {
+        Planned::Nothing(summary) => return Ok(Outcome { sent: None, summary: Some(summary), intent: inputs.intent }),
+        Planned::Tx(plan) => *plan,
+    };
+    let wallet = web3.wallet().address();
+    let network = &inputs.network;
+    let m = |spent_today: U256| AssetMove {
+        network: &network.name,
+        symbol: &plan.mv.symbol,
+        decimals: plan.mv.decimals,
+        native: plan.mv.native,
+        amount: plan.mv.amount,
+        spent_today,
+        model_inputs: model_tainted(&inputs.registers),
+    };
+    let (decision, cap) = match plan.limits {
+        Limits::Spend => {
+            let asset = plan.mv.asset.to_checksum(None);
+            let spent = web3
+                .journal()
+                .spent_today(network.chain_id, &wallet.to_checksum(None), &asset, K::KIND.cap_group())
+                .await?;
+            let m = m(spent);
+            (web3.policy().check(&m)?, Some(web3.policy().day_cap(&m, K::KIND)?))
+        }
+        Limits::Approval => (web3.policy().check_approval(&m(U256::ZERO))?, None),
+        Limits::Reset => (Decision::Auto, None),
+    };
+    let fees = chain.fees(wallet, &plan.tx).await?;
+    web3.policy().check_fees(&network.name, &fees)?;
+    plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
+    let mut reasons: Vec<String> = Vec::new();
+    if let Decision::Confirm(reason) = decision {
+        reasons.push(reason);
+    }
+    reasons.append(&mut plan.confirm);
+    let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, reasons).await?;
+    Ok(Outcome { sent: Some(committed.0), summary: Some(committed.1), intent: inputs.intent })
+}
+
+/// Runs a transaction the kernel itself decided on (an allowance reset): no session, no user to ask, no authorization
+/// — its kind moves nothing. The same lock, simulation, check, journal and broadcast as every other transaction.
+pub(crate) async fn run_kernel<K: TxKind>(
+    web3: &Web3,
+    kind: &K,
+    network: &NetworkConfig,
+    mut plan: Plan<K::Summary>,
+) -> Result<Sent, ToolError> {
+    require_durable(web3)?;
+    let chain = web3.chain(network)?;
+    let fees = chain.fees(web3.wallet().address(), &plan.tx).await?;
+    web3.policy().check_fees(&network.name, &fees)?;
+    plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
+    Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Vec::new()).await?.0)
+}
+
+/// Steps 7–13: under the wallet's send lock, the exact transaction is built, simulated and checked; then asked,
+/// authorized, reserved, signed, journaled, broadcast and settled.
+#[allow(clippy::too_many_arguments)]
+async fn commit<K: TxKind>(
+    web3: &Web3,
+    session: Option<(&ToolContext, &Inputs)>,
+    kind: &K,
+    chain: &Chain,
+    network: &NetworkConfig,
+    mut plan: Plan<K::Summary>,
+    fees: FeeQuote,
+    cap: Option<DayCap>,
+    mut reasons: Vec<String>,
+) -> Result<(Sent, K::Summary), ToolError> {
+    let wallet = web3.wallet();
+    let from = wallet.address();
+    let from_text = from.to_checksum(None);
+    let journal = web3.journal();
+    // One send of this wallet at a time — across every instance when the journal is in PostgreSQL — from the nonce's
+    // choice through the simulation to the broadcast.
+    let sending = journal.lock_wallet(network.chain_id, &from_text).await?;
+    settle_earlier_sends(web3, network, &from_text).await?;
+    let nonce = chain.next_nonce(from, journal.highest_live_nonce(network.chain_id, &from_text).await?).await?;
+    let tx = chain.build(&plan.tx, fees, nonce);
+    let session_id = session.map_or_else(|| "kernel".to_owned(), |(ctx, _)| ctx.session_id.to_string());
+    let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
+    match kind.check(web3, chain, &mut plan, &sim).await? {
+        Verdict::Pass => {}
+        Verdict::Confirm(reason) => reasons.push(reason),
+        Verdict::Refuse(error) => {
+            drop(sending);
+            let summary = to_json(&plan.summary);
+            return Err(refuse(web3, &session_id, K::KIND, network, (&plan.tx, &plan.mv), summary, error).await);
+        }
+    }
+    let intent = session.map_or_else(|| plan.fingerprint.clone(), |(_, inputs)| inputs.intent.clone());
+    let mut spent_authorization = None;
+    if let Some((ctx, inputs)) = session {
+        // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
+        if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
+            reasons.push(format!("this turn was started by {who}, not by you"));
+        }
+        // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
+        // actions cannot both find it unspent.
+        let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
+        if reasons.is_empty()
+            && let Some(amount) = &inputs.amount
+            && let Some(reason) = authorization_reason(ctx, amount, &shown, &inputs.authorization_intent)
+        {
+            reasons.push(reason);
+        }
+        if !reasons.is_empty() {
+            let summary = to_json(&plan.summary);
+            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reasons.join("; "))?;
+        }
+        // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
+        ctx.check_cancelled("the transaction was signed")?;
+        if inputs.spends
+            && let Some(amount) = &inputs.amount
+        {
+            spent_authorization = spend_authorization(ctx, amount, &inputs.authorization_intent);
+        }
+    }
+    let give_back_authorization = || {
+        if let Some((ctx, inputs)) = session {
+            give_back(ctx, spent_authorization.as_deref(), &inputs.authorization_intent);
+        }
+    };
+    let summary_json = to_json(&plan.summary);
+    let new = NewEntry {
+        session_id,
+        kind: K::KIND,
+        network: network.name.clone(),
+        chain_id: network.chain_id,
+        from: from_text.clone(),
+        to: plan.to.to_checksum(None),
+        nonce: None,
+        value: plan.tx.value.to_string(),
+        asset: plan.mv.asset.to_checksum(None),
+        asset_symbol: plan.mv.symbol.clone(),
+        amount: plan.mv.amount.to_string(),
+        fingerprint: plan.fingerprint.clone(),
+        intent: Some(intent),
+        raw_tx: None,
+        tx_hash: None,
+        error: None,
+        summary: summary_json.clone(),
+    };
+    let entry = match journal.reserve(new, cap).await {
+        Ok(Reserved::New(e)) => e,
+        Ok(Reserved::Existing(e)) => {
+            give_back_authorization();
+            drop(sending);
+            return Ok((already_sent(web3, e).await?, plan.summary));
+        }
+        Ok(Reserved::OverCap { spent }) => {
+            give_back_authorization();
+            let limit = cap.map(|c| c.limit).unwrap_or_default();
+            let m = AssetMove {
+                network: &network.name,
+                symbol: &plan.mv.symbol,
+                decimals: plan.mv.decimals,
+                native: plan.mv.native,
+                amount: plan.mv.amount,
+                spent_today: spent,
+                model_inputs: false,
+            };
+            return Err(web3.policy().over_cap(&m, spent, limit));
+        }
+        Err(e) => {
+            give_back_authorization();
+            return Err(e);
+        }
+    };
+    let signed = match chain.sign_tx(wallet.signer(), tx) {
+        Ok(s) => s,
+        Err(e) => {
+            give_back_authorization();
+            let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
+            journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
+            return Err(e);
+        }
+    };
+    // Durable before the bytes leave the process (invariant 9).
+    if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &signed.raw.to_string(), &signed.hash.to_string()).await
+    {
+        give_back_authorization();
+        let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
+        let _ = journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await;
+        return Err(e);
+    }
+    let status = broadcast(web3, chain, &entry.id, from, &signed).await;
+    drop(sending);
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            give_back_authorization();
+            return Err(e);
+        }
+    };
+    let hash_text = signed.hash.to_string();
+    let sent = |outcome, block_number, gas_used| Sent {
+        hash: hash_text.clone(),
+        outcome,
+        block_number,
+        gas_used,
+        journal_id: entry.id.clone(),
+    };
+    if status == EntryStatus::Unknown {
+        return Ok((sent(TxOutcome::Unknown, None, None), plan.summary));
+    }
+    let events = session.map(|(ctx, _)| ctx.events.clone());
+    if let Some(events) = &events {
+        events.publish(EventPayload::TxPending(TxPending {
+            journal_id: entry.id.clone(),
+            hash: hash_text.clone(),
+            network: network.name.clone(),
+            kind: K::KIND.as_str().to_owned(),
+            summary: summary_json,
+        }));
+    }
+    // A stop while waiting for the receipt leaves the transaction as it is, sent: the answer says pending, as after
+    // the receipt timeout, and the journal settles it.
+    let waiting = chain.wait_receipt(signed.hash, web3.receipt_timeout());
+    let receipt = match session {
+        Some((ctx, _)) => ctx.until_cancelled("waiting for the receipt", waiting).await.unwrap_or(Ok(None))?,
+        None => waiting.await?,
+    };
+    let Some(receipt) = receipt else {
+        return Ok((sent(TxOutcome::Pending, None, None), plan.summary));
+    };
+    let (status, outcome) = if receipt.status() {
+        (EntryStatus::Confirmed, TxOutcome::Confirmed)
+    } else {
+        (EntryStatus::Reverted, TxOutcome::Reverted)
+    };
+    let gas_used = receipt.gas_used.to_string();
+    let update =
+        EntryUpdate { block_number: receipt.block_number, gas_used: Some(gas_used.clone()), ..Default::default() };
+    let settled_from = [EntryStatus::Signed, EntryStatus::Pending, EntryStatus::Unknown, EntryStatus::Dropped];
+    journal.transition(&entry.id, &settled_from, status, update).await?;
+    if let Some(events) = &events {
+        events.publish(EventPayload::TxConfirmed(TxConfirmed {
+            journal_id: entry.id.clone(),
+            hash: hash_text.clone(),
+            network: network.name.clone(),
+            kind: K::KIND.as_str().to_owned(),
+            status: outcome.as_str().to_owned(),
+            block_number: receipt.block_number,
+            gas_used: gas_used.clone(),
+        }));
+    }
+    Ok((sent(outcome, receipt.block_number, Some(gas_used)), plan.summary))
+}
+
+/// A new action waits until the wallet's earlier sends are known to the chain: each `signed` or `unknown` one is
+/// reconciled now, and one that stays so refuses the new action (`outcome_unknown`).
+async fn settle_earlier_sends(web3: &Web3, network: &NetworkConfig, from: &str) -> Result<(), ToolError> {
+    let journal = web3.journal();
+    for earlier in journal.unsettled_sends(network.chain_id, from).await? {
+        // Best effort: an RPC error leaves it as it was, and the check below refuses.
+        let _ = reconcile::entry(web3, &earlier).await;
+    }
+    let still: Vec<String> = journal.unsettled_sends(network.chain_id, from).await?.into_iter().map(|e| e.id).collect();
+    if still.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "an earlier transaction of this wallet ({}) has an unknown outcome; nothing new is signed until it is \
+             reconciled with the chain — try again shortly",
+            still.join(", ")
+        ),
+    ))
+}
+
+/// Broadcasts the journaled bytes and settles what the answer means. `Err` only when the chain proves the nonce
+/// unused (the entry is then `failed` and its reservation released); otherwise `pending` or `unknown`.
+async fn broadcast(
+    web3: &Web3,
+    chain: &Chain,
+    id: &str,
+    from: Address,
+    signed: &crate::chain::SignedTx,
+) -> Result<EntryStatus, ToolError> {
+    let journal = web3.journal();
+    let (status, why) = match chain.broadcast(&signed.raw).await {
+        Broadcast::Accepted => (EntryStatus::Pending, None),
+        // A node's "no" — or no answer at all — is only its word: the chain decides.
+        Broadcast::Rejected(why) | Broadcast::Unknown(why) => {
+            match prove(chain, from, signed.nonce, signed.hash).await {
+                Proof::NotSent(shown) => {
+                    let why = format!("{why}; {shown}: this transaction was not sent");
+                    let update = EntryUpdate { error: Some(why.clone()), ..Default::default() };
+                    let from_signed = [EntryStatus::Signed];
+                    journal.transition(id, &from_signed, EntryStatus::Failed, update).await?;
+                    return Err(ToolError::new(ErrorCode::TransactionFailed, why));
+                }
+                Proof::Sent => (EntryStatus::Pending, None),
+                Proof::Unproven => {
+                    // Send the identical bytes once more: same hash, same nonce, at most one can ever be mined.
+                    match chain.broadcast(&signed.raw).await {
+                        Broadcast::Accepted => (EntryStatus::Pending, None),
+                        _ => (EntryStatus::Unknown, Some(why)),
+                    }
+                }
+            }
+        }
+    };
+    let update = EntryUpdate { error: why, ..Default::default() };
+    if let Err(e) = journal.transition(id, &[EntryStatus::Signed], status, update).await {
+        // The entry stays `signed`, which reconciliation settles by hash and nonce: never an error once broadcast.
+        tracing::warn!(journal_id = %id, error = %e.message, "journal: could not record the broadcast");
+    }
+    Ok(status)
+}
+
+/// What the chain shows about a transaction a node answered with an error.
+enum Proof {
+    /// Its nonce is unused, or was mined by another transaction: it is not out there and never will be (what the
+    /// chain showed).
+    NotSent(String),
+    /// The node has it, or its nonce was mined by it.
+    Sent,
+    /// Neither could be shown.
+    Unproven,
+}
+
+async fn prove(chain: &Chain, from: Address, nonce: u64, hash: B256) -> Proof {
+    if chain.is_known(hash).await.unwrap_or(false) {
+        return Proof::Sent;
+    }
+    match chain.nonce_use(from, nonce).await {
+        Ok(NonceUse::Unused) => Proof::NotSent(format!("the chain shows nonce {nonce} unused, mined and pending")),
+        Ok(NonceUse::UsedBy(h)) if h == hash => Proof::Sent,
+        Ok(NonceUse::UsedBy(h)) => Proof::NotSent(format!("the chain shows nonce {nonce} mined by {h}")),
+        Ok(NonceUse::Unknown) | Err(_) => Proof::Unproven,
+    }
+}
