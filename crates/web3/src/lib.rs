@@ -65,6 +65,8 @@ pub struct Web3 {
     http: reqwest::Client,
     chains: Mutex<HashMap<String, Arc<Chain>>>,
     receipt_timeout: Duration,
+    /// [`kernel::allowances::ABANDONED_AFTER`], in milliseconds (tests shorten it).
+    abandoned_after_ms: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Web3 {
@@ -133,6 +135,9 @@ impl Web3 {
             http,
             chains: Mutex::new(HashMap::new()),
             receipt_timeout: RECEIPT_TIMEOUT,
+            abandoned_after_ms: std::sync::atomic::AtomicU64::new(
+                u64::try_from(kernel::allowances::ABANDONED_AFTER.as_millis()).unwrap_or(u64::MAX),
+            ),
         }))
     }
 
@@ -307,6 +312,25 @@ impl Web3 {
             kernel::price::verify_feeds(&*self.chain(network)?, name, feeds).await?;
         }
         Ok(())
+    }
+
+    /// Resets to zero every allowance of a token holdfast approved whose swap was abandoned (its newest approval older
+    /// than a quote may live, no swap of it unsettled): what the background reconciliation runs every 15 s. Returns
+    /// the reset transactions' hashes.
+    pub async fn reset_abandoned_allowances(&self) -> Vec<String> {
+        kernel::allowances::sweep(self).await
+    }
+
+    /// How old an approval must be before its swap counts as abandoned.
+    pub(crate) fn abandoned_after(&self) -> Duration {
+        Duration::from_millis(self.abandoned_after_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Changes [`Web3::abandoned_after`] (tests: an abandoned approval without waiting for its quote to expire).
+    #[cfg(feature = "test-hooks")]
+    pub fn set_abandoned_after(&self, after: Duration) {
+        let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        self.abandoned_after_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Every allowance above zero the wallet has standing for a pinned spender, on every configured network with an

@@ -77,6 +77,9 @@ pub struct NetworkMoney {
     pub holdings: Vec<Holding>,
     /// Today's spending against each cap.
     pub spend: Vec<SpendGauge>,
+    /// Allowances above zero the wallet has standing for the network's pinned spender (an approval whose swap has
+    /// not happened yet; the kernel resets abandoned ones to zero).
+    pub allowances: Vec<crate::kernel::allowances::StandingAllowance>,
 }
 
 /// A mined transaction of the journal, read back from the chain.
@@ -181,7 +184,12 @@ impl Web3 {
                 }
             }
         });
-        let holdings = futures::future::join_all(reads).await;
+        let allowances = async {
+            tokio::time::timeout(NODE_READ_TIMEOUT, crate::kernel::allowances::standing(self, network))
+                .await
+                .unwrap_or_default()
+        };
+        let (holdings, allowances) = tokio::join!(futures::future::join_all(reads), allowances);
         let spend = self.spend_today(network, &tokens).await?;
         Ok(NetworkMoney {
             network: network.name.clone(),
@@ -190,6 +198,7 @@ impl Web3 {
             explorer: network.explorer.clone(),
             holdings,
             spend,
+            allowances,
         })
     }
 

@@ -4,7 +4,8 @@
 //! The checks read and never write: the config through every layer's own loader (an error names the file, the line
 //! and the key), each network's RPC node (its `eth_chainId` against the configured id, and `eth_simulateV1`, which
 //! every value-moving action is simulated with), the wallet (its address only, never the key; a missing key file is
-//! reported, not created), the policy (what it allows, and that everything else is denied), the presets' hosts (a TCP
+//! reported, not created), each price feed's pinned decimals and description on every node, the wallet's standing
+//! allowances, the policy (what it allows, and that everything else is denied), the presets' hosts (a TCP
 //! connection) and the LLM (the key and the model, asked without a model call). A warning does not fail the run.
 
 use holdfast_agent::{CheckedConfig, Runtime};
@@ -115,6 +116,8 @@ async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &C
     check_storage(report, &checked.core).await;
     check_networks(report, &checked.core).await;
     check_wallet(report, checked);
+    check_price_feeds(report, checked).await;
+    check_allowances(report, checked).await;
     check_policy(report, checked);
     check_presets(report, checked).await;
     check_llm(report, checked).await;
@@ -179,6 +182,71 @@ async fn check_networks(report: &mut Report, core: &CoreConfig) {
             ),
             Ok(Err(e)) => report.add(check, Status::Fail, format!("{url}: {}", e.message)),
             Err(_) => report.add(check, Status::Fail, format!("{url}: no answer within {} s", PROBE_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+/// Each network's price feeds against the chain, on every RPC node: the pinned decimals and description.
+async fn check_price_feeds(report: &mut Report, checked: &CheckedConfig) {
+    for (name, feeds) in &checked.web3.price_feeds {
+        let check = format!("price feeds {name}");
+        let Ok(net) = checked.core.networks.resolve(name) else { continue };
+        let chain = match Chain::new(net) {
+            Ok(c) => c,
+            Err(e) => {
+                report.add(check, Status::Fail, e.message);
+                continue;
+            }
+        };
+        let verify = holdfast_web3::kernel::price::verify_feeds(&chain, name, feeds);
+        match tokio::time::timeout(PROBE_TIMEOUT, verify).await {
+            Ok(Ok(())) => {
+                let mut shown: Vec<String> = feeds
+                    .feeds
+                    .iter()
+                    .map(|(s, f)| format!("{s} ({}, {} decimals)", f.description, f.decimals))
+                    .collect();
+                shown.sort();
+                let nodes = net.rpc_urls.len();
+                let across = if nodes > 1 {
+                    format!(", read from each of {nodes} nodes")
+                } else {
+                    ": one RPC node — configure a second, independent one so a single node cannot fake the price".into()
+                };
+                let status = if nodes > 1 { Status::Ok } else { Status::Warn };
+                report.add(check, status, format!("{} match the chain{across}", shown.join(", ")));
+            }
+            Ok(Err(e)) => report.add(check, Status::Fail, e.message),
+            Err(_) => report.add(check, Status::Fail, format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+/// The wallet's standing allowances for each network's pinned spender.
+async fn check_allowances(report: &mut Report, checked: &CheckedConfig) {
+    let default_file = checked.core.data_dir.as_ref().map(|d| d.join("wallet.key"));
+    let Ok(Some(wallet)) = Wallet::existing(&checked.web3.wallet, default_file.as_deref()) else { return };
+    for net in checked.core.networks.iter().filter(|n| n.contracts.allowance_spender.is_some()) {
+        let Ok(chain) = Chain::new(net) else { continue };
+        let read = holdfast_web3::kernel::allowances::standing_on(&chain, &checked.core.tokens, wallet.address());
+        let check = format!("allowances {}", net.name);
+        match tokio::time::timeout(PROBE_TIMEOUT, read).await {
+            Ok(list) if list.is_empty() => report.add(check, Status::Ok, "none standing"),
+            Ok(list) => {
+                let shown: Vec<String> = list
+                    .iter()
+                    .map(|a| match (&a.amount_human, &a.error) {
+                        (Some(amount), _) => format!("{amount} {} to {}", a.token, a.spender),
+                        (None, error) => format!("{}: {}", a.token, error.as_deref().unwrap_or("unreadable")),
+                    })
+                    .collect();
+                report.add(
+                    check,
+                    Status::Warn,
+                    format!("standing: {} (reset when its swap is abandoned)", shown.join("; ")),
+                );
+            }
+            Err(_) => report.add(check, Status::Fail, format!("no answer within {} s", PROBE_TIMEOUT.as_secs())),
         }
     }
 }

@@ -1,6 +1,21 @@
-//! What every command that can move value does before anything new: settle the journal against the chain.
+//! What every command that can move value does before anything new: check the price feeds' pins against the chain,
+//! and settle the journal against the chain.
 
 use holdfast_agent::Runtime;
+
+/// Checks every configured price feed's pinned decimals and description against every RPC node. A mismatch is a
+/// wrong pin or a lying node: the command does not start. A node that does not answer is reported and the start goes
+/// on (each swap reads the feeds again, and without them waits for the user).
+pub(crate) async fn verify_price_feeds(runtime: &Runtime) -> Result<(), holdfast_core::ToolError> {
+    match runtime.web3.verify_price_feeds().await {
+        Err(e) if e.code == holdfast_core::ErrorCode::ConfigInvalid => Err(e),
+        Err(e) => {
+            eprintln!("holdfast: the price feeds could not be checked at start-up: {}", e.message);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
+}
 
 /// Reconciles what an earlier run left unresolved (an entry signed but never confirmed, an unknown broadcast), printing
 /// each settled entry on stderr as `holdfast: journal ID: STATUS (NOTE)`. A journal in memory has nothing to settle.

@@ -297,22 +297,25 @@ impl Chain {
         Ok(results)
     }
 
-    /// Gas limit (estimate + margin) and EIP-1559 fees for `plan`, from the chain.
+    /// Gas limit (estimate + margin) and EIP-1559 fees for `plan`, from the chain. The fees come first, and the gas
+    /// is estimated with them: a contract sees the real gas price in the estimate too, not zero.
     pub async fn fees(&self, from: Address, plan: &TxPlan) -> Result<FeeQuote, ToolError> {
         self.verify().await?;
-        let req = alloy::rpc::types::TransactionRequest::default()
-            .from(from)
-            .to(plan.to)
-            .value(plan.value)
-            .input(plan.data.clone().into());
-        let estimate = self.provider.estimate_gas(req).await.map_err(|e| {
-            ToolError::new(ErrorCode::SimulationFailed, format!("{}: gas estimation failed: {e}", self.network.name))
-        })?;
         let fees = self
             .provider
             .estimate_eip1559_fees()
             .await
             .map_err(|e| upstream(&self.network.name, "fee estimation", e))?;
+        let req = alloy::rpc::types::TransactionRequest::default()
+            .from(from)
+            .to(plan.to)
+            .value(plan.value)
+            .input(plan.data.clone().into())
+            .max_fee_per_gas(fees.max_fee_per_gas)
+            .max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+        let estimate = self.provider.estimate_gas(req).await.map_err(|e| {
+            ToolError::new(ErrorCode::SimulationFailed, format!("{}: gas estimation failed: {e}", self.network.name))
+        })?;
         Ok(FeeQuote {
             gas_limit: estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100),
             max_fee_per_gas: fees.max_fee_per_gas,

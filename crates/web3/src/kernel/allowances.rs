@@ -47,27 +47,40 @@ pub struct StandingAllowance {
     pub error: Option<String>,
 }
 
-/// The ERC-20 tokens of `network` in the token table.
-fn tokens(web3: &Web3, network: &NetworkConfig) -> Vec<TokenInfo> {
-    web3.core().tokens.iter().filter(|t| t.network == network.name && !t.is_native()).cloned().collect()
-}
-
 /// Every allowance above zero the wallet has given a pinned spender on `network`, for the tokens of the token table
 /// (and the ones that could not be read).
 pub async fn standing(web3: &Web3, network: &NetworkConfig) -> Vec<StandingAllowance> {
-    let Some(spender) = network.contracts.allowance_spender else { return Vec::new() };
     let Ok(chain) = web3.chain(network) else { return Vec::new() };
-    let wallet = web3.wallet().address();
-    let reads = tokens(web3, network).into_iter().map(|t| {
-        let chain = &chain;
-        async move {
-            let got = chain.allowance(t.address, wallet, spender).await;
-            (t, got)
-        }
+    standing_on(&chain, &web3.core().tokens, web3.wallet().address()).await
+}
+
+/// [`standing`] for `owner`, over `chain`, for the ERC-20 tokens of `tokens` on its network: what `holdfast doctor`
+/// reads without building the whole layer.
+pub async fn standing_on(
+    chain: &crate::chain::Chain,
+    tokens: &holdfast_core::config::TokenTable,
+    owner: Address,
+) -> Vec<StandingAllowance> {
+    let network = chain.network();
+    let Some(spender) = network.contracts.allowance_spender else { return Vec::new() };
+    let erc20: Vec<TokenInfo> =
+        tokens.iter().filter(|t| t.network == network.name && !t.is_native()).cloned().collect();
+    let reads = erc20.into_iter().map(|t| async move {
+        let call = crate::chain::IERC20::allowanceCall { owner, spender };
+        let got = chain.call(t.address, alloy::sol_types::SolCall::abi_encode(&call).into()).await;
+        (t, got)
     });
     let mut out = Vec::new();
     for (token, got) in futures::future::join_all(reads).await {
-        let (amount, error) = match got {
+        let decoded = got.and_then(|out| {
+            if out.is_empty() {
+                // No contract at the token's address on this chain (a devnet holds only some of the table).
+                return Ok(U256::ZERO);
+            }
+            <crate::chain::IERC20::allowanceCall as alloy::sol_types::SolCall>::abi_decode_returns(&out)
+                .map_err(|e| ToolError::new(holdfast_core::ErrorCode::UpstreamError, format!("allowance: {e}")))
+        });
+        let (amount, error) = match decoded {
             Ok(a) if a.is_zero() => continue,
             Ok(a) => (Some(a), None),
             Err(e) => (None, Some(e.message)),
@@ -120,7 +133,7 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
         else {
             continue;
         };
-        if age < ABANDONED_AFTER {
+        if age < web3.abandoned_after() {
             continue;
         }
         let network = network.clone();

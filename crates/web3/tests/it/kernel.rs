@@ -10,13 +10,11 @@
 
 use crate::common::rpc_proxy::{Fault, RpcProxy};
 use crate::common::server::{Call, Ctx, X402Server, script};
-use crate::common::{Env, Tweaks, hostile_quoter};
+use crate::common::{Env, Failures, Tweaks, hostile_quoter, recalldata, u256};
 use alloy::network::TransactionResponse as _;
 use alloy::primitives::{Address, B256, U256, address};
 use alloy::providers::Provider;
-use alloy::sol_types::SolCall;
 use holdfast_core::{ToolContext, ToolError};
-use holdfast_devnet::contracts::abi::ISwapVenue::sellCall;
 use holdfast_devnet::{NATIVE, PAYEE, QuoteRequest, TestDevnet, USDC, VENUE, build_quote};
 use holdfast_web3::JournalEntry;
 use serde_json::{Value, json};
@@ -27,22 +25,6 @@ const FINNEY: u64 = 1_000_000_000_000_000; // 0.001 ETH in wei
 
 fn tx() -> Value {
     json!({"from_register": "swap_quote", "network": "base"})
-}
-
-/// Every broken property of one test, reported together.
-#[derive(Default)]
-struct Failures(Vec<String>);
-
-impl Failures {
-    fn check(&mut self, ok: bool, what: impl Into<String>) {
-        if !ok {
-            self.0.push(what.into());
-        }
-    }
-
-    fn finish(self) {
-        assert!(self.0.is_empty(), "{} broken:\n  - {}", self.0.len(), self.0.join("\n  - "));
-    }
 }
 
 fn code(r: &Result<Value, ToolError>) -> String {
@@ -75,18 +57,6 @@ async fn quote_in(env: &Env, ctx: &ToolContext, sell: &str, buy: &str, amount: &
         .call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}), ctx)
         .await
         .unwrap_or_else(|e| json!({"error": e}))
-}
-
-/// Rewrites the quote's calldata: the venue's `sell` with other arguments.
-fn recalldata(quote: &mut Value, f: impl Fn(&mut sellCall)) {
-    let data: alloy::primitives::Bytes = quote["transaction"]["data"].as_str().unwrap().parse().unwrap();
-    let mut call = sellCall::abi_decode(&data).unwrap();
-    f(&mut call);
-    quote["transaction"]["data"] = json!(alloy::primitives::hex::encode_prefixed(call.abi_encode()));
-}
-
-fn u256(v: &Value) -> U256 {
-    U256::from_str_radix(v.as_str().unwrap(), 10).unwrap()
 }
 
 /// What the wallet holds, and its mined nonce.

@@ -1,6 +1,7 @@
 //! The integration tests of `holdfast-web3`, one binary: a module per concern (`cargo test --test it <module>::` runs one).
 
 mod common;
+mod evidence;
 mod hallucination;
 mod hostile;
 mod interop;

@@ -1,9 +1,8 @@
 //! Each refusal of the safety model, on a real devnet. Every refused action leaves the chain untouched.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use crate::common::{Env, Tweaks};
+use crate::common::{Env, Tweaks, recalldata};
 use alloy::primitives::{Address, U256, address};
-use alloy::sol;
 use alloy::sol_types::SolCall;
 use holdfast_core::ErrorCode;
 use holdfast_devnet::{NATIVE, USDC, WETH};
@@ -11,24 +10,12 @@ use serde_json::{Value, json};
 
 const ATTACKER: Address = address!("0x000000000000000000000000000000000000dEaD");
 
-sol! {
-    function sell(address sellToken, address buyToken, uint256 sellAmount, uint256 minBuyAmount, address recipient);
-}
-
 fn tx() -> Value {
     json!({"from_register": "swap_quote", "network": "base"})
 }
 
 fn set(quote: &mut Value, pointer: &str, v: Value) {
     *quote.pointer_mut(pointer).unwrap() = v;
-}
-
-/// Rewrites the quote's calldata: the same sell with other arguments.
-fn recalldata(quote: &mut Value, f: impl Fn(&mut sellCall)) {
-    let data: alloy::primitives::Bytes = quote["transaction"]["data"].as_str().unwrap().parse().unwrap();
-    let mut call = sellCall::abi_decode(&data).unwrap();
-    f(&mut call);
-    quote["transaction"]["data"] = json!(alloy::primitives::hex::encode_prefixed(call.abi_encode()));
 }
 
 #[tokio::test]

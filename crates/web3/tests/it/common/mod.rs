@@ -5,10 +5,13 @@
 pub(crate) mod rpc_proxy;
 pub(crate) mod server;
 
+use alloy::primitives::U256;
+use alloy::sol_types::SolCall;
 use axum::extract::{Query, State};
 use axum::routing::get;
 use holdfast_core::config::{ConfigDocument, CoreConfig};
 use holdfast_core::{CoreServices, ToolContext, ToolError, ToolRegistry};
+use holdfast_devnet::contracts::abi::ISwapVenue::sellCall;
 use holdfast_devnet::{QuoteRequest, QuoteState, TestDevnet, build_quote};
 use holdfast_web3::Web3;
 use serde_json::{Value, json};
@@ -164,4 +167,32 @@ impl Env {
         tweaks.quoter_url = Some(url);
         (Self::apply(devnet, tweaks), tamper)
     }
+}
+
+/// Every broken property of one test, reported together.
+#[derive(Default)]
+pub(crate) struct Failures(Vec<String>);
+
+impl Failures {
+    pub(crate) fn check(&mut self, ok: bool, what: impl Into<String>) {
+        if !ok {
+            self.0.push(what.into());
+        }
+    }
+
+    pub(crate) fn finish(self) {
+        assert!(self.0.is_empty(), "{} broken:\n  - {}", self.0.len(), self.0.join("\n  - "));
+    }
+}
+
+/// Rewrites the quote's calldata: the venue's `sell` with other arguments.
+pub(crate) fn recalldata(quote: &mut Value, f: impl Fn(&mut sellCall)) {
+    let data: alloy::primitives::Bytes = quote["transaction"]["data"].as_str().unwrap().parse().unwrap();
+    let mut call = sellCall::abi_decode(&data).unwrap();
+    f(&mut call);
+    quote["transaction"]["data"] = json!(alloy::primitives::hex::encode_prefixed(call.abi_encode()));
+}
+
+pub(crate) fn u256(v: &Value) -> U256 {
+    U256::from_str_radix(v.as_str().unwrap(), 10).unwrap()
 }
