@@ -118,6 +118,39 @@ async fn a_full_swap_conversation_over_the_anthropic_protocol() {
     full_swap(Wire::Anthropic).await;
 }
 
+/// One "swap 0.001 ETH for USDC", then three more turns in which the model fetches a fresh quote and sends it again,
+/// with no amount in the user's words: the user's amount moves value once, across turns (judged by the chain).
+#[tokio::test]
+async fn one_swap_request_moves_value_once_across_turns() {
+    let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let mut replies = swap_script("0.001");
+    for i in 0..3 {
+        replies.push(Reply::Tools(vec![tool(
+            "x402_fetch",
+            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
+        )]));
+        replies.push(Reply::Tools(vec![tool("web3_tx", json!({"from_register": "swap_quote", "network": "base"}))]));
+        replies.push(Reply::Text(format!("Swapped again ({i}).")));
+    }
+    let scripted = Scripted::start(Wire::OpenAi, replies).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let eth = || devnet.balance_of(holdfast_devnet::NATIVE, devnet.wallet_address);
+    let before = eth().await.unwrap();
+    for text in ["swap 0.001 ETH for USDC on base", "again", "once more please", "and again"] {
+        agent.run_turn(&ctx, text, &NoObserver, &CancelToken::new()).await.unwrap();
+    }
+    let history = runtime.sessions.history(&info.id).await.unwrap();
+    let sends: Vec<String> =
+        tool_results(&history).into_iter().filter(|(name, _)| name == "web3_tx").map(|(_, code)| code).collect();
+    assert_eq!(sends, ["ok", "confirmation_required", "confirmation_required", "confirmation_required"]);
+    // Exactly one swap of 0.001 ETH left the wallet (plus its gas), not four.
+    let spent = before - eth().await.unwrap();
+    let one = holdfast_core::U256::from(1_000_000_000_000_000u64);
+    assert!(spent >= one && spent < one + one, "one swap of 0.001 ETH across four turns: spent {spent} wei");
+}
+
 fn tool_results(history: &[holdfast_agent::StoredMessage]) -> Vec<(String, String)> {
     history
         .iter()

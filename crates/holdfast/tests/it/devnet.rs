@@ -23,11 +23,16 @@ fn pid_alive(pid: u64) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// One JSON-RPC call to the devnet's anvil (through `curl`-free std networking: a tiny HTTP/1.0 POST).
+/// One JSON-RPC call to the devnet's anvil with one parameter.
 fn rpc(info: &Value, method: &str, param: Value) -> Value {
+    rpc_params(info, method, serde_json::json!([param]))
+}
+
+/// One JSON-RPC call to the devnet's anvil (through `curl`-free std networking: a tiny HTTP/1.0 POST).
+fn rpc_params(info: &Value, method: &str, params: Value) -> Value {
     use std::io::{Read, Write};
     let port = info["anvil"]["port"].as_u64().unwrap();
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": [param]}).to_string();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
     write!(
         stream,
@@ -39,6 +44,15 @@ fn rpc(info: &Value, method: &str, param: Value) -> Value {
     stream.read_to_string(&mut response).unwrap();
     let json = response.split("\r\n\r\n").nth(1).unwrap();
     serde_json::from_str::<Value>(json).unwrap()["result"].clone()
+}
+
+/// The wallet's address, as the golden swap's first tool call wrote it.
+fn final_line_wallet(lines: &[Value]) -> Value {
+    lines
+        .iter()
+        .find(|l| l["tool"] == "local_burner_wallet")
+        .map(|l| l["output"]["address"].clone())
+        .unwrap_or_default()
 }
 
 struct Down(PathBuf);
@@ -134,6 +148,36 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
         journal.iter().map(|j| j["kind"].as_str().unwrap()).collect::<Vec<_>>(),
         ["payment", "approval", "swap"]
     );
+
+    // One user line, then four quote + web3_tx pairs with no amount written again: the user's 0.001 ETH moves once.
+    let address = |a: Value| a.as_str().unwrap_or_default().to_owned();
+    let wallet = address(final_line_wallet(&eth));
+    let nonce = |info: &Value| {
+        let count = rpc_params(info, "eth_getTransactionCount", serde_json::json!([wallet, "latest"]));
+        u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+    let before = nonce(&info);
+    let golden = std::fs::read_to_string(repo_root().join("examples/swap-eth-usdc.jsonl")).unwrap();
+    let lines: Vec<&str> = golden.lines().collect();
+    let mut repeated = lines.clone();
+    for _ in 0..3 {
+        repeated.extend_from_slice(&lines[lines.len() - 2..]);
+    }
+    let path = tmp.path().join("four-swaps-one-request.jsonl");
+    std::fs::write(&path, repeated.join("\n")).unwrap();
+    let four = replay(&config, path.to_str().unwrap());
+    let outcomes: Vec<String> = four
+        .iter()
+        .filter(|l| l["tool"] == "web3_tx")
+        .map(|l| {
+            l["error"]["code"]
+                .as_str()
+                .map_or_else(|| l["output"]["status"].as_str().unwrap_or("?").to_owned(), str::to_owned)
+        })
+        .collect();
+    assert_eq!(outcomes, ["confirmed", "confirmation_required", "confirmation_required", "confirmation_required"]);
+    // Four quotes were paid for (x402 payments sign no wallet transaction); one swap was mined.
+    assert_eq!(nonce(&info), before + 1, "one wallet transaction: {outcomes:?}");
 
     let down = holdfast(&["devnet", "down", "--dir", dir_s]);
     assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));

@@ -44,3 +44,18 @@ async fn swap_and_check(devnet: &TestDevnet, env: Vec<(&'static str, String)>) {
     let tried = findings["tried_d"].as_array().map_or(0, Vec::len);
     assert!(tried >= 8, "D tried every path: {findings}");
 }
+
+/// Runs transfer_once.mjs (one user_request the human submitted, four transfers of it) and checks the chain: the
+/// human's 40 USDC moved once.
+#[tokio::test]
+async fn one_submitted_request_moves_value_once_over_mcp() {
+    crate::common::require_sdk();
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let config = devnet.config_path.to_str().unwrap().to_owned();
+    let alice: alloy_primitives::Address = holdfast_devnet::config::ALICE.parse().unwrap();
+    let before = devnet.balance_of(USDC, alice).await.unwrap();
+    let findings =
+        crate::common::run_script("transfer_once.mjs", &crate::common::stdio_env(&["--config", &config])).await;
+    let received = devnet.balance_of(USDC, alice).await.unwrap() - before;
+    assert_eq!(received, U256::from(40_000_000u64), "40 USDC once, not 160: {findings}");
+}

@@ -167,6 +167,75 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
     money_views_agree_with_the_node_and_the_journal(&s, &a).await;
 }
 
+/// The tool console (`POST /api/sessions/{id}/tools/{name}`) is no way around the user's authorization: one message's
+/// amount moves value once, however many quotes are fetched and sent after it.
+#[tokio::test]
+async fn the_tool_console_spends_the_users_amount_once() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    let (status, _) = s
+        .req(
+            reqwest::Method::POST,
+            &format!("/api/sessions/{a}/messages"),
+            Some(json!({"content": "swap 0.001 ETH for USDC"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    for (tool, params) in [
+        (
+            "local_burner_wallet",
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+        ),
+        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+        ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ("to_raw_amount", json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"})),
+    ] {
+        assert_eq!(s.tool(&a, tool, params).await.0, 200, "{tool}");
+    }
+    let rpc = |method: &'static str, params: Value| {
+        let (http, url) = (s.http.clone(), s._devnet.rpc_url.clone());
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            let answer: Value = http.post(url).json(&body).send().await.unwrap().json().await.unwrap();
+            answer["result"].clone()
+        }
+    };
+    let wallet = s._devnet.wallet_address.to_string();
+    let nonce0 = rpc("eth_getTransactionCount", json!([wallet, "latest"])).await;
+    let mut outcomes = Vec::new();
+    for _ in 0..3 {
+        let (status, _) = s
+            .tool(&a, "x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}))
+            .await;
+        assert_eq!(status, 200);
+        let (status, body) = s.tool(&a, "web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+        outcomes.push((
+            status,
+            body["error"]["code"]
+                .as_str()
+                .unwrap_or_else(|| body["output"]["status"].as_str().unwrap_or("?"))
+                .to_owned(),
+        ));
+    }
+    assert_eq!(
+        outcomes,
+        [
+            (200, "confirmed".to_owned()),
+            (202, "confirmation_required".to_owned()),
+            (202, "confirmation_required".to_owned())
+        ]
+    );
+    // Judged by the journal against the chain: one swap, mined.
+    let (_, journal) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={a}&kind=swap"), None).await;
+    let swaps = journal["journal"].as_array().unwrap();
+    assert_eq!(swaps.len(), 1, "{journal}");
+    let receipt = rpc("eth_getTransactionReceipt", json!([swaps[0]["tx_hash"]])).await;
+    assert_eq!(receipt["status"], "0x1");
+    let nonce1 = rpc("eth_getTransactionCount", json!([wallet, "latest"])).await;
+    let n = |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(n(&nonce1), n(&nonce0) + 1, "one wallet transaction on chain");
+}
+
 /// A number a node answered (`0x…` quantity or 32-byte word), as decimal text.
 fn quantity(v: &Value) -> String {
     u128::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap().to_string()
