@@ -185,3 +185,115 @@ pub async fn allowed_settlers(chain: &Chain, network: &NetworkConfig) -> Result<
     }
     Ok(allowed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quote::TokenRef;
+    use alloy::primitives::{Bytes, address};
+    use holdfast_core::config::NetworkTable;
+
+    const WALLET: Address = address!("0x00000000000000000000000000000000000a11ce");
+    const SETTLER: Address = address!("0x00000000000000000000000000000000005e771e");
+    const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+
+    fn network(abi: Option<SwapAbi>) -> NetworkConfig {
+        let mut n = NetworkTable::builtin().resolve("base").unwrap().clone();
+        n.rpc_urls = vec!["http://127.0.0.1:9".into()];
+        n.contracts.swap_abi = abi;
+        n.contracts.settlers = vec![SETTLER];
+        n.contracts.settler_registry = None;
+        n
+    }
+
+    fn quote(network: &NetworkConfig, data: Vec<u8>) -> ValidQuote {
+        let token = |address, symbol: &str, decimals| TokenRef {
+            address,
+            symbol: symbol.into(),
+            decimals,
+            network: "base".into(),
+        };
+        ValidQuote {
+            network: network.clone(),
+            sell: token(USDC, "USDC", 6),
+            buy: token(NATIVE_TOKEN_ADDRESS, "ETH", 18),
+            taker: WALLET,
+            sell_amount: U256::from(10_000_000u64),
+            buy_amount: U256::from(3_000_000_000_000_000u64),
+            min_buy_amount: U256::from(2_970_000_000_000_000u64),
+            to: network.contracts.swap_target.unwrap(),
+            data: Bytes::from(data),
+            value: U256::ZERO,
+            allowance_issue: None,
+        }
+    }
+
+    fn exec(f: impl Fn(&mut IAllowanceHolder::execCall, &mut ISettler::executeCall)) -> Vec<u8> {
+        let mut settle = ISettler::executeCall {
+            slippage: ISettler::AllowedSlippage {
+                recipient: WALLET,
+                buyToken: NATIVE_TOKEN_ADDRESS,
+                minAmountOut: U256::from(2_970_000_000_000_000u64),
+            },
+            actions: vec![Bytes::from(vec![1, 2, 3])],
+            zidAndAffiliate: Default::default(),
+        };
+        let mut call = IAllowanceHolder::execCall {
+            operator: SETTLER,
+            token: USDC,
+            amount: U256::from(10_000_000u64),
+            target: SETTLER,
+            data: Bytes::new(),
+        };
+        f(&mut call, &mut settle);
+        if call.data.is_empty() {
+            call.data = settle.abi_encode().into();
+        }
+        call.abi_encode()
+    }
+
+    async fn check(network: &NetworkConfig, data: Vec<u8>) -> Result<DecodedCall, ToolError> {
+        let chain = Chain::new(network).unwrap();
+        check_swap(&chain, network, &quote(network, data), WALLET).await
+    }
+
+    #[tokio::test]
+    async fn an_allowance_holder_exec_is_checked_argument_by_argument() {
+        let net = network(Some(SwapAbi::ZeroExAllowanceHolder));
+        let ok = check(&net, exec(|_, _| {})).await.unwrap();
+        assert_eq!((ok.function.as_str(), ok.settler), ("exec → execute", Some(SETTLER.to_checksum(None))));
+        let other = address!("0x000000000000000000000000000000000000dEaD");
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("`operator`", exec(|c, _| c.operator = other)),
+            ("`target`", exec(|c, _| (c.operator, c.target) = (other, other))),
+            ("`token`", exec(|c, _| c.token = other)),
+            ("`amount`", exec(|c, _| c.amount = U256::from(3_000_000_000u64))),
+            ("`slippage.recipient`", exec(|_, s| s.slippage.recipient = other)),
+            ("`slippage.buyToken`", exec(|_, s| s.slippage.buyToken = USDC)),
+            ("`slippage.minAmountOut`", exec(|_, s| s.slippage.minAmountOut = U256::from(1u8))),
+            ("not the Settler's", exec(|c, _| c.data = Bytes::from(vec![0xde, 0xad, 0xbe, 0xef]))),
+            ("selector 0xa9059cbb", {
+                let mut d = exec(|_, _| {});
+                d[..4].copy_from_slice(&[0xa9, 0x05, 0x9c, 0xbb]);
+                d
+            }),
+        ];
+        for (needle, data) in cases {
+            let err = check(&net, data).await.unwrap_err();
+            assert_eq!(err.code, ErrorCode::QuoteRejected, "{needle}");
+            assert!(err.message.contains(needle), "{needle}: {}", err.message);
+        }
+        // The devnet's venue calldata means nothing to an AllowanceHolder network, and no decoder refuses everything.
+        let sell = IHoldfastVenue::sellCall {
+            sellToken: USDC,
+            buyToken: NATIVE_TOKEN_ADDRESS,
+            sellAmount: U256::from(10_000_000u64),
+            minBuyAmount: U256::from(2_970_000_000_000_000u64),
+            recipient: WALLET,
+        }
+        .abi_encode();
+        assert!(check(&net, sell.clone()).await.unwrap_err().message.contains("is not a call holdfast can check"));
+        assert!(check(&network(None), sell.clone()).await.unwrap_err().message.contains("no `contracts.swap_abi`"));
+        assert_eq!(check(&network(Some(SwapAbi::HoldfastVenue)), sell).await.unwrap().function, "sell");
+    }
+}
