@@ -128,6 +128,7 @@ fn swap(c: &mut Criterion) {
                 tx_hash: None,
                 error: None,
                 summary: json!({"action": "bench"}),
+                authorization: None,
             };
             let cap = DayCap { limit: U256::MAX, kinds: EntryKind::Swap.cap_group() };
             use holdfast_web3::journal::test_hooks as j;

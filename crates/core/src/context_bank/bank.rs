@@ -23,13 +23,13 @@ pub(super) struct BankState {
 /// let ctx = CoreServices::new(CoreConfig::default()).unwrap().new_session("s");
 /// ctx.context_bank.scan_input("swap 0.001 ETH for USDC");
 /// let auth = ctx.context_bank.authorization("0.001", "ETH").unwrap();
-/// assert!(ctx.context_bank.spend(&auth.id, "intent-1").is_ok());
-/// assert!(ctx.context_bank.spend(&auth.id, "intent-1").is_ok(), "a retry of the same intent");
+/// assert_eq!(ctx.context_bank.spend(&auth.id, "intent-1"), Ok(true));
+/// assert_eq!(ctx.context_bank.spend(&auth.id, "intent-1"), Ok(false), "a retry of the same intent");
 /// assert!(ctx.context_bank.spend(&auth.id, "intent-2").is_err(), "another action");
 /// ctx.context_bank.scan_input("and again: swap 0.001 ETH for USDC");
 /// let fresh = ctx.context_bank.authorization("0.001", "ETH").unwrap();
 /// assert_ne!(fresh.id, auth.id);
-/// assert!(ctx.context_bank.spend(&fresh.id, "intent-2").is_ok());
+/// assert_eq!(ctx.context_bank.spend(&fresh.id, "intent-2"), Ok(true));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Authorization {
@@ -175,10 +175,10 @@ impl ContextBank {
         self.state.read().authorizations.clone()
     }
 
-    /// Spends authorization `id` for the action `intent`, atomically: `Ok` when no action had spent it (it is now
-    /// spent by `intent`) or `intent` itself had (a retry); otherwise `Err` with the authorization as it stands
-    /// (spent by another action, or unknown to this bank: `spent_by` names why).
-    pub fn spend(&self, id: &str, intent: &str) -> Result<(), Authorization> {
+    /// Spends authorization `id` for the action `intent`, atomically: `Ok(true)` when no action had spent it (this
+    /// call spent it), `Ok(false)` when `intent` itself already had (a retry: nothing changed); otherwise `Err` with
+    /// the authorization as it stands (spent by another action, or unknown to this bank: `spent_by` names why).
+    pub fn spend(&self, id: &str, intent: &str) -> Result<bool, Authorization> {
         let mut state = self.state.write();
         let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id) else {
             return Err(Authorization {
@@ -192,9 +192,9 @@ impl ContextBank {
         match &a.spent_by {
             None => {
                 a.spent_by = Some(intent.to_owned());
-                Ok(())
+                Ok(true)
             }
-            Some(by) if by == intent => Ok(()),
+            Some(by) if by == intent => Ok(false),
             Some(_) => Err(a.clone()),
         }
     }

@@ -193,10 +193,12 @@ pub(super) fn read_number(written: &str, decimal_comma: bool) -> Reading {
     canonical_amount(&plain).map_or(Reading::NotAnAmount, Reading::Valid)
 }
 
-/// A character that joins two digit runs into one number as a person sees it: a separator, or an invisible
-/// character other than a tab or a line break (those separate what is written).
+/// A character that joins two digit runs into one number as a person sees it: a separator, a space some locales
+/// group thousands with (no-break, narrow no-break, thin, figure space), or an invisible character other than a tab
+/// or a line break (those separate what is written).
 fn joins_digits(c: char) -> bool {
-    matches!(c, ',' | '.') || (crate::text::is_invisible(c) && !c.is_ascii_whitespace())
+    matches!(c, ',' | '.' | '\u{a0}' | '\u{202f}' | '\u{2009}' | '\u{2007}')
+        || (crate::text::is_invisible(c) && !c.is_ascii_whitespace())
 }
 
 /// The number that starts at digit `at`, as far as a person reads it as one: digit runs joined by separators and
@@ -233,9 +235,10 @@ pub(super) fn number_run(text: &str, at: usize) -> Run {
 }
 
 /// Whether what precedes `start` (the first byte of a number) makes the number part of a longer one a person sees:
-/// an invisible character right before it that follows a word character or a separator (`0.\u{200b}5`), or a
-/// separator of the other convention right before it (`,5` where `.` is the decimal point).
-pub(super) fn continues_a_number(text: &str, start: usize) -> bool {
+/// an invisible character right before it that follows a word character or a separator (`0.\u{200b}5`), a
+/// separator of the other convention right before it (`,5` where `.` is the decimal point), or the decimal separator
+/// and one space after a digit (`0. 5`).
+pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> bool {
     let mut before = text[..start].chars().rev().peekable();
     let mut skipped = false;
     while before.peek().is_some_and(|c| joins_digits(*c) && !matches!(c, ',' | '.')) {
@@ -244,6 +247,10 @@ pub(super) fn continues_a_number(text: &str, start: usize) -> bool {
     }
     match before.next() {
         Some(',' | '.') => true,
+        // `0. 5`: one space after the decimal separator that follows a digit (`0.5, 1` is a list).
+        Some(' ' | '\t') if !skipped => {
+            before.next() == Some(decimal) && before.next().is_some_and(|c| c.is_ascii_digit())
+        }
         Some(c) => skipped && is_word_char(c),
         None => false,
     }

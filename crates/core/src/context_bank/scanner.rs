@@ -319,7 +319,7 @@ impl ContextScanner {
         if !word_start(text, start) || before_joined || after_joined {
             return skip_word(text, end);
         }
-        let continues = continues_a_number(text, start);
+        let continues = continues_a_number(text, start, char::from(self.decimal_separator()));
         // Shown with the separator before it when that is what makes it ambiguous (`,5`).
         let shown_from =
             if continues && start > 0 && matches!(bytes[start - 1], b',' | b'.') { start - 1 } else { start };

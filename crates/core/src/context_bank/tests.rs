@@ -577,6 +577,9 @@ fn amounts_a_person_reads_one_way_only_bind() {
         ("swap 1,0000 ETH", [("10000", "ETH"), ("0", "ETH")]),
         ("swap 1.000,5 ETH", [("1000.5", "ETH"), ("5", "ETH")]),
         ("swap ETH 0,5", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0. 5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("send 1\u{a0}500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        ("send 1\u{202f}500 USDC", [("500", "USDC"), ("1500", "USDC")]),
     ] {
         let b = bank();
         b.scan_input(text);

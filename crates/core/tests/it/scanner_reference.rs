@@ -111,7 +111,10 @@ impl Reference {
     /// A character joining two digit runs into one number as a person sees it: `.`, `,`, or an invisible
     /// character other than a tab or line break.
     fn joiner(c: Option<char>) -> bool {
-        c.is_some_and(|c| matches!(c, '.' | ',') || (holdfast_core::is_invisible(c) && !c.is_ascii_whitespace()))
+        c.is_some_and(|c| {
+            matches!(c, '.' | ',' | '\u{a0}' | '\u{202f}' | '\u{2009}' | '\u{2007}')
+                || (holdfast_core::is_invisible(c) && !c.is_ascii_whitespace())
+        })
     }
 
     /// The number starting at the digit `i`: digit runs joined by joiners. Returns its end and whether an invisible
@@ -139,6 +142,7 @@ impl Reference {
         }
         match j.checked_sub(1).and_then(|k| self.at(k)) {
             Some('.' | ',') => true,
+            Some(' ' | '\t') if j == start => j >= 3 && self.at(j - 2) == Some('.') && self.digit(j - 3),
             Some(c) => j < start && is_word_char(c),
             None => false,
         }
@@ -370,6 +374,9 @@ fn fragments() -> Vec<String> {
         "5\u{200c}",
         "0.\u{ad}5",
         "1\u{2028}5",
+        "1\u{a0}500",
+        "0. 5",
+        "1.\t5",
         // Glued, joined, dated, versioned.
         "5ETH",
         "12usdc",

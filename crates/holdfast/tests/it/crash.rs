@@ -116,8 +116,10 @@ async fn crash_acknowledged_memory_writes_survive_kill_9() {
 /// Where a swap is killed: the request the RPC proxy holds.
 #[derive(Debug, Clone, Copy)]
 enum SwapStage {
-    /// The first chain read after the day's cap is reserved (the nonce): journaled, nothing signed.
-    AfterJournalEntry,
+    /// The exact simulation, under the wallet's lock: the last chain read before the day's cap is reserved and the
+    /// transaction signed (the reservation, the signature and the journal's signed record follow without a chain
+    /// read between them). Nothing is journaled yet.
+    BeforeReservation,
     /// `eth_sendRawTransaction` held unsent: signed and journaled, not broadcast.
     AfterSigning,
     /// `eth_sendRawTransaction` forwarded, the node's answer held: broadcast, the answer lost.
@@ -129,7 +131,7 @@ enum SwapStage {
 impl SwapStage {
     fn hold(self) -> Hold {
         let (needle, after_forwarding) = match self {
-            Self::AfterJournalEntry => ("\"eth_getTransactionCount\"", false),
+            Self::BeforeReservation => ("\"eth_simulateV1\"", false),
             Self::AfterSigning => ("\"eth_sendRawTransaction\"", false),
             Self::RightAfterBroadcast => ("\"eth_sendRawTransaction\"", true),
             Self::BeforeReceipt => ("\"eth_getTransactionReceipt\"", false),
@@ -165,8 +167,9 @@ async fn swap_killed_at(dev: &Devnet, root: &Path, stage: SwapStage) -> String {
     let serve = Serve::start(&data, Some(&config)).await;
     let journal = serve.get(&format!("/api/journal?session_id={session}")).await;
     let swaps: Vec<&Value> = journal["journal"].as_array().unwrap().iter().filter(|e| e["kind"] == "swap").collect();
-    assert_eq!(swaps.len(), 1, "{stage:?}: one journal entry for the intent: {journal}");
-    let after_restart = swaps[0]["status"].as_str().unwrap().to_owned();
+    let journaled = usize::from(!matches!(stage, SwapStage::BeforeReservation));
+    assert_eq!(swaps.len(), journaled, "{stage:?}: {journaled} journal entry for the intent: {journal}");
+    let after_restart = swaps.first().map_or("none", |e| e["status"].as_str().unwrap()).to_owned();
 
     // The model calls again with the restored quote register: nothing new is sent.
     let again = serve.post(&format!("/api/sessions/{session}/tools/web3_tx"), tx.clone()).await;
@@ -179,13 +182,16 @@ async fn swap_killed_at(dev: &Devnet, root: &Path, stage: SwapStage) -> String {
     let status = entry["status"].as_str().unwrap();
     assert!(mined <= 1, "{stage:?}: {mined} transactions mined for one intent");
     match stage {
-        SwapStage::AfterJournalEntry => {
-            assert_eq!(mined, 0, "nothing was signed before the kill");
-            assert_eq!(after_restart, "reserved", "the API says what is true: journaled, never signed");
-            for answer in [&again, &third] {
-                let e = answer.as_ref().unwrap_err();
-                assert_eq!(e["error"]["code"], "duplicate_action", "{stage:?}: {e}");
-            }
+        SwapStage::BeforeReservation => {
+            // Nothing was reserved, signed or sent before the kill: the next call sends it, once, and the one after
+            // it is answered from the journal.
+            assert_eq!(mined, 1, "{stage:?}: the call after the restart sent it exactly once");
+            assert_eq!(status, "confirmed", "{stage:?}: {entry}");
+            let first = &again.as_ref().unwrap_or_else(|e| panic!("{stage:?}: {e}"))["output"];
+            assert_eq!(first["hash"], entry["tx_hash"], "{stage:?}: {first}");
+            let second = &third.as_ref().unwrap_or_else(|e| panic!("{stage:?}: {e}"))["output"];
+            assert_eq!(second["hash"], entry["tx_hash"], "{stage:?}: the same transaction is returned: {second}");
+            assert_eq!(second["summary"], Value::Null, "{stage:?}: answered from the journal");
         }
         _ => {
             assert_eq!(mined, 1, "{stage:?}: the signed transaction is mined exactly once");
@@ -277,7 +283,7 @@ async fn crash_swaps_and_payments_killed_at_every_stage() {
     let tmp = tempfile::tempdir().unwrap();
     let dev = Devnet::up(&tmp.path().join("devnet"));
     for stage in [
-        SwapStage::AfterJournalEntry,
+        SwapStage::BeforeReservation,
         SwapStage::AfterSigning,
         SwapStage::RightAfterBroadcast,
         SwapStage::BeforeReceipt,

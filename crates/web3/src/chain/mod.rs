@@ -41,6 +41,9 @@ sol! {
     }
 }
 
+/// The longest one JSON-RPC request may take (shorter than `kernel::reconcile::IN_FLIGHT`).
+pub const RPC_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Head-room added to the node's gas estimate.
 const GAS_MARGIN_PERCENT: u64 = 20;
 
@@ -144,11 +147,19 @@ impl Chain {
             ));
         }
         let mut readers = Vec::with_capacity(network.rpc_urls.len());
+        // Every request is bounded: a node that never answers cannot hold the wallet's send lock (or a broadcast)
+        // longer than this, and the background reconciliation leaves a send alone for longer than this.
+        let http = reqwest::Client::builder()
+            .timeout(RPC_TIMEOUT)
+            .build()
+            .map_err(|e| ToolError::internal(format!("network `{}`: http client: {e}", network.name)))?;
         for url in &network.rpc_urls {
             let parsed = url.parse().map_err(|e| {
                 ToolError::new(ErrorCode::ConfigInvalid, format!("network `{}`: bad rpc url: {e}", network.name))
             })?;
-            let provider = ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased();
+            let transport = alloy::transports::http::Http::with_client(http.clone(), parsed);
+            let client = alloy::rpc::client::RpcClient::new(transport, false);
+            let provider = ProviderBuilder::new().disable_recommended_fillers().connect_client(client).erased();
             readers.push((holdfast_core::redact_urls(url).into_owned(), provider));
         }
         let provider = readers[0].1.clone();
@@ -313,8 +324,12 @@ impl Chain {
             .input(plan.data.clone().into())
             .max_fee_per_gas(fees.max_fee_per_gas)
             .max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
-        let estimate = self.provider.estimate_gas(req).await.map_err(|e| {
-            ToolError::new(ErrorCode::SimulationFailed, format!("{}: gas estimation failed: {e}", self.network.name))
+        let estimate = self.provider.estimate_gas(req).await.map_err(|e| match e {
+            alloy::transports::RpcError::ErrorResp(_) => ToolError::new(
+                ErrorCode::SimulationFailed,
+                format!("{}: gas estimation failed: {e}", self.network.name),
+            ),
+            _ => upstream(&self.network.name, "eth_estimateGas", e),
         })?;
         Ok(FeeQuote {
             gas_limit: estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100),

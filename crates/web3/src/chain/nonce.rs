@@ -46,6 +46,23 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
     }
 
+    /// True when every configured RPC node shows `account`'s `nonce` unused: its latest and its pending transaction
+    /// count are both at most `nonce`. A node that errs is no proof.
+    pub async fn nonce_unused_everywhere(&self, account: Address, nonce: u64) -> Result<bool, ToolError> {
+        for (url, provider) in &self.readers {
+            let latest = provider.get_transaction_count(account).latest().await;
+            let pending = provider.get_transaction_count(account).pending().await;
+            let (latest, pending) = (
+                latest.map_err(|e| upstream(url, "eth_getTransactionCount", e))?,
+                pending.map_err(|e| upstream(url, "eth_getTransactionCount", e))?,
+            );
+            if latest > nonce || pending > nonce {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     async fn count_at(&self, account: Address, block: u64) -> Result<u64, ToolError> {
         self.provider
             .get_transaction_count(account)

@@ -5,7 +5,8 @@
 //! What a contract inside the transaction can observe is what it would observe on chain: `tx.gasprice` is the real
 //! effective gas price and `block.basefee` the next block's base fee (validation on: the node computes it from the
 //! parent, as for a real block, and refuses fees below it), `block.number` is the next block's, the timestamp is not
-//! before the latest block's, and the fee recipient and gas limit are the latest block's. No helper code is placed
+//! before the latest block's, `block.prevrandao` is random as on chain (not zero), and the fee recipient and gas
+//! limit are the latest block's. No helper code is placed
 //! at any address the transaction could look at: the state overrides of its block touch only the sender's nonce
 //! (which no contract can read). The balances after it are read in a second simulated block (with a balance reader
 //! placed there, after the transaction has run); the balances before it by plain calls on the same base block.
@@ -158,11 +159,14 @@ impl Chain {
         let header = &latest.header;
         let base = header.number;
         let time = (header.timestamp + 1).max(now_secs());
+        // `prevRandao` is unknowable before the block exists: a fresh random value, never the zero a simulator
+        // would otherwise leave there.
         let next = json!({
             "number": format!("{:#x}", base + 1),
             "time": format!("{time:#x}"),
             "feeRecipient": header.beneficiary,
             "gasLimit": format!("{:#x}", header.gas_limit),
+            "prevRandao": alloy::primitives::B256::random(),
         });
         let after_block = json!({
             "number": format!("{:#x}", base + 2),
@@ -197,7 +201,14 @@ impl Chain {
             self.provider
                 .raw_request::<_, Value>("eth_simulateV1".into(), (payload, format!("{base:#x}")))
                 .await
-                .map_err(|e| self.sim_failed(format!("eth_simulateV1 failed (the node must support it): {e}")))
+                .map_err(|e| match e {
+                    // The node answered: the transaction cannot run as signed (or the node lacks the method).
+                    alloy::transports::RpcError::ErrorResp(_) => {
+                        self.sim_failed(format!("eth_simulateV1 refused it (the node must support it): {e}"))
+                    }
+                    // No answer: nothing is known about the transaction.
+                    _ => upstream(name, "eth_simulateV1", e),
+                })
         };
         let before = futures::future::try_join_all(reads.iter().map(|r| self.read_at(r, base)));
         let (blocks, before) = tokio::join!(simulate, before);

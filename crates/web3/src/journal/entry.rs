@@ -156,6 +156,19 @@ pub struct NewEntry {
     pub error: Option<String>,
     /// Decoded summary.
     pub summary: Value,
+    /// The user's authorization (an amount they wrote) the action spends, if it spends one.
+    pub authorization: Option<AuthorizationUse>,
+}
+
+/// The user's authorization an entry's action spends: stored with the entry, so that no other action — in another
+/// instance, or after a crash lost the session's record of it — runs by itself on the same authorization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationUse {
+    /// The authorization's id (`au_…`).
+    pub id: String,
+    /// True when the action runs by itself on it (no confirmation): the reservation then refuses while another
+    /// live entry of another intent holds the same authorization.
+    pub relied_on: bool,
 }
 
 /// A stored entry.
@@ -261,5 +274,10 @@ pub enum Reserved {
     OverCap {
         /// What live entries already hold today.
         spent: alloy::primitives::U256,
+    },
+    /// The action would run by itself on a user authorization another live entry already spent; nothing was written.
+    AuthorizationSpent {
+        /// The entry that spent it.
+        by: JournalEntry,
     },
 }

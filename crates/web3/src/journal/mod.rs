@@ -26,7 +26,7 @@ mod sql;
 mod sqlite;
 pub mod store;
 
-pub use entry::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
+pub use entry::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
 pub use store::{Select, WalletLock};
 
 use chrono::Utc;
@@ -132,6 +132,10 @@ impl Journal {
                 tracing::info!(%spent, "journal: refused, the day's cap would be exceeded");
                 Ok(Reserved::OverCap { spent })
             }
+            Reservation::AuthorizationSpent(by) => {
+                tracing::info!(journal_id = %by.id, "journal: refused, the user's authorization already moved value");
+                Ok(Reserved::AuthorizationSpent { by: *by })
+            }
             Reservation::Inserted => {
                 tracing::info!(journal_id = %id, status = "reserved", "journal transition");
                 Ok(Reserved::New(self.must_get(&id).await?))
@@ -234,9 +238,9 @@ impl Journal {
         self.select(Select::UnsettledSends { chain_id, from: from.to_owned() }).await
     }
 
-    /// Transactions marked `failed` or `dropped` within `within` that carry a hash: reconciliation still looks for their
-    /// receipt, so a rejection that was not one (a lying or confused node, a lagging receipt index) cannot keep a mined
-    /// transaction out of the count.
+    /// Transactions marked `failed` or `dropped` within `within` that carry a hash, and payments marked `failed`:
+    /// reconciliation still looks for their receipt (or the payment's settlement), so a rejection that was not one (a
+    /// lying or confused node, a lagging receipt index or clock) cannot keep what was mined out of the count.
     pub async fn recently_failed_sends(&self, within: std::time::Duration) -> Result<Vec<JournalEntry>, ToolError> {
         let since = Utc::now() - chrono::Duration::from_std(within).unwrap_or_default();
         self.select(Select::RecentlyFailedSends { since: since.to_rfc3339() }).await

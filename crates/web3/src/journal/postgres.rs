@@ -108,11 +108,16 @@ impl JournalStore for PgJournal {
                 .await
                 .map_err(db_err)?;
             let existing = entries(query(sql::same_action(e)).fetch_all(&mut *tx).await.map_err(db_err)?)?;
+            let holder = match sql::authorization_holder(e) {
+                Some(statement) => entries(query(statement).fetch_all(&mut *tx).await.map_err(db_err)?)?,
+                None => Vec::new(),
+            };
             let spent = match cap.and_then(|cap| sql::spent(e.chain_id, &e.from, &e.asset, cap.kinds, &row.day)) {
                 Some(statement) => strings(query(statement).fetch_all(&mut *tx).await.map_err(db_err)?)?,
                 None => Vec::new(),
             };
-            if let Err(done) = decide(existing.into_iter().next(), &spent, &e.amount, cap).map_err(db_err)? {
+            let decided = decide(existing.into_iter().next(), holder.into_iter().next(), &spent, &e.amount, cap);
+            if let Err(done) = decided.map_err(db_err)? {
                 return Ok(done);
             }
             query(sql::insert(&row)).execute(&mut *tx).await.map_err(db_err)?;

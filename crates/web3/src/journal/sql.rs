@@ -75,14 +75,21 @@ fn sqlite_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(intent_indexes!())
 }
 
+/// Version 2: the user authorization an entry's action spent (`au_…`), so that no other action runs by itself on it.
+/// (`authorization` is a reserved word in PostgreSQL.)
+const V2: &str = "
+ALTER TABLE journal ADD COLUMN user_authorization TEXT;
+CREATE INDEX IF NOT EXISTS journal_user_authorization ON journal (user_authorization)
+    WHERE user_authorization IS NOT NULL;
+";
+
 /// The journal's migrations.
 pub(super) const MIGRATIONS: Component = Component {
     name: "journal",
-    migrations: &[Migration {
-        version: 1,
-        sqlite: SqliteStep::Code(sqlite_v1),
-        postgres: concat!(table!(), intent_indexes!()),
-    }],
+    migrations: &[
+        Migration { version: 1, sqlite: SqliteStep::Code(sqlite_v1), postgres: concat!(table!(), intent_indexes!()) },
+        Migration { version: 2, sqlite: SqliteStep::Sql(V2), postgres: V2 },
+    ],
 };
 
 /// `$n` → `?n`. (No statement here has a `$` inside a string literal.)
@@ -129,8 +136,8 @@ pub(super) struct NewRow {
 pub(super) fn insert(r: &NewRow) -> Statement {
     let e = &r.entry;
     let sql = format!(
-        "INSERT INTO journal ({COLUMNS}, day) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, NULL, NULL, $17, $18, $19, $19, $20, $21)"
+        "INSERT INTO journal ({COLUMNS}, day, user_authorization) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+         $11, $12, $13, $14, $15, $16, NULL, NULL, $17, $18, $19, $19, $20, $21, $22)"
     );
     let params = vec![
         text(&r.id),
@@ -154,8 +161,21 @@ pub(super) fn insert(r: &NewRow) -> Statement {
         text(&r.now),
         opt_text(e.intent.as_deref()),
         text(&r.day),
+        opt_text(e.authorization.as_ref().map(|a| a.id.as_str())),
     ];
     (sql, params)
+}
+
+/// A live entry of another intent that holds the user authorization `e` relies on (when it relies on one).
+pub(super) fn authorization_holder(e: &NewEntry) -> Option<Statement> {
+    let used = e.authorization.as_ref().filter(|a| a.relied_on)?;
+    Some((
+        format!(
+            "SELECT {COLUMNS} FROM journal WHERE user_authorization = $1 AND (intent IS NULL OR intent <> $2) \
+             AND status IN {LIVE} ORDER BY created_at LIMIT 1"
+        ),
+        vec![text(&used.id), text(e.intent.clone().unwrap_or_default())],
+    ))
 }
 
 /// The live entry of the same intent (or, without one, of the same fingerprint): idempotency.
@@ -264,7 +284,7 @@ pub(super) fn select(q: &Select) -> Statement {
             vec![int(*chain_id), text(from)],
         ),
         Select::RecentlyFailedSends { since } => (
-            "WHERE status IN ('failed','dropped') AND tx_hash IS NOT NULL AND kind != 'payment' AND updated_at >= $1 \
+            "WHERE status IN ('failed','dropped') AND (tx_hash IS NOT NULL OR kind = 'payment') AND updated_at >= $1 \
              ORDER BY created_at"
                 .to_owned(),
             vec![text(since)],

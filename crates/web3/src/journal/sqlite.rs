@@ -126,11 +126,15 @@ impl JournalStore for SqliteJournal {
                     c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(|e| e.to_string())?;
                 let e = &row.entry;
                 let existing = entries(&tx, sql::same_action(e)).map_err(|e| e.to_string())?.into_iter().next();
+                let holder = match sql::authorization_holder(e) {
+                    Some(statement) => entries(&tx, statement).map_err(|e| e.to_string())?.into_iter().next(),
+                    None => None,
+                };
                 let spent = match cap.and_then(|cap| sql::spent(e.chain_id, &e.from, &e.asset, cap.kinds, &row.day)) {
                     Some(statement) => strings(&tx, statement).map_err(|e| e.to_string())?,
                     None => Vec::new(),
                 };
-                if let Err(done) = decide(existing, &spent, &e.amount, cap)? {
+                if let Err(done) = decide(existing, holder, &spent, &e.amount, cap)? {
                     return Ok(done);
                 }
                 execute(&tx, sql::insert(&row)).map_err(|e| e.to_string())?;

@@ -26,7 +26,7 @@ pub enum Select {
         /// Sender (EIP-55).
         from: String,
     },
-    /// Transactions with a hash marked `failed` or `dropped` since an RFC 3339 time.
+    /// Transactions with a hash, and payments, marked `failed` or `dropped` since an RFC 3339 time.
     RecentlyFailedSends {
         /// RFC 3339.
         since: String,
@@ -53,6 +53,8 @@ pub(super) enum Reservation {
     Existing(Box<JournalEntry>),
     /// The cap would be exceeded by this much already spent; nothing was written.
     OverCap(alloy::primitives::U256),
+    /// Another live entry holds the user authorization this action would run on by itself; nothing was written.
+    AuthorizationSpent(Box<JournalEntry>),
 }
 
 /// A wallet's send lock, held from the nonce's choice to the broadcast; released when dropped.
@@ -111,15 +113,20 @@ pub(super) fn sum(amounts: &[String]) -> Result<alloy::primitives::U256, String>
     Ok(total)
 }
 
-/// The reservation's decision, the same for both stores: `Ok(())` to insert.
+/// The reservation's decision, the same for both stores: `Ok(())` to insert. `holder`: a live entry of another
+/// intent holding the user authorization this action relies on.
 pub(super) fn decide(
     existing: Option<JournalEntry>,
+    holder: Option<JournalEntry>,
     spent: &[String],
     amount: &str,
     cap: Option<DayCap>,
 ) -> Result<Result<(), Reservation>, String> {
     if let Some(found) = existing {
         return Ok(Err(Reservation::Existing(Box::new(found))));
+    }
+    if let Some(holder) = holder {
+        return Ok(Err(Reservation::AuthorizationSpent(Box::new(holder))));
     }
     if let Some(cap) = cap {
         let amount = alloy::primitives::U256::from_str_radix(amount, 10).map_err(|e| format!("amount: {e}"))?;

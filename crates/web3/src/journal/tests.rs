@@ -21,6 +21,7 @@ fn entry(fp: &str, amount: &str, intent: Option<&str>) -> NewEntry {
         tx_hash: None,
         error: None,
         summary: json!({"action": "swap"}),
+        authorization: None,
     }
 }
 
@@ -106,6 +107,31 @@ async fn an_intent_is_reserved_once_until_it_definitely_failed() {
         j.update(&again.id, EntryStatus::Unknown, EntryUpdate::default()).await.unwrap();
         assert!(matches!(j.reserve(entry("z", "1", Some("same")), Some(CAP)).await.unwrap(), Reserved::Existing(_)));
         assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(1u8));
+    }
+}
+
+#[tokio::test]
+async fn a_user_authorization_moves_value_by_itself_once_whoever_holds_the_session() {
+    for (name, j) in journals().await {
+        let with = |intent: &str, relied_on| NewEntry {
+            authorization: Some(AuthorizationUse { id: "au_1".into(), relied_on }),
+            ..entry(intent, "1", Some(intent))
+        };
+        new(j.reserve(with("a", true), Some(CAP)).await.unwrap());
+        // Another intent that would run by itself on it is refused; its retry is still the same action.
+        let refused = j.reserve(with("b", true), Some(CAP)).await.unwrap();
+        assert!(
+            matches!(&refused, Reserved::AuthorizationSpent { by } if by.intent() == Some("a")),
+            "{name}: {refused:?}"
+        );
+        assert!(matches!(j.reserve(with("a", true), Some(CAP)).await.unwrap(), Reserved::Existing(_)), "{name}");
+        // One the user confirmed goes in; one after the first definitely failed may run by itself again.
+        new(j.reserve(with("c", false), Some(CAP)).await.unwrap());
+        let first = j.live_by_intent("a").await.unwrap().unwrap();
+        j.transition(&first.id, &[EntryStatus::Reserved], EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+        let c = j.live_by_intent("c").await.unwrap().unwrap();
+        j.transition(&c.id, &[EntryStatus::Reserved], EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+        new(j.reserve(with("d", true), Some(CAP)).await.unwrap());
     }
 }
 
@@ -217,7 +243,7 @@ async fn two_instances_share_the_cap_and_each_intent() {
         match t.await.unwrap().unwrap() {
             Reserved::New(_) => new += 1,
             Reserved::Existing(_) => existing += 1,
-            Reserved::OverCap { .. } => {}
+            Reserved::OverCap { .. } | Reserved::AuthorizationSpent { .. } => {}
         }
     }
     assert_eq!(new, 6, "20 / 3 = 6 reservations fit, whichever instance took them");

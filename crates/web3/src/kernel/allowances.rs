@@ -104,12 +104,30 @@ fn swap_in_flight(unresolved: &[JournalEntry], network: &str, token: Address) ->
     unresolved.iter().any(|e| e.kind == EntryKind::Swap && e.network == network && e.asset == token)
 }
 
-/// Resets `token`'s allowance on `network` at once when one stands and no swap selling it is in flight: its swap
-/// was refused. Best effort; what failed is logged (the background sweep tries again).
-pub(crate) async fn reset_abandoned(web3: &Web3, network: &NetworkConfig, token: Address) {
+/// The newest live approval (any session) of `token` on `network`.
+fn newest_approval<'a>(approvals: &'a [JournalEntry], network: &str, token: Address) -> Option<&'a JournalEntry> {
+    let token = token.to_checksum(None);
+    approvals.iter().find(|a| a.network == network && a.asset == token && a.status.is_live())
+}
+
+/// Resets `token`'s allowance on `network` at once when one stands and no swap selling it is in flight: a swap of
+/// `session` selling it was refused. An approval another session made for its own swap, and that swap may still use,
+/// is left to it. Best effort; what failed is logged (the background sweep tries again).
+pub(crate) async fn reset_abandoned(web3: &Web3, session: &str, network: &NetworkConfig, token: Address) {
+    let approvals = web3.journal().list(None, Some(EntryKind::Approval), APPROVALS_LOOKED_AT).await.unwrap_or_default();
+    if let Some(a) = newest_approval(&approvals, &network.name, token)
+        && a.session_id != session
+        && age(a) < web3.abandoned_after()
+    {
+        return;
+    }
     if let Err(e) = sweep_token(web3, network, token, None).await {
         tracing::warn!(network = %network.name, %token, error = %e.message, "allowance reset failed; retried in the background");
     }
+}
+
+fn age(e: &JournalEntry) -> std::time::Duration {
+    (chrono::Utc::now() - e.created_at).to_std().unwrap_or_default()
 }
 
 /// Resets every allowance of a token holdfast approved whose swap was abandoned (see the module documentation).
@@ -120,22 +138,22 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
     };
     let mut done = Vec::new();
     let mut seen: Vec<(String, String)> = Vec::new();
-    // Newest first: the first approval of each token is its newest.
-    for a in approvals.iter().filter(|a| a.status == EntryStatus::Confirmed) {
+    // Newest first: the first live approval of each token is its newest.
+    for a in approvals.iter().filter(|a| a.status.is_live()) {
         let key = (a.network.clone(), a.asset.clone());
         if seen.contains(&key) {
             continue;
         }
         seen.push(key);
-        let age = (chrono::Utc::now() - a.created_at).to_std().unwrap_or_default();
+        // Still being sent, or its quote may still be used: not abandoned.
+        if a.status != EntryStatus::Confirmed || age(a) < web3.abandoned_after() {
+            continue;
+        }
         let (Ok(network), Ok(token)) =
             (web3.core().networks.resolve(&a.network), holdfast_core::address::parse_address("asset", &a.asset))
         else {
             continue;
         };
-        if age < web3.abandoned_after() {
-            continue;
-        }
         let network = network.clone();
         match sweep_token(web3, &network, token, Some(a)).await {
             Ok(Some(hash)) => done.push(hash),
@@ -147,6 +165,19 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
     }
     done
 }
+
+/// How many resets of `token` on `network` today (UTC): past [`RESETS_BEFORE_ASKING`], approvals of it wait for the
+/// user, so a quote server that keeps getting its swaps refused cannot make the wallet pay for approvals and resets
+/// without end.
+pub(crate) async fn resets_today(web3: &Web3, network: &str, token: Address) -> usize {
+    let token = token.to_checksum(None);
+    let today = chrono::Utc::now().date_naive();
+    let resets = web3.journal().list(None, Some(EntryKind::Reset), APPROVALS_LOOKED_AT).await.unwrap_or_default();
+    resets.iter().filter(|r| r.network == network && r.asset == token && r.created_at.date_naive() == today).count()
+}
+
+/// Resets of one token in a day after which its approvals wait for the user.
+pub const RESETS_BEFORE_ASKING: usize = 3;
 
 /// Resets `token`'s allowance for the pinned spender on `network` when it is above zero and no swap selling it is in
 /// flight. `Some(hash)` when a reset was sent.

@@ -154,7 +154,14 @@ impl TxKind for Approve<'_> {
         let token = ctx.config.tokens.by_address(&network.name, q.sell.address).cloned().ok_or_else(|| {
             ToolError::new(ErrorCode::UnknownToken, format!("{} is not in the token table", q.sell.address))
         })?;
-        let plan = approval_plan(network, &token, q.sell_amount, wallet, spender, fp);
+        let mut plan = approval_plan(network, &token, q.sell_amount, wallet, spender, fp);
+        let resets = super::allowances::resets_today(web3, &network.name, token.address).await;
+        if resets >= super::allowances::RESETS_BEFORE_ASKING {
+            plan.confirm.push(format!(
+                "{} approvals were reset {resets} times today after their swaps were refused or abandoned",
+                token.symbol
+            ));
+        }
         Ok(Planned::Tx(Box::new(plan)))
     }
 

@@ -170,17 +170,25 @@ fn at_least(arg: &str, got: U256, quote_min: U256) -> Result<(), ToolError> {
     }
 }
 
-/// The settlement contracts an `exec` may call on `network`: the configured ones and the registry's current one.
+/// The settlement contracts an `exec` may call on `network`: the configured ones, and the registry's current one when
+/// every configured RPC node names the same (one node alone cannot make an attacker's contract a Settler).
 pub async fn allowed_settlers(chain: &Chain, network: &NetworkConfig) -> Result<Vec<Address>, ToolError> {
     let mut allowed = network.contracts.settlers.clone();
     if let Some(registry) = network.contracts.settler_registry {
         let call = ISettlerRegistry::ownerOfCall { tokenId: U256::from(TAKER_SUBMITTED) };
+        let answers = chain.call_each(registry, call.abi_encode().into()).await;
         // A reverting registry means Settler is paused: then it names none.
-        if let Ok(out) = chain.call(registry, call.abi_encode().into()).await
-            && let Ok(current) = ISettlerRegistry::ownerOfCall::abi_decode_returns(&out)
-            && current != Address::ZERO
+        let named: Vec<Option<Address>> = answers
+            .iter()
+            .map(|(_, out)| {
+                out.as_ref().ok().and_then(|out| ISettlerRegistry::ownerOfCall::abi_decode_returns(out).ok())
+            })
+            .collect();
+        if let Some(Some(current)) = named.first()
+            && *current != Address::ZERO
+            && named.iter().all(|n| *n == Some(*current))
         {
-            allowed.push(current);
+            allowed.push(*current);
         }
     }
     Ok(allowed)

@@ -113,14 +113,48 @@ pub(crate) fn authorization_reason(
     }
 }
 
-/// Spends the authorization `amount` carries for `intent` (atomically in the session's bank). Returns its id when this
-/// call spent it, so that an action that does not go out after all gives it back ([`give_back`]).
-pub(crate) fn spend_authorization(ctx: &ToolContext, amount: &UserAmount, intent: &str) -> Option<String> {
-    if amount.entry.origin() != Origin::User {
-        return None;
+/// What spending an amount's authorization did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Spent {
+    /// The amount carries no authorization to spend (not the user's).
+    Nothing,
+    /// This call spent authorization `id`: an action that does not go out after all gives it back ([`give_back`]).
+    Now(String),
+    /// The same intent had spent `id` already (a retry): nothing to give back.
+    Before(String),
+    /// Another action spent it: the action may not run by itself.
+    Elsewhere(String),
+}
+
+impl Spent {
+    /// The authorization's id, whoever spent it.
+    pub(crate) fn id(&self) -> Option<&str> {
+        match self {
+            Self::Nothing => None,
+            Self::Now(id) | Self::Before(id) | Self::Elsewhere(id) => Some(id),
+        }
     }
-    let id = amount.entry.provenance.authorization.as_deref()?;
-    ctx.context_bank.spend(id, intent).ok().map(|()| id.to_owned())
+
+    /// The id this call spent, to give back if the action does not go out.
+    pub(crate) fn by_this_call(&self) -> Option<&str> {
+        match self {
+            Self::Now(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// Spends the authorization `amount` carries for `intent` (atomically in the session's bank).
+pub(crate) fn spend_authorization(ctx: &ToolContext, amount: &UserAmount, intent: &str) -> Spent {
+    let Some(id) = amount.entry.provenance.authorization.as_deref().filter(|_| amount.entry.origin() == Origin::User)
+    else {
+        return Spent::Nothing;
+    };
+    match ctx.context_bank.spend(id, intent) {
+        Ok(true) => Spent::Now(id.to_owned()),
+        Ok(false) => Spent::Before(id.to_owned()),
+        Err(_) => Spent::Elsewhere(id.to_owned()),
+    }
 }
 
 /// Gives back an authorization [`spend_authorization`] spent, when its action did not go out.

@@ -235,6 +235,7 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
         tx_hash: None,
         error: None,
         summary,
+        authorization: None,
     };
     // The budget is reserved (atomically, against every session's payments) before anything is signed.
     let entry = reserve(web3, ctx, ask.preset_name, entry, &approved).await?;
@@ -307,6 +308,9 @@ async fn reserve(
             ErrorCode::DuplicateAction,
             format!("this payment was already journaled (journal {}); it is never paid twice", e.id),
         )),
+        Reserved::AuthorizationSpent { by } => {
+            Err(ToolError::internal(format!("journal {}: a payment relies on no user authorization", by.id)))
+        }
         Reserved::OverCap { spent } => {
             let human = |v| format!("{} {}", from_base_units(v, token.decimals), token.symbol);
             Err(ToolError::new(
@@ -446,8 +450,12 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     let asset = holdfast_core::address::parse_address("asset", &entry.asset)?;
     let payer = holdfast_core::address::parse_address("from", &entry.from)?;
     if chain.authorization_state(asset, payer, nonce).await? {
+        // Also from `failed`: a payment called expired by a lagging node's clock was settled after all, and counts.
         let moved = web3.journal().transition(&entry.id, &from, EntryStatus::Confirmed, EntryUpdate::default()).await?;
         return Ok(moved.then_some(EntryStatus::Confirmed));
+    }
+    if entry.status == EntryStatus::Failed {
+        return Ok(None);
     }
     // Expired only when no block can carry it any more: the token checks `block.timestamp < validBefore`, so the
     // chain's clock decides — a chain lagging behind ours could still settle it (and it keeps counting until then).

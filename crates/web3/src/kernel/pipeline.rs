@@ -23,12 +23,12 @@
 //!     still counted against the caps;
 //! 13. `tx.pending` is published, the receipt awaited (bounded), recorded, and `tx.confirmed` published.
 
-use super::inputs::{UserAmount, authorization_reason, give_back, model_tainted, spend_authorization};
+use super::inputs::{Spent, UserAmount, authorization_reason, give_back, model_tainted, spend_authorization};
 use super::reconcile::{self, Settled};
 use super::require_durable;
 use crate::Web3;
 use crate::chain::{Broadcast, Chain, FeeQuote, NonceUse, Read, Simulated, TxPlan};
-use crate::journal::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
+use crate::journal::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
 use crate::policy::{AssetMove, Decision};
 use alloy::primitives::{Address, B256, U256};
 use holdfast_core::config::NetworkConfig;
@@ -294,11 +294,24 @@ pub(crate) async fn refuse(
         tx_hash: None,
         error: Some(format!("{}: {}", error.code, error.message)),
         summary,
+        authorization: None,
     };
-    if let Err(e) = web3.journal().insert(entry, EntryStatus::Refused).await {
-        tracing::warn!(error = %e.message, "journal: could not record a refused action");
+    let mut details = error.details.clone().unwrap_or_else(|| serde_json::json!({}));
+    match web3.journal().insert(entry, EntryStatus::Refused).await {
+        Ok(e) => {
+            if let Some(map) = details.as_object_mut() {
+                map.insert("refused".into(), Value::Bool(true));
+                map.insert("journal_id".into(), Value::String(e.id));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e.message, "journal: could not record a refused action"),
     }
-    error
+    error.with_details(details)
+}
+
+/// True for an error [`refuse`] returned: the action was refused after its inputs were validated, and journaled.
+pub(crate) fn was_refused(error: &ToolError) -> bool {
+    error.details.as_ref().and_then(|d| d.get("refused")).and_then(Value::as_bool) == Some(true)
 }
 
 fn to_json<S: Serialize>(s: &S) -> Value {
@@ -317,7 +330,10 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         ctx.registers.require_fresh(key)?;
     }
     let chain = web3.chain(&inputs.network)?;
-    let mut plan = match kind.plan(web3, ctx, &inputs, &chain).await? {
+    let planned = kind.plan(web3, ctx, &inputs, &chain).await?;
+    // The plan read the registers again: they must be the very entries the intent and the taint rule were judged on.
+    unchanged(ctx, &inputs)?;
+    let mut plan = match planned {
         Planned::Nothing(summary) => return Ok(Outcome { sent: None, summary: Some(summary), intent: inputs.intent }),
         Planned::Tx(plan) => *plan,
     };
@@ -355,6 +371,23 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     reasons.append(&mut plan.confirm);
     let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, reasons).await?;
     Ok(Outcome { sent: Some(committed.0), summary: Some(committed.1), intent: inputs.intent })
+}
+
+/// Fails when a register the action was judged on was rewritten since (a concurrent call): nothing is signed, and the
+/// next call judges the new values. `register_stale`, naming the register.
+fn unchanged(ctx: &ToolContext, inputs: &Inputs) -> Result<(), ToolError> {
+    let amount = inputs.amount.iter().map(|a| (&a.key, &a.entry));
+    for (key, entry) in inputs.registers.iter().map(|(k, e)| (k, e)).chain(amount) {
+        if !ctx.registers.get(key).is_some_and(|now| std::sync::Arc::ptr_eq(&now, entry)) {
+            return Err(ToolError::new(
+                ErrorCode::RegisterStale,
+                format!(
+                    "`{key}` was rewritten while this action was being prepared; nothing was signed — call it again"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs a transaction the kernel itself decided on (an allowance reset): no session, no user to ask, no authorization
@@ -409,14 +442,14 @@ async fn commit<K: TxKind>(
         }
     }
     let intent = session.map_or_else(|| plan.fingerprint.clone(), |(_, inputs)| inputs.intent.clone());
-    let mut spent_authorization = None;
+    let mut spent = Spent::Nothing;
     if let Some((ctx, inputs)) = session {
         // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
         if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
             reasons.push(format!("this turn was started by {who}, not by you"));
         }
         // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
-        // actions cannot both find it unspent.
+        // actions of this wallet cannot both find it unspent.
         let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
         if reasons.is_empty()
             && let Some(amount) = &inputs.amount
@@ -424,21 +457,29 @@ async fn commit<K: TxKind>(
         {
             reasons.push(reason);
         }
+        let summary = to_json(&plan.summary);
         if !reasons.is_empty() {
-            let summary = to_json(&plan.summary);
-            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reasons.join("; "))?;
+            let reason = reasons.join("; ");
+            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary.clone(), &reason)?;
         }
         // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
         ctx.check_cancelled("the transaction was signed")?;
         if inputs.spends
             && let Some(amount) = &inputs.amount
         {
-            spent_authorization = spend_authorization(ctx, amount, &inputs.authorization_intent);
+            spent = spend_authorization(ctx, amount, &inputs.authorization_intent);
+            if matches!(spent, Spent::Elsewhere(_)) && reasons.is_empty() {
+                // Another action spent it since the check (under another chain's lock): this one asks the user.
+                let reason =
+                    format!("{shown} from your message already authorized one action; this one needs your approval");
+                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason)?;
+            }
         }
     }
+    let relied_on = reasons.is_empty();
     let give_back_authorization = || {
         if let Some((ctx, inputs)) = session {
-            give_back(ctx, spent_authorization.as_deref(), &inputs.authorization_intent);
+            give_back(ctx, spent.by_this_call(), &inputs.authorization_intent);
         }
     };
     let summary_json = to_json(&plan.summary);
@@ -460,11 +501,13 @@ async fn commit<K: TxKind>(
         tx_hash: None,
         error: None,
         summary: summary_json.clone(),
+        // Stored with the entry, so that no other action — another instance, or after a crash — runs by itself on it.
+        authorization: spent.id().map(|id| AuthorizationUse { id: id.to_owned(), relied_on }),
     };
     let entry = match journal.reserve(new, cap).await {
         Ok(Reserved::New(e)) => e,
+        // The same intent is already out (a concurrent twin of this call): its authorization stays spent.
         Ok(Reserved::Existing(e)) => {
-            give_back_authorization();
             drop(sending);
             return Ok((already_sent(web3, e).await?, plan.summary));
         }
@@ -481,6 +524,21 @@ async fn commit<K: TxKind>(
                 model_inputs: false,
             };
             return Err(web3.policy().over_cap(&m, spent, limit));
+        }
+        Ok(Reserved::AuthorizationSpent { by }) => {
+            give_back_authorization();
+            drop(sending);
+            let reason = format!(
+                "the amount from your message already moved value (journal {}); this action needs your approval",
+                by.id
+            );
+            let asked = session.map(|(ctx, _)| {
+                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary_json, &reason)
+            });
+            return Err(match asked {
+                Some(Err(e)) => e,
+                _ => ToolError::new(ErrorCode::ConfirmationRequired, reason),
+            });
         }
         Err(e) => {
             give_back_authorization();
@@ -499,10 +557,17 @@ async fn commit<K: TxKind>(
     // Durable before the bytes leave the process (invariant 9).
     if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &signed.raw.to_string(), &signed.hash.to_string()).await
     {
-        give_back_authorization();
-        let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
-        let _ = journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await;
-        return Err(e);
+        // The write may have been committed before the error: what the journal holds decides. Signed → the bytes
+        // will be sent (now, or by reconciliation), so nothing is given back.
+        let now = journal.get(&entry.id).await.ok().flatten();
+        if now.is_none_or(|e| e.status != EntryStatus::Signed) {
+            let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
+            let failed = journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await;
+            if failed.unwrap_or(false) {
+                give_back_authorization();
+            }
+            return Err(e);
+        }
     }
     let status = broadcast(web3, chain, &entry.id, from, &signed).await;
     drop(sending);
@@ -609,8 +674,12 @@ async fn broadcast(
                     let why = format!("{why}; {shown}: this transaction was not sent");
                     let update = EntryUpdate { error: Some(why.clone()), ..Default::default() };
                     let from_signed = [EntryStatus::Signed];
-                    journal.transition(id, &from_signed, EntryStatus::Failed, update).await?;
-                    return Err(ToolError::new(ErrorCode::TransactionFailed, why));
+                    if journal.transition(id, &from_signed, EntryStatus::Failed, update).await? {
+                        return Err(ToolError::new(ErrorCode::TransactionFailed, why));
+                    }
+                    // Reconciliation moved it meanwhile (it found the transaction): what it holds stands.
+                    let now = journal.get(id).await?.map_or(EntryStatus::Unknown, |e| e.status);
+                    return Ok(if now == EntryStatus::Failed { EntryStatus::Unknown } else { now });
                 }
                 Proof::Sent => (EntryStatus::Pending, None),
                 Proof::Unproven => {
@@ -631,6 +700,9 @@ async fn broadcast(
     Ok(status)
 }
 
+/// How long the proof that a nonce is unused waits before it asks every node again.
+const PROOF_RECHECK: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// What the chain shows about a transaction a node answered with an error.
 enum Proof {
     /// Its nonce is unused, or was mined by another transaction: it is not out there and never will be (what the
@@ -647,7 +719,18 @@ async fn prove(chain: &Chain, from: Address, nonce: u64, hash: B256) -> Proof {
         return Proof::Sent;
     }
     match chain.nonce_use(from, nonce).await {
-        Ok(NonceUse::Unused) => Proof::NotSent(format!("the chain shows nonce {nonce} unused, mined and pending")),
+        Ok(NonceUse::Unused) => {
+            // One node's pending count may lag (a load balancer's other backend): every configured node must show it
+            // unused, and again a moment later.
+            tokio::time::sleep(PROOF_RECHECK).await;
+            match chain.nonce_unused_everywhere(from, nonce).await {
+                Ok(true) if !chain.is_known(hash).await.unwrap_or(true) => Proof::NotSent(format!(
+                    "every RPC node shows nonce {nonce} unused, mined and pending, twice {} ms apart",
+                    PROOF_RECHECK.as_millis()
+                )),
+                _ => Proof::Unproven,
+            }
+        }
         Ok(NonceUse::UsedBy(h)) if h == hash => Proof::Sent,
         Ok(NonceUse::UsedBy(h)) => Proof::NotSent(format!("the chain shows nonce {nonce} mined by {h}")),
         Ok(NonceUse::Unknown) | Err(_) => Proof::Unproven,

@@ -320,12 +320,12 @@ pub async fn swap(
         Ok(done) => done,
         Err(e) => {
             // A refused swap is abandoned: an approval made for it must not stay standing.
-            if matches!(e.code, ErrorCode::QuoteRejected | ErrorCode::SimulationFailed)
+            if pipeline::was_refused(&e)
                 && let Ok(network) = ctx.config.networks.resolve(network_name)
                 && let Ok(sell) = TokenRef::from_register(&ctx.registers, "sell_token")
                 && !sell.is_native()
             {
-                super::allowances::reset_abandoned(web3, network, sell.address).await;
+                super::allowances::reset_abandoned(web3, &ctx.session_id, network, sell.address).await;
             }
             return Err(e);
         }

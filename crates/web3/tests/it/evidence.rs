@@ -279,6 +279,50 @@ async fn one_swap_request_moves_value_once_and_each_new_request_once_more() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn two_identical_calls_at_once_spend_the_authorization_once_and_keep_it_spent() {
+    let env = Env::start().await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    let nonce = env.nonce().await;
+    // The model sends the same quote twice at once: one transaction, and the authorization stays spent.
+    let (a, b) = tokio::join!(env.call("web3_tx", tx()), env.call("web3_tx", tx()));
+    let hashes: Vec<String> = [&a, &b]
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|v| v["hash"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(!hashes.is_empty() && hashes.iter().all(|h| *h == hashes[0]), "one transaction: {a:?} {b:?}");
+    // A fresh quote for the same amount, no new message: it asks.
+    env.quote("", "ETH", "USDC", "0.001").await;
+    let again = env.call("web3_tx", tx()).await;
+    assert_eq!(code(&again), "confirmation_required", "{again:?}");
+    assert_eq!(env.nonce().await, nonce + 1, "one swap mined");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_restored_from_before_the_spend_cannot_spend_it_again() {
+    let env = Env::start().await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    // What another instance (or a crash that lost the session's last save) would hold: the authorization unspent.
+    let before = env.ctx.state();
+    assert_eq!(env.ok("web3_tx", tx()).await["status"], "confirmed");
+    let nonce = env.nonce().await;
+    let stale = env.services.restore_session("session-1", before, 1);
+    let sell_amount = stale.registers.get("sell_amount").unwrap();
+    let id = sell_amount.provenance.authorization.clone().unwrap();
+    assert!(stale.context_bank.authorization_by_id(&id).unwrap().spent_by.is_none(), "the stale copy knows nothing");
+    // A fresh quote in the stale session: the journal knows the authorization moved value already.
+    let quote = env
+        .registry
+        .call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}), &stale)
+        .await;
+    assert!(quote.is_ok(), "{quote:?}");
+    let sent = env.registry.call("web3_tx", tx(), &stale).await;
+    assert_eq!(code(&sent), "confirmation_required", "{sent:?}");
+    assert!(format!("{sent:?}").contains("already moved value"), "{sent:?}");
+    assert_eq!(env.nonce().await, nonce, "nothing more was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_authorization_spent_survives_a_restart() {
     let env = Env::start().await;
     env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;

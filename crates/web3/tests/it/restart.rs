@@ -26,6 +26,7 @@ fn entry(signed: &holdfast_web3::chain::SignedTx, from: &str) -> NewEntry {
         tx_hash: Some(signed.hash.to_string()),
         error: None,
         summary: serde_json::json!({"action": "test transfer"}),
+        authorization: None,
     }
 }
 
