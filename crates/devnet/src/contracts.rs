@@ -311,6 +311,23 @@ pub(crate) async fn mint_usdc(provider: &DynProvider, dev: Address, to: Address,
     Ok(())
 }
 
+/// Sets `owner`'s allowance of `token` for `spender` to `amount` with a transaction from `owner` itself (impersonated:
+/// anvil sends it unsigned), as a wallet's own earlier approval would have left it.
+pub(crate) async fn approve_as(
+    provider: &DynProvider,
+    owner: Address,
+    token: Address,
+    spender: Address,
+    amount: U256,
+) -> Result<(), DevnetError> {
+    let step = "approving from an impersonated account";
+    provider.anvil_impersonate_account(owner).await.map_err(|e| DevnetError::rpc(step, e))?;
+    let tx = IDevnetToken::new(token, provider).approve(spender, amount).into_transaction_request();
+    let sent = send_unlocked(provider, owner, tx, step).await;
+    provider.anvil_stop_impersonating_account(owner).await.map_err(|e| DevnetError::rpc(step, e))?;
+    sent.map(|_| ())
+}
+
 /// Adds `wei` to the ether balance of `to`.
 pub(crate) async fn add_eth(provider: &DynProvider, to: Address, wei: U256) -> Result<(), DevnetError> {
     let step = "funding an account with ether";

@@ -218,6 +218,12 @@ impl TestDevnet {
         contracts::mint_usdc(&self.provider, self.dev, addr, raw).await
     }
 
+    /// Leaves an allowance of `amount` of `token` for `spender` standing on the burner wallet (a transaction of the
+    /// wallet's, as if an earlier run had approved it).
+    pub async fn approve_from_wallet(&self, token: Address, spender: Address, amount: U256) -> Result<(), DevnetError> {
+        contracts::approve_as(&self.provider, self.wallet_address, token, spender, amount).await
+    }
+
     /// The balance of `addr` in `token` ([`crate::NATIVE`] for ether).
     pub async fn balance_of(&self, token: Address, addr: Address) -> Result<U256, DevnetError> {
         contracts::balance_of(&self.provider, token, addr).await

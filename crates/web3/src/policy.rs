@@ -5,7 +5,7 @@
 //! its inputs has a `model` origin; otherwise it waits for the user.
 //!
 //! The per-day caps are *checked* here for the user's benefit before anything is asked, and *reserved* atomically by
-//! the journal ([`crate::journal::Journal::reserve`], with the [`DayCap`] this module names) right before signing.
+//! the journal (`crate::journal::Journal::reserve`, with the [`DayCap`] this module names) right before signing.
 //! Network fees are capped per network ([`Policy::check_fees`]); swaps between the native token and its wrapped twin
 //! are refused unless allowed ([`Policy::allows_wrap`]); the independent-price tolerance is
 //! [`Policy::max_slippage_bps`].

@@ -233,6 +233,15 @@ async fn doctor_passes_on_a_devnet_config_and_names_the_key_and_line_of_a_broken
     );
     assert!(row(&out, "payments base").contains("USDC (≤ 0.05 per request, ≤ 5 per day)"), "{out}");
     assert!(row(&out, "preset swap_quote").contains("accepts connections"), "{out}");
+    let feeds = row(&out, "price feeds base");
+    assert!(feeds.contains("ETH (ETH / USD, 8 decimals)") && feeds.contains("one RPC node"), "{out}");
+    assert!(row(&out, "allowances base").contains("none standing"), "{out}");
+    // An allowance left standing is shown, with the token and the spender.
+    let usdc = holdfast_devnet::USDC;
+    devnet.approve_from_wallet(usdc, holdfast_devnet::VENUE, holdfast_core::U256::from(7_000_000u64)).await.unwrap();
+    let (_, out) = doctor(&devnet.config_path).await;
+    let standing = row(&out, "allowances base");
+    assert!(standing.contains("7 USDC to 0x0000000000001fF3684f28c67538d4D072C22734"), "{out}");
     assert!(row(&out, "llm").contains("warn"), "no key is a warning, not a failure: {out}");
     let key = std::fs::read_to_string(&devnet.key_path).unwrap();
     assert!(!out.contains(key.trim().trim_start_matches("0x")), "the key never appears");

@@ -205,9 +205,14 @@ async fn swap_killed_at(dev: &Devnet, root: &Path, stage: SwapStage) -> String {
             }
         }
     }
+    let calls = if matches!(stage, SwapStage::BeforeReservation) {
+        "the first of two more calls with the restored quote sent it, the second returned it"
+    } else {
+        "two more calls with the restored quote sent nothing new"
+    };
     println!(
         "crash: swap killed {stage:?}: status after restart {after_restart}, finally {status}; transactions mined \
-         for the intent: {mined}; two more calls with the restored quote sent nothing new"
+         for the intent: {mined}; {calls}"
     );
     let mut serve = serve;
     serve.kill9().await;

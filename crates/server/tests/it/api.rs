@@ -244,6 +244,18 @@ fn quantity(v: &Value) -> String {
 /// The wallet view against the node itself (plain JSON-RPC, not the server's client) and the journal's sums; the
 /// journal's payments filter and the transaction page of the swap.
 async fn money_views_agree_with_the_node_and_the_journal(s: &Server, session: &str) {
+    // An allowance left standing shows in the wallet view, with its token, spender and amount.
+    let usdc = s._devnet.info.contracts.usdc;
+    s._devnet.approve_from_wallet(usdc, holdfast_devnet::VENUE, holdfast_core::U256::from(3_000_000u64)).await.unwrap();
+    let (_, wallet) = s.req(reqwest::Method::GET, "/api/wallet", None).await;
+    let allowances = wallet["networks"][0]["allowances"].as_array().unwrap();
+    assert_eq!(allowances.len(), 1, "{wallet}");
+    assert_eq!(
+        (allowances[0]["token"].as_str(), allowances[0]["amount_human"].as_str()),
+        (Some("USDC"), Some("3")),
+        "{wallet}"
+    );
+    assert_eq!(allowances[0]["spender"], holdfast_devnet::VENUE.to_checksum(None));
     let rpc = |method: &'static str, params: Value| {
         let (http, url) = (s.http.clone(), s._devnet.rpc_url.clone());
         async move {

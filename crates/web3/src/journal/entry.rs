@@ -263,7 +263,7 @@ pub struct DayCap {
     pub kinds: &'static [EntryKind],
 }
 
-/// What [`super::Journal::reserve`] did.
+/// What `super::Journal::reserve` did.
 #[derive(Debug, Clone)]
 pub enum Reserved {
     /// A new entry holds the reservation.

@@ -2,12 +2,12 @@
 //!
 //! An action's life, as the [`crate::kernel`] drives it:
 //!
-//! 1. [`Journal::reserve`] — in one transaction that excludes every other reservation of the wallet: an earlier entry
+//! 1. `Journal::reserve` — in one transaction that excludes every other reservation of the wallet: an earlier entry
 //!    for the same *intent* is returned instead of a new one (idempotency), the day's cap for the chain id, wallet
 //!    and asset is checked against every live entry and the amount is reserved by inserting the entry as
 //!    `reserved`. Concurrent callers — any number of sessions, processes sharing the SQLite file, or instances
 //!    sharing a PostgreSQL database — cannot exceed a cap by one wei.
-//! 2. [`Journal::mark_signed`] — under the wallet's send lock ([`Journal::lock_wallet`]), the signed bytes and hash
+//! 2. `Journal::mark_signed` — under the wallet's send lock ([`Journal::lock_wallet`]), the signed bytes and hash
 //!    are written (committed durably) before they leave the process.
 //! 3. The broadcast's outcome: `pending` (the node accepted it), `failed` (a definite rejection: the reservation is
 //!    released), or `unknown` (a timeout, reset, 5xx or unreadable reply: the amount stays reserved and the entry is
@@ -296,12 +296,12 @@ pub mod test_hooks {
         j.insert(entry, status).await
     }
 
-    /// [`Journal::reserve`].
+    /// `Journal::reserve`.
     pub async fn reserve(j: &Journal, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
         j.reserve(entry, cap).await
     }
 
-    /// [`Journal::mark_signed`].
+    /// `Journal::mark_signed`.
     pub async fn mark_signed(
         j: &Journal,
         id: &str,

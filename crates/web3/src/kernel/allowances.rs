@@ -1,5 +1,5 @@
 //! Allowances never left standing: what the wallet has approved and to whom ([`standing`], shown by `/api/wallet`
-//! and `holdfast doctor`), and the reset of an approval whose swap was abandoned ([`sweep`], [`reset_abandoned`]).
+//! and `holdfast doctor`), and the reset of an approval whose swap was abandoned (`sweep`, `reset_abandoned`).
 //!
 //! An approval is exactly one swap's sell amount for the network's pinned spender ([`super::approve`]). When that
 //! swap does not happen, the allowance would stay on chain and a later swap could ride on it, so the kernel sets it

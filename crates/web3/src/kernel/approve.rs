@@ -1,6 +1,6 @@
 //! Allowances: an approval for a quote sets exactly its sell amount for the network's pinned spender (invariant 5) —
 //! never unlimited, and never more than the swap sells, even when the allowance already stands higher — and a reset
-//! sets an allowance back to zero ([`Reset`], run by [`super::allowances`] when its swap is abandoned).
+//! sets an allowance back to zero (`Reset`, run by [`super::allowances`] when its swap is abandoned).
 //!
 //! An approval reads and trusts the quote exactly as a swap does (typed register, freshness, validator, the same
 //! model-input rule); it does not spend the user's authorization of the amount — the swap it serves does — but waits

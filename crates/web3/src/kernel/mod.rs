@@ -1,7 +1,7 @@
 //! The value-moving kernel: the one place every swap, approval, allowance reset, transfer and x402 payment passes.
 //!
 //! Tools ([`crate::tools`]) parse their parameters and call one function here; front ends never call it directly.
-//! Every transaction goes through one pipeline ([`pipeline`]); each kind of action supplies only its inputs, its plan
+//! Every transaction goes through one pipeline (`pipeline`); each kind of action supplies only its inputs, its plan
 //! and the check of its simulated effects ([`swap`], [`approve`] with the allowance reset, [`transfer`]). The rules
 //! every kind shares run once, in this order, for every kind:
 //!
@@ -9,14 +9,14 @@
 //! |---|---|---|
 //! | 1 | durability: a persistent key needs a persistent journal | [`require_durable`] |
 //! | 2 | idempotency: one transaction per intent | `pipeline::run` with [`inputs::intent_key`] |
-//! | 3 | authorization: a turn the user did not start moves nothing by itself; one amount from the user's words moves value once | `pipeline` with [`inputs::authorization_reason`] and [`inputs::spend_authorization`] |
+//! | 3 | authorization: a turn the user did not start moves nothing by itself; one amount from the user's words moves value once | `pipeline` with `inputs::authorization_reason` and `inputs::spend_authorization` |
 //! | 4 | freshness of the registers read | `pipeline::run` (`RegisterStore::require_fresh`) |
 //! | 5 | taint: any model-typed input waits for the user | `pipeline::run` ([`inputs::model_tainted`]) |
-//! | 6 | policy and caps (per transaction, per day, reserved atomically) | [`crate::policy`], [`crate::journal::Journal::reserve`] from `pipeline` |
+//! | 6 | policy and caps (per transaction, per day, reserved atomically) | [`crate::policy`], `crate::journal::Journal::reserve` from `pipeline` |
 //! | 7 | fee caps | [`crate::policy::Policy::check_fees`] from `pipeline::run` |
 //! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |
 //! | 9 | confirmation | `pipeline` ([`holdfast_core::Confirmations::require`]) |
-//! | 10 | journal before broadcast | `pipeline` ([`crate::journal::Journal::mark_signed`]) |
+//! | 10 | journal before broadcast | `pipeline` (`crate::journal::Journal::mark_signed`) |
 //! | 11 | broadcast; a reservation released only on the chain's proof | `pipeline` with [`crate::chain::nonce`] |
 //! | 12 | reconciliation by hash and by nonce | [`reconcile`] |
 //!

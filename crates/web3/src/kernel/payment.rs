@@ -1,8 +1,8 @@
 //! x402 payments inside the kernel: the rules a payment shares with every value-moving action, and the payment's
 //! life in the journal. The x402 client ([`crate::x402`]) only speaks HTTP and the wire format; it calls
-//! [`authorize`] for a 402 and [`settle`] with what the server answered.
+//! `authorize` for a 402 and `settle` with what the server answered.
 //!
-//! [`authorize`], in order:
+//! `authorize`, in order:
 //! 1. **durability** ([`super::require_durable`]); earlier payments whose window closed are settled first, so expired
 //!    unsettled ones stop counting;
 //! 2. **a turn the user started**: a payment has no confirmation step, so in a turn another agent or a reminder
@@ -15,9 +15,9 @@
 //!    window that opens by the chain's clock ([`validity_window`]) and 32 random nonce bytes; **journaled `signed`
 //!    before the header leaves** (invariant 9).
 //!
-//! [`settle`] asks the chain whether the authorization was used (`authorizationState`), never the server's word, and
+//! `settle` asks the chain whether the authorization was used (`authorizationState`), never the server's word, and
 //! records the outcome by compare-and-set (`signed`/`pending` → `confirmed` or `pending`): an entry the background
-//! reconciliation settled meanwhile is never moved back. [`reconcile_payment`] settles an unresolved payment later:
+//! reconciliation settled meanwhile is never moved back. `reconcile_payment` settles an unresolved payment later:
 //! used → `confirmed`; unused and expired by the chain's clock → `failed`.
 
 use super::{fingerprint, human, require_durable};

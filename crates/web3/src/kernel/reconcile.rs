@@ -9,8 +9,8 @@
 //! node refuses its identical bytes. One the node does not know is broadcast again from its identical signed bytes
 //! (same hash, same nonce: it cannot be mined twice); anything unproven stays as it is, counted against the caps. A
 //! reservation never signed within [`STALE_RESERVATION`] is released. Payments are settled by the chain's
-//! authorization state ([`super::payment::reconcile_payment`]). The background pass also resets the allowances of
-//! abandoned swaps ([`super::allowances::sweep`]) — the one transaction the kernel signs on its own.
+//! authorization state (`super::payment::reconcile_payment`). The background pass also resets the allowances of
+//! abandoned swaps (`super::allowances::sweep`) — the one transaction the kernel signs on its own.
 
 use crate::Web3;
 use crate::chain::{Broadcast, NonceUse};

@@ -1,4 +1,4 @@
-//! A swap from a validated quote register: what the kind supplies to the [`super::pipeline`].
+//! A swap from a validated quote register: what the kind supplies to the `super::pipeline`.
 //!
 //! - **Inputs**: the register must be declared as a swap quote ([`super::inputs::quote_register`]), before any RPC;
 //!   its intent is the quote's write; the amount the user authorizes is `sell_amount`, and the swap spends that

@@ -1,5 +1,5 @@
 //! A transfer of the native token or an ERC-20, whose token, amount and recipient are all register names (or an
-//! address-book name): what the kind supplies to the [`super::pipeline`].
+//! address-book name): what the kind supplies to the `super::pipeline`.
 //!
 //! - the token from a register declared as a token, its decimals and symbol from the token table;
 //! - the amount from a register declared as a base-unit amount; a `user` amount's authorization is spent by the

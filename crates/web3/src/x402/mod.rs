@@ -5,7 +5,7 @@
 //!
 //! 1. The unpaid `GET` answers 402. Its offer is read defensively ([`wire`]): v2 `PAYMENT-REQUIRED` header or a v1
 //!    JSON body, every header capped at 16 KiB. Anything unreadable → `payment_refused`, nothing signed.
-//! 2. The kernel ([`crate::kernel::payment::authorize`]) chooses the cheapest requirement that passes every rule
+//! 2. The kernel (`crate::kernel::payment::authorize`) chooses the cheapest requirement that passes every rule
 //!    ([`crate::policy::Policy::choose_payment`]); none passes → `payment_refused` naming each reason. It reserves
 //!    the amount under the daily budget atomically, so concurrent payments from any number of sessions cannot
 //!    overrun it together.
@@ -16,7 +16,7 @@
 //! 4. The payment is journaled durably (`payment`, status `signed`) before the header leaves the process
 //!    (invariant 9).
 //! 5. The same URL is requested once more with the payment header. A 2xx is the content; the settlement is read
-//!    from `PAYMENT-RESPONSE` and checked on chain by the kernel ([`crate::kernel::payment::settle`],
+//!    from `PAYMENT-RESPONSE` and checked on chain by the kernel (`crate::kernel::payment::settle`,
 //!    `authorizationState`): settled → `confirmed` with the transaction. Another 402 is never paid again (`payment_failed`, naming changed terms when the server changed
 //!    them). Any answer leaves the entry live until the chain shows it settled or it expires unsettled, so a server
 //!    that sits on a signed authorization cannot push today's payments past the budget.
