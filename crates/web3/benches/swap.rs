@@ -1,6 +1,7 @@
-//! The swap from quote-in-register to mined receipt on a real devnet (`web3_tx`: re-validation, allowance and
-//! policy checks, eth_simulateV1 with balance deltas, gas/fee estimation, journal write, broadcast, receipt), against
-//! the floor of the same chain round trips: signing and sending a plain transfer and waiting for its receipt.
+//! The swap from quote-in-register to mined receipt on a real devnet (`web3_tx`: re-validation, the decoded
+//! calldata, allowance and policy checks, gas/fee estimation, under the wallet lock the exact simulation with balance
+//! reads before and after, the independent price, the journal's reservation and signed record, broadcast, receipt),
+//! against the floor of the same chain round trips: signing and sending a plain transfer and waiting for its receipt.
 //!
 //! And the paid quote (`x402_fetch` through the devnet's x402 paywall: 402, policy, EIP-3009 signature, journal,
 //! the facilitator's verify, the quote, settlement on chain, the client's on-chain check) against the same tool
@@ -72,6 +73,17 @@ fn swap(c: &mut Criterion) {
             rt.block_on(async {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
+                    // Each swap is one the user asked for: a message of theirs, the amount converted from it (one
+                    // authorization moves value once), then the quote — all outside the timed part.
+                    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
+                    registry
+                        .call(
+                            "to_raw_amount",
+                            json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"}),
+                            &ctx,
+                        )
+                        .await
+                        .unwrap();
                     registry
                         .call(
                             "x402_fetch",
