@@ -104,6 +104,12 @@ impl Scanner {
                     }
                     assert_eq!(item.label, None);
                 }
+                ItemType::Amount if item.flags == [ItemFlag::Ambiguous] => {
+                    // A number that reads more than one way: kept as written (invisible characters escaped), bound
+                    // to nothing.
+                    assert_eq!(item.label, None, "an ambiguous number binds nothing: {item:?}");
+                    assert!(item.value.bytes().any(|b| b.is_ascii_digit()), "no digit: {item:?}");
+                }
                 ItemType::Amount => {
                     let decimal = Decimal::parse("amount", &item.value)
                         .unwrap_or_else(|e| panic!("amount {item:?} is no decimal: {}", e.message));
