@@ -7,6 +7,7 @@ mod mcp_cmd;
 mod replay;
 mod serve;
 mod startup;
+mod terminal;
 mod tools_doc;
 
 use anyhow::Context as _;
