@@ -83,7 +83,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Scanner(#[from] holdfast_core::context_bank::ScannerBuildError),
     /// Storage failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Storage(#[from] ToolError),
     /// A skill file is invalid.
     #[error("skill {0}")]
@@ -148,6 +148,8 @@ pub struct Runtime {
     _scheduler: SchedulerHandle,
     /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
     _fanout: Option<tokio_util::sync::DropGuard>,
+    /// The data dir's lock, held while the SQLite storage in it is in use.
+    data_dir_lock: Option<Arc<holdfast_store::DataDirLock>>,
 }
 
 /// A session loaded in this process.
@@ -229,6 +231,14 @@ impl Runtime {
             holdfast_store::Storage::open(services.config.data_dir.as_deref(), services.config.database_url.as_ref())
                 .await
                 .map_err(ToolError::from)?;
+        // The SQLite file's process holds its data dir before anything in it is opened (one process per data dir).
+        let data_dir_lock = match (&storage, services.config.data_dir.as_deref()) {
+            (holdfast_store::Storage::Sqlite { path: Some(_) }, Some(dir)) => Some(
+                holdfast_store::DataDirLock::acquire(dir, &holdfast_store::process_command())
+                    .map_err(ToolError::from)?,
+            ),
+            _ => None,
+        };
         let web3 = Web3::from_storage(&doc, Arc::clone(&services.config), &storage).await?;
         let mut fanout = None;
         if let holdfast_store::Storage::Postgres(pg) = &storage {
@@ -342,6 +352,7 @@ impl Runtime {
             storage,
             _scheduler: scheduler,
             _fanout: fanout,
+            data_dir_lock,
         })
     }
 
@@ -363,6 +374,20 @@ impl Runtime {
     /// Where sessions and the journal are kept (the SQLite file, memory, or PostgreSQL).
     pub fn storage(&self) -> &holdfast_store::Storage {
         &self.storage
+    }
+
+    /// The lock this process holds on the data dir while its SQLite storage is in use (`None` in memory and on
+    /// PostgreSQL). A front end names what it serves with [`holdfast_store::DataDirLock::describe`].
+    pub fn data_dir_lock(&self) -> Option<&Arc<holdfast_store::DataDirLock>> {
+        self.data_dir_lock.as_ref()
+    }
+
+    /// Writes where this process listens into the data dir's lock file, for the message a second process on the
+    /// same data dir gets (nothing without a lock).
+    pub fn announce_address(&self, address: &str) {
+        if let Some(lock) = &self.data_dir_lock {
+            lock.describe(&holdfast_store::process_command(), Some(address));
+        }
     }
 
     /// Every agent, by name: the default `assistant` and one per `[agents.NAME]` ([`crate::agents`]).

@@ -167,6 +167,11 @@ fn walk(schema: &Value, at: &str, problems: &mut Vec<String>) {
                 problems.push(format!("{here}: property `{p}` is not in `required`"));
             }
         }
+        // A nested object without properties validates only `{}`: a free-form map made strict, which the tool would
+        // accept with keys its schema refuses. Model such a value as a list of pairs.
+        if props.is_empty() && !at.is_empty() {
+            problems.push(format!("{here}: an object with no properties (only `{{}}` validates)"));
+        }
     }
     if let Some(Value::Object(props)) = map.get("properties") {
         for (name, p) in props {

@@ -150,9 +150,12 @@ impl<T: AiTool> DynamicToolAdapter<T> {
     }
 }
 
-/// Deserialises tool params, turning serde's message into `invalid_params` (or the code a type chose) with the
+/// Deserialises tool params (`null` is read as `{}`), turning serde's message into `invalid_params` (or the code a type chose) with the
 /// path of the failing field.
 pub fn parse_params<I: DeserializeOwned>(params: Value) -> Result<I, ToolError> {
+    // No params at all (`null`, as JSON clients send for a tool without parameters) are no fields: `{}`. A tool
+    // with required fields then names the first one missing.
+    let params = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params };
     if !params.is_object() {
         return Err(ToolError::new(
             ErrorCode::InvalidParams,

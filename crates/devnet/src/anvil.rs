@@ -235,9 +235,24 @@ pub async fn anvil_path(progress: &(dyn Fn(&str) + Send + Sync)) -> Result<PathB
     ));
     let installed = {
         let cache = cache.clone();
-        tokio::task::spawn_blocking(move || install_blocking(&cache, "npm"))
-            .await
-            .map_err(|e| DevnetError::io("installing anvil", std::io::Error::other(e.to_string())))??
+        // npm's output reaches the caller's progress line by line (stderr stays the caller's: with
+        // `--log-format json` it holds events only).
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut install = tokio::task::spawn_blocking(move || {
+            install_blocking(&cache, "npm", &|line: &str| {
+                let _ = tx.send(line.to_owned());
+            })
+        });
+        let done = loop {
+            tokio::select! {
+                Some(line) = rx.recv() => progress(&format!("npm: {line}")),
+                done = &mut install => break done,
+            }
+        };
+        while let Ok(line) = rx.try_recv() {
+            progress(&format!("npm: {line}"));
+        }
+        done.map_err(|e| DevnetError::io("installing anvil", std::io::Error::other(e.to_string())))??
     };
     progress(&format!(
         "anvil installed at {} ({:.1} MB under {})",
@@ -262,7 +277,8 @@ pub fn dir_size(dir: &Path) -> u64 {
 }
 
 /// Installs anvil into `cache` with the `npm` program under an exclusive file lock; returns the binary's path.
-fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
+/// Each line npm prints (stdout or stderr) goes to `lines`.
+fn install_blocking(cache: &Path, npm: &str, lines: &(dyn Fn(&str) + Sync)) -> Result<PathBuf, DevnetError> {
     let inside = anvil_in_node_modules().ok_or_else(|| {
         DevnetError::AnvilNotFound("there is no anvil npm package for this platform; set HOLDFAST_ANVIL".into())
     })?;
@@ -287,17 +303,32 @@ fn install_blocking(cache: &Path, npm: &str) -> Result<PathBuf, DevnetError> {
     // --ignore-scripts: the anvil package's postinstall only re-downloads what npm already placed; no package code
     // runs at install time.
     let npm = program_on_path(npm, std::env::var_os("PATH").map(PathBuf::from)).ok_or(DevnetError::NpmMissing)?;
-    let status = with_env(&mut Command::new(npm), passed_to_npm)
+    let mut child = with_env(&mut Command::new(npm), passed_to_npm)
         .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
         .current_dir(cache)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(std::io::stderr()))
-        .stderr(Stdio::inherit())
-        .status()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => DevnetError::NpmMissing,
             _ => DevnetError::io("running npm", e),
         })?;
+    let forward = |stream: Option<Box<dyn std::io::Read + Send>>| {
+        if let Some(stream) = stream {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stream)).map_while(Result::ok) {
+                if !line.trim().is_empty() {
+                    lines(&line);
+                }
+            }
+        }
+    };
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    std::thread::scope(|scope| {
+        scope.spawn(|| forward(stdout.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>)));
+        forward(stderr.map(|s| Box::new(s) as Box<dyn std::io::Read + Send>));
+    });
+    let status = child.wait().map_err(|e| DevnetError::io("running npm", e))?;
     if !status.success() {
         return Err(DevnetError::NpmFailed { dir: cache.to_path_buf(), status: status.to_string() });
     }
@@ -595,7 +626,7 @@ mod tests {
     #[test]
     fn missing_npm_is_a_clear_error() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = install_blocking(tmp.path(), "holdfast-test-no-such-npm").unwrap_err();
+        let err = install_blocking(tmp.path(), "holdfast-test-no-such-npm", &|_| {}).unwrap_err();
         assert!(matches!(err, DevnetError::NpmMissing), "{err:?}");
         let msg = err.to_string();
         assert!(msg.contains("Node.js") && msg.contains("HOLDFAST_ANVIL"), "{msg}");
@@ -609,7 +640,7 @@ mod tests {
     #[ignore = "downloads anvil from the npm registry"]
     fn installs_anvil_alone_with_npm_in_under_100_mb() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = install_blocking(tmp.path(), "npm").unwrap();
+        let bin = install_blocking(tmp.path(), "npm", &|_| {}).unwrap();
         assert_eq!(bin, tmp.path().join(anvil_in_node_modules().unwrap()));
         assert_eq!(anvil_version(&bin), Some((1, 7, 1)));
         let size = dir_size(tmp.path());
@@ -624,7 +655,7 @@ mod tests {
             assert!(!tmp.path().join("node_modules").join(peer).exists(), "{peer} was installed");
         }
         // A second call finds it under the lock and does not run npm again.
-        assert_eq!(install_blocking(tmp.path(), "holdfast-test-no-such-npm").unwrap(), bin);
+        assert_eq!(install_blocking(tmp.path(), "holdfast-test-no-such-npm", &|_| {}).unwrap(), bin);
     }
 
     #[test]

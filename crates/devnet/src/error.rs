@@ -24,7 +24,7 @@ pub enum DevnetError {
     )]
     NpmMissing,
     /// `npm ci` failed while installing anvil.
-    #[error("installing anvil with `npm ci` in {dir} failed ({status}); see npm's output above")]
+    #[error("installing anvil with `npm ci` in {dir} failed ({status}); npm's output is in the progress lines above")]
     NpmFailed {
         /// The folder npm ran in.
         dir: PathBuf,

@@ -34,6 +34,7 @@ mod process;
 pub mod quoter;
 pub mod services;
 pub mod testnet;
+pub mod users;
 pub mod wallet;
 
 pub use anvil::{MIN_ANVIL_VERSION, anvil_path, cache_dir, find_anvil};
@@ -47,3 +48,4 @@ pub use process::StopOutcome;
 pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};
 pub use services::{FACILITATOR_PATH, devnet_paywall, run_services, services_router};
 pub use testnet::TestDevnet;
+pub use users::{DevnetUser, Left, join, keep_running};

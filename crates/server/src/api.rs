@@ -5,9 +5,11 @@ use crate::bodies::{
     RegisterView, Registers, ReminderList, Resolution, SessionDetail, SessionList, SessionRow, SkillInfo, TaskList,
     ToolOutput, TurnReply,
 };
+use crate::extract::OptionalJson;
 use crate::openapi::schema;
 use crate::{ApiError, AppState};
 use axum::Json;
+use axum::extract::OriginalUri;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -107,9 +109,9 @@ pub(crate) async fn list_sessions(State(state): State<Arc<AppState>>) -> ApiResu
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body(content = Option<NewSession>, description = "Optional: the agent"), responses((status = 201, description = "A new session", body = schema::SessionInfo), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such agent", body = schema::ErrorBody), (status = 422, description = "Not an `{\"agent\"}` object", body = schema::ErrorBody)))]
 pub(crate) async fn create_session(
     State(state): State<Arc<AppState>>,
-    body: Result<Option<Json<NewSession>>, JsonRejection>,
+    OptionalJson(body): OptionalJson<NewSession>,
 ) -> Result<(StatusCode, Json<holdfast_agent::SessionInfo>), ApiError> {
-    let agent = body?.and_then(|Json(b)| b.agent).unwrap_or_else(|| holdfast_agent::AGENT_ID.to_owned());
+    let agent = body.and_then(|b| b.agent).unwrap_or_else(|| holdfast_agent::AGENT_ID.to_owned());
     let (info, _) = state.runtime.open_session_as("http", &agent).await?;
     tracing::info!(session = %info.id, "session opened");
     Ok((StatusCode::CREATED, Json(info)))
@@ -239,10 +241,10 @@ pub(crate) async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<St
 pub(crate) async fn call_tool(
     State(state): State<Arc<AppState>>,
     Path((id, name)): Path<(String, String)>,
-    body: Result<Option<Json<Value>>, JsonRejection>,
+    OptionalJson(body): OptionalJson<Value>,
 ) -> ApiResult<ToolOutput> {
     let ctx = session(&state, &id).await?;
-    let params = body?.map_or_else(|| json!({}), |Json(v)| v);
+    let params = body.unwrap_or_else(|| json!({}));
     let output = state.runtime.registry.call(&name, params, &ctx).await?;
     Ok(Json(ToolOutput { ok: true, output }))
 }
@@ -368,4 +370,17 @@ pub(crate) async fn tasks(State(state): State<Arc<AppState>>) -> ApiResult<TaskL
 pub(crate) async fn reminders(State(state): State<Arc<AppState>>) -> ApiResult<ReminderList> {
     let reminders = state.runtime.agent.reminders.list(true).await.map_err(internal)?;
     Ok(Json(ReminderList { reminders }))
+}
+
+/// Any `/api/*` path no route serves: `404 not_found` in the API's error shape.
+pub(crate) async fn no_route(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
+    ApiError::Tool(ToolError::new(ErrorCode::NotFound, format!("no API route {method} {}", uri.path())))
+}
+
+/// A route asked with a method it does not take: `405` in the API's error shape.
+pub(crate) async fn wrong_method(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> ApiError {
+    ApiError::Unreadable {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        message: format!("{method} is not a method of {} (GET /api/openapi.json lists each route's)", uri.path()),
+    }
 }

@@ -23,6 +23,7 @@ mod api;
 mod bodies;
 pub mod config;
 pub mod error;
+mod extract;
 mod money;
 pub mod openapi;
 mod ws;
@@ -180,7 +181,9 @@ pub fn router(state: Arc<AppState>, hosts: HostPolicy) -> Router {
         .route("/api/journal/{id}/tx", get(money::tx_page))
         .route("/api/wallet", get(money::wallet))
         .route("/api/openapi.json", get(|| async { axum::Json(openapi::document()) }))
-        .route("/ws", get(ws::upgrade));
+        .route("/ws", get(ws::upgrade))
+        .route("/api/{*rest}", axum::routing::any(api::no_route))
+        .method_not_allowed_fallback(api::wrong_method);
     let api = guard.require_token(api).layer(axum::extract::DefaultBodyLimit::max(1 << 20));
     let login = Arc::clone(&guard);
     let app = Router::new()

@@ -29,13 +29,26 @@ pub enum StoreError {
     /// A statement failed.
     #[error("database: {0}")]
     Query(String),
+    /// Another process holds the data dir ([`crate::lock`]).
+    #[error(
+        "another holdfast process is using the data dir {} ({}); one data dir serves one process: stop it, give this \
+         one another --data-dir, or run several instances on one PostgreSQL database (docs/deploy.md)",
+        dir.display(),
+        holder.as_ref().map_or_else(|| "which one could not be read".to_owned(), ToString::to_string)
+    )]
+    DataDirInUse {
+        /// The data dir.
+        dir: std::path::PathBuf,
+        /// Who holds it, when its lock file says.
+        holder: Option<crate::lock::Holder>,
+    },
 }
 
 impl StoreError {
     /// The stable error code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Config(_) => ErrorCode::ConfigInvalid,
+            Self::Config(_) | Self::DataDirInUse { .. } => ErrorCode::ConfigInvalid,
             Self::Connect { .. } | Self::Migrate { .. } | Self::Query(_) => ErrorCode::Internal,
         }
     }

@@ -2,7 +2,7 @@
 //! `holdfast serve` instances share them.
 //!
 //! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
-//!   mode 0600) or, without a data dir, memory. One process per file moves value.
+//!   mode 0600) or, without a data dir, memory. One process per data dir: it holds the dir's [`DataDirLock`].
 //! - [`Storage::Postgres`] — selected by `[storage] url = "postgres://…"` or `HOLDFAST_DATABASE_URL`: a pool
 //!   ([`PgStore`]) that any number of instances share. What must be serialized across them — a wallet's nonce
 //!   choice, cap reservation and broadcast — is serialized by PostgreSQL's advisory locks ([`PgStore::lock`]);
@@ -23,6 +23,7 @@
 pub mod blocking;
 pub mod fanout;
 pub mod group;
+pub mod lock;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
@@ -33,6 +34,7 @@ pub use blocking::BlockingPg;
 pub use error::StoreError;
 pub use fanout::PgFanout;
 pub use group::GroupCommit;
+pub use lock::{DataDirLock, Holder, process_command};
 pub use migrate::{Component, Migration};
 pub use postgres::{PgLock, PgStore};
 

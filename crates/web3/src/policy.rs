@@ -42,8 +42,9 @@ pub struct AssetMove<'a> {
     pub amount: U256,
     /// Amount already moved today (UTC), base units.
     pub spent_today: U256,
-    /// True when any input of the action has (or derives from) a `model` origin.
-    pub model_inputs: bool,
+    /// Why the action's inputs are the model's (some hold, or were built from, a value of `model` origin), naming
+    /// them; `Some` makes the action wait for the user with this reason.
+    pub model_typed: Option<&'a str>,
 }
 
 /// The policy's answer for an allowed action.
@@ -186,8 +187,8 @@ impl Policy {
     }
 
     fn decide(&self, limits: &AssetLimits, m: &AssetMove<'_>) -> Decision {
-        if m.model_inputs {
-            return Decision::Confirm("an input was typed by the model".into());
+        if let Some(reason) = m.model_typed {
+            return Decision::Confirm(reason.to_owned());
         }
         match limits.auto_per_tx {
             Some(auto) if m.amount <= auto => Decision::Auto,
@@ -391,7 +392,7 @@ mod tests {
             native: false,
             amount: U256::from(amount),
             spent_today: U256::from(spent),
-            model_inputs: model,
+            model_typed: model.then_some("`sell_amount` was typed by the model"),
         }
     }
 

@@ -201,7 +201,7 @@ async fn a_confused_model_gets_coded_errors_and_nothing_unsafe_happens() {
             ("x402_fetch", "invalid_params"),
             ("register_set", "register_write_denied"),
             ("register_set", "register_write_denied"),
-            ("web3_tx", "register_type_mismatch"),
+            ("web3_tx", "register_missing"),
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );

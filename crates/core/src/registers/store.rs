@@ -346,6 +346,10 @@ impl RegisterStore {
     pub fn require_declared(&self, field: &str, key: &str) -> Result<SharedEntry, ToolError> {
         validate_key(field, key)?;
         if self.inner.decls.get(key).is_none() {
+            if self.peek(key).is_none() {
+                // Nothing by that name at all: say so, rather than call a name the model made up a scratch register.
+                self.require(key)?;
+            }
             return Err(ToolError::new(
                 ErrorCode::RegisterWriteDenied,
                 format!("`{field}`: `{key}` is a scratch register; value-moving tools read only declared registers"),
@@ -360,6 +364,9 @@ impl RegisterStore {
     pub fn require_typed(&self, field: &str, key: &str, wanted: ValueType) -> Result<SharedEntry, ToolError> {
         validate_key(field, key)?;
         let declared = self.inner.decls.get(key).map(|d| d.value_type);
+        if declared.is_none() && self.peek(key).is_none() {
+            self.require(key)?;
+        }
         if declared != Some(wanted) {
             let held = match declared {
                 Some(t) => format!("is declared to hold a {}", t.as_str()),
@@ -555,6 +562,10 @@ mod tests {
         let err = s.require_typed("from_register", "scratch", ValueType::SwapQuote).unwrap_err();
         assert_eq!(err.code, ErrorCode::RegisterTypeMismatch);
         assert_eq!(s.require_typed("f", "quote", ValueType::SwapQuote).unwrap_err().code, ErrorCode::RegisterMissing);
+        // A name nothing was ever written to is missing, not "a scratch register".
+        let made_up = s.require_typed("from_register", "nonexistent", ValueType::SwapQuote).unwrap_err();
+        assert_eq!(made_up.code, ErrorCode::RegisterMissing, "{}", made_up.message);
+        assert!(!made_up.message.contains("scratch"), "{}", made_up.message);
     }
 
     #[test]
@@ -563,6 +574,7 @@ mod tests {
         s.set(RegisterWrite::new("my_quote", json!({}), Origin::Model, "register_set")).unwrap();
         assert_eq!(s.require_declared("from_register", "my_quote").unwrap_err().code, ErrorCode::RegisterWriteDenied);
         assert_eq!(s.require_declared("from_register", "sell_amount").unwrap_err().code, ErrorCode::RegisterMissing);
+        assert_eq!(s.require_declared("from_register", "made_up").unwrap_err().code, ErrorCode::RegisterMissing);
     }
 
     #[tokio::test]

@@ -220,6 +220,12 @@ async fn the_store_rules_hold_for_every_writer_through_the_registry() {
         .call("to_raw_amount", json!({"amount": "1", "token_register": "missing", "cache_as": null}), &ctx)
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::RegisterTypeMismatch);
+    assert_eq!(err.code, ErrorCode::RegisterMissing, "a name nothing was written to: {}", err.message);
     assert!(ctx.registers.keys().is_empty());
+    registry.call("register_set", json!({"key": "my_token", "value": "USDC, 18 decimals"}), &ctx).await.unwrap();
+    let err = registry
+        .call("to_raw_amount", json!({"amount": "1", "token_register": "my_token", "cache_as": null}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::RegisterTypeMismatch, "a scratch register the model wrote: {}", err.message);
 }

@@ -47,40 +47,48 @@ pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
         DevnetCommand::Up { dir, chain_id, allow_public_chain_id } => {
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
-            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
+            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| say!("devnet: {line}"));
             let opts = holdfast_devnet::UpOptions {
                 chain_id,
                 allow_public_chain_id,
                 progress,
                 ..holdfast_devnet::UpOptions::new(dir.clone(), services_exe)
             };
-            let info = holdfast_devnet::up(opts).await?;
+            // Started (or found) under the devnet's start lock; brought up by hand, it stays up until `devnet down`,
+            // even when a `serve` had started it for itself.
+            let (info, user) = holdfast_devnet::join(opts, false).await?;
+            holdfast_devnet::keep_running(user.dir())?;
+            drop(user);
             let dir = dir.canonicalize().unwrap_or(dir);
             let config = dir.join(&info.config);
             if info.already_up {
-                println!("The devnet in {} is already up; nothing was started.", dir.display());
+                outln!("The devnet in {} is already up; nothing was started.", dir.display());
             } else {
-                println!("Devnet up in {}", dir.display());
+                outln!("Devnet up in {}", dir.display());
             }
-            println!("  RPC URL:   {} (chain id {}: a local devnet, no real value)", info.rpc_url, info.chain_id);
-            println!("  Quoter:    {}/swap/allowance-holder/quote", info.services.url);
+            outln!("  RPC URL:   {} (chain id {}: a local devnet, no real value)", info.rpc_url, info.chain_id);
+            outln!("  Quoter:    {}/swap/allowance-holder/quote", info.services.url);
             if let Some(x402) = &info.x402 {
                 let price = holdfast_core::amount::from_base_units(x402.price.parse().unwrap_or_default(), 6);
-                println!(
+                outln!(
                     "  Paywall:   x402 v2, {price} USDC per quote to {} (facilitator {})",
-                    x402.pay_to, x402.facilitator_url
+                    x402.pay_to,
+                    x402.facilitator_url
                 );
             }
-            println!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
-            println!("  Config:    {}", config.display());
-            println!();
-            println!("Next: holdfast serve --config {}   (web UI; or `holdfast chat --config …`)", config.display());
-            println!("Stop: holdfast devnet down --dir {}", dir.display());
+            outln!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
+            outln!("  Config:    {}", config.display());
+            outln!();
+            outln!("Next: holdfast serve --config {}   (web UI; or `holdfast chat --config …`)", config.display());
+            outln!("Stop: holdfast devnet down --dir {}", dir.display());
             Ok(())
         }
         DevnetCommand::Down { dir } => {
             let report = holdfast_devnet::down(&dir).await?;
-            println!("{}", report.message);
+            if dir.is_dir() {
+                holdfast_devnet::keep_running(&dir)?;
+            }
+            outln!("{}", report.message);
             Ok(())
         }
         DevnetCommand::Services { dir } => {

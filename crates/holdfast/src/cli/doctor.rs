@@ -68,14 +68,14 @@ impl Report {
 
     fn print(&self) {
         let width = self.rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
-        println!("{:<width$}  {:<6}  DETAIL", "CHECK", "RESULT");
+        outln!("{:<width$}  {:<6}  DETAIL", "CHECK", "RESULT");
         for r in &self.rows {
-            println!("{:<width$}  {:<6}  {}", r.check, r.status.label(), r.detail);
+            outln!("{:<width$}  {:<6}  {}", r.check, r.status.label(), r.detail);
         }
         let failed = self.rows.iter().filter(|r| r.status == Status::Fail).count();
         let warned = self.rows.iter().filter(|r| r.status == Status::Warn).count();
-        println!();
-        println!("{} checks: {failed} failed, {warned} warnings", self.rows.len());
+        outln!();
+        outln!("{} checks: {failed} failed, {warned} warnings", self.rows.len());
     }
 
     fn failed(&self) -> bool {

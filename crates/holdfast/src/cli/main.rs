@@ -1,5 +1,7 @@
 //! The `holdfast` binary: one entry point for every command (see `docs/interfaces.md`).
 
+#[macro_use]
+mod console;
 mod chat;
 mod devnet_cmd;
 mod doctor;
@@ -118,6 +120,14 @@ fn init_tracing(format: LogFormat) {
             filter = filter.add_directive(directive);
         }
     }
+    if format == LogFormat::Json {
+        console::use_json();
+        if !names_target(&spec, console::TARGET)
+            && let Ok(directive) = format!("{}=info", console::TARGET).parse()
+        {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().with_current_span(true).init(),
@@ -133,7 +143,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("holdfast: {e:#}");
+            console::fail(format_args!("holdfast: {e:#}"));
             ExitCode::FAILURE
         }
     }
@@ -145,7 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let runtime = holdfast_agent::Runtime::load(config.as_deref()).await?;
             let tools = runtime.registry.list();
             if markdown {
-                print!("{}", tools_doc::render(&tools));
+                outln!("{}", tools_doc::render(&tools).trim_end());
             } else if json {
                 let listed: Vec<serde_json::Value> = tools
                     .iter()
@@ -159,13 +169,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&listed).context("serialising the tool list")?);
+                outln!("{}", serde_json::to_string_pretty(&listed).context("serialising the tool list")?);
             } else {
                 for t in tools {
                     let params: Vec<&String> =
                         t.input_schema["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
                     let params: Vec<&str> = params.iter().map(|s| s.as_str()).collect();
-                    println!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
+                    outln!("{:<20} {{{}}}\n    {}", t.name, params.join(", "), t.description);
                 }
             }
             Ok(ExitCode::SUCCESS)

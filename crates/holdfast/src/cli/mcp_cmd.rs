@@ -71,21 +71,22 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
             .await?;
             match token.origin() {
                 TokenOrigin::File { path, created: true } => {
-                    eprintln!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());
+                    say!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());
                 }
                 TokenOrigin::File { path, created: false } => {
-                    eprintln!("holdfast mcp: bearer token in {}", path.display());
+                    say!("holdfast mcp: bearer token in {}", path.display());
                 }
                 TokenOrigin::Ephemeral => {
-                    eprintln!("holdfast mcp: bearer token for this run (no data dir): {}", token.secret());
+                    say!("holdfast mcp: bearer token for this run (no data dir): {}", token.secret());
                 }
-                TokenOrigin::Flag | TokenOrigin::Env => eprintln!("holdfast mcp: bearer token as given"),
+                TokenOrigin::Flag | TokenOrigin::Env => say!("holdfast mcp: bearer token as given"),
             }
-            eprintln!("holdfast mcp: listening on {}", server.url());
+            runtime.announce_address(&server.local_addr().to_string());
+            say!("holdfast mcp: listening on {}", server.url());
             let stop = server.stop_handle();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("holdfast mcp: stopping");
+                    say!("holdfast mcp: stopping");
                     stop.cancel();
                 }
             });

@@ -15,7 +15,7 @@ use holdfast_core::config::ConfigDocument;
 use holdfast_core::private_fs;
 use holdfast_server::{AppState, ServerSection};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The default data dir: `$XDG_DATA_HOME/holdfast` when that is an absolute path, else `$HOME/.local/share/holdfast`
@@ -66,10 +66,18 @@ fn shown(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-async fn stop_devnet(dir: &Path) {
-    match holdfast_devnet::down(dir).await {
-        Ok(report) => eprintln!("holdfast: {}", report.message),
-        Err(e) => eprintln!("holdfast: stopping the devnet: {e}"),
+/// Stops using the devnet: the last process using a devnet a `serve` started stops it.
+async fn leave_devnet(user: holdfast_devnet::DevnetUser) {
+    let dir = user.dir().to_owned();
+    match user.leave().await {
+        Ok(holdfast_devnet::Left::Stopped(report)) => say!("holdfast: {}", report.message),
+        Ok(holdfast_devnet::Left::InUse) => {
+            say!("holdfast: the devnet in {} stays up: another holdfast process uses it", dir.display());
+        }
+        Ok(holdfast_devnet::Left::KeptRunning) => {
+            say!("holdfast: the devnet in {} stays up (stop it with `holdfast devnet down --dir …`)", dir.display());
+        }
+        Err(e) => say!("holdfast: stopping the devnet: {e}"),
     }
 }
 
@@ -97,11 +105,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         let token = AccessToken::load_or_create(&path).with_context(|| format!("reading {}", path.display()))?;
         // Asked for explicitly: the one place besides the first start where the token is printed.
-        println!("http://{}/?token={}", shown(bind), token.secret());
+        outln!("http://{}/?token={}", shown(bind), token.secret());
         return Ok(());
     }
 
-    let mut started_devnet: Option<PathBuf> = None;
+    let mut devnet_user: Option<holdfast_devnet::DevnetUser> = None;
+    let mut early_lock = None;
     let (doc, data_dir) = match &args.config {
         Some(path) => (ConfigDocument::load(path)?, args.data_dir.clone()),
         None if args.no_devnet => {
@@ -112,23 +121,32 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             // The data dir is private before anything (the devnet's folder first) is created inside it.
             private_fs::create_private_dir_all(&data_dir)
                 .with_context(|| format!("creating the data dir {} (mode 0700)", data_dir.display()))?;
+            // On the SQLite file, this process holds the data dir before it touches the devnet inside it: a second
+            // `serve` on the same dir stops here, naming this one.
+            if !database_url_in_env() {
+                early_lock = Some(holdfast_store::DataDirLock::acquire(&data_dir, &holdfast_store::process_command())?);
+            }
             let dir = data_dir.join("devnet");
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
-            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| eprintln!("devnet: {line}"));
+            let progress: holdfast_devnet::Progress = Arc::new(|line: &str| say!("devnet: {line}"));
             let opts = holdfast_devnet::UpOptions { progress, ..holdfast_devnet::UpOptions::new(&dir, services_exe) };
-            let info = holdfast_devnet::up(opts).await?;
-            if !info.already_up {
-                started_devnet = Some(dir.clone());
-            }
+            let (info, user) = holdfast_devnet::join(opts, true).await?;
+            devnet_user = Some(user);
             let doc = ConfigDocument::load(&dir.join(&info.config))?;
             (doc, Some(data_dir))
         }
     };
     let result = serve(doc, data_dir, bind, args.insecure_no_token).await;
-    if let Some(dir) = started_devnet {
-        stop_devnet(&dir).await;
+    if let Some(user) = devnet_user {
+        leave_devnet(user).await;
     }
+    drop(early_lock);
     result
+}
+
+/// Whether `HOLDFAST_DATABASE_URL` selects PostgreSQL (then several processes may share a data dir's devnet).
+fn database_url_in_env() -> bool {
+    std::env::var(holdfast_core::config::DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty())
 }
 
 async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
@@ -155,6 +173,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         .await
         .with_context(|| format!("cannot listen on {bind} (is another server running? try --bind 127.0.0.1:0)"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    runtime.announce_address(&addr.to_string());
     let hosts = section.host_policy(addr).context("[server] allowed_hosts")?;
     let state = AppState::new(Arc::clone(&runtime), token.clone());
     let llm = match &state.agent {
@@ -174,32 +193,32 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         ),
         None => "messages and reminders wait (no LLM)".to_owned(),
     };
-    println!("holdfast serving on http://{addr}/");
+    outln!("holdfast serving on http://{addr}/");
     match token.as_ref().map(|t| (t, t.origin())) {
         Some((t, TokenOrigin::File { path, created: true })) => {
             let secret = t.secret();
-            println!("  open: http://{}/?token={secret}   (token saved in {})", shown(addr), path.display());
+            outln!("  open: http://{}/?token={secret}   (token saved in {})", shown(addr), path.display());
         }
         Some((_, TokenOrigin::File { path, .. })) => {
             let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
-            println!(
+            outln!(
                 "  open: http://{}/  (sign-in link with the token: holdfast serve --print-url --bind {}{again}; token in {})",
                 shown(addr),
                 shown(addr),
                 path.display()
             );
         }
-        Some(_) => println!("  access token as given"),
-        None => println!("  no access token (loopback only)"),
+        Some(_) => outln!("  access token as given"),
+        None => outln!("  no access token (loopback only)"),
     }
     for net in runtime.services.config.networks.iter() {
-        println!("  network: {} — {}, chain id {}{}", net.name, net.display_name, net.chain_id, net_note(net.chain_id));
+        outln!("  network: {} — {}, chain id {}{}", net.name, net.display_name, net.chain_id, net_note(net.chain_id));
     }
-    println!("  wallet: {}", runtime.web3.wallet().address());
-    println!("  LLM: {llm}");
-    println!("  inbox: {inbox_line}");
-    println!("  data: {}", data_dir.display());
-    println!("  storage: {}", runtime.storage().describe());
+    outln!("  wallet: {}", runtime.web3.wallet().address());
+    outln!("  LLM: {llm}");
+    outln!("  inbox: {inbox_line}");
+    outln!("  data: {}", data_dir.display());
+    outln!("  storage: {}", runtime.storage().describe());
     // Events are small and latency matters more than packet count: no Nagle delay on client sockets.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
@@ -209,7 +228,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         .await
         .context("serving")?;
     inbox.cancel();
-    eprintln!("holdfast: stopped; in-flight requests finished");
+    say!("holdfast: stopped; in-flight requests finished");
     Ok(())
 }
 

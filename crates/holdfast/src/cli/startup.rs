@@ -10,7 +10,7 @@ pub(crate) async fn verify_price_feeds(runtime: &Runtime) -> Result<(), holdfast
     match runtime.web3.verify_price_feeds().await {
         Err(e) if e.code == holdfast_core::ErrorCode::ConfigInvalid => Err(e),
         Err(e) => {
-            eprintln!("holdfast: the price feeds could not be checked at start-up: {}", e.message);
+            say!("holdfast: the price feeds could not be checked at start-up: {}", e.message);
             Ok(())
         }
         Ok(()) => Ok(()),
@@ -26,9 +26,9 @@ pub(crate) async fn reconcile_journal(runtime: &Runtime) {
     match runtime.web3.reconcile().await {
         Ok(done) => {
             for r in done {
-                eprintln!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
+                say!("holdfast: journal {}: {} ({})", r.journal_id, r.status.as_str(), r.note);
             }
         }
-        Err(e) => eprintln!("holdfast: could not reconcile the journal: {e}"),
+        Err(e) => say!("holdfast: could not reconcile the journal: {e}"),
     }
 }

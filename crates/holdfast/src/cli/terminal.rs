@@ -129,7 +129,7 @@ mod tests {
             seen += 1;
             let dirty = format!("a{c}b");
             let clean = sanitize(&dirty);
-            assert!(!clean.chars().any(|x| holdfast_core::is_invisible(x)), "U+{:04X} → {clean:?}", u32::from(c));
+            assert!(!clean.chars().any(holdfast_core::is_invisible), "U+{:04X} → {clean:?}", u32::from(c));
             let expected = if c.is_control() { "ab".to_owned() } else { format!("a\\u{{{:x}}}b", u32::from(c)) };
             assert_eq!(clean, expected, "U+{:04X}", u32::from(c));
         }

@@ -2,6 +2,10 @@
 //! command on its own, compiled from the CLI's own glue (`crates/holdfast/src/cli/mcp_cmd.rs`), so this crate's integration
 //! tests run exactly what `holdfast mcp` runs without building the whole binary.
 
+#[path = "../../../holdfast/src/cli/console.rs"]
+#[macro_use]
+#[allow(dead_code, unused_macros)]
+mod console;
 #[path = "../../../holdfast/src/cli/mcp_cmd.rs"]
 mod mcp_cmd;
 #[path = "../../../holdfast/src/cli/startup.rs"]

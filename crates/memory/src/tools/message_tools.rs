@@ -17,8 +17,31 @@ pub struct SendMessageInput {
     pub target: MessageTarget,
     /// The message, delivered whole.
     pub content: String,
-    /// Optional metadata object kept with the message (null or `{}` when there is none).
-    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Optional metadata kept with the message as an object of its keys: `[{"key": "host", "value": "db1"}]`
+    /// (null or `[]` when there is none).
+    pub metadata: Option<Vec<MetadataEntry>>,
+}
+
+/// One metadata entry of a message. A list of pairs rather than a free-form object: the strict schema models are
+/// given can say exactly what is accepted.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataEntry {
+    /// The key (unique within the message).
+    pub key: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// The metadata object kept with a message: `None` for none; a key given twice is `invalid_params`.
+fn metadata_object(entries: Option<Vec<MetadataEntry>>) -> Result<Option<serde_json::Value>, ToolError> {
+    let mut object = serde_json::Map::new();
+    for entry in entries.unwrap_or_default() {
+        if object.insert(entry.key.clone(), serde_json::Value::String(entry.value)).is_some() {
+            return Err(ToolError::invalid_params("metadata", format!("the key {:?} is given twice", entry.key)));
+        }
+    }
+    Ok((!object.is_empty()).then_some(serde_json::Value::Object(object)))
 }
 
 /// Result of `send_message` and `send_to_group`.
@@ -61,15 +84,15 @@ impl AiTool for SendMessageTool {
 
     fn examples(&self) -> Vec<serde_json::Value> {
         vec![
-            json!({"target": {"type": "user", "id": null}, "content": "Hello! How can I help?", "metadata": {}}),
+            json!({"target": {"type": "user", "id": null}, "content": "Hello! How can I help?", "metadata": []}),
             json!({"target": {"type": "agent", "id": "researcher"}, "content": "Please summarise the report.", "metadata": null}),
-            json!({"target": {"type": "channel", "id": "alerts"}, "content": "Deploy finished.", "metadata": null}),
+            json!({"target": {"type": "channel", "id": "alerts"}, "content": "Deploy finished.", "metadata": [{"key": "release", "value": "v1.2"}]}),
         ]
     }
 
     async fn execute(&self, input: SendMessageInput, ctx: &ToolContext) -> Result<SendMessageOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
-        let metadata = input.metadata.filter(|m| !m.is_empty()).map(serde_json::Value::Object);
+        let metadata = metadata_object(input.metadata)?;
         let receipt = handle.messages.send(&input.target, input.content, metadata, SendOrigin::session(ctx)).await?;
         Ok(SendMessageOutput { success: true, message_id: receipt.message_id, details: receipt.details })
     }

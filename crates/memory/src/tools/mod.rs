@@ -11,7 +11,9 @@ pub use memory_tools::{
     MemorySummary, ReplaceInMemoryInput, ReplaceInMemoryOutput, ReplaceInMemoryTool, SearchHitView, SearchMemoryInput,
     SearchMemoryOutput, SearchMemoryTool, UpdateMemoryInput, UpdateMemoryOutput, UpdateMemoryTool,
 };
-pub use message_tools::{SendMessageInput, SendMessageOutput, SendMessageTool, SendToGroupInput, SendToGroupTool};
+pub use message_tools::{
+    MetadataEntry, SendMessageInput, SendMessageOutput, SendMessageTool, SendToGroupInput, SendToGroupTool,
+};
 pub use reminder_tool::{ScheduleReminderInput, ScheduleReminderOutput, ScheduleReminderTool};
 pub use task_tool::{StepView, TaskOp, TaskView, TrackTaskInput, TrackTaskOutput, TrackTaskTool};
 

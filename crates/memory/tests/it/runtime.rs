@@ -94,8 +94,7 @@ async fn two_agents_message_each_other_with_the_anti_loop_cooldown() {
     let bob = f.runtime.agent("bob").await.unwrap();
     let (ra, rb) = (registry(&alice), registry(&bob));
     let (ca, cb) = (ctx("alice-session"), ctx("bob-session"));
-    let to =
-        |id: &str, text: &str| json!({"target": {"type": "agent", "id": id}, "content": text, "metadata": {"turn": 1}});
+    let to = |id: &str, text: &str| json!({"target": {"type": "agent", "id": id}, "content": text, "metadata": [{"key": "turn", "value": "1"}]});
 
     let long = "Please review the plan. ".repeat(500);
     let out = ra.call("send_message", to("bob", &long), &ca).await.unwrap();
@@ -103,7 +102,7 @@ async fn two_agents_message_each_other_with_the_anti_loop_cooldown() {
     let got = within(bob.inbox().recv()).await.unwrap();
     assert_eq!((got.from.as_str(), got.via.as_str()), ("alice", "direct"));
     assert_eq!(got.content, long, "content is delivered whole");
-    assert_eq!(got.metadata, Some(json!({"turn": 1})));
+    assert_eq!(got.metadata, Some(json!({"turn": "1"})));
     assert_eq!(got.message_id, out["message_id"]);
 
     // A reply is a different ordered pair: always allowed.
@@ -210,7 +209,7 @@ async fn channels_reach_subscribers_and_the_webhook() {
     let ops = f.runtime.agent("ops").await.unwrap();
     let r = registry(&bot);
     let s = ctx("s");
-    let out = r.call("send_message", json!({"target": {"type": "channel", "id": "alerts"}, "content": "disk 91% full", "metadata": {"host": "db1"}}), &s).await.unwrap();
+    let out = r.call("send_message", json!({"target": {"type": "channel", "id": "alerts"}, "content": "disk 91% full", "metadata": [{"key": "host", "value": "db1"}]}), &s).await.unwrap();
     let details = out["details"].as_str().unwrap();
     assert!(
         details.starts_with("Message sent to channel 'alerts' (subscribers: ops); webhook POST returned 200"),

@@ -437,7 +437,7 @@ async fn tools_run_by_name_with_json_and_publish_events() {
     let out = r
         .call(
             "send_message",
-            json!({"target": {"type": "user"}, "content": "Hi Alice", "metadata": {"mood": "cheerful"}}),
+            json!({"target": {"type": "user"}, "content": "Hi Alice", "metadata": [{"key": "mood", "value": "cheerful"}]}),
             &c,
         )
         .await

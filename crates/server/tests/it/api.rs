@@ -363,6 +363,23 @@ async fn errors_carry_tool_codes_and_statuses() {
     }
     let (status, body) = s.req(reqwest::Method::GET, "/api/journal?kind=bribe", None).await;
     assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_params")));
+
+    // No body where one is optional means "no options", whatever the Content-Type says; `null` params are none.
+    let created = raw("/api/sessions".into(), "").send().await.unwrap();
+    assert_eq!(created.status().as_u16(), 201, "an empty JSON body creates a default session");
+    let created: Value = created.json().await.unwrap();
+    assert!(created["id"].as_str().is_some_and(|id| !id.is_empty()), "{created}");
+    let listed = raw(format!("/api/sessions/{a}/tools/list_memories"), "null").send().await.unwrap();
+    assert_eq!(listed.status().as_u16(), 200, "a tool without parameters takes `null`");
+    let listed = raw(format!("/api/sessions/{a}/tools/list_memories"), " ").send().await.unwrap();
+    assert_eq!(listed.status().as_u16(), 200, "and no body");
+    // Routes that do not exist, or a method a route does not take, answer in the same shape.
+    let (status, body) = s.req(reqwest::Method::GET, "/api/nope", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{body}");
+    let (status, body) = s.req(reqwest::Method::DELETE, "/api/info", None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (405, Some("invalid_params")), "{body}");
+    let anonymous = s.http.get(format!("{}/api/nope", s.url)).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401, "an unknown route tells nothing before the token");
 }
 
 #[tokio::test]

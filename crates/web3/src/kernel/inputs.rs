@@ -20,10 +20,21 @@ pub fn quote_register(ctx: &ToolContext, field: &str, key: &str) -> Result<Share
     ctx.registers.require_typed(field, key, ValueType::SwapQuote)
 }
 
-/// The input rule of invariant 7, for every action: true when any of `entries` holds a `model`-origin (or
-/// model-derived) value.
-pub fn model_tainted(entries: &[(String, SharedEntry)]) -> bool {
-    entries.iter().any(|(_, e)| e.origin() == Origin::Model)
+/// The input rule of invariant 7, for every action: when any of `entries` holds a `model`-origin (or model-derived)
+/// value, the reason the action waits for the user, naming the registers the model typed ("`sell_amount` was typed
+/// by the model, not taken from your words") — or, when it typed none of them itself, those built from what it typed.
+pub fn model_typed(entries: &[(String, SharedEntry)]) -> Option<String> {
+    let model: Vec<&(String, SharedEntry)> = entries.iter().filter(|(_, e)| e.origin() == Origin::Model).collect();
+    let (typed, built): (Vec<_>, Vec<_>) = model.into_iter().partition(|(_, e)| e.provenance.derived_from.is_empty());
+    let (keys, verb) =
+        if typed.is_empty() { (built, "built from values the model typed") } else { (typed, "typed by the model") };
+    let named: Vec<String> = keys.iter().map(|(k, _)| format!("`{k}`")).collect();
+    let list = match named.as_slice() {
+        [] => return None,
+        [one] => format!("{one} was"),
+        [init @ .., last] => format!("{} and {last} were", init.join(", ")),
+    };
+    Some(format!("{list} {verb}, not taken from your words"))
 }
 
 /// The entries of `keys` this session holds, with their keys.

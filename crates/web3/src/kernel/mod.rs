@@ -11,7 +11,7 @@
 //! | 2 | idempotency: one transaction per intent | `pipeline::run` with [`inputs::intent_key`] |
 //! | 3 | authorization: a turn the user did not start moves nothing by itself; one amount from the user's words moves value once | `pipeline` with `inputs::authorization_reason` and `inputs::spend_authorization` |
 //! | 4 | freshness of the registers read | `pipeline::run` (`RegisterStore::require_fresh`) |
-//! | 5 | taint: any model-typed input waits for the user | `pipeline::run` ([`inputs::model_tainted`]) |
+//! | 5 | taint: any model-typed input waits for the user | `pipeline::run` ([`inputs::model_typed`]) |
 //! | 6 | policy and caps (per transaction, per day, reserved atomically) | [`crate::policy`], `crate::journal::Journal::reserve` from `pipeline` |
 //! | 7 | fee caps | [`crate::policy::Policy::check_fees`] from `pipeline::run` |
 //! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |

@@ -23,7 +23,7 @@
 //!     still counted against the caps;
 //! 13. `tx.pending` is published, the receipt awaited (bounded), recorded, and `tx.confirmed` published.
 
-use super::inputs::{Spent, UserAmount, authorization_reason, give_back, model_tainted, spend_authorization};
+use super::inputs::{Spent, UserAmount, authorization_reason, give_back, model_typed, spend_authorization};
 use super::reconcile::{self, Settled};
 use super::require_durable;
 use crate::Web3;
@@ -339,6 +339,7 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     };
     let wallet = web3.wallet().address();
     let network = &inputs.network;
+    let typed = model_typed(&inputs.registers);
     let m = |spent_today: U256| AssetMove {
         network: &network.name,
         symbol: &plan.mv.symbol,
@@ -346,7 +347,7 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         native: plan.mv.native,
         amount: plan.mv.amount,
         spent_today,
-        model_inputs: model_tainted(&inputs.registers),
+        model_typed: typed.as_deref(),
     };
     let (decision, cap) = match plan.limits {
         Limits::Spend => {
@@ -521,7 +522,7 @@ async fn commit<K: TxKind>(
                 native: plan.mv.native,
                 amount: plan.mv.amount,
                 spent_today: spent,
-                model_inputs: false,
+                model_typed: None,
             };
             return Err(web3.policy().over_cap(&m, spent, limit));
         }

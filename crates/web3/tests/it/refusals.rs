@@ -221,6 +221,8 @@ async fn a_model_typed_amount_waits_for_the_user_and_then_runs_once() {
         assert!(summary[key].is_string(), "the approval shows {key}: {summary}");
     }
     assert_eq!(summary["sell"], "0.001 ETH");
+    let reason = details["reason"].as_str().unwrap();
+    assert!(reason.contains("`sell_amount` was typed by the model, not taken from your words"), "{reason}");
     assert_eq!(env.nonce().await, nonce, "nothing is sent before approval");
 
     let id = details["confirmation_id"].as_str().unwrap();
