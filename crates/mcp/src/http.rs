@@ -4,9 +4,12 @@
 //! 1. **The edge** ([`holdfast_agent::access::Guard`], the same as `holdfast serve`'s): `Host` must be loopback with
 //!    the bound port, the bound IP, or a name in `[mcp] allowed_hosts` (DNS-rebinding protection); a present
 //!    `Origin` must be this server's own; no token in the URL — each refusal a `403`/`401` with a JSON error code.
-//! 2. **Bearer token** ([`holdfast_agent::access::AccessToken`]): every request needs `Authorization: Bearer TOKEN`,
-//!    otherwise `401 unauthorized`.
-//! 3. **The message gate** ([`crate::jsonrpc`]): a POST body over the cap is `413`, a body that is not JSON is `400`
+//! 2. **A client's bearer token** ([`holdfast_agent::access::ClientTokens`]): `mcp.token` is the `default` client,
+//!    `holdfast mcp token add NAME` adds others; otherwise `401 unauthorized`.
+//! 3. **The session's owner** ([`crate::owners`]): a request naming a session another client opened is `404`, as
+//!    for a session that does not exist; the server's own requests carry random ids, and an answer to an id its
+//!    session was not sent is dropped.
+//! 4. **The message gate** ([`crate::jsonrpc`]): a POST body over the cap is `413`, a body that is not JSON is `400`
 //!    with a `-32700` error, a malformed JSON-RPC request is `400` with `-32600`/`-32602` — each a JSON-RPC error
 //!    body; the server keeps serving.
 
@@ -20,7 +23,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use holdfast_agent::Runtime;
-use holdfast_agent::access::{AccessToken, Guard, HostPolicy};
+use crate::owners::SessionOwners;
+use holdfast_agent::access::{AccessToken, ClientTokens, Credentials, Guard, HostPolicy, Principal};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
@@ -48,6 +52,9 @@ pub fn resolve_token(
     }
 }
 
+/// The header carrying the MCP session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
@@ -55,10 +62,10 @@ pub const MCP_PATH: &str = "/mcp";
 pub const SESSION_IDLE: Duration = Duration::from_secs(3600);
 
 /// The MCP endpoint with its guards, as an axum router (for embedding; [`HttpServer`] serves it). `hosts` is the host
-/// policy of the bound address.
+/// policy of the bound address; `clients` the tokens accepted, each naming its client.
 pub fn router(
     runtime: Arc<Runtime>,
-    token: AccessToken,
+    clients: Arc<ClientTokens>,
     hosts: HostPolicy,
     max_bytes: usize,
     stop: CancellationToken,
@@ -73,18 +80,80 @@ pub fn router(
     config.session_store = Some(Arc::new(crate::links::SessionLinks::new(Arc::clone(&runtime))));
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let owners = SessionOwners::new(Arc::clone(&runtime));
     let service =
         StreamableHttpService::new(move || Ok(HoldfastMcp::new(Arc::clone(&runtime))), Arc::new(sessions), config);
-    let guard = Arc::new(Guard::new(hosts, Some(token)));
+    let guard = Arc::new(Guard::new(hosts, Some(Credentials::Clients(clients))));
+    let gate_state = Arc::new(Gate { max_bytes, owners });
     let app =
-        axum::Router::new().route_service(MCP_PATH, service).layer(middleware::from_fn_with_state(max_bytes, gate));
+        axum::Router::new().route_service(MCP_PATH, service).layer(middleware::from_fn_with_state(gate_state, gate));
     guard.edge(guard.require_token(app))
 }
 
-async fn gate(State(max): State<usize>, request: Request, next: Next) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
+/// What the gate in front of the MCP service needs.
+struct Gate {
+    max_bytes: usize,
+    owners: Arc<SessionOwners>,
+}
+
+/// The response to a request naming a session the client may not use: exactly rmcp's answer for a session that does
+/// not exist, so a foreign session's existence is not revealed.
+fn no_such_session() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let Some(principal) = request.extensions().get::<Principal>().cloned() else {
+        return no_such_session();
+    };
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = &session
+        && gate.owners.owner(id).await.as_deref() != Some(principal.client.as_str())
+    {
+        tracing::debug!(client = %principal.client, "a request named an MCP session it does not own");
+        return no_such_session();
     }
+    let method = request.method().clone();
+    let request = if method == Method::POST {
+        match read_message(&gate, session.as_deref(), request).await {
+            Ok(request) => request,
+            Err(answer) => return answer,
+        }
+    } else {
+        request
+    };
+    let mut response = next.run(request).await;
+    // A new session (its id only in the answer to `initialize`): recorded as the client's before the client sees it.
+    let opened = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if session.is_none()
+        && let Some(id) = &opened
+        && let Err(e) = gate.owners.opened(id, &principal).await
+    {
+        tracing::error!("a new MCP session's owner could not be recorded: {e}");
+        return (StatusCode::INTERNAL_SERVER_ERROR, "the session could not be opened").into_response();
+    }
+    if method == Method::DELETE
+        && response.status().is_success()
+        && let Some(id) = &session
+    {
+        gate.owners.closed(id);
+    }
+    let is_stream = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    if let (true, Some(id)) = (is_stream, session.or(opened)) {
+        let body = std::mem::take(response.body_mut());
+        *response.body_mut() = gate.owners.rewrite_stream(id, body);
+    }
+    response
+}
+
+/// Reads a POST body through the message gate: the size cap, JSON-RPC's shape, and — for an answer to one of the
+/// server's requests — the id this session was sent. The request to pass on, or the answer to give instead.
+async fn read_message(gate: &Gate, session: Option<&str>, request: Request) -> Result<Request, Response> {
+    let max = gate.max_bytes;
     let (parts, body) = request.into_parts();
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::new();
@@ -96,24 +165,37 @@ async fn gate(State(max): State<usize>, request: Request, next: Next) -> Respons
                 code: INVALID_REQUEST,
                 message: "Invalid Request: the request body could not be read".into(),
             };
-            return json_response(StatusCode::BAD_REQUEST, &error);
+            return Err(json_response(StatusCode::BAD_REQUEST, &error));
         };
         size = size.saturating_add(chunk.len());
         if size > max {
             let room = ID_SNIFF_BYTES.saturating_sub(bytes.len());
             bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
             bytes.truncate(ID_SNIFF_BYTES);
-            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &ProtocolError::oversized(&bytes, size, max));
+            return Err(json_response(StatusCode::PAYLOAD_TOO_LARGE, &ProtocolError::oversized(&bytes, size, max)));
         }
         bytes.extend_from_slice(&chunk);
     }
+    // An answer to the server's request: back to the id rmcp chose, or dropped when this session was not sent it.
+    if let (Some(session), Ok(message)) = (session, serde_json::from_slice::<serde_json::Value>(&bytes)) {
+        let is_answer = message.get("method").is_none() && message.get("id").is_some();
+        if is_answer {
+            match gate.owners.answer(session, message) {
+                Some(answer) => bytes = serde_json::to_vec(&answer).unwrap_or(bytes),
+                None => {
+                    tracing::warn!("an answer to a request this MCP session was never sent was dropped");
+                    return Err(StatusCode::ACCEPTED.into_response());
+                }
+            }
+        }
+    }
     match classify(&bytes, max) {
-        Inbound::Message(_) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Inbound::Message(_) => Ok(Request::from_parts(parts, Body::from(bytes))),
         Inbound::Ignore(why) => {
             tracing::debug!("dropped an incoming message: {why}");
-            StatusCode::ACCEPTED.into_response()
+            Err(StatusCode::ACCEPTED.into_response())
         }
-        Inbound::Reject(error) => json_response(StatusCode::BAD_REQUEST, &error),
+        Inbound::Reject(error) => Err(json_response(StatusCode::BAD_REQUEST, &error)),
     }
 }
 
@@ -130,13 +212,13 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `addr` and starts serving `runtime` behind `token` (see the module docs); `allowed_hosts` are the
+    /// Binds `addr` and starts serving `runtime` to `clients` (see the module docs); `allowed_hosts` are the
     /// `Host` names accepted besides loopback and the bound IP. The server runs on a task of the current tokio
     /// runtime until [`HttpServer::shutdown`] (or the process ends).
     pub async fn start(
         runtime: Arc<Runtime>,
         addr: SocketAddr,
-        token: AccessToken,
+        clients: Arc<ClientTokens>,
         allowed_hosts: &[String],
         max_bytes: usize,
     ) -> Result<Self, ServeError> {
@@ -145,7 +227,7 @@ impl HttpServer {
         let hosts = HostPolicy::new(addr, allowed_hosts).map_err(|e| ServeError::Config(e.to_string()))?;
         let stop = CancellationToken::new();
         runtime.spawn_idle_unloader(stop.child_token());
-        let app = router(runtime, token, hosts, max_bytes, stop.clone());
+        let app = router(runtime, clients, hosts, max_bytes, stop.clone());
         let shutdown = stop.clone();
         let task = tokio::spawn(async move {
             axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await

@@ -19,7 +19,8 @@
 //! - **Confirmation** ([`confirm`]): elicitation shows the user the decoded action; a client that cannot ask the user
 //!   gets `confirmation_unavailable` and the pending confirmation is withdrawn.
 //! - **Transports**: [`stdio`] (newline-delimited JSON-RPC) and [`http`] (streamable HTTP on loopback behind the
-//!   same edge guard and access token as `holdfast serve`, from [`holdfast_agent::access`]); both pass every
+//!   same edge guard as `holdfast serve`, from [`holdfast_agent::access`]; each client its own token, and each
+//!   session its opening client's alone); both pass every
 //!   message through the gate of [`jsonrpc`] — malformed, unknown and oversized messages get protocol errors and
 //!   the server keeps serving.
 //!
@@ -31,6 +32,7 @@ pub mod error;
 pub mod http;
 pub mod jsonrpc;
 pub mod links;
+mod owners;
 pub mod prompts;
 pub mod resources;
 pub mod server;

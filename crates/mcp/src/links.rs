@@ -4,9 +4,9 @@
 //! the holdfast session that MCP session had opened, with its registers, context bank and confirmations as saved.
 //!
 //! Both live in the runtime's session store under `mcp:<MCP session id>` (in `DATA_DIR/holdfast.db`; in memory
-//! without a data dir, where a restart forgets them as it forgets everything). Only the server writes a link: a
-//! client cannot name the holdfast session it attaches to, only present the MCP session id it was given, behind the
-//! server's token.
+//! without a data dir, where a restart forgets them as it forgets everything), with the client that owns the session
+//! ([`crate::owners`]). Only the server writes a link: a client cannot name the holdfast session it attaches to, only
+//! present the MCP session id it was given, with the token of the client that opened it.
 
 use holdfast_agent::Runtime;
 use holdfast_core::{ToolContext, ToolError};
@@ -35,6 +35,22 @@ pub(crate) async fn linked_session(
     let Some(link) = runtime.sessions.link_get(&key(mcp_id)).await? else { return Ok(None) };
     let Some(id) = link.get("session_id").and_then(Value::as_str) else { return Ok(None) };
     Ok(runtime.session(id).await?.map(|ctx| (id.to_owned(), ctx)))
+}
+
+/// The client (principal) the request came from over HTTP; `None` over stdio.
+pub(crate) fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<holdfast_agent::access::Principal>().map(|p| p.client.clone())
+}
+
+/// The link of MCP session `mcp_id`, when it has one.
+pub(crate) async fn link_of(runtime: &Runtime, mcp_id: &str) -> Result<Option<Value>, ToolError> {
+    runtime.sessions.link_get(&key(mcp_id)).await
+}
+
+/// Records the client that owns MCP session `mcp_id` ([`crate::owners`]).
+pub(crate) async fn set_owner(runtime: &Runtime, mcp_id: &str, client: &str) -> Result<(), ToolError> {
+    runtime.sessions.link_merge(&key(mcp_id), json!({"owner": client})).await
 }
 
 /// Records that MCP session `mcp_id` opened holdfast session `session_id`.

@@ -64,6 +64,9 @@ pub fn supported_versions() -> &'static [ProtocolVersion] {
 struct Session {
     id: String,
     ctx: ToolContext,
+    /// The client that opened it: its token's name over HTTP ([`holdfast_agent::access::clients`]), `stdio` for
+    /// the process that started `holdfast mcp`. Its human is the one behind this client's forms.
+    client: String,
 }
 
 /// The MCP server handler for one MCP session.
@@ -141,8 +144,9 @@ impl HoldfastMcp {
                     Arc::clone(&self.subscriptions),
                 ));
                 *self.forwarder.lock() = Some(task.abort_handle());
-                tracing::info!(session = %id, "MCP session opened");
-                Ok(Session { id, ctx })
+                let client = crate::links::principal(context).unwrap_or_else(|| "stdio".to_owned());
+                tracing::info!(session = %id, client = %client, "MCP session opened");
+                Ok(Session { id, ctx, client })
             })
             .await
     }
@@ -252,14 +256,20 @@ impl HoldfastMcp {
             let _ = self.runtime.decide(ctx, UserChannel::McpElicitation, id, UserDecision::Deny).await;
             self.record(
                 session,
-                NewMessage::text(MessageRole::System, format!("the user {how} {id} (MCP elicitation)")),
+                NewMessage::text(
+                    MessageRole::System,
+                    format!("the user {how} {id} (MCP elicitation, client `{}`)", session.client),
+                ),
             )
             .await;
             return Err(confirm::denied(pending, how));
         }
         self.record(
             session,
-            NewMessage::text(MessageRole::System, format!("the user approved {id} (MCP elicitation)")),
+            NewMessage::text(
+                MessageRole::System,
+                format!("the user approved {id} (MCP elicitation, client `{}`)", session.client),
+            ),
         )
         .await;
         let call_id = self.record_call(session, &pending.tool, &pending.params).await;

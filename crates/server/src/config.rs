@@ -3,12 +3,15 @@
 //! ```toml
 //! [server]
 //! allowed_hosts = ["holdfast.example.net"]   # extra Host names (behind a reverse proxy); loopback is always allowed
+//! sign_in_code_minutes = 5                   # how long a printed sign-in link works (once)
+//! session_days = 7                           # how long a browser stays signed in (the cookie's Max-Age)
 //! ```
 
-use holdfast_agent::access::{AccessError, HostPolicy};
+use holdfast_agent::access::{AccessError, HostPolicy, SignInSettings};
 use holdfast_core::config::{ConfigDocument, ConfigError};
 use serde::Deserialize;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// The `[server]` section.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -18,12 +21,35 @@ pub struct ServerSection {
     /// the bound port and the bound IP itself. A name without a port matches with no port or the bound port.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Minutes a sign-in link works (once); default 5, at most a day.
+    pub sign_in_code_minutes: Option<u64>,
+    /// Days a browser stays signed in (the session cookie's `Max-Age`); default 7, at most 400 (browsers cap a
+    /// cookie's lifetime there).
+    pub session_days: Option<u64>,
 }
 
 impl ServerSection {
     /// Reads `[server]` from a configuration document (absent: defaults).
     pub fn from_document(doc: &ConfigDocument) -> Result<Self, ConfigError> {
-        doc.section_or_default("server")
+        let section: Self = doc.section_or_default("server")?;
+        let out_of_range =
+            |key: &str, range: &str| doc.invalid_at(&["server", key], format!("server.{key} must be {range}"));
+        if section.sign_in_code_minutes.is_some_and(|m| !(1..=24 * 60).contains(&m)) {
+            return Err(out_of_range("sign_in_code_minutes", "between 1 and 1440"));
+        }
+        if section.session_days.is_some_and(|d| !(1..=400).contains(&d)) {
+            return Err(out_of_range("session_days", "between 1 and 400"));
+        }
+        Ok(section)
+    }
+
+    /// How long sign-in codes and browser sessions last.
+    pub fn sign_in_settings(&self) -> SignInSettings {
+        let defaults = SignInSettings::default();
+        SignInSettings {
+            code_ttl: self.sign_in_code_minutes.map_or(defaults.code_ttl, |m| Duration::from_secs(m * 60)),
+            session_max_age: self.session_days.map_or(defaults.session_max_age, |d| Duration::from_secs(d * 86_400)),
+        }
     }
 
     /// The host policy of a server bound to `bound`; an invalid `allowed_hosts` entry is an error.

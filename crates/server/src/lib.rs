@@ -6,8 +6,10 @@
 //!   this server (loopback with the bound port, or `[server] allowed_hosts`), a present `Origin` must be its own,
 //!   the token never travels in a URL except once to the login page, and mutating `/api/*` requests carry JSON.
 //! - **Authentication**: every `/api/*` call and `/ws` needs the access token — `Authorization: Bearer TOKEN`
-//!   (scripts), or the `HttpOnly; SameSite=Strict` cookie browsers get once from `GET /?token=TOKEN`, which redirects
-//!   to the clean `/`. The UI page and its script carry no data and need none.
+//!   (scripts) — or a browser session: the one-time sign-in link `GET /?code=CODE` (printed at start and by
+//!   `holdfast serve --print-url`, valid for minutes) sets an `HttpOnly; SameSite=Strict` cookie with `Max-Age`
+//!   and redirects to the clean `/`; a used or expired code gets the sign-in page saying so. The cookie is never
+//!   the token. The UI page and its script carry no data and need none.
 //! - **Headers** on every response: a Content-Security-Policy without inline script ([`CONTENT_SECURITY_POLICY`]),
 //!   `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY`.
 //! - REST: sessions, user messages (the agent runs when a provider is configured; otherwise the message feeds the
@@ -33,7 +35,7 @@ use axum::extract::OriginalUri;
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use holdfast_agent::access::{AccessToken, Guard, HostPolicy};
+use holdfast_agent::access::{AccessToken, Credentials, Guard, HostPolicy, SignIn};
 use holdfast_agent::{Agent, CancelToken, ConfirmDecision, Runtime};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -67,6 +69,7 @@ pub struct AppState {
     /// Every agent with a model (the default first): `[agents.NAME]` too.
     agents: Vec<Agent>,
     token: Option<AccessToken>,
+    sign_in: Arc<SignIn>,
     turns: Mutex<HashMap<String, CancelToken>>,
     /// Per session, how many WebSocket clients watch it: when the last one closes, the session's running turn
     /// stops (the page that started it is gone).
@@ -93,14 +96,22 @@ impl AppState {
         Self::with_agents(runtime, agent.into_iter().collect(), token)
     }
 
-    /// State with explicit agents; the one named `assistant` is the default.
+    /// State with explicit agents; the one named `assistant` is the default. Browsers sign in with codes kept in
+    /// the runtime's data dir (in memory without one), for as long as `[server]` says
+    /// ([`ServerSection::sign_in_settings`]).
     pub fn with_agents(runtime: Arc<Runtime>, agents: Vec<Agent>, token: Option<AccessToken>) -> Arc<Self> {
         let agent = agents.iter().find(|a| a.profile().name == holdfast_agent::AGENT_ID).cloned();
+        let settings = ServerSection::from_document(&runtime.document).unwrap_or_default().sign_in_settings();
+        let sign_in = Arc::new(match runtime.data_dir() {
+            Some(dir) => SignIn::open(dir, settings),
+            None => SignIn::in_memory(settings),
+        });
         Arc::new(Self {
             runtime,
             agent,
             agents,
             token,
+            sign_in,
             turns: Mutex::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
             waiters: Mutex::new(HashMap::new()),
@@ -110,6 +121,11 @@ impl AppState {
     /// Every agent with a model, the default first.
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// Browser sign-in: one-time codes and session cookies.
+    pub fn sign_in(&self) -> &Arc<SignIn> {
+        &self.sign_in
     }
 
     /// Stops the turn running in session `id`, if any; true when there was one.
@@ -124,10 +140,11 @@ impl AppState {
     }
 }
 
-/// `GET /`: the page, or — with `?token=` — the one-time login that sets the session cookie and redirects to `/`.
+/// `GET /`: the page, or — with `?code=` — the one-time sign-in that sets the session cookie and redirects to `/`
+/// (or says why the code was refused).
 async fn index(guard: Arc<Guard>, uri: &axum::http::Uri) -> Response {
-    if let Some(redirect) = guard.login(uri.query()) {
-        return redirect;
+    if let Some(answer) = guard.sign_in_page(uri.query()) {
+        return answer;
     }
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], INDEX_HTML)
         .into_response()
@@ -160,7 +177,11 @@ async fn security_headers(mut response: Response) -> Response {
 /// The full router: UI, health, the authenticated API and WebSocket, all behind the edge checks for a server whose
 /// `Host` values are `hosts` (build it from the bound address, after binding).
 pub fn router(state: Arc<AppState>, hosts: HostPolicy) -> Router {
-    let guard = Arc::new(Guard::new(hosts, state.token.clone()).with_login_path("/").with_json_api("/api/"));
+    let guard = Arc::new(
+        Guard::new(hosts, state.token.clone().map(Credentials::Token))
+            .with_sign_in(Arc::clone(&state.sign_in))
+            .with_json_api("/api/"),
+    );
     let api = Router::new()
         .route("/api/info", get(api::info))
         .route("/api/tools", get(api::tools))

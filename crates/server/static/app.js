@@ -93,7 +93,7 @@ function formatUnits(raw, decimals) {
 class ApiError extends Error {
   constructor(status, error) { super(error && error.message || "HTTP " + status); this.status = status; this.error = error || {}; }
 }
-/** One API call. The access token travels in the HttpOnly session cookie the login link set; this script never
+/** One API call. The browser's session travels in the HttpOnly cookie the sign-in link set; this script never
  * sees it. Bodies are always JSON (the server refuses anything else on mutating calls). */
 async function call(method, path, body) {
   const headers = {};
@@ -101,7 +101,7 @@ async function call(method, path, body) {
   const r = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
   let data = null;
   try { data = await r.json(); } catch (_) { data = null; }
-  if (r.status === 401) askToken(S.info ? "The server no longer accepts this browser's access token. Paste the current one." : null);
+  if (r.status === 401) askSignIn(S.info ? "This browser's sign-in has ended (expired, or signed out on the server). Sign in again." : null);
   return { status: r.status, ok: r.ok, data };
 }
 async function get(path) {
@@ -113,24 +113,15 @@ const sid = () => encodeURIComponent(S.session);
 /** What the other scripts of the page (money.js) share with this one: rendering helpers and the API call. */
 window.holdfast = Object.freeze({ h, get, rel, short, humanKey, summaryText, toast });
 
-// ---------------------------------------------------------------- token
-// The token travels once: `GET /?token=…` (the link `holdfast serve` prints, or the form below) makes the server set
-// an HttpOnly, SameSite=Strict cookie and redirect here without it; a wrong token comes back as `#refused`.
-/** True when the page is about to be replaced: a link of an older version carried the token in the fragment. */
-function legacyToken() {
-  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (!m) return false;
-  location.replace(location.pathname + "?token=" + encodeURIComponent(decodeURIComponent(m[1])));
-  return true;
-}
-function askToken(why) {
-  if (why) $("token-why").textContent = why;
-  $("token-prompt").classList.add("show");
-  setTimeout(() => $("token-input").focus(), 0);
-}
-if (location.hash === "#refused") {
-  history.replaceState(null, "", location.pathname);
-  $("token-why").textContent = "That access token was refused. Paste the current one (server.token in the data dir).";
+// ---------------------------------------------------------------- sign-in
+// A browser signs in with a one-time code: `GET /?code=…` (the link `holdfast serve` prints at start and
+// `holdfast serve --print-url` prints again, or the form below) makes the server set an HttpOnly, SameSite=Strict
+// session cookie and redirect here without it. A used, expired or unknown code gets the server's sign-in page saying
+// which. The access token is for programs and never reaches the page.
+function askSignIn(why) {
+  if (why) $("signin-why").textContent = why;
+  $("signin-prompt").classList.add("show");
+  setTimeout(() => $("signin-input").focus(), 0);
 }
 sessionStorage.removeItem("holdfast.token");
 
@@ -1004,8 +995,6 @@ async function start() {
 }
 setInterval(() => { tickAges(); }, 1000);
 setInterval(() => { if (S.session) { renderSessions(); } }, 30000);
-if (!legacyToken()) {
-  renderRegisters(); renderContextBank(); renderPending();
-  start();
-}
+renderRegisters(); renderContextBank(); renderPending();
+start();
 })();

@@ -4,6 +4,7 @@
 mod console;
 mod chat;
 mod devnet_cmd;
+mod logging;
 mod doctor;
 mod mcp_cmd;
 mod replay;
@@ -92,54 +93,10 @@ enum ToolsCommand {
     },
 }
 
-/// The log: `tracing` events on stderr as text or JSON, filtered by `HOLDFAST_LOG`, else `RUST_LOG` (the usual
-/// `EnvFilter` syntax, e.g. `RUST_LOG=info,holdfast_web3=debug`), else warnings only.
-/// Crates whose debug spans and events carry whole URLs, and RPC node URLs carry API keys (alloy's HTTP transport
-/// puts the node URL on a span; reqwest logs redirect targets). They stay at `info` unless the filter names them.
-const URL_LOGGING_TARGETS: &[&str] = &["alloy_transport_http", "reqwest"];
-
-/// Whether a directive of `spec` names `target` itself or a module inside it (`reqwest=debug`,
-/// `alloy_transport_http::layer=trace`) — not a target that merely contains the text (`my_reqwest_shim=off`).
-fn names_target(spec: &str, target: &str) -> bool {
-    spec.split(',').any(|directive| {
-        let name = directive.split(['=', '[']).next().unwrap_or_default().trim();
-        name == target || name.strip_prefix(target).is_some_and(|rest| rest.starts_with("::"))
-    })
-}
-
-fn init_tracing(format: LogFormat) {
-    // HOLDFAST_LOG first, then RUST_LOG; a filter that does not parse falls through to the next.
-    let spec = ["HOLDFAST_LOG", "RUST_LOG"]
-        .into_iter()
-        .filter_map(|var| std::env::var(var).ok())
-        .find(|spec| tracing_subscriber::EnvFilter::try_new(spec).is_ok())
-        .unwrap_or_else(|| "warn".to_owned());
-    let mut filter = tracing_subscriber::EnvFilter::new(&spec);
-    for target in URL_LOGGING_TARGETS.iter().filter(|t| !names_target(&spec, t)) {
-        if let Ok(directive) = format!("{target}=info").parse() {
-            filter = filter.add_directive(directive);
-        }
-    }
-    if format == LogFormat::Json {
-        console::use_json();
-        if !names_target(&spec, console::TARGET)
-            && let Ok(directive) = format!("{}=info", console::TARGET).parse()
-        {
-            filter = filter.add_directive(directive);
-        }
-    }
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().with_current_span(true).init(),
-        // Colours only on a terminal: a log file gets plain text.
-        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    logging::init(cli.log_format == LogFormat::Json);
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
@@ -200,21 +157,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay { config, transcript } => {
             let runtime = holdfast_agent::Runtime::load(config.as_deref()).await?;
             replay::run(&runtime, &transcript).await
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::names_target;
-
-    #[test]
-    fn only_a_directive_for_the_target_itself_lifts_the_url_clamp() {
-        for spec in ["reqwest=debug", "info,reqwest=trace", "alloy_transport_http::layer=trace", "reqwest"] {
-            assert!(names_target(spec, "reqwest") || names_target(spec, "alloy_transport_http"), "{spec}");
-        }
-        for spec in ["trace", "trace,my_reqwest_shim=off", "reqwest_middleware=debug", "debug,holdfast_web3=trace"] {
-            assert!(!names_target(spec, "reqwest"), "{spec}");
         }
     }
 }

@@ -6,8 +6,8 @@
 //! `http://ADDR/mcp` (loopback by default) and requires a bearer token; it runs until Ctrl-C.
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
-use holdfast_agent::access::TokenOrigin;
+use clap::{Args, Subcommand, ValueEnum};
+use holdfast_agent::access::{ClientTokens, TokenOrigin};
 use holdfast_mcp::{HttpServer, McpOptions, McpSection, TOKEN_ENV, TransportKind};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,7 +24,11 @@ pub(crate) enum McpTransport {
 
 /// `holdfast mcp …`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct McpArgs {
+    /// Manage the HTTP transport's clients instead of serving.
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
     /// Configuration file (default: built-in defaults, everything in memory).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -40,8 +44,112 @@ pub(crate) struct McpArgs {
     pub token: Option<String>,
 }
 
+/// `holdfast mcp …` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// The HTTP transport's clients: each token is a client of its own, and each MCP session belongs to the client
+    /// that opened it. `DATA_DIR/mcp.token` is the `default` client.
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+/// `holdfast mcp token …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenAction {
+    /// Add a client: prints its new token once (only its digest is kept, in DATA_DIR/mcp-clients.json).
+    Add {
+        /// The client's name: 1–32 of a-z, 0-9, - and _, starting with a letter.
+        name: String,
+        #[command(flatten)]
+        dir: DataDirArgs,
+    },
+    /// List the clients: name, when added, last use, and whether revoked.
+    List {
+        #[command(flatten)]
+        dir: DataDirArgs,
+    },
+    /// Revoke a client's token: it stops working at once, on a running server too.
+    Revoke {
+        /// The client's name.
+        name: String,
+        #[command(flatten)]
+        dir: DataDirArgs,
+    },
+}
+
+/// Where the clients are kept: the data dir of `--data-dir`, or of `--config`'s `[storage] data_dir`.
+#[derive(Debug, Args)]
+pub(crate) struct DataDirArgs {
+    /// The configuration `holdfast mcp` runs with (its `[storage] data_dir`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The data dir itself.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl DataDirArgs {
+    fn resolve(&self) -> anyhow::Result<PathBuf> {
+        if let Some(dir) = &self.data_dir {
+            return Ok(dir.clone());
+        }
+        let Some(path) = &self.config else {
+            anyhow::bail!(
+                "client tokens are kept in the data dir of the server: pass --config FILE (with [storage] data_dir) or \
+                 --data-dir DIR"
+            );
+        };
+        let doc = holdfast_core::config::ConfigDocument::load(path)?;
+        holdfast_core::config::CoreConfig::from_document(&doc)?.data_dir.ok_or_else(|| {
+            anyhow::anyhow!("{} has no [storage] data_dir: a server on it keeps no clients", path.display())
+        })
+    }
+}
+
+/// `holdfast mcp token …`.
+fn token_command(action: TokenAction) -> anyhow::Result<()> {
+    match action {
+        TokenAction::Add { name, dir } => {
+            let dir = dir.resolve()?;
+            let token = ClientTokens::in_data_dir(&dir).add(&name)?;
+            // Asked for: the one time this client's token is shown.
+            outln!("{token}");
+            say!("holdfast mcp: client {name:?} added (its token above is shown once; only its digest is kept in {})", dir.display());
+        }
+        TokenAction::List { dir } => {
+            let dir = dir.resolve()?;
+            outln!("{:<32}  {:<20}  {:<20}  STATUS", "CLIENT", "ADDED", "LAST USED");
+            let default_file = dir.join(holdfast_agent::access::MCP_TOKEN_FILE);
+            let default_status = if default_file.exists() { "active (mcp.token)" } else { "not created yet" };
+            outln!("{:<32}  {:<20}  {:<20}  {default_status}", holdfast_agent::access::DEFAULT_CLIENT, "-", "-");
+            for client in ClientTokens::in_data_dir(&dir).list()? {
+                let [added, used, status] = client.columns();
+                outln!("{:<32}  {added:<20}  {used:<20}  {status}", client.name);
+            }
+        }
+        TokenAction::Revoke { name, dir } => {
+            let dir = dir.resolve()?;
+            if name == holdfast_agent::access::DEFAULT_CLIENT {
+                anyhow::bail!(
+                    "the default client's token is {}: delete that file (a new one is made on the next start) or pass \
+                     --token to `holdfast mcp`",
+                    dir.join(holdfast_agent::access::MCP_TOKEN_FILE).display()
+                );
+            }
+            ClientTokens::in_data_dir(&dir).revoke(&name)?;
+            outln!("client {name:?} revoked");
+        }
+    }
+    Ok(())
+}
+
 /// Runs `holdfast mcp` until the client disconnects (stdio) or Ctrl-C (http).
 pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
+    if let Some(McpCommand::Token { action }) = args.command {
+        return token_command(action);
+    }
     let runtime = Arc::new(holdfast_agent::Runtime::load(args.config.as_deref()).await?);
     crate::startup::verify_price_feeds(&runtime).await?;
     crate::startup::reconcile_journal(&runtime).await;
@@ -61,10 +169,11 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
             let env = std::env::var(TOKEN_ENV).ok();
             let data_dir = runtime.data_dir().cloned();
             let token = holdfast_mcp::resolve_token(options.token.clone(), env, data_dir.as_deref(), addr)?;
+            let clients = Arc::new(ClientTokens::new(token.clone(), data_dir.as_deref()));
             let server = HttpServer::start(
                 Arc::clone(&runtime),
                 addr,
-                token.clone(),
+                clients,
                 &section.allowed_hosts,
                 options.max_bytes(),
             )

@@ -10,7 +10,7 @@
 
 use anyhow::{Context as _, bail};
 use holdfast_agent::Runtime;
-use holdfast_agent::access::{AccessToken, SERVER_TOKEN_FILE, TokenOrigin};
+use holdfast_agent::access::{AccessToken, SERVER_TOKEN_FILE, SignIn, TokenOrigin};
 use holdfast_core::config::ConfigDocument;
 use holdfast_core::private_fs;
 use holdfast_server::{AppState, ServerSection};
@@ -43,18 +43,22 @@ pub(crate) struct ServeArgs {
     /// Data dir for SQLite, the wallet key and the access token.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Address to listen on.
-    #[arg(long, default_value = DEFAULT_BIND)]
-    pub bind: String,
+    /// Address to listen on (default 127.0.0.1:8700).
+    #[arg(long)]
+    pub bind: Option<String>,
     /// Without --config: use the built-in Base mainnet defaults instead of starting a local devnet.
     #[arg(long)]
     pub no_devnet: bool,
     /// Serve without an access token (refused on any address but loopback).
     #[arg(long)]
     pub insecure_no_token: bool,
-    /// Print the sign-in URL (with the access token from the data dir) for --bind and exit, without serving.
-    #[arg(long)]
+    /// Print a fresh one-time sign-in link for the browser and exit, without serving: for the server running on
+    /// this data dir (its address), else for --bind.
+    #[arg(long, conflicts_with = "sign_out_all")]
     pub print_url: bool,
+    /// Sign every browser out of the server on this data dir (running or not) and exit.
+    #[arg(long)]
+    pub sign_out_all: bool,
 }
 
 /// The address a browser should open for `addr`: loopback when bound to every interface (the Host must be allowed).
@@ -81,32 +85,57 @@ async fn leave_devnet(user: holdfast_devnet::DevnetUser) {
     }
 }
 
+/// The data dir `serve` would use with these options.
+fn data_dir_of(args: &ServeArgs) -> anyhow::Result<PathBuf> {
+    match (&args.data_dir, &args.config) {
+        (Some(dir), _) => Ok(dir.clone()),
+        (None, Some(path)) => ConfigDocument::load(path)
+            .ok()
+            .and_then(|doc| holdfast_core::config::CoreConfig::from_document(&doc).ok())
+            .and_then(|c| c.data_dir)
+            .map_or_else(default_data_dir, Ok),
+        (None, None) => default_data_dir(),
+    }
+}
+
+/// `--print-url` and `--sign-out-all`: the data dir's browser sign-in, with or without a running server.
+fn sign_in_command(args: &ServeArgs) -> anyhow::Result<()> {
+    let data_dir = data_dir_of(args)?;
+    if !data_dir.join(SERVER_TOKEN_FILE).exists() {
+        bail!("no server has run on {} yet: start `holdfast serve` once first", data_dir.display());
+    }
+    let section = match &args.config {
+        Some(path) => ServerSection::from_document(&ConfigDocument::load(path)?)?,
+        None => ServerSection::default(),
+    };
+    let sign_in = SignIn::open(&data_dir, section.sign_in_settings());
+    if args.sign_out_all {
+        let n = sign_in.sign_out_all().context("signing out")?;
+        outln!("signed out {n} browser session{} of {}", if n == 1 { "" } else { "s" }, data_dir.display());
+        return Ok(());
+    }
+    // The running server's own address when there is one (its lock names it), else --bind.
+    let running = holdfast_store::DataDirLock::holder(&data_dir).and_then(|h| h.address);
+    let addr = match (&args.bind, running) {
+        (Some(bind), _) => bind.parse().with_context(|| format!("--bind {bind:?} is not an address:port"))?,
+        (None, Some(running)) => running.parse().with_context(|| format!("the running server's address {running:?}"))?,
+        (None, None) => DEFAULT_BIND.parse().context("the default address")?,
+    };
+    let code = sign_in.mint_code().context("making a sign-in code")?;
+    outln!("http://{}/?code={code}", shown(addr));
+    Ok(())
+}
+
 /// Runs the server until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if args.print_url || args.sign_out_all {
+        return sign_in_command(&args);
+    }
+    let bind_text = args.bind.clone().unwrap_or_else(|| DEFAULT_BIND.to_owned());
     let bind: SocketAddr =
-        args.bind.parse().with_context(|| format!("--bind {:?} is not an address:port", args.bind))?;
+        bind_text.parse().with_context(|| format!("--bind {bind_text:?} is not an address:port"))?;
     if args.insecure_no_token && !bind.ip().is_loopback() {
         bail!("refusing to serve on {bind} without an access token: only loopback addresses may run without one");
-    }
-
-    if args.print_url {
-        let data_dir = match (&args.data_dir, &args.config) {
-            (Some(dir), _) => dir.clone(),
-            (None, Some(path)) => ConfigDocument::load(path)
-                .ok()
-                .and_then(|doc| holdfast_core::config::CoreConfig::from_document(&doc).ok())
-                .and_then(|c| c.data_dir)
-                .map_or_else(default_data_dir, Ok)?,
-            (None, None) => default_data_dir()?,
-        };
-        let path = data_dir.join(SERVER_TOKEN_FILE);
-        if !path.exists() {
-            bail!("no access token in {} yet: start `holdfast serve` once first", data_dir.display());
-        }
-        let token = AccessToken::load_or_create(&path).with_context(|| format!("reading {}", path.display()))?;
-        // Asked for explicitly: the one place besides the first start where the token is printed.
-        outln!("http://{}/?token={}", shown(bind), token.secret());
-        return Ok(());
     }
 
     let mut devnet_user: Option<holdfast_devnet::DevnetUser> = None;
@@ -194,21 +223,21 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         None => "messages and reminders wait (no LLM)".to_owned(),
     };
     outln!("holdfast serving on http://{addr}/");
-    match token.as_ref().map(|t| (t, t.origin())) {
-        Some((t, TokenOrigin::File { path, created: true })) => {
-            let secret = t.secret();
-            outln!("  open: http://{}/?token={secret}   (token saved in {})", shown(addr), path.display());
-        }
-        Some((_, TokenOrigin::File { path, .. })) => {
-            let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
+    let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
+    match &token {
+        Some(token) => {
+            let code = state.sign_in().mint_code().context("making a sign-in code")?;
+            let minutes = state.sign_in().settings().code_ttl.as_secs() / 60;
             outln!(
-                "  open: http://{}/  (sign-in link with the token: holdfast serve --print-url --bind {}{again}; token in {})",
-                shown(addr),
-                shown(addr),
-                path.display()
+                "  open: http://{}/?code={code}   (a one-time sign-in link for the browser, valid {minutes} minutes; \
+                 another: holdfast serve --print-url{again})",
+                shown(addr)
             );
+            match token.origin() {
+                TokenOrigin::File { path, .. } => outln!("  API token (Authorization: Bearer): in {}", path.display()),
+                _ => outln!("  API token (Authorization: Bearer): as given"),
+            }
         }
-        Some(_) => outln!("  access token as given"),
         None => outln!("  no access token (loopback only)"),
     }
     for net in runtime.services.config.networks.iter() {

@@ -6,6 +6,8 @@
 #[macro_use]
 #[allow(dead_code, unused_macros)]
 mod console;
+#[path = "../../../holdfast/src/cli/logging.rs"]
+mod logging;
 #[path = "../../../holdfast/src/cli/mcp_cmd.rs"]
 mod mcp_cmd;
 #[path = "../../../holdfast/src/cli/startup.rs"]
@@ -30,9 +32,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HOLDFAST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    logging::init(false);
     let Command::Mcp(args) = Cli::parse().command;
     match mcp_cmd::run(args).await {
         Ok(()) => ExitCode::SUCCESS,

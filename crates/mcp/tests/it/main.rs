@@ -4,5 +4,6 @@ mod common;
 mod devnet_swap;
 mod http_edge;
 mod interop;
+mod principals;
 mod protocol;
 mod restart;

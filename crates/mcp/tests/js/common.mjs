@@ -34,7 +34,7 @@ export async function eventually(predicate, message, ms = 5000) {
   check(false, `timed out: ${message}`);
 }
 
-function transport() {
+function transport(token) {
   const kind = process.env.MCP_TRANSPORT ?? 'stdio';
   if (kind === 'stdio') {
     return new StdioClientTransport({
@@ -46,22 +46,24 @@ function transport() {
   }
   check(kind === 'http', `unknown MCP_TRANSPORT ${kind}`);
   return new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), {
-    requestInit: { headers: { Authorization: `Bearer ${process.env.MCP_TOKEN}` } },
+    requestInit: { headers: { Authorization: `Bearer ${token ?? process.env.MCP_TOKEN}` } },
   });
 }
 
 /**
  * A connected client. `elicit` (optional) answers elicitation requests: when given, the client declares the
- * elicitation capability (form mode), as Claude Code and other elicitation-capable clients do.
+ * elicitation capability (form mode), as Claude Code and other elicitation-capable clients do. `token` (HTTP only)
+ * is the client's bearer token instead of MCP_TOKEN.
  */
-export async function connect({ name = 'holdfast-interop', elicit } = {}) {
+export async function connect({ name = 'holdfast-interop', elicit, token } = {}) {
   const capabilities = elicit ? { elicitation: { form: {} } } : {};
   const client = new Client({ name, version: '1.0.0' }, { capabilities });
   if (elicit) client.setRequestHandler(types.ElicitRequestSchema, (request) => elicit(request.params));
   const updates = [];
   client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) => updates.push(n.params.uri));
-  await client.connect(transport());
-  return { client, updates };
+  const t = transport(token);
+  await client.connect(t);
+  return { client, updates, transport: t };
 }
 
 /** Calls a tool; returns the raw result (the SDK has already checked structuredContent against outputSchema). */

@@ -64,6 +64,7 @@ async fn run_scenario(scenario: &str, state: Arc<AppState>, screenshots: &[&str]
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}");
+    let code = state.sign_in().mint_code().unwrap();
     let app = holdfast_server::router(state, HostPolicy::loopback(addr));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
@@ -76,7 +77,7 @@ async fn run_scenario(scenario: &str, state: Arc<AppState>, screenshots: &[&str]
     let script = root.join("crates/server/tests/js/ui.mjs");
     let child = tokio::process::Command::new("node")
         .arg(&script)
-        .args(["--url", &url, "--token", TOKEN, "--scenario", scenario, "--out"])
+        .args(["--url", &url, "--token", TOKEN, "--code", &code, "--scenario", scenario, "--out"])
         .arg(&out)
         .arg("--chromium")
         .arg(chromium())

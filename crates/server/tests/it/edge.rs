@@ -1,6 +1,6 @@
 //! Who may reach the server: `Host` and `Origin` are checked with or without a token (DNS rebinding, cross-site
-//! requests), mutating API calls carry JSON, the UI runs under a strict Content-Security-Policy, and the token
-//! travels once — in the login link — then as an HttpOnly cookie; never in any other URL.
+//! requests), mutating API calls carry JSON, the UI runs under a strict Content-Security-Policy, the token never
+//! travels in a URL, and browsers sign in with one-time codes for a session cookie that is never the token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use futures::StreamExt;
@@ -18,7 +18,18 @@ const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
 /// A server on the built-in defaults (no devnet needed): `token: None` is `serve --insecure-no-token`.
 async fn serve(token: Option<&str>) -> String {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    listen(AppState::with_agent(runtime, None, token.map(|t| AccessToken::from_secret(t).unwrap()))).await
+}
+
+/// A server on the built-in defaults with its data (sign-in codes and sessions too) in `dir`.
+async fn serve_in(token: Option<&str>, dir: &std::path::Path) -> (String, Arc<AppState>) {
+    let doc = holdfast_core::config::ConfigDocument::empty();
+    let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, Some(dir.to_owned())).await.unwrap());
     let state = AppState::with_agent(runtime, None, token.map(|t| AccessToken::from_secret(t).unwrap()));
+    (listen(Arc::clone(&state)).await, state)
+}
+
+async fn listen(state: Arc<AppState>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = holdfast_server::router(state, HostPolicy::loopback(addr));
@@ -216,31 +227,38 @@ async fn the_ui_and_the_api_carry_a_strict_content_security_policy_and_no_inline
 }
 
 #[tokio::test]
-async fn the_token_travels_once_then_as_a_cookie() {
-    let url = serve(Some(TOKEN)).await;
-    // Never in an API or WebSocket URL, even when right.
-    let in_url = http().get(format!("{url}/api/info?token={TOKEN}")).send().await.unwrap();
-    assert_eq!(error_code(in_url).await, (401, "token_in_url".to_owned()));
+async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, state) = serve_in(Some(TOKEN), dir.path()).await;
+    // Never in any URL, even when right — the page's included.
+    for path in [format!("/api/info?token={TOKEN}"), format!("/?token={TOKEN}"), format!("/app.js?token={TOKEN}")] {
+        let in_url = http().get(format!("{url}{path}")).send().await.unwrap();
+        assert_eq!(error_code(in_url).await, (401, "token_in_url".to_owned()), "{path}");
+    }
     let in_url = http().get(format!("{url}/api/sessions?x=1&token={TOKEN}")).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(error_code(in_url).await, (401, "token_in_url".to_owned()), "refused even beside a good header");
     let session = new_session(&url, &[("authorization", &format!("Bearer {TOKEN}"))]).await;
     assert_eq!(ws_status(&url, &format!("{session}&token={TOKEN}"), &[]).await, Some(401));
-    assert_eq!(ws_status(&url, &session, &[]).await, Some(401), "the WebSocket needs the token");
+    assert_eq!(ws_status(&url, &session, &[]).await, Some(401), "the WebSocket needs a credential");
 
-    // The first page load trades it for an HttpOnly, SameSite=Strict cookie and redirects to the clean URL.
-    let login = http().get(format!("{url}/?token={TOKEN}")).send().await.unwrap();
+    // A one-time code is traded for a session cookie (HttpOnly, SameSite=Strict, Max-Age) and a clean redirect.
+    let code = state.sign_in().mint_code().unwrap();
+    let login = http().get(format!("{url}/?code={code}")).send().await.unwrap();
     assert_eq!(login.status().as_u16(), 303);
     assert_eq!(login.headers()["location"], "/");
     let set_cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
     let (pair, attributes) = set_cookie.split_once(';').unwrap();
     let (name, value) = pair.split_once('=').unwrap();
-    assert!(name.starts_with("holdfast_token_") && value == TOKEN, "{set_cookie}");
+    assert!(name.starts_with("holdfast_session_"), "{set_cookie}");
+    assert!(value != TOKEN && value != code && value.len() == 64, "a fresh random value, not the token: {set_cookie}");
     let attributes: Vec<&str> = attributes.split(';').map(str::trim).collect();
-    for required in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+    for required in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=604800"] {
         assert!(attributes.contains(&required), "{set_cookie}");
     }
     assert!(!attributes.contains(&"Secure"), "plain HTTP: no Secure attribute (it would drop the cookie)");
     let cookie = format!("{name}={value}");
+    let stored = std::fs::read_to_string(dir.path().join("sign-in.json")).unwrap();
+    assert!(!stored.contains(value) && !stored.contains(&code), "only digests are kept: {stored}");
 
     let info = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
     assert_eq!(info.status().as_u16(), 200, "the cookie authenticates API calls");
@@ -253,15 +271,45 @@ async fn the_token_travels_once_then_as_a_cookie() {
         .unwrap();
     assert_eq!(created.status().as_u16(), 201);
     assert_eq!(ws_status(&url, &session, &[("cookie", cookie.as_str()), ("origin", url.as_str())]).await, None);
-    let wrong = http().get(format!("{url}/api/info")).header("cookie", format!("{name}=nope")).send().await.unwrap();
-    assert_eq!(error_code(wrong).await, (401, "unauthorized".to_owned()));
+    // The cookie is not a token, and the token is not a cookie.
+    let as_bearer = http().get(format!("{url}/api/info")).bearer_auth(value).send().await.unwrap();
+    assert_eq!(error_code(as_bearer).await, (401, "unauthorized".to_owned()), "the cookie refused as a token");
+    let token_cookie = http().get(format!("{url}/api/info")).header("cookie", format!("{name}={TOKEN}")).send();
+    assert_eq!(error_code(token_cookie.await.unwrap()).await, (401, "unauthorized".to_owned()));
 
-    // A wrong token sets nothing and sends the page its note; a token on any other page is refused.
-    let refused = http().get(format!("{url}/?token=not-the-token")).send().await.unwrap();
-    assert_eq!((refused.status().as_u16(), refused.headers()["location"].to_str().unwrap()), (303, "/#refused"));
-    assert!(refused.headers().get("set-cookie").is_none());
-    let elsewhere = http().get(format!("{url}/app.js?token={TOKEN}")).send().await.unwrap();
-    assert_eq!(elsewhere.status().as_u16(), 401);
+    // The same code again: the sign-in page says it was used, and sets nothing.
+    let reused = http().get(format!("{url}/?code={code}")).send().await.unwrap();
+    assert_eq!(reused.status().as_u16(), 401);
+    assert!(reused.headers().get("set-cookie").is_none());
+    assert!(reused.text().await.unwrap().contains("already used"));
+    // An expired code (its time run out, as the file records it) is refused as expired.
+    let late = state.sign_in().mint_code().unwrap();
+    let aged = std::fs::read_to_string(dir.path().join("sign-in.json")).unwrap();
+    let mut aged: Value = serde_json::from_str(&aged).unwrap();
+    let an_hour_ago = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
+    for c in aged["codes"].as_array_mut().unwrap() {
+        c["expires_at"] = an_hour_ago.clone().into();
+    }
+    std::fs::write(dir.path().join("sign-in.json"), aged.to_string()).unwrap();
+    let expired = http().get(format!("{url}/?code={late}")).send().await.unwrap();
+    assert_eq!(expired.status().as_u16(), 401);
+    assert!(expired.text().await.unwrap().contains("expired"));
+    let unknown = http().get(format!("{url}/?code=0123abcd")).send().await.unwrap();
+    assert!(unknown.text().await.unwrap().contains("not valid for this server"));
+
+    // A second server (its own data dir) never accepts this one's cookie.
+    let other = tempfile::tempdir().unwrap();
+    let (second, _) = serve_in(Some(TOKEN), other.path()).await;
+    let port = second.rsplit(':').next().unwrap();
+    let replayed =
+        http().get(format!("{second}/api/info")).header("cookie", format!("holdfast_session_{port}={value}")).send();
+    assert_eq!(error_code(replayed.await.unwrap()).await, (401, "unauthorized".to_owned()));
+
+    // Signing everyone out (`holdfast serve --sign-out-all`, another process on the data dir) ends the session.
+    let outside = holdfast_agent::access::SignIn::open(dir.path(), Default::default());
+    assert_eq!(outside.sign_out_all().unwrap(), 1);
+    let after = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
+    assert_eq!(error_code(after).await, (401, "unauthorized".to_owned()), "signed out on the running server");
     let page = http().get(format!("{url}/")).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 200, "the page itself is public");
 }

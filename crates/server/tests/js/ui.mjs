@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // The web UI in real headless Chromium (Debian's /usr/bin/chromium), driven by playwright-core from devnet/node_modules.
 //
-//   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN [--scenario swap|chat] [--out DIR]
+//   node crates/server/tests/js/ui.mjs --url http://127.0.0.1:PORT --token TOKEN --code CODE [--scenario swap|chat] [--out DIR]
 //
-// Both scenarios first check who may reach the UI: a page without the token asks for it (a wrong one is refused),
-// `/?token=…` is traded once for an HttpOnly SameSite=Strict cookie and a redirect to the clean URL (the token is
-// then nowhere the page can read), and the page runs under a Content-Security-Policy that blocks inline script.
+// Every scenario first checks who may reach the UI: a page without a session asks to sign in (a wrong code gets the
+// server's sign-in page saying so), the one-time link `/?code=…` is traded for an HttpOnly SameSite=Strict session
+// cookie with a Max-Age and a redirect to the clean URL (neither the code nor the API token is then anywhere the
+// page can read), the same link a second time is refused as used, and the page runs under a Content-Security-Policy
+// that blocks inline script.
 //
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
@@ -35,11 +37,12 @@ function arg(name, fallback) {
 }
 const base = (arg("url") || "").replace(/\/$/, "");
 const token = arg("token");
+const code = arg("code");
 const scenario = arg("scenario", "swap");
 const out = path.resolve(arg("out", path.join(repo, "target", "ui-screenshots")));
 const executablePath = arg("chromium", process.env.HOLDFAST_CHROMIUM || "/usr/bin/chromium");
-if (!base || !token) {
-  console.error("usage: ui.mjs --url http://127.0.0.1:PORT --token TOKEN [--out DIR] [--chromium PATH]");
+if (!base || !token || !code) {
+  console.error("usage: ui.mjs --url http://127.0.0.1:PORT --token TOKEN --code CODE [--out DIR] [--chromium PATH]");
   process.exit(2);
 }
 if (!existsSync(executablePath)) {
@@ -149,39 +152,40 @@ async function register(key, origin, extra = "") {
 }
 
 async function openUi() {
-  await step("a page without the token asks for it; a wrong token is refused", async () => {
+  await step("a page without a session asks to sign in; a wrong code gets the sign-in page saying so", async () => {
     page = await context.newPage();
-    watch(page, "no-token page");
+    watch(page, "signed-out page");
     const r = await page.goto(base + "/");
     if (!r || r.status() !== 200) fail(`GET / → ${r && r.status()}`);
-    await page.waitForSelector(`${T("token-prompt")}.show`);
-    await page.fill(T("token-input"), "not-the-token-of-this-server");
-    await page.click(T("token-submit"));
-    // The server answers `303 /#refused` and sets nothing; the page says so and drops the fragment.
-    // Null-safe: while the 303 navigates, the document is briefly one without these elements.
-    await page.waitForFunction(() => /refused/.test(document.getElementById("token-why")?.textContent || "")
-      && document.getElementById("token-prompt")?.classList.contains("show"));
-    if (page.url() !== base + "/") fail(`after a refused token the page is at ${page.url()}`);
-    if ((await context.cookies(base)).length) fail("a wrong token set a cookie");
+    await page.waitForSelector(`${T("signin-prompt")}.show`);
+    await page.fill(T("signin-input"), "not-a-code-of-this-server");
+    const [answer] = await Promise.all([page.waitForNavigation(), page.click(T("signin-submit"))]);
+    if (!answer || answer.status() !== 401) fail(`a wrong code → ${answer && answer.status()}`);
+    if (!/not valid for this server/.test(await page.textContent("body"))) fail("the sign-in page does not say why");
+    if ((await context.cookies(base)).length) fail("a wrong code set a cookie");
     await page.close();
   });
 
-  await step("open the UI with ?token=… once: an HttpOnly cookie, then the clean URL", async () => {
+  await step("open the UI with its one-time sign-in link: an HttpOnly session cookie, then the clean URL", async () => {
     page = await context.newPage();
     watch(page, "ui");
     // The page's clock runs normally until the staleness step fast-forwards it.
     await page.clock.install();
-    const r = await page.goto(`${base}/?token=${token}`);
-    if (page.url() !== base + "/") fail(`the token stays in the address bar: ${page.url()}`);
+    const r = await page.goto(`${base}/?code=${code}`);
+    if (page.url() !== base + "/") fail(`the code stays in the address bar: ${page.url()}`);
     const redirect = r.request().redirectedFrom();
     if (!redirect || (await redirect.response()).status() !== 303) fail("the server did not redirect to the clean URL");
     await page.waitForFunction((sel) => /^0x[0-9a-fA-F]{40}$/.test(document.querySelector(sel)?.textContent || ""), T("wallet-address"));
     await page.waitForSelector(`${T("ws-status")}[data-state="open"]`);
     const cookies = await context.cookies(base);
-    const cookie = cookies.find((c) => c.name.startsWith("holdfast_token_"));
+    const cookie = cookies.find((c) => c.name.startsWith("holdfast_session_"));
     if (!cookie || !cookie.httpOnly || cookie.sameSite !== "Strict" || cookie.path !== "/") fail(`session cookie: ${JSON.stringify(cookies)}`);
+    // A Max-Age of 7 days: the browser keeps it about that long, not for ever and not only for this window.
+    const days = (cookie.expires - Date.now() / 1000) / 86400;
+    if (!(days > 6.9 && days < 7.1)) fail(`the session cookie lasts ${days} days`);
+    if (cookie.value === token || cookie.value === code) fail("the session cookie is the token or the code");
     const visible = await page.evaluate(() => document.cookie + "|" + JSON.stringify({ ...sessionStorage }) + "|" + JSON.stringify({ ...localStorage }));
-    if (visible.includes(token)) fail("the page's script can read the token");
+    if (visible.includes(token) || visible.includes(code)) fail("the page's script can read the token or the code");
     if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
     await page.waitForSelector(`${T("session-item")}`);
     // The token is gone from every URL the page uses (the WebSocket and API calls ride on the cookie).
@@ -202,6 +206,14 @@ async function openUi() {
     await page.waitForTimeout(500); // the console message of the violation arrives after the event
     expectCspViolation = false;
     if (!/^script-src/.test(blocked)) fail(`an inline script was not blocked: ${blocked}`);
+  });
+
+  await step("the same sign-in link a second time is refused as used", async () => {
+    // A fresh request without this browser's cookie: what a second person with the link would get.
+    const r = await page.request.get(`${base}/?code=${code}`, { maxRedirects: 0, headers: { cookie: "" } });
+    if (r.status() !== 401) fail(`a used code → ${r.status()}`);
+    if (!/already used/.test(await r.text())) fail("the page does not say the link was used");
+    if (r.headers()["set-cookie"]) fail("a used code set a cookie");
   });
 }
 

@@ -74,7 +74,10 @@ pub(crate) fn stdio_env(args: &[&str]) -> Vec<(&'static str, String)> {
 pub(crate) struct HttpChild {
     pub child: Child,
     pub url: String,
+    /// The lines it wrote before listening.
     pub stderr: Vec<String>,
+    /// Every line it wrote to stderr so far.
+    pub log: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
 }
 
 impl HttpChild {
@@ -100,9 +103,15 @@ impl HttpChild {
         })
         .await
         .expect("the HTTP server did not start within 60 s");
-        // Keep draining stderr so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        HttpChild { child, url, stderr }
+        // Keep draining stderr (into `log`) so the child never blocks on a full pipe.
+        let log = std::sync::Arc::new(parking_lot::Mutex::new(stderr.clone()));
+        let sink = std::sync::Arc::clone(&log);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().push(line);
+            }
+        });
+        HttpChild { child, url, stderr, log }
     }
 
     pub(crate) fn http_env(&self, token: &str) -> Vec<(&'static str, String)> {
