@@ -9,6 +9,7 @@ pub mod access;
 pub mod agent;
 pub mod agents;
 pub mod inbox;
+pub mod listen;
 pub mod llm;
 pub mod runtime;
 pub mod sessions;

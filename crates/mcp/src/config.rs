@@ -5,6 +5,11 @@
 //! bind = "127.0.0.1:8765"        # streamable HTTP listen address (loopback by default)
 //! max_message_bytes = 1048576    # largest JSON-RPC message accepted, on either transport
 //! allowed_hosts = ["mcp.lan"]    # Host names accepted besides loopback with the bound port (and the bound IP)
+//!
+//! [mcp.connections]              # the HTTP transport's connection bounds (holdfast_agent::listen)
+//! header_read_timeout_secs = 10
+//! idle_timeout_secs = 300
+//! max_connections = 1024
 //! ```
 //!
 //! Command-line options win over the file; the file wins over the defaults.
@@ -35,6 +40,9 @@ pub struct McpSection {
     /// bound IP.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// The HTTP transport's connection bounds.
+    #[serde(default)]
+    pub connections: holdfast_agent::listen::ConnectionLimits,
 }
 
 impl McpSection {
@@ -50,6 +58,7 @@ impl McpSection {
         }
         holdfast_agent::access::HostPolicy::new(DEFAULT_BIND, &section.allowed_hosts)
             .map_err(|e| ServeError::Config(format!("[mcp] {e}")))?;
+        section.connections.check().map_err(|e| ServeError::Config(format!("[mcp.connections] {e}")))?;
         Ok(section)
     }
 }

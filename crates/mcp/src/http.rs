@@ -13,8 +13,10 @@
 //!    with a `-32700` error, a malformed JSON-RPC request is `400` with `-32600`/`-32602` — each a JSON-RPC error
 //!    body; the server keeps serving.
 
+use crate::config::McpSection;
 use crate::error::ServeError;
 use crate::jsonrpc::{ID_SNIFF_BYTES, INVALID_REQUEST, Inbound, ProtocolError, classify};
+use crate::owners::SessionOwners;
 use crate::server::HoldfastMcp;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -23,7 +25,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use holdfast_agent::Runtime;
-use crate::owners::SessionOwners;
 use holdfast_agent::access::{AccessToken, ClientTokens, Credentials, Guard, HostPolicy, Principal};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -212,26 +213,25 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `addr` and starts serving `runtime` to `clients` (see the module docs); `allowed_hosts` are the
-    /// `Host` names accepted besides loopback and the bound IP. The server runs on a task of the current tokio
-    /// runtime until [`HttpServer::shutdown`] (or the process ends).
+    /// Binds `addr` and starts serving `runtime` to `clients` (see the module docs), with `section`'s
+    /// `allowed_hosts` (the `Host` names accepted besides loopback and the bound IP) and connection bounds. The
+    /// server runs on a task of the current tokio runtime until [`HttpServer::shutdown`] (or the process ends).
     pub async fn start(
         runtime: Arc<Runtime>,
         addr: SocketAddr,
         clients: Arc<ClientTokens>,
-        allowed_hosts: &[String],
+        section: &McpSection,
         max_bytes: usize,
     ) -> Result<Self, ServeError> {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
-        let hosts = HostPolicy::new(addr, allowed_hosts).map_err(|e| ServeError::Config(e.to_string()))?;
+        let hosts = HostPolicy::new(addr, &section.allowed_hosts).map_err(|e| ServeError::Config(e.to_string()))?;
+        let limits = section.connections;
         let stop = CancellationToken::new();
         runtime.spawn_idle_unloader(stop.child_token());
         let app = router(runtime, clients, hosts, max_bytes, stop.clone());
         let shutdown = stop.clone();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
-        });
+        let task = tokio::spawn(holdfast_agent::listen::serve(listener, app, limits, shutdown));
         Ok(Self { addr, stop, task })
     }
 

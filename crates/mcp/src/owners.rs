@@ -200,7 +200,9 @@ mod tests {
         }
         assert_eq!(whole, pieces, "chunk boundaries change nothing");
         let text = String::from_utf8(whole).unwrap();
-        assert!(text.contains("data: {\"jsonrpc\":\"2.0\",\"id\":\"hf-x\",\"method\":\"elicitation/create\"}\nid: 1\n\n"));
+        assert!(
+            text.contains("data: {\"jsonrpc\":\"2.0\",\"id\":\"hf-x\",\"method\":\"elicitation/create\"}\nid: 1\n\n")
+        );
         assert!(text.starts_with("data:\nid: 0\nretry: 3000\n\n") && text.ends_with(":\n\n"), "{text}");
     }
 }

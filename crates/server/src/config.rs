@@ -5,9 +5,15 @@
 //! allowed_hosts = ["holdfast.example.net"]   # extra Host names (behind a reverse proxy); loopback is always allowed
 //! sign_in_code_minutes = 5                   # how long a printed sign-in link works (once)
 //! session_days = 7                           # how long a browser stays signed in (the cookie's Max-Age)
+//!
+//! [server.connections]                       # see holdfast_agent::listen
+//! header_read_timeout_secs = 10
+//! idle_timeout_secs = 300
+//! max_connections = 1024
 //! ```
 
 use holdfast_agent::access::{AccessError, HostPolicy, SignInSettings};
+use holdfast_agent::listen::ConnectionLimits;
 use holdfast_core::config::{ConfigDocument, ConfigError};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -26,6 +32,9 @@ pub struct ServerSection {
     /// Days a browser stays signed in (the session cookie's `Max-Age`); default 7, at most 400 (browsers cap a
     /// cookie's lifetime there).
     pub session_days: Option<u64>,
+    /// Connection bounds: header read timeout, idle timeout, cap.
+    #[serde(default)]
+    pub connections: ConnectionLimits,
 }
 
 impl ServerSection {
@@ -40,6 +49,10 @@ impl ServerSection {
         if section.session_days.is_some_and(|d| !(1..=400).contains(&d)) {
             return Err(out_of_range("session_days", "between 1 and 400"));
         }
+        section
+            .connections
+            .check()
+            .map_err(|e| doc.invalid_at(&["server", "connections"], format!("server.connections: {e}")))?;
         Ok(section)
     }
 

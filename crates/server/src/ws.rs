@@ -18,6 +18,9 @@ use tokio::sync::{Notify, mpsc};
 /// Messages a client may fall behind before it is disconnected.
 pub(crate) const CLIENT_QUEUE: usize = 512;
 
+/// How often the server pings a WebSocket client.
+const PING_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Largest message a client may send.
 const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
 
@@ -50,8 +53,16 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
         forwarders.extend(forwarder);
         watch(found);
     }
+    // A ping every 30 s keeps a quiet connection inside the server's idle timeout (the browser answers with a pong)
+    // and finds a peer that has vanished.
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if sink.send(Message::Ping(axum::body::Bytes::new())).await.is_err() {
+                    break;
+                }
+            }
             out = rx.recv() => {
                 let Some(text) = out else { break };
                 if sink.send(Message::Text(Utf8Bytes::from(text))).await.is_err() {

@@ -91,7 +91,11 @@ impl ClientTokens {
 
     /// The named clients of `data_dir`, for the `holdfast mcp token` commands (no default token needed).
     pub fn in_data_dir(data_dir: &Path) -> Self {
-        Self { default: None, store: PrivateJson::file(data_dir.join(CLIENTS_FILE)), written: Mutex::new(HashMap::new()) }
+        Self {
+            default: None,
+            store: PrivateJson::file(data_dir.join(CLIENTS_FILE)),
+            written: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The default client's token.
@@ -168,12 +172,14 @@ impl ClientTokens {
     /// Revokes client `name`: its token stops working at once, on a running server too.
     pub fn revoke(&self, name: &str) -> Result<(), AccessError> {
         let now = Utc::now();
-        self.store.update(|state| match state.clients.iter_mut().find(|c| c.name == name && c.revoked_at.is_none()) {
-            Some(client) => {
-                client.revoked_at = Some(now);
-                (Ok(()), true)
+        self.store.update(|state| {
+            match state.clients.iter_mut().find(|c| c.name == name && c.revoked_at.is_none()) {
+                Some(client) => {
+                    client.revoked_at = Some(now);
+                    (Ok(()), true)
+                }
+                None => (Err(AccessError::UnknownClient(name.to_owned())), false),
             }
-            None => (Err(AccessError::UnknownClient(name.to_owned())), false),
         })?
     }
 

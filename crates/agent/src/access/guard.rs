@@ -368,7 +368,8 @@ mod tests {
     #[test]
     fn the_edge_refuses_foreign_hosts_origins_tokens_in_urls_and_non_json_bodies() {
         let token = AccessToken::from_secret("0123456789abcdef").unwrap();
-        let guard = Guard::new(HostPolicy::loopback(loopback()), Some(Credentials::Token(token))).with_json_api("/api/");
+        let guard =
+            Guard::new(HostPolicy::loopback(loopback()), Some(Credentials::Token(token))).with_json_api("/api/");
         let host = (header::HOST, "127.0.0.1:8700");
         let host_only = headers(std::slice::from_ref(&host));
         let uri = |s: &str| s.parse::<Uri>().unwrap();
@@ -395,7 +396,11 @@ mod tests {
         assert_eq!(check(Method::POST, "/api/sessions", &untyped), Err(Refusal::UnsupportedMediaType));
         assert_eq!(check(Method::GET, "/api/info?token=0123456789abcdef", &host_only), Err(Refusal::TokenInUrl));
         assert_eq!(check(Method::GET, "/ws?session=a&%74oken=x", &host_only), Err(Refusal::TokenInUrl));
-        assert_eq!(check(Method::GET, "/?token=0123456789abcdef", &host_only), Err(Refusal::TokenInUrl), "the page too");
+        assert_eq!(
+            check(Method::GET, "/?token=0123456789abcdef", &host_only),
+            Err(Refusal::TokenInUrl),
+            "the page too"
+        );
         assert_eq!(check(Method::GET, "/?code=abc", &host_only), Ok(()));
     }
 
@@ -445,7 +450,8 @@ mod tests {
     #[test]
     fn named_clients_are_principals() {
         let dir = tempfile::tempdir().unwrap();
-        let clients = Arc::new(ClientTokens::new(AccessToken::from_secret("default-token-0000").unwrap(), Some(dir.path())));
+        let clients =
+            Arc::new(ClientTokens::new(AccessToken::from_secret("default-token-0000").unwrap(), Some(dir.path())));
         let laptop = clients.add("laptop").unwrap();
         let guard = Guard::new(HostPolicy::loopback(loopback()), Some(Credentials::Clients(clients)));
         let auth = |t: &str| guard.check_token(&headers(&[(header::AUTHORIZATION, &format!("Bearer {t}"))]));

@@ -67,10 +67,9 @@ pub enum AccessError {
 impl HasErrorCode for AccessError {
     fn code(&self) -> ErrorCode {
         match self {
-            Self::WeakToken { .. }
-            | Self::NotChosen
-            | Self::InvalidHost { .. }
-            | Self::InvalidClientName { .. } => ErrorCode::ConfigInvalid,
+            Self::WeakToken { .. } | Self::NotChosen | Self::InvalidHost { .. } | Self::InvalidClientName { .. } => {
+                ErrorCode::ConfigInvalid
+            }
             Self::UnknownClient(_) => ErrorCode::NotFound,
             Self::TokenFile { .. } | Self::Random(_) => ErrorCode::Internal,
         }

@@ -4,8 +4,8 @@
 mod console;
 mod chat;
 mod devnet_cmd;
-mod logging;
 mod doctor;
+mod logging;
 mod mcp_cmd;
 mod replay;
 mod serve;
@@ -97,6 +97,8 @@ enum ToolsCommand {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.log_format == LogFormat::Json);
+    // The servers' connection caps, not the descriptor table, bound how many clients are held.
+    holdfast_agent::listen::raise_open_files_limit();
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {

@@ -116,7 +116,10 @@ fn token_command(action: TokenAction) -> anyhow::Result<()> {
             let token = ClientTokens::in_data_dir(&dir).add(&name)?;
             // Asked for: the one time this client's token is shown.
             outln!("{token}");
-            say!("holdfast mcp: client {name:?} added (its token above is shown once; only its digest is kept in {})", dir.display());
+            say!(
+                "holdfast mcp: client {name:?} added (its token above is shown once; only its digest is kept in {})",
+                dir.display()
+            );
         }
         TokenAction::List { dir } => {
             let dir = dir.resolve()?;
@@ -170,14 +173,7 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
             let data_dir = runtime.data_dir().cloned();
             let token = holdfast_mcp::resolve_token(options.token.clone(), env, data_dir.as_deref(), addr)?;
             let clients = Arc::new(ClientTokens::new(token.clone(), data_dir.as_deref()));
-            let server = HttpServer::start(
-                Arc::clone(&runtime),
-                addr,
-                clients,
-                &section.allowed_hosts,
-                options.max_bytes(),
-            )
-            .await?;
+            let server = HttpServer::start(Arc::clone(&runtime), addr, clients, &section, options.max_bytes()).await?;
             match token.origin() {
                 TokenOrigin::File { path, created: true } => {
                     say!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());

@@ -118,7 +118,9 @@ fn sign_in_command(args: &ServeArgs) -> anyhow::Result<()> {
     let running = holdfast_store::DataDirLock::holder(&data_dir).and_then(|h| h.address);
     let addr = match (&args.bind, running) {
         (Some(bind), _) => bind.parse().with_context(|| format!("--bind {bind:?} is not an address:port"))?,
-        (None, Some(running)) => running.parse().with_context(|| format!("the running server's address {running:?}"))?,
+        (None, Some(running)) => {
+            running.parse().with_context(|| format!("the running server's address {running:?}"))?
+        }
         (None, None) => DEFAULT_BIND.parse().context("the default address")?,
     };
     let code = sign_in.mint_code().context("making a sign-in code")?;
@@ -132,8 +134,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         return sign_in_command(&args);
     }
     let bind_text = args.bind.clone().unwrap_or_else(|| DEFAULT_BIND.to_owned());
-    let bind: SocketAddr =
-        bind_text.parse().with_context(|| format!("--bind {bind_text:?} is not an address:port"))?;
+    let bind: SocketAddr = bind_text.parse().with_context(|| format!("--bind {bind_text:?} is not an address:port"))?;
     if args.insecure_no_token && !bind.ip().is_loopback() {
         bail!("refusing to serve on {bind} without an access token: only loopback addresses may run without one");
     }
@@ -248,12 +249,13 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     outln!("  inbox: {inbox_line}");
     outln!("  data: {}", data_dir.display());
     outln!("  storage: {}", runtime.storage().describe());
-    // Events are small and latency matters more than packet count: no Nagle delay on client sockets.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        on_signal.cancel();
     });
-    axum::serve(listener, holdfast_server::router(state, hosts))
-        .with_graceful_shutdown(shutdown_signal())
+    holdfast_agent::listen::serve(listener, holdfast_server::router(state, hosts), section.connections, stop)
         .await
         .context("serving")?;
     inbox.cancel();

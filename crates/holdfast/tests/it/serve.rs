@@ -15,17 +15,25 @@ fn pid_alive(pid: u64) -> bool {
 fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
+    let log = tmp.path().join("stderr.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
-        .args(["serve", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .args(["--log-format", "json", "serve", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env_remove("HOLDFAST_LOG")
+        .env_remove("RUST_LOG")
+        .env_remove("HOLDFAST_DATABASE_URL")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
     let open = lines.next().unwrap().unwrap();
-    assert!(open.contains("/?token="), "the token is printed once, on first start: {open}");
+    let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
+    assert!(open.contains("/?code=") && !open.contains(&token), "a one-time sign-in link, never the token: {open}");
+    let code = open.split("/?code=").nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+    let api = lines.next().unwrap().unwrap();
+    assert!(api.contains("API token") && api.contains("server.token") && !api.contains(&token), "{api}");
     let network = lines.next().unwrap().unwrap();
     assert!(
         network.contains(&format!(
@@ -34,17 +42,12 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
         )) && network.contains("local devnet"),
         "the banner says devnet: {network}"
     );
-    let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
-    assert!(
-        open.ends_with(&format!("/?token={token}   (token saved in {}/server.token)", data.display()))
-            || open.contains(&token)
-    );
     // The data dir and everything holdfast wrote into it are private.
     {
         use std::os::unix::fs::PermissionsExt as _;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&data), 0o700, "the data dir");
-        for file in ["holdfast.db", "server.token"] {
+        for file in ["holdfast.db", "server.token", "sign-in.json", "holdfast.lock"] {
             assert_eq!(mode(&data.join(file)), 0o600, "{file}");
         }
         for file in ["holdfast.db-wal", "holdfast.db-shm", "wallet.key"] {
@@ -59,7 +62,7 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let anvil = info["anvil"]["pid"].as_u64().unwrap();
     assert!(pid_alive(anvil), "serve started a devnet");
 
-    let client = reqwest::blocking::Client::new();
+    let client = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     assert_eq!(client.get(format!("{url}/api/info")).send().unwrap().status().as_u16(), 401);
     let rebound = client.get(format!("{url}/api/info")).bearer_auth(&token).header("host", "attacker.example").send();
     assert_eq!(rebound.unwrap().status().as_u16(), 403, "a foreign Host is refused even with the token");
@@ -69,6 +72,36 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     assert_eq!(body["networks"][0]["chain_id"], holdfast_devnet::CHAIN_ID, "not Base mainnet's 8453");
     let page = client.get(format!("{url}/")).send().unwrap().text().unwrap();
     assert!(page.contains("holdfast"));
+    // The printed link signs a browser in once.
+    let signed_in = client.get(format!("{url}/?code={code}")).send().unwrap();
+    assert_eq!(signed_in.status().as_u16(), 303);
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let info = client.get(format!("{url}/api/info")).header("cookie", &cookie).send().unwrap();
+    assert_eq!(info.status().as_u16(), 200, "the browser is signed in");
+    assert_eq!(client.get(format!("{url}/?code={code}")).send().unwrap().status().as_u16(), 401, "once");
+
+    // A second serve on the same data dir stops at once, naming the first; the devnet stays up for the first.
+    let second = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    let addr = url.trim_start_matches("http://");
+    assert!(
+        said.contains(&format!("pid {}", child.id())) && said.contains(addr) && said.contains("docs/deploy.md"),
+        "the second is told who holds the data dir and how to run several: {said}"
+    );
+    assert!(pid_alive(anvil), "the second serve did not stop the devnet");
+    assert_eq!(client.get(format!("{url}/api/info")).bearer_auth(&token).send().unwrap().status().as_u16(), 200);
+    // --print-url finds the running server's address and mints a new code.
+    let printed = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--print-url", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&printed.stdout).trim().to_owned();
+    assert!(link.starts_with(&format!("{url}/?code=")) && !link.contains(&code), "{link}");
 
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -87,6 +120,18 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!pid_alive(anvil), "the devnet serve started is stopped with it");
+
+    // With --log-format json, stderr held JSON only: the devnet's progress and the shutdown lines as events.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}\n{text}")))
+        .collect();
+    let messages: Vec<&str> = events.iter().filter_map(|e| e["fields"]["message"].as_str()).collect();
+    for expected in ["devnet: anvil is up", "holdfast: stopped", "is down: services (pid"] {
+        assert!(messages.iter().any(|m| m.contains(expected)), "{expected:?} among {messages:#?}");
+    }
+    assert!(!text.contains(&token) && !text.contains(&code), "no secret in the log");
 }
 
 /// Starts `serve --no-devnet` in `cwd` with `envs`, returns its first stdout lines (until `data:`), then kills it.
@@ -125,9 +170,9 @@ fn the_data_dir_is_the_platforms_never_the_working_directory() {
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "nothing is written into the working directory");
     assert!(first.iter().any(|l| l.contains(&format!("data: {}", data.display()))), "{first:?}");
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
-    assert!(first.iter().any(|l| l.contains("/?token=")), "the first start prints the sign-in link: {first:?}");
+    assert!(first.iter().any(|l| l.contains("/?code=")), "every start prints a sign-in link: {first:?}");
 
-    // Later starts say how to get the link again, without printing the token unasked.
+    // Later starts too, and say how to get another, never printing the token.
     let second = start_and_read(&work, &[("HOME", &home)]);
     let all = second.join("\n");
     assert!(!all.contains(&token), "{all}");
@@ -139,7 +184,17 @@ fn the_data_dir_is_the_platforms_never_the_working_directory() {
         .output()
         .unwrap();
     assert!(printed.status.success());
-    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), format!("http://127.0.0.1:8700/?token={token}"));
+    let link = String::from_utf8_lossy(&printed.stdout).trim().to_owned();
+    let code = link.strip_prefix("http://127.0.0.1:8700/?code=").unwrap_or_else(|| panic!("{link}"));
+    assert!(code.len() == 32 && code != token, "a one-time code, not the token: {link}");
+    let signed_out = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--sign-out-all"])
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    assert!(signed_out.status.success());
+    assert!(String::from_utf8_lossy(&signed_out.stdout).contains("signed out 0 browser sessions"));
 
     // XDG_DATA_HOME wins over HOME.
     let xdg = tmp.path().join("xdg");
@@ -166,7 +221,7 @@ fn rust_log_shows_requests_with_ids_and_never_the_token() {
         lines.next().unwrap().unwrap().strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
     let client = reqwest::blocking::Client::new();
-    let page = client.get(format!("{url}/?token={token}")).send().unwrap();
+    let page = client.get(format!("{url}/")).send().unwrap();
     assert!(page.headers().contains_key("x-request-id"));
     let info =
         client.get(format!("{url}/api/info")).bearer_auth(&token).header("x-request-id", "req-from-client").send();
@@ -216,4 +271,139 @@ fn devnet_up_takes_a_recent_anvil_from_path_and_installs_nothing() {
         stdout.contains(&format!("chain id {}: a local devnet, no real value", holdfast_devnet::CHAIN_ID)),
         "{stdout}"
     );
+}
+
+/// Opens `n` connections to `addr` that each send half a request head and then nothing.
+fn stall(addr: &str, n: usize) -> Vec<std::net::TcpStream> {
+    use std::io::Write as _;
+    (0..n)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nX-Half: ").as_bytes()).unwrap();
+            s
+        })
+        .collect()
+}
+
+/// Whether the server closed `s` (EOF or reset) within `within`.
+fn closed_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read as _;
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 512];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {} // a 408 or similar before closing
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Starts `serve --config CONFIG` (no devnet) with the log at warn in `log`; returns the child and its URL.
+fn serve_with(config: &Path, log: &Path) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env_remove("HOLDFAST_LOG")
+        .env_remove("RUST_LOG")
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let first = BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
+    (child, url)
+}
+
+fn wait_for_log(log: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_thousand_stalled_clients_neither_starve_the_server_nor_stay_connected() {
+    holdfast_agent::listen::raise_open_files_limit();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("holdfast.toml");
+    std::fs::write(&config, "[storage]\ndata_dir = \"data\"\n\n[server.connections]\nheader_read_timeout_secs = 3\n")
+        .unwrap();
+    let log = tmp.path().join("stderr.log");
+    let (mut child, url) = serve_with(&config, &log);
+    let addr = url.trim_start_matches("http://").to_owned();
+
+    let mut stalled = stall(&addr, 1000);
+    // While they are held, the server still answers.
+    let started = Instant::now();
+    let health = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let answer = health.get(format!("{url}/health")).send().unwrap();
+    let took = started.elapsed();
+    assert_eq!(answer.status().as_u16(), 200);
+    println!("/health answered in {took:?} with 1000 stalled connections held");
+    // Each stalled client is disconnected once its header time is up, and counted in the log.
+    let gone = stalled.iter_mut().map(|s| closed_within(s, Duration::from_secs(15))).filter(|c| *c).count();
+    assert_eq!(gone, 1000, "every stalled connection was closed by the server");
+    let text = wait_for_log(&log, "stalled client connections");
+    assert!(text.contains("disconnected 1000 stalled client connections"), "{text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn connections_over_the_cap_are_closed_at_once_and_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("holdfast.toml");
+    std::fs::write(
+        &config,
+        "[storage]\ndata_dir = \"data\"\n\n[server.connections]\nheader_read_timeout_secs = 30\nmax_connections = 20\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("stderr.log");
+    let (mut child, url) = serve_with(&config, &log);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut held = stall(&addr, 20);
+    // Give the server a moment to accept the first 20 before the next 5 arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut over = stall(&addr, 5);
+    let refused = over.iter_mut().map(|s| closed_within(s, Duration::from_secs(5))).filter(|c| *c).count();
+    assert_eq!(refused, 5, "the connections over the cap are closed");
+    let still = held.iter_mut().map(|s| closed_within(s, Duration::from_millis(100))).filter(|c| *c).count();
+    assert_eq!(still, 0, "the 20 within the cap are still open");
+    let text = wait_for_log(&log, "over the cap");
+    assert!(text.contains("refused 5 connections over the cap of 20"), "{text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_request_body_that_stops_arriving_is_cut_after_the_idle_timeout() {
+    use std::io::Write as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("holdfast.toml");
+    std::fs::write(&config, "[storage]\ndata_dir = \"data\"\n\n[server.connections]\nidle_timeout_secs = 2\n").unwrap();
+    let log = tmp.path().join("stderr.log");
+    let (mut child, url) = serve_with(&config, &log);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let token = std::fs::read_to_string(tmp.path().join("data/server.token")).unwrap().trim().to_owned();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /api/sessions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{\"agent\":"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    assert!(closed_within(&mut s, Duration::from_secs(15)), "a body that stops arriving does not hold the connection");
+    let client = reqwest::blocking::Client::new();
+    let sessions: serde_json::Value =
+        client.get(format!("{url}/api/sessions")).bearer_auth(&token).send().unwrap().json().unwrap();
+    assert_eq!(sessions["sessions"].as_array().unwrap().len(), 0, "the cut request created nothing");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

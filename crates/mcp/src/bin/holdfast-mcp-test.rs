@@ -33,6 +33,7 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     logging::init(false);
+    holdfast_agent::listen::raise_open_files_limit();
     let Command::Mcp(args) = Cli::parse().command;
     match mcp_cmd::run(args).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,7 +16,11 @@ async fn token_cmd(args: &[&str], config: &str) -> (bool, String, String) {
         .output()
         .await
         .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,8 +28,7 @@ async fn another_client_holding_a_session_id_can_neither_approve_nor_touch_it() 
     crate::common::require_sdk();
     let devnet = TestDevnet::start().await.expect("devnet");
     let config = devnet.config_path.to_str().unwrap().to_owned();
-    let server =
-        HttpChild::start(&["--bind", "127.0.0.1:0", "--config", &config], &[("HOLDFAST_LOG", "info")]).await;
+    let server = HttpChild::start(&["--bind", "127.0.0.1:0", "--config", &config], &[("HOLDFAST_LOG", "info")]).await;
     let data = devnet.dir.join("data");
     let token_a = std::fs::read_to_string(data.join("mcp.token")).unwrap().trim().to_owned();
     let (added, token_b, said) = token_cmd(&["add", "laptop"], &config).await;
