@@ -80,9 +80,13 @@ async fn chat_prints_no_escape_sequence_it_did_not_write() {
     )
     .await;
     assert!(ok, "{stderr}");
-    for needle in
-        ["← register_set ok", "[register] note = clearedscreen", "← token_lookup", "clearedscreen model says done"]
-    {
+    // The bidi override is shown escaped, as text: the reader sees it is there, and it reorders nothing.
+    for needle in [
+        "← register_set ok",
+        "[register] note = cleared\\u{202e}screen",
+        "← token_lookup",
+        "cleared\\u{202e}screen model says done",
+    ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
     let unsafe_chars: Vec<char> = stdout
@@ -94,7 +98,7 @@ async fn chat_prints_no_escape_sequence_it_did_not_write() {
         .collect();
     assert!(unsafe_chars.is_empty(), "{unsafe_chars:?} printed in:\n{stdout:?}");
     // The OSC bodies went with their sequences (the JSON result and the error quote them escaped, as text).
-    assert!(stdout.contains("  [register] note = clearedscreen (origin model"), "{stdout}");
+    assert!(stdout.contains("  [register] note = cleared\\u{202e}screen (origin model"), "{stdout}");
 }
 
 #[tokio::test]
