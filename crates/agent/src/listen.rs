@@ -5,26 +5,34 @@
 //!   a complete request head within it, and between two requests on a kept-alive connection it must start the next
 //!   one within it (hyper's HTTP/1 header timer). A client that sends half a header is disconnected.
 //! - **Idle timeout** ([`ConnectionLimits::idle_timeout_secs`], default 300 s): a request body must keep arriving
-//!   (no gap between its chunks longer than this), and an upgraded connection (a WebSocket) must carry traffic in
-//!   either direction within it; the server's WebSocket pings every 30 s, so only a vanished or silent peer is cut.
-//!   A response the server is still preparing (an agent turn, a tool call) is never cut: the server is the slow one.
+//!   (no gap between its chunks longer than this); an upgraded connection (a WebSocket) must hear from its peer
+//!   within it — the server pings every 30 s and a live browser answers, so only a vanished or silent peer is cut; and
+//!   a peer that stops reading what the server writes (a response, an event stream) is cut once a write has waited
+//!   this long. A response the server is still preparing (an agent turn, a tool call) is never cut: the server is the
+//!   slow one.
 //! - **A cap** ([`ConnectionLimits::max_connections`], default 1024, and never more than the process's open-file
-//!   limit allows, which [`raise_open_files_limit`] lifts to its hard maximum): a connection over the cap is closed
-//!   at once; the ones already served keep being served.
+//!   limit allows, which [`raise_open_files_limit`] lifts to its hard maximum). At the cap, a new connection takes
+//!   the place of the connection that has been quiet longest among those with no request in progress (one waiting
+//!   for, or half-way through, a request head); only when every connection is serving a request — or is upgraded — is
+//!   the new one closed at once. So a flood of connections that send nothing, reconnecting as fast as they are cut,
+//!   cannot keep a client that sends its request out.
 //!
-//! Stalled and refused connections are counted and reported in the log (a warning at most every 10 s), never one
-//! line per connection. A connection that sent nothing since its last answer (a browser's speculative pre-connect, a
-//! kept-alive connection not reused) and is closed by the header timer is counted apart, at debug level. Only HTTP/1.1 is spoken (with upgrades): neither server needs
-//! HTTP/2, and its streams would need limits of their own.
+//! Stalled, evicted and refused connections are counted and reported in the log (a warning at most every 10 s),
+//! never one line per connection. A connection that sent nothing since its last answer (a browser's speculative
+//! pre-connect, a kept-alive connection not reused) and is closed by the header timer is counted apart, at debug
+//! level. Only HTTP/1.1 is spoken (with upgrades): neither server needs HTTP/2, and its streams would need limits of
+//! their own.
 
 use axum::Router;
 use axum::http::StatusCode;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use serde::Deserialize;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -105,12 +113,48 @@ pub fn raise_open_files_limit() -> Option<u64> {
     None
 }
 
+/// How long a new connection waits for the slot of a connection it evicted.
+const EVICTION_WAIT: Duration = Duration::from_millis(500);
+
 /// Counts of connections the server ended or refused, reported periodically.
 #[derive(Debug, Default)]
 struct Counts {
     stalled: AtomicU64,
     silent: AtomicU64,
+    evicted: AtomicU64,
     refused: AtomicU64,
+}
+
+/// Every live connection's activity, to choose one to evict at the cap.
+#[derive(Debug, Default)]
+struct Registry {
+    live: Mutex<Vec<Weak<Activity>>>,
+}
+
+impl Registry {
+    fn add(&self, activity: &Arc<Activity>) {
+        let mut live = self.live.lock();
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(activity));
+    }
+
+    /// Asks the connection quiet longest among those with no request in progress (and not upgraded) to close;
+    /// false when there is none.
+    fn evict_one(&self) -> bool {
+        let live = self.live.lock();
+        let victim = live
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| !a.evict.is_cancelled() && a.evictable())
+            .min_by_key(|a| a.last_read.load(Ordering::Relaxed) + a.started_ms);
+        match victim {
+            Some(victim) => {
+                victim.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Serves `app` on `listener` within `limits` until `shutdown` is cancelled; then stops accepting, lets in-flight
@@ -124,6 +168,8 @@ pub async fn serve(
     let cap = effective_cap(limits.max_connections);
     let permits = Arc::new(Semaphore::new(cap));
     let counts = Arc::new(Counts::default());
+    let registry = Arc::new(Registry::default());
+    let epoch = Instant::now();
     let tracker = TaskTracker::new();
     let connections = CancellationToken::new();
     let reporter = tokio::spawn(report(Arc::clone(&counts), limits, shutdown.clone()));
@@ -141,14 +187,30 @@ pub async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            counts.refused.fetch_add(1, Ordering::Relaxed);
-            drop(stream);
-            continue;
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) if registry.evict_one() => {
+                counts.evicted.fetch_add(1, Ordering::Relaxed);
+                match tokio::time::timeout(EVICTION_WAIT, Arc::clone(&permits).acquire_owned()).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => {
+                        counts.refused.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                }
+            }
+            Err(_) => {
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+                drop(stream);
+                continue;
+            }
         };
         // Events are small and latency matters more than packet count: no Nagle delay.
         let _ = stream.set_nodelay(true);
-        let conn = serve_connection(stream, permit, app.clone(), limits, Arc::clone(&counts), connections.clone());
+        let activity = Arc::new(Activity::new(epoch));
+        registry.add(&activity);
+        let conn =
+            serve_connection(stream, permit, activity, app.clone(), limits, Arc::clone(&counts), connections.clone());
         tracker.spawn(conn);
     }
     tracker.close();
@@ -192,6 +254,7 @@ async fn report(counts: Arc<Counts>, limits: ConnectionLimits, stop: Cancellatio
         }
         let stalled = counts.stalled.swap(0, Ordering::Relaxed);
         let refused = counts.refused.swap(0, Ordering::Relaxed);
+        let evicted = counts.evicted.swap(0, Ordering::Relaxed);
         let silent = counts.silent.swap(0, Ordering::Relaxed);
         if stalled > 0 {
             tracing::warn!(
@@ -203,10 +266,18 @@ async fn report(counts: Arc<Counts>, limits: ConnectionLimits, stop: Cancellatio
                 limits.idle_timeout_secs
             );
         }
+        if evicted > 0 {
+            tracing::warn!(
+                evicted,
+                "at the cap of {} connections, closed {evicted} idle ones for new clients in the last {}s",
+                limits.max_connections,
+                REPORT_EVERY.as_secs()
+            );
+        }
         if refused > 0 {
             tracing::warn!(
                 refused,
-                "refused {refused} connections over the cap of {} in the last {}s",
+                "refused {refused} connections over the cap of {} (every connection busy) in the last {}s",
                 limits.max_connections,
                 REPORT_EVERY.as_secs()
             );
@@ -217,62 +288,132 @@ async fn report(counts: Arc<Counts>, limits: ConnectionLimits, stop: Cancellatio
     }
 }
 
-/// What the I/O wrapper and the service of one connection share.
+/// What the I/O wrapper, the service and the accept loop know of one connection.
 #[derive(Debug)]
 struct Activity {
+    /// When the connection was accepted, in milliseconds after the accept loop's epoch.
+    started_ms: u64,
     started: Instant,
-    /// Milliseconds after `started` of the last byte read or written.
-    last: AtomicU64,
+    /// Milliseconds after `started` of the last byte read.
+    last_read: AtomicU64,
     bytes_read: AtomicU64,
     /// `bytes_read` when the last request was answered: bytes beyond it are a next request that has not come whole.
     answered_at: AtomicU64,
+    /// Requests being served, until their response bodies end.
+    in_flight: AtomicUsize,
     /// Upgraded (a WebSocket): the idle timeout now applies to the connection itself.
     upgraded: AtomicBool,
+    /// Cancelled by the accept loop to free this connection's slot for a new one.
+    evict: CancellationToken,
 }
 
 impl Activity {
-    fn touch(&self) {
-        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last.store(now, Ordering::Relaxed);
+    fn new(epoch: Instant) -> Self {
+        Self {
+            started_ms: u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            started: Instant::now(),
+            last_read: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            answered_at: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            upgraded: AtomicBool::new(false),
+            evict: CancellationToken::new(),
+        }
     }
 
-    fn idle_for(&self) -> Duration {
+    fn read(&self, bytes: usize) {
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Duration::from_millis(now.saturating_sub(self.last.load(Ordering::Relaxed)))
+        self.last_read.store(now, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn quiet_for(&self) -> Duration {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(now.saturating_sub(self.last_read.load(Ordering::Relaxed)))
+    }
+
+    /// No request in progress and not upgraded: waiting for (or half-way through) a request head.
+    fn evictable(&self) -> bool {
+        self.in_flight.load(Ordering::Relaxed) == 0 && !self.upgraded.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts a request as in progress until its response body has been sent (or dropped).
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn start(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(activity))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that keeps its request counted as in progress while it is being sent.
+struct Tracked {
+    inner: axum::body::Body,
+    _in_flight: InFlight,
+}
+
+impl axum::body::HttpBody for Tracked {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
 async fn serve_connection(
     stream: TcpStream,
     permit: OwnedSemaphorePermit,
+    activity: Arc<Activity>,
     app: Router,
     limits: ConnectionLimits,
     counts: Arc<Counts>,
     shutdown: CancellationToken,
 ) {
     let idle = Duration::from_secs(limits.idle_timeout_secs);
-    let activity = Arc::new(Activity {
-        started: Instant::now(),
-        last: AtomicU64::new(0),
-        bytes_read: AtomicU64::new(0),
-        answered_at: AtomicU64::new(0),
-        upgraded: AtomicBool::new(false),
-    });
-    let io = Watched { inner: stream, activity: Arc::clone(&activity), idle, timer: None, _permit: permit };
+    let io = Watched {
+        inner: stream,
+        activity: Arc::clone(&activity),
+        idle,
+        read_timer: None,
+        write_blocked: None,
+        write_timer: None,
+        _permit: permit,
+    };
     let body_timeout = tower_http::timeout::RequestBodyTimeout::new(app, idle);
     let seen = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
         let service = body_timeout.clone();
         let seen = Arc::clone(&seen);
+        let in_flight = InFlight::start(&seen);
         async move {
             let response = tower::ServiceExt::oneshot(service, request).await;
             seen.answered_at.store(seen.bytes_read.load(Ordering::Relaxed), Ordering::Relaxed);
-            if let Ok(response) = &response
-                && response.status() == StatusCode::SWITCHING_PROTOCOLS
-            {
-                seen.upgraded.store(true, Ordering::Relaxed);
-            }
-            response
+            response.map(|response| {
+                if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+                    seen.upgraded.store(true, Ordering::Relaxed);
+                }
+                response.map(|inner| Tracked { inner, _in_flight: in_flight })
+            })
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -281,6 +422,10 @@ async fn serve_connection(
     tokio::pin!(connection);
     let result = tokio::select! {
         result = connection.as_mut() => result,
+        () = activity.evict.cancelled() => {
+            // Its slot went to a new connection: closed at once (it had no request in progress).
+            return;
+        }
         () = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();
             connection.as_mut().await
@@ -288,11 +433,11 @@ async fn serve_connection(
     };
     if let Err(e) = result {
         let timed_out = e.is_timeout() || error_chain_has_timeout(&e);
-        // Part of a request came and the rest did not (or an upgraded connection went quiet): a stall. Nothing since
-        // the last answer: a kept-alive or pre-connected socket that was simply not used.
+        // Part of a request came and the rest did not, a peer stopped reading, or an upgraded connection went quiet:
+        // a stall. Nothing since the last answer: a kept-alive or pre-connected socket that was simply not used.
         let partial = activity.bytes_read.load(Ordering::Relaxed) > activity.answered_at.load(Ordering::Relaxed);
-        let upgraded = activity.upgraded.load(Ordering::Relaxed);
-        match (timed_out, partial || upgraded) {
+        let busy = activity.upgraded.load(Ordering::Relaxed) || activity.in_flight.load(Ordering::Relaxed) > 0;
+        match (timed_out, partial || busy) {
             (true, false) => counts.silent.fetch_add(1, Ordering::Relaxed),
             (true, true) => counts.stalled.fetch_add(1, Ordering::Relaxed),
             (false, _) => {
@@ -314,35 +459,50 @@ fn error_chain_has_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// A TCP stream that records its traffic and, once upgraded, ends when idle too long. It holds the connection's
-/// permit, so an upgraded connection counts against the cap for as long as it lives.
+/// A TCP stream that records what it reads, ends a write its peer does not take within the idle timeout, and, once
+/// upgraded, ends when its peer has been silent that long. It holds the connection's permit, so an upgraded
+/// connection counts against the cap for as long as it lives.
 struct Watched {
     inner: TcpStream,
     activity: Arc<Activity>,
     idle: Duration,
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    read_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    write_blocked: Option<tokio::time::Instant>,
+    write_timer: Option<Pin<Box<tokio::time::Sleep>>>,
     _permit: OwnedSemaphorePermit,
 }
 
+fn timed_out(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_owned())
+}
+
+/// Polls `timer` (created or moved to `deadline`): ready when the deadline has passed.
+fn deadline_passed(
+    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    deadline: tokio::time::Instant,
+    cx: &mut Context<'_>,
+) -> bool {
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+    if timer.deadline() != deadline {
+        timer.as_mut().reset(deadline);
+    }
+    timer.as_mut().poll(cx).is_ready()
+}
+
 impl Watched {
-    /// After a read found nothing: `Ready(error)` when an upgraded connection has been idle too long; otherwise
-    /// makes sure the task is woken when it would be.
+    /// After a read found nothing: `Ready(error)` when an upgraded connection's peer has been silent too long;
+    /// otherwise makes sure the task is woken when it would be.
     fn idle_check(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Error> {
         if !self.activity.upgraded.load(Ordering::Relaxed) {
             return Poll::Pending;
         }
         loop {
-            let idle_for = self.activity.idle_for();
-            if idle_for >= self.idle {
-                return Poll::Ready(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the connection was idle too long",
-                ));
+            let quiet = self.activity.quiet_for();
+            if quiet >= self.idle {
+                return Poll::Ready(timed_out("the peer of an upgraded connection was silent too long"));
             }
-            let deadline = tokio::time::Instant::now() + (self.idle - idle_for);
-            let timer = self.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            timer.as_mut().reset(deadline);
-            if timer.as_mut().poll(cx).is_pending() {
+            let deadline = tokio::time::Instant::now() + (self.idle - quiet);
+            if !deadline_passed(&mut self.read_timer, deadline, cx) {
                 return Poll::Pending;
             }
         }
@@ -356,8 +516,7 @@ impl AsyncRead for Watched {
             Poll::Ready(Ok(())) => {
                 let read = buf.filled().len().saturating_sub(before);
                 if read > 0 {
-                    self.activity.touch();
-                    self.activity.bytes_read.fetch_add(read as u64, Ordering::Relaxed);
+                    self.activity.read(read);
                 }
                 Poll::Ready(Ok(()))
             }
@@ -369,11 +528,21 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
-        let written = Pin::new(&mut self.inner).poll_write(cx, data);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+        match Pin::new(&mut self.inner).poll_write(cx, data) {
+            Poll::Pending => {
+                // The peer is not taking what is written: after the idle timeout, the connection ends.
+                let since = *self.write_blocked.get_or_insert_with(tokio::time::Instant::now);
+                let deadline = since + self.idle;
+                if deadline_passed(&mut self.write_timer, deadline, cx) {
+                    return Poll::Ready(Err(timed_out("the peer stopped reading")));
+                }
+                Poll::Pending
+            }
+            done => {
+                self.write_blocked = None;
+                done
+            }
         }
-        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

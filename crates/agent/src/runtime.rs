@@ -148,8 +148,10 @@ pub struct Runtime {
     _scheduler: SchedulerHandle,
     /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
     _fanout: Option<tokio_util::sync::DropGuard>,
-    /// The data dir's lock, held while the SQLite storage in it is in use.
+    /// The data dir's lock, held while the runtime uses it (alone on SQLite, shared on PostgreSQL).
     data_dir_lock: Option<Arc<holdfast_store::DataDirLock>>,
+    /// The wallet's lock, held while the runtime may sign for it.
+    _wallet_lock: Option<Arc<holdfast_store::ProcessLock>>,
 }
 
 /// A session loaded in this process.
@@ -231,15 +233,24 @@ impl Runtime {
             holdfast_store::Storage::open(services.config.data_dir.as_deref(), services.config.database_url.as_ref())
                 .await
                 .map_err(ToolError::from)?;
-        // The SQLite file's process holds its data dir before anything in it is opened (one process per data dir).
-        let data_dir_lock = match (&storage, services.config.data_dir.as_deref()) {
-            (holdfast_store::Storage::Sqlite { path: Some(_) }, Some(dir)) => Some(
-                holdfast_store::DataDirLock::acquire(dir, &holdfast_store::process_command())
-                    .map_err(ToolError::from)?,
-            ),
-            _ => None,
+        // The process holds its data dir before anything in it is opened, and its wallet before anything is signed:
+        // alone on the SQLite file, shared with the other instances on PostgreSQL (`holdfast_store::lock`).
+        let on_postgres = matches!(storage, holdfast_store::Storage::Postgres(_));
+        let command = holdfast_store::process_command();
+        let data_dir_lock = match services.config.data_dir.as_deref() {
+            Some(dir) => {
+                Some(holdfast_store::ProcessLock::data_dir(dir, on_postgres, &command).map_err(ToolError::from)?)
+            }
+            None => None,
         };
         let web3 = Web3::from_storage(&doc, Arc::clone(&services.config), &storage).await?;
+        let wallet_lock = match storage.is_durable() {
+            true => Some(
+                holdfast_store::ProcessLock::wallet(&web3.wallet().address().to_string(), on_postgres, &command)
+                    .map_err(ToolError::from)?,
+            ),
+            false => None,
+        };
         let mut fanout = None;
         if let holdfast_store::Storage::Postgres(pg) = &storage {
             // Every session's events reach the other instances' clients, and theirs reach ours.
@@ -353,6 +364,7 @@ impl Runtime {
             _scheduler: scheduler,
             _fanout: fanout,
             data_dir_lock,
+            _wallet_lock: wallet_lock,
         })
     }
 
@@ -376,8 +388,8 @@ impl Runtime {
         &self.storage
     }
 
-    /// The lock this process holds on the data dir while its SQLite storage is in use (`None` in memory and on
-    /// PostgreSQL). A front end names what it serves with [`holdfast_store::DataDirLock::describe`].
+    /// The lock this process holds on the data dir (`None` without one). A front end names what it serves with
+    /// [`Runtime::announce_address`].
     pub fn data_dir_lock(&self) -> Option<&Arc<holdfast_store::DataDirLock>> {
         self.data_dir_lock.as_ref()
     }

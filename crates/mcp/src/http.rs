@@ -81,7 +81,7 @@ pub fn router(
     config.session_store = Some(Arc::new(crate::links::SessionLinks::new(Arc::clone(&runtime))));
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
-    let owners = SessionOwners::new(Arc::clone(&runtime));
+    let owners = SessionOwners::new(Arc::clone(&runtime), Arc::clone(&clients));
     let service =
         StreamableHttpService::new(move || Ok(HoldfastMcp::new(Arc::clone(&runtime))), Arc::new(sessions), config);
     let guard = Arc::new(Guard::new(hosts, Some(Credentials::Clients(clients))));
@@ -109,7 +109,7 @@ async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Re
     };
     let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(id) = &session
-        && gate.owners.owner(id).await.as_deref() != Some(principal.client.as_str())
+        && gate.owners.owner(id).await.as_deref() != Some(principal.id.as_str())
     {
         tracing::debug!(client = %principal.client, "a request named an MCP session it does not own");
         return no_such_session();
@@ -146,7 +146,7 @@ async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Re
         .is_some_and(|t| t.starts_with("text/event-stream"));
     if let (true, Some(id)) = (is_stream, session.or(opened)) {
         let body = std::mem::take(response.body_mut());
-        *response.body_mut() = gate.owners.rewrite_stream(id, body);
+        *response.body_mut() = gate.owners.rewrite_stream(id, principal.id.clone(), body);
     }
     response
 }

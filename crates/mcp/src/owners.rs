@@ -2,11 +2,13 @@
 //!
 //! A token is a client ([`holdfast_agent::access::clients`]). The [`Principal`] the edge authenticated opens a
 //! session with `initialize`; the session's id (`Mcp-Session-Id`, a random UUID from rmcp) is then recorded with that
-//! client as its owner — in memory and in the session's link (`mcp:<id>`, [`crate::links`]), so a restarted server
-//! still knows it. Every later request naming the session must come from its owner; any other client gets the same
-//! `404` as for a session that does not exist: it can neither read, write, subscribe, answer a form nor `DELETE`,
-//! even holding the full session id. A link written before owners were recorded belongs to the default client
-//! (the only one there was).
+//! client's id as its owner — in memory and in the session's link (`mcp:<id>`, [`crate::links`]), so a restarted
+//! server still knows it. Every later request naming the session must come from its owner; any other client gets the
+//! same `404` as for a session that does not exist: it can neither read, write, subscribe, answer a form nor
+//! `DELETE`, even holding the full session id. The owner is the client's id, not its name: a name reused after a
+//! revocation, or a new `mcp.token`, owns none of the old sessions. A link written before owners were recorded
+//! belongs to the default client (the only one there was). A client revoked while its streams are open loses them
+//! within [`LIVENESS_EVERY`].
 //!
 //! **The server's own requests** (`elicitation/create` forms, pings) carry ids the client must echo in its answer.
 //! rmcp numbers them 0, 1, 2… per session and offers no way to choose them, so this gate rewrites them on the way
@@ -18,7 +20,7 @@
 use axum::body::{Body, Bytes};
 use futures::StreamExt as _;
 use holdfast_agent::Runtime;
-use holdfast_agent::access::{DEFAULT_CLIENT, Principal};
+use holdfast_agent::access::{ClientTokens, Principal};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -27,9 +29,16 @@ use std::sync::Arc;
 /// How many unanswered server requests a session keeps ids for (the oldest are forgotten first).
 const MAX_PENDING_IDS: usize = 256;
 
+/// How many sessions' owners are kept in memory (the others are read from their links again when asked).
+const MAX_CACHED_OWNERS: usize = 4096;
+
+/// How often an open stream checks that its client has not been revoked.
+pub(crate) const LIVENESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Owners and server-request ids of the MCP sessions of one server.
 pub(crate) struct SessionOwners {
     runtime: Arc<Runtime>,
+    clients: Arc<ClientTokens>,
     owners: Mutex<HashMap<String, String>>,
     ids: Mutex<HashMap<String, PendingIds>>,
 }
@@ -48,11 +57,23 @@ impl std::fmt::Debug for SessionOwners {
 }
 
 impl SessionOwners {
-    pub(crate) fn new(runtime: Arc<Runtime>) -> Arc<Self> {
-        Arc::new(Self { runtime, owners: Mutex::new(HashMap::new()), ids: Mutex::new(HashMap::new()) })
+    pub(crate) fn new(runtime: Arc<Runtime>, clients: Arc<ClientTokens>) -> Arc<Self> {
+        Arc::new(Self { runtime, clients, owners: Mutex::new(HashMap::new()), ids: Mutex::new(HashMap::new()) })
     }
 
-    /// The client that owns MCP session `id`, or `None` when there is no such session.
+    fn remember(&self, id: &str, owner: &str) {
+        let mut owners = self.owners.lock();
+        if owners.len() >= MAX_CACHED_OWNERS && !owners.contains_key(id) {
+            // Forget any one: it is read from its link again when asked.
+            if let Some(old) = owners.keys().next().cloned() {
+                owners.remove(&old);
+            }
+        }
+        // What `opened` recorded wins over a lookup that read the link before it did.
+        owners.entry(id.to_owned()).or_insert_with(|| owner.to_owned());
+    }
+
+    /// The id of the client that owns MCP session `id`, or `None` when there is no such session.
     pub(crate) async fn owner(&self, id: &str) -> Option<String> {
         if let Some(owner) = self.owners.lock().get(id) {
             return Some(owner.clone());
@@ -64,15 +85,23 @@ impl SessionOwners {
                 return None;
             }
         };
-        let owner = link.get("owner").and_then(Value::as_str).unwrap_or(DEFAULT_CLIENT).to_owned();
-        self.owners.lock().insert(id.to_owned(), owner.clone());
-        Some(owner)
+        let owner = match link.get("owner").and_then(Value::as_str) {
+            Some(owner) => owner.to_owned(),
+            // Linked before owners were recorded, when the default token was the only client.
+            None => self.clients.default_id()?,
+        };
+        self.remember(id, &owner);
+        self.owners.lock().get(id).cloned()
     }
 
-    /// Records `principal` as the owner of the new session `id` (before its id reaches the client).
+    /// Records `principal` as the owner of the new session `id` (before its id reaches the client). When that
+    /// fails, the session's link is removed, so nobody can take the session for the default client's.
     pub(crate) async fn opened(&self, id: &str, principal: &Principal) -> Result<(), holdfast_core::ToolError> {
-        crate::links::set_owner(&self.runtime, id, &principal.client).await?;
-        self.owners.lock().insert(id.to_owned(), principal.client.clone());
+        if let Err(e) = crate::links::set_owner(&self.runtime, id, &principal.id).await {
+            let _ = self.runtime.sessions.link_delete(&format!("mcp:{id}")).await;
+            return Err(e);
+        }
+        self.owners.lock().insert(id.to_owned(), principal.id.clone());
         Ok(())
     }
 
@@ -87,6 +116,14 @@ impl SessionOwners {
         let random = format!("hf-{}", random_hex()?);
         let mut ids = self.ids.lock();
         let pending = ids.entry(session.to_owned()).or_default();
+        // rmcp numbers a session's requests afresh when the session is restored (a restart, an hour idle): an older
+        // id standing for the same number is dead, and must not answer the new request.
+        let dead: Vec<String> =
+            pending.by_random.iter().filter(|(_, v)| **v == original).map(|(k, _)| k.clone()).collect();
+        for old in dead {
+            pending.by_random.remove(&old);
+            pending.order.retain(|r| *r != old);
+        }
         pending.by_random.insert(random.clone(), original);
         pending.order.push_back(random.clone());
         while pending.order.len() > MAX_PENDING_IDS {
@@ -104,6 +141,9 @@ impl SessionOwners {
         let pending = ids.get_mut(session)?;
         let original = pending.by_random.remove(random)?;
         pending.order.retain(|r| r != random);
+        if pending.by_random.is_empty() {
+            ids.remove(session);
+        }
         Some(original)
     }
 
@@ -120,16 +160,31 @@ impl SessionOwners {
         Some(message)
     }
 
-    /// `body` (an SSE stream the server writes to `session`) with the ids of the server's requests replaced.
-    pub(crate) fn rewrite_stream(self: &Arc<Self>, session: String, body: Body) -> Body {
+    /// `body` (an SSE stream the server writes to `session`, owned by client `owner`) with the ids of the server's
+    /// requests replaced; it ends when the owner is revoked.
+    pub(crate) fn rewrite_stream(self: &Arc<Self>, session: String, owner: String, body: Body) -> Body {
         let owners = Arc::clone(self);
+        let clients = Arc::clone(&self.clients);
         let mut events = SseEvents::default();
-        let stream = body.into_data_stream().map(move |chunk| {
-            chunk.map(|bytes| {
-                let out = events.feed(&bytes, |data| owners.rewrite_data(&session, data));
-                Bytes::from(out)
+        let revoked = async move {
+            let mut tick = tokio::time::interval(LIVENESS_EVERY);
+            loop {
+                tick.tick().await;
+                if !clients.is_live(&owner) {
+                    tracing::info!("a revoked MCP client's stream was ended");
+                    return;
+                }
+            }
+        };
+        let stream = body
+            .into_data_stream()
+            .map(move |chunk| {
+                chunk.map(|bytes| {
+                    let out = events.feed(&bytes, |data| owners.rewrite_data(&session, data));
+                    Bytes::from(out)
+                })
             })
-        });
+            .take_until(Box::pin(revoked));
         Body::from_stream(stream)
     }
 

@@ -2,13 +2,16 @@
 //!
 //! Each subscription forwards the session's broadcast into the client's bounded queue with `try_send`: the agent
 //! never waits for a client. A client whose queue fills up is disconnected (close code 1008, "too slow"); a
-//! subscription that lagged behind the broadcast buffer gets a `{"type":"lagged","missed":N}` notice.
+//! subscription that lagged behind the broadcast buffer gets a `{"type":"lagged","missed":N}` notice. The server
+//! pings every 30 s; a browser's sign-in is checked again every 5 s, and a socket whose browser was signed out (or
+//! whose session expired) is closed (1008, "signed out").
 
 use crate::AppState;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
+use holdfast_agent::access::Principal;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -21,19 +24,25 @@ pub(crate) const CLIENT_QUEUE: usize = 512;
 /// How often the server pings a WebSocket client.
 const PING_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How often a browser's session is checked again while its socket is open.
+const RECHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Largest message a client may send.
 const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
 
 pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Query(pairs): Query<Vec<(String, String)>>,
+    principal: Option<axum::Extension<Principal>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let sessions: Vec<String> = pairs.into_iter().filter(|(k, _)| k == "session").map(|(_, v)| v).collect();
-    ws.max_message_size(MAX_CLIENT_MESSAGE).on_upgrade(move |socket| client(state, socket, sessions))
+    // A browser's session is checked again while the socket lasts: signed out or expired, the socket closes.
+    let browser = principal.and_then(|axum::Extension(p)| p.browser_session().map(str::to_owned));
+    ws.max_message_size(MAX_CLIENT_MESSAGE).on_upgrade(move |socket| client(state, socket, sessions, browser))
 }
 
-async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
+async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>, browser: Option<String>) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<String>(CLIENT_QUEUE);
     let slow = Arc::new(Notify::new());
@@ -56,10 +65,18 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>) {
     // A ping every 30 s keeps a quiet connection inside the server's idle timeout (the browser answers with a pong)
     // and finds a peer that has vanished.
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+    let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK_EVERY, RECHECK_EVERY);
     loop {
         tokio::select! {
             _ = ping.tick() => {
                 if sink.send(Message::Ping(axum::body::Bytes::new())).await.is_err() {
+                    break;
+                }
+            }
+            _ = recheck.tick(), if browser.is_some() => {
+                if browser.as_deref().is_some_and(|b| !state.sign_in().session_valid(b)) {
+                    let frame = CloseFrame { code: 1008, reason: Utf8Bytes::from_static("signed out") };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
                     break;
                 }
             }

@@ -42,13 +42,26 @@ pub enum StoreError {
         /// Who holds it, when its lock file says.
         holder: Option<crate::lock::Holder>,
     },
+    /// Another process moves value for the same wallet ([`crate::lock`]).
+    #[error(
+        "another holdfast process is moving value for the wallet {address} ({}), from another data dir or key file; \
+         one wallet is used by one process on its SQLite journal: stop it, or run the instances on one PostgreSQL \
+         database (docs/deploy.md)",
+        holder.as_ref().map_or_else(|| "which one could not be read".to_owned(), ToString::to_string)
+    )]
+    WalletInUse {
+        /// The wallet, lower case.
+        address: String,
+        /// Who holds it, when its lock file says.
+        holder: Option<crate::lock::Holder>,
+    },
 }
 
 impl StoreError {
     /// The stable error code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Config(_) | Self::DataDirInUse { .. } => ErrorCode::ConfigInvalid,
+            Self::Config(_) | Self::DataDirInUse { .. } | Self::WalletInUse { .. } => ErrorCode::ConfigInvalid,
             Self::Connect { .. } | Self::Migrate { .. } | Self::Query(_) => ErrorCode::Internal,
         }
     }

@@ -34,7 +34,7 @@ pub use blocking::BlockingPg;
 pub use error::StoreError;
 pub use fanout::PgFanout;
 pub use group::GroupCommit;
-pub use lock::{DataDirLock, Holder, process_command};
+pub use lock::{DataDirLock, Holder, ProcessLock, process_command};
 pub use migrate::{Component, Migration};
 pub use postgres::{PgLock, PgStore};
 

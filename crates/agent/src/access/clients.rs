@@ -32,6 +32,9 @@ const LAST_USE_EVERY: Duration = Duration::from_secs(60);
 pub struct ClientRecord {
     /// Its name.
     pub name: String,
+    /// A random id made when it was added: what owns its sessions, so a name reused after a revocation is another
+    /// client and owns none of them.
+    pub id: String,
     /// SHA-256 of its token, hex.
     digest: String,
     /// When it was added.
@@ -103,10 +106,32 @@ impl ClientTokens {
         self.default.as_ref()
     }
 
-    /// The client `presented` (a bearer token) belongs to, or `None`. A revoked client's token names nobody.
-    pub fn authenticate(&self, presented: &str) -> Option<String> {
+    /// The id the default client's sessions are owned by: a digest of its token, so a new `mcp.token` owns none of
+    /// the old one's sessions.
+    pub fn default_id(&self) -> Option<String> {
+        self.default.as_ref().map(|t| format!("default-{}", &digest(t.secret())[..16]))
+    }
+
+    /// Whether the client with `id` may still act: the default client's current id, or a named client's that is not
+    /// revoked. A running server ends a revoked client's open streams with it.
+    pub fn is_live(&self, id: &str) -> bool {
+        if self.default_id().is_some_and(|d| d == id) {
+            return true;
+        }
+        match self.store.read() {
+            Ok(state) => state.clients.iter().any(|c| c.id == id && c.revoked_at.is_none()),
+            Err(e) => {
+                tracing::warn!("the MCP client tokens could not be read: {e}");
+                false
+            }
+        }
+    }
+
+    /// The client `presented` (a bearer token) belongs to — its name and id — or `None`. A revoked client's token
+    /// names nobody.
+    pub fn authenticate(&self, presented: &str) -> Option<(String, String)> {
         if self.default.as_ref().is_some_and(|t| t.matches(presented)) {
-            return Some(DEFAULT_CLIENT.to_owned());
+            return Some((DEFAULT_CLIENT.to_owned(), self.default_id()?));
         }
         let wanted = digest(presented);
         let state = match self.store.read() {
@@ -120,9 +145,9 @@ impl ClientTokens {
             .clients
             .iter()
             .find(|c| c.revoked_at.is_none() && constant_time_eq(c.digest.as_bytes(), wanted.as_bytes()))?;
-        let name = client.name.clone();
+        let (name, id) = (client.name.clone(), client.id.clone());
         self.note_use(&name);
-        Some(name)
+        Some((name, id))
     }
 
     /// Records `name`'s use, at most once a minute.
@@ -152,6 +177,7 @@ impl ClientTokens {
         let token = random_hex(32)?;
         let record = ClientRecord {
             name: name.to_owned(),
+            id: format!("client-{}", random_hex(8)?),
             digest: digest(&token),
             created_at: Utc::now(),
             last_used_at: None,
@@ -205,8 +231,11 @@ mod tests {
         for bad in ["default", "", "Laptop", "1st", "a b", &"x".repeat(33)] {
             assert!(cli.add(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(server.authenticate("the-default-clients-token").as_deref(), Some(DEFAULT_CLIENT));
-        assert_eq!(server.authenticate(&laptop).as_deref(), Some("laptop"), "added while the server runs");
+        let name = |t: &str| server.authenticate(t).map(|(name, _)| name);
+        assert_eq!(name("the-default-clients-token").as_deref(), Some(DEFAULT_CLIENT));
+        assert_eq!(name(&laptop).as_deref(), Some("laptop"), "added while the server runs");
+        let (_, first_id) = server.authenticate(&laptop).unwrap();
+        assert!(server.is_live(&first_id));
         assert_eq!(server.authenticate("not-a-token"), None);
         let listed = cli.list().unwrap();
         assert_eq!(listed.len(), 1);
@@ -215,9 +244,12 @@ mod tests {
         assert!(!file.contains(&laptop), "only the digest is kept");
         cli.revoke("laptop").unwrap();
         assert_eq!(server.authenticate(&laptop), None, "revoked: at once");
+        assert!(!server.is_live(&first_id), "and its open streams end");
         assert!(matches!(cli.revoke("laptop"), Err(AccessError::UnknownClient(_))));
         let again = cli.add("laptop").unwrap();
-        assert_eq!(server.authenticate(&again).as_deref(), Some("laptop"));
+        let (reused, second_id) = server.authenticate(&again).unwrap();
+        assert_eq!(reused, "laptop");
+        assert_ne!(second_id, first_id, "a reused name is another client: it owns none of the old one's sessions");
         assert_eq!(server.authenticate(&laptop), None, "the old token stays revoked");
     }
 }

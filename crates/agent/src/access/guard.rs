@@ -79,16 +79,38 @@ impl IntoResponse for Refusal {
 }
 
 /// Who a request comes from, once authenticated: put in the request's extensions by [`Guard::require_token`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Principal {
     /// The client's name: an MCP client ([`super::clients`]), `api` (the bearer token of `holdfast serve`),
     /// `browser` (a signed-in browser) or `anyone` (authentication off).
     pub client: String,
+    /// What stays the same for this credential and no other: an MCP client's id (a name reused after a revocation
+    /// is another client), a digest of the default MCP token, or the client's name elsewhere. Sessions are owned by
+    /// it.
+    pub id: String,
+    /// A browser's session cookie, to check again while a connection lasts (sign-out, expiry).
+    browser_session: Option<String>,
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Principal").field("client", &self.client).field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 impl Principal {
     fn named(client: &str) -> Self {
-        Self { client: client.to_owned() }
+        Self { client: client.to_owned(), id: client.to_owned(), browser_session: None }
+    }
+
+    /// A principal of its own name and id (tests, embedding).
+    pub fn new(client: &str, id: &str) -> Self {
+        Self { client: client.to_owned(), id: id.to_owned(), browser_session: None }
+    }
+
+    /// The browser session this principal signed in with, when it is a browser.
+    pub fn browser_session(&self) -> Option<&str> {
+        self.browser_session.as_deref()
     }
 }
 
@@ -105,7 +127,9 @@ impl Credentials {
     fn authenticate(&self, presented: &str) -> Option<Principal> {
         match self {
             Self::Token(token) => token.matches(presented).then(|| Principal::named("api")),
-            Self::Clients(clients) => clients.authenticate(presented).map(|client| Principal { client }),
+            Self::Clients(clients) => {
+                clients.authenticate(presented).map(|(client, id)| Principal { client, id, browser_session: None })
+            }
         }
     }
 }
@@ -196,16 +220,20 @@ impl Guard {
         if let Some(principal) = bearer {
             return Ok(principal);
         }
-        let browser = self.sign_in.as_ref().is_some_and(|sign_in| {
+        let browser = self.sign_in.as_ref().and_then(|sign_in| {
             headers
                 .get_all(header::COOKIE)
                 .iter()
                 .filter_map(|v| v.to_str().ok())
                 .flat_map(|v| v.split(';'))
                 .filter_map(|pair| pair.trim().split_once('='))
-                .any(|(k, v)| k == self.cookie && sign_in.session_valid(v))
+                .find(|(k, v)| *k == self.cookie && sign_in.session_valid(v))
+                .map(|(_, v)| v.trim().to_owned())
         });
-        if browser { Ok(Principal::named("browser")) } else { Err(Refusal::Unauthorized) }
+        match browser {
+            Some(session) => Ok(Principal { browser_session: Some(session), ..Principal::named("browser") }),
+            None => Err(Refusal::Unauthorized),
+        }
     }
 
     /// The sign-in page's answer to `GET /?query` when the query carries a code: a redirect to the clean page with
@@ -456,7 +484,9 @@ mod tests {
         let guard = Guard::new(HostPolicy::loopback(loopback()), Some(Credentials::Clients(clients)));
         let auth = |t: &str| guard.check_token(&headers(&[(header::AUTHORIZATION, &format!("Bearer {t}"))]));
         assert_eq!(auth("default-token-0000").unwrap().client, "default");
+        assert!(auth("default-token-0000").unwrap().id.starts_with("default-"));
         assert_eq!(auth(&laptop).unwrap().client, "laptop");
+        assert!(auth(&laptop).unwrap().id.starts_with("client-"));
         assert_eq!(auth("nope-nope-nope-nope"), Err(Refusal::Unauthorized));
         assert!(guard.sign_in_page(Some("code=x")).is_none(), "no browser sign-in on MCP");
     }

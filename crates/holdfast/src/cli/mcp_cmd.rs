@@ -176,13 +176,16 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
             let server = HttpServer::start(Arc::clone(&runtime), addr, clients, &section, options.max_bytes()).await?;
             match token.origin() {
                 TokenOrigin::File { path, created: true } => {
-                    say!("holdfast mcp: new bearer token {} (saved in {})", token.secret(), path.display());
+                    // The one time it is shown: on stdout (free on this transport), never in the log.
+                    outln!("{}", token.secret());
+                    say!("holdfast mcp: new bearer token printed on stdout (saved in {})", path.display());
                 }
                 TokenOrigin::File { path, created: false } => {
                     say!("holdfast mcp: bearer token in {}", path.display());
                 }
                 TokenOrigin::Ephemeral => {
-                    say!("holdfast mcp: bearer token for this run (no data dir): {}", token.secret());
+                    outln!("{}", token.secret());
+                    say!("holdfast mcp: a bearer token for this run (no data dir) printed on stdout");
                 }
                 TokenOrigin::Flag | TokenOrigin::Env => say!("holdfast mcp: bearer token as given"),
             }

@@ -85,15 +85,16 @@ async fn leave_devnet(user: holdfast_devnet::DevnetUser) {
     }
 }
 
-/// The data dir `serve` would use with these options.
+/// The data dir `serve` would use with these options; a configuration that does not load is an error, never a
+/// silent fall back to another data dir.
 fn data_dir_of(args: &ServeArgs) -> anyhow::Result<PathBuf> {
     match (&args.data_dir, &args.config) {
         (Some(dir), _) => Ok(dir.clone()),
-        (None, Some(path)) => ConfigDocument::load(path)
-            .ok()
-            .and_then(|doc| holdfast_core::config::CoreConfig::from_document(&doc).ok())
-            .and_then(|c| c.data_dir)
-            .map_or_else(default_data_dir, Ok),
+        (None, Some(path)) => {
+            let doc = ConfigDocument::load(path)?;
+            let core = holdfast_core::config::CoreConfig::from_document(&doc)?;
+            core.data_dir.map_or_else(default_data_dir, Ok)
+        }
         (None, None) => default_data_dir(),
     }
 }
@@ -151,11 +152,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             // The data dir is private before anything (the devnet's folder first) is created inside it.
             private_fs::create_private_dir_all(&data_dir)
                 .with_context(|| format!("creating the data dir {} (mode 0700)", data_dir.display()))?;
-            // On the SQLite file, this process holds the data dir before it touches the devnet inside it: a second
-            // `serve` on the same dir stops here, naming this one.
-            if !database_url_in_env() {
-                early_lock = Some(holdfast_store::DataDirLock::acquire(&data_dir, &holdfast_store::process_command())?);
-            }
+            // This process holds the data dir before it touches the devnet inside it: on the SQLite file, a second
+            // `serve` on the same dir stops here, naming this one (on PostgreSQL the lock is shared).
+            let shared = database_url_in_env();
+            early_lock =
+                Some(holdfast_store::ProcessLock::data_dir(&data_dir, shared, &holdfast_store::process_command())?);
             let dir = data_dir.join("devnet");
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| say!("devnet: {line}"));
@@ -227,13 +228,19 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
     match &token {
         Some(token) => {
-            let code = state.sign_in().mint_code().context("making a sign-in code")?;
-            let minutes = state.sign_in().settings().code_ttl.as_secs() / 60;
-            outln!(
-                "  open: http://{}/?code={code}   (a one-time sign-in link for the browser, valid {minutes} minutes; \
-                 another: holdfast serve --print-url{again})",
-                shown(addr)
-            );
+            // The link is a credential for minutes: shown to a person at a terminal, never written to a log file or
+            // a service's journal (there, `--print-url` makes one when it is wanted).
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                let code = state.sign_in().mint_code().context("making a sign-in code")?;
+                let minutes = state.sign_in().settings().code_ttl.as_secs() / 60;
+                outln!(
+                    "  open: http://{}/?code={code}   (a one-time sign-in link for the browser, valid {minutes} \
+                     minutes; another: holdfast serve --print-url{again})",
+                    shown(addr)
+                );
+            } else {
+                outln!("  sign in: holdfast serve --print-url{again}   (prints a one-time link for the browser)");
+            }
             match token.origin() {
                 TokenOrigin::File { path, .. } => outln!("  API token (Authorization: Bearer): in {}", path.display()),
                 _ => outln!("  API token (Authorization: Bearer): as given"),

@@ -30,8 +30,15 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let url = first.strip_prefix("holdfast serving on ").unwrap().trim_end_matches('/').to_owned();
     let open = lines.next().unwrap().unwrap();
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
-    assert!(open.contains("/?code=") && !open.contains(&token), "a one-time sign-in link, never the token: {open}");
-    let code = open.split("/?code=").nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+    // Not a terminal (a pipe here; a log file or a journal in service): no link, only how to get one.
+    assert!(open.contains("holdfast serve --print-url") && !open.contains("?code="), "{open}");
+    let printed = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--print-url", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&printed.stdout).trim().to_owned();
+    assert!(link.starts_with(&format!("{url}/?code=")) && !link.contains(&token), "{link}");
+    let code = link.split("/?code=").nth(1).unwrap().to_owned();
     let api = lines.next().unwrap().unwrap();
     assert!(api.contains("API token") && api.contains("server.token") && !api.contains(&token), "{api}");
     let network = lines.next().unwrap().unwrap();
@@ -94,8 +101,23 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
         "the second is told who holds the data dir and how to run several: {said}"
     );
     assert!(pid_alive(anvil), "the second serve did not stop the devnet");
+    // Another data dir naming the same wallet (the devnet's own configuration, whose data dir is devnet/data) is
+    // refused too: one wallet, one process on a SQLite journal.
+    let mut replay = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["replay", "--config", data.join("devnet/holdfast.toml").to_str().unwrap(), "-"])
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(replay.stdin.take());
+    let replayed = replay.wait_with_output().unwrap();
+    assert!(!replayed.status.success());
+    let said = String::from_utf8_lossy(&replayed.stderr);
+    assert!(said.contains("moving value for the wallet") && said.contains(&format!("pid {}", child.id())), "{said}");
     assert_eq!(client.get(format!("{url}/api/info")).bearer_auth(&token).send().unwrap().status().as_u16(), 200);
-    // --print-url finds the running server's address and mints a new code.
+    // --print-url finds the running server's address and mints a new code each time.
     let printed = Command::new(env!("CARGO_BIN_EXE_holdfast"))
         .args(["serve", "--print-url", "--data-dir", data.to_str().unwrap()])
         .output()
@@ -170,7 +192,10 @@ fn the_data_dir_is_the_platforms_never_the_working_directory() {
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "nothing is written into the working directory");
     assert!(first.iter().any(|l| l.contains(&format!("data: {}", data.display()))), "{first:?}");
     let token = std::fs::read_to_string(data.join("server.token")).unwrap().trim().to_owned();
-    assert!(first.iter().any(|l| l.contains("/?code=")), "every start prints a sign-in link: {first:?}");
+    assert!(
+        first.iter().any(|l| l.contains("holdfast serve --print-url")),
+        "every start says how to sign in: {first:?}"
+    );
 
     // Later starts too, and say how to get another, never printing the token.
     let second = start_and_read(&work, &[("HOME", &home)]);
@@ -358,7 +383,7 @@ fn a_thousand_stalled_clients_neither_starve_the_server_nor_stay_connected() {
 }
 
 #[test]
-fn connections_over_the_cap_are_closed_at_once_and_counted() {
+fn at_the_cap_a_new_client_takes_an_idle_slot_and_busy_connections_keep_theirs() {
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("holdfast.toml");
     std::fs::write(
@@ -369,16 +394,42 @@ fn connections_over_the_cap_are_closed_at_once_and_counted() {
     let log = tmp.path().join("stderr.log");
     let (mut child, url) = serve_with(&config, &log);
     let addr = url.trim_start_matches("http://").to_owned();
-    let mut held = stall(&addr, 20);
-    // Give the server a moment to accept the first 20 before the next 5 arrive.
+    let token = std::fs::read_to_string(tmp.path().join("data/server.token")).unwrap().trim().to_owned();
+
+    // 20 connections that send half a head fill the cap; 5 more take the places of the 5 quiet longest.
+    let mut first = stall(&addr, 20);
     std::thread::sleep(Duration::from_millis(300));
-    let mut over = stall(&addr, 5);
-    let refused = over.iter_mut().map(|s| closed_within(s, Duration::from_secs(5))).filter(|c| *c).count();
-    assert_eq!(refused, 5, "the connections over the cap are closed");
-    let still = held.iter_mut().map(|s| closed_within(s, Duration::from_millis(100))).filter(|c| *c).count();
-    assert_eq!(still, 0, "the 20 within the cap are still open");
-    let text = wait_for_log(&log, "over the cap");
-    assert!(text.contains("refused 5 connections over the cap of 20"), "{text}");
+    let mut second = stall(&addr, 5);
+    std::thread::sleep(Duration::from_millis(300));
+    let evicted: Vec<bool> = first.iter_mut().map(|s| closed_within(s, Duration::from_millis(300))).collect();
+    assert_eq!(evicted.iter().filter(|e| **e).count(), 5, "{evicted:?}");
+    assert!(evicted[..5].iter().all(|e| *e), "the oldest were evicted: {evicted:?}");
+    let kept = second.iter_mut().map(|s| closed_within(s, Duration::from_millis(100))).filter(|c| *c).count();
+    assert_eq!(kept, 0, "the newcomers are served");
+    // A real request at the cap is served too: a flood of silent connections cannot keep it out.
+    let health = reqwest::blocking::Client::new().get(format!("{url}/health")).send().unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    drop((first, second));
+
+    // 20 WebSockets are busy connections: none is evicted, and a 21st connection is closed at once.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let sockets = runtime.block_on(async {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut sockets = Vec::new();
+        for _ in 0..20 {
+            let mut request = format!("ws://{addr}/ws").into_client_request().unwrap();
+            request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+            sockets.push(tokio_tungstenite::connect_async(request).await.unwrap().0);
+        }
+        sockets
+    });
+    let mut over = stall(&addr, 1);
+    assert!(closed_within(&mut over[0], Duration::from_secs(5)), "every slot busy: the newcomer is refused");
+    let text = wait_for_log(&log, "every connection busy");
+    assert!(text.contains("refused 1 connections over the cap of 20 (every connection busy)"), "{text}");
+    assert!(text.contains("idle ones for new clients"), "{text}");
+    drop(sockets);
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -404,6 +455,29 @@ fn a_request_body_that_stops_arriving_is_cut_after_the_idle_timeout() {
     let sessions: serde_json::Value =
         client.get(format!("{url}/api/sessions")).bearer_auth(&token).send().unwrap().json().unwrap();
     assert_eq!(sessions["sessions"].as_array().unwrap().len(), 0, "the cut request created nothing");
+    // A WebSocket whose peer says nothing (no pong, no message) is cut after the idle timeout too.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ended = runtime.block_on(async {
+        use futures::StreamExt as _;
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+        let mut request = format!("ws://{addr}/ws").into_client_request().unwrap();
+        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+        let (ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        // Read nothing for longer than the timeout (a silent peer), then see whether the server ended it.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let (_, mut read) = ws.split();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match read.next().await {
+                    None | Some(Err(_)) | Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) => return,
+                    Some(Ok(_)) => {}
+                }
+            }
+        })
+        .await
+        .is_ok()
+    });
+    assert!(ended, "a silent WebSocket peer is disconnected");
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -74,7 +74,10 @@ async fn the_typescript_sdk_runs_the_register_flow_over_streamable_http_behind_a
     let token_file = dir.path().join("data/mcp.token");
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
     assert_eq!(token.len(), 64);
-    assert!(server.stderr.iter().any(|l| l.contains(&token)), "the new token is shown once: {:?}", server.stderr);
+    // The new token is shown once, on stdout, and never on stderr (the log).
+    let shown = server.stdout.lock().clone();
+    assert!(shown.iter().any(|l| l.trim() == token), "the new token is shown once on stdout: {shown:?}");
+    assert!(!server.stderr.iter().any(|l| l.contains(&token)), "never in the log: {:?}", server.stderr);
 
     // No token, a wrong token: 401 before anything is parsed.
     let http = reqwest::Client::new();

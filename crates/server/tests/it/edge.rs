@@ -305,11 +305,28 @@ async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_cod
         http().get(format!("{second}/api/info")).header("cookie", format!("holdfast_session_{port}={value}")).send();
     assert_eq!(error_code(replayed.await.unwrap()).await, (401, "unauthorized".to_owned()));
 
-    // Signing everyone out (`holdfast serve --sign-out-all`, another process on the data dir) ends the session.
+    // Signing everyone out (`holdfast serve --sign-out-all`, another process on the data dir) ends the session, and
+    // closes the browser's open WebSocket.
+    let mut request = format!("{}/ws?session={session}", url.replace("http", "ws")).into_client_request().unwrap();
+    request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    request.headers_mut().insert("origin", url.parse().unwrap());
+    let (mut open_socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     let outside = holdfast_agent::access::SignIn::open(dir.path(), Default::default());
     assert_eq!(outside.sign_out_all().unwrap(), 1);
     let after = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
     assert_eq!(error_code(after).await, (401, "unauthorized".to_owned()), "signed out on the running server");
+    let closed = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            match open_socket.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| f.reason.to_string()),
+                None | Some(Err(_)) => return None,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await
+    .expect("the signed-out browser's WebSocket is closed");
+    assert_eq!(closed.as_deref(), Some("signed out"));
     let page = http().get(format!("{url}/")).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 200, "the page itself is public");
 }

@@ -76,6 +76,8 @@ pub(crate) struct HttpChild {
     pub url: String,
     /// The lines it wrote before listening.
     pub stderr: Vec<String>,
+    /// Its stdout (a new token is printed there once), read while it runs.
+    pub stdout: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
     /// Every line it wrote to stderr so far.
     pub log: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
 }
@@ -90,6 +92,14 @@ impl HttpChild {
             cmd.env(k, v);
         }
         let mut child = cmd.kill_on_drop(true).spawn().unwrap();
+        let stdout = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let mut out_lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let out_sink = std::sync::Arc::clone(&stdout);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = out_lines.next_line().await {
+                out_sink.lock().push(line);
+            }
+        });
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut stderr = Vec::new();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
@@ -111,7 +121,7 @@ impl HttpChild {
                 sink.lock().push(line);
             }
         });
-        HttpChild { child, url, stderr, log }
+        HttpChild { child, url, stderr, stdout, log }
     }
 
     pub(crate) fn http_env(&self, token: &str) -> Vec<(&'static str, String)> {
