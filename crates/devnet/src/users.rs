@@ -63,6 +63,10 @@ fn open_lock(dir: &Path, name: &str) -> Result<File, DevnetError> {
 /// returns its description with this process's [`DevnetUser`]. `stop_when_unused`: a devnet this call starts is
 /// stopped when its last user leaves.
 pub async fn join(opts: UpOptions, stop_when_unused: bool) -> Result<(DevnetInfo, DevnetUser), DevnetError> {
+    // Refused before anything is created, as `up` itself refuses it.
+    if !crate::contracts::is_local_chain_id(opts.chain_id) && !opts.allow_public_chain_id {
+        return Err(DevnetError::PublicChainId(opts.chain_id));
+    }
     std::fs::create_dir_all(&opts.dir).map_err(|e| DevnetError::io(format!("creating {}", opts.dir.display()), e))?;
     let dir = opts.dir.clone();
     let blocking = |dir: PathBuf, name: &'static str, shared: bool| async move {
