@@ -75,6 +75,10 @@ async fn the_typescript_sdk_runs_the_register_flow_over_streamable_http_behind_a
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
     assert_eq!(token.len(), 64);
     // The new token is shown once, on stdout, and never on stderr (the log).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.stdout.lock().iter().any(|l| l.trim() == token) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let shown = server.stdout.lock().clone();
     assert!(shown.iter().any(|l| l.trim() == token), "the new token is shown once on stdout: {shown:?}");
     assert!(!server.stderr.iter().any(|l| l.contains(&token)), "never in the log: {:?}", server.stderr);
