@@ -6,7 +6,7 @@
 //!    `Origin` must be this server's own; no token in the URL — each refusal a `403`/`401` with a JSON error code.
 //! 2. **A client's bearer token** ([`holdfast_agent::access::ClientTokens`]): `mcp.token` is the `default` client,
 //!    `holdfast mcp token add NAME` adds others; otherwise `401 unauthorized`.
-//! 3. **The session's owner** ([`crate::owners`]): a request naming a session another client opened is `404`, as
+//! 3. **The session's owner** (`owners.rs`): a request naming a session another client opened is `404`, as
 //!    for a session that does not exist; the server's own requests carry random ids, and an answer to an id its
 //!    session was not sent is dropped.
 //! 4. **The message gate** ([`crate::jsonrpc`]): a POST body over the cap is `413`, a body that is not JSON is `400`

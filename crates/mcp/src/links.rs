@@ -5,7 +5,7 @@
 //!
 //! Both live in the runtime's session store under `mcp:<MCP session id>` (in `DATA_DIR/holdfast.db`; in memory
 //! without a data dir, where a restart forgets them as it forgets everything), with the client that owns the session
-//! ([`crate::owners`]). Only the server writes a link: a client cannot name the holdfast session it attaches to, only
+//! (`owners.rs`). Only the server writes a link: a client cannot name the holdfast session it attaches to, only
 //! present the MCP session id it was given, with the token of the client that opened it.
 
 use holdfast_agent::Runtime;
@@ -48,7 +48,7 @@ pub(crate) async fn link_of(runtime: &Runtime, mcp_id: &str) -> Result<Option<Va
     runtime.sessions.link_get(&key(mcp_id)).await
 }
 
-/// Records the client that owns MCP session `mcp_id` ([`crate::owners`]).
+/// Records the client that owns MCP session `mcp_id` (`owners.rs`).
 pub(crate) async fn set_owner(runtime: &Runtime, mcp_id: &str, client: &str) -> Result<(), ToolError> {
     runtime.sessions.link_merge(&key(mcp_id), json!({"owner": client})).await
 }

@@ -4,7 +4,7 @@
 //! - **Named clients** are added with `holdfast mcp token add NAME`, which prints the new token once and keeps only
 //!   its SHA-256 in `DATA_DIR/mcp-clients.json` (mode 0600); `holdfast mcp token list` shows names, creation and last
 //!   use; `holdfast mcp token revoke NAME` revokes. A running server sees additions and revocations on the next
-//!   request (the file is re-read when it changes, see [`super::files`]).
+//!   request (the file is re-read when it changes).
 //! - [`ClientTokens::authenticate`] names the client a bearer token belongs to; the server records it as the owner
 //!   of every MCP session that client opens, and no other client may touch that session.
 

@@ -9,7 +9,7 @@
 //! - **Only digests are kept** (SHA-256), in `DATA_DIR/sign-in.json` (mode 0600): neither the file nor a backup of it
 //!   lets anyone sign in. Another server, with another data dir, knows none of this one's sessions.
 //! - **Sign-out** ([`SignIn::sign_out_all`], `holdfast serve --sign-out-all`) forgets every session; a running server
-//!   sees it on its next request (the file is re-read when it changes, see [`super::files`]).
+//!   sees it on its next request (the file is re-read when it changes).
 //!
 //! The cookie is refused as a bearer token, and the token as a cookie: they are different credentials.
 
