@@ -93,6 +93,9 @@ pub enum DevnetError {
         /// Which process is alive and which is not.
         detail: String,
     },
+    /// The smart account could not be set up as asked (a limit that does not parse or fit the module).
+    #[error("the devnet account: {0}")]
+    Account(String),
     /// A committed contract artifact could not be read (a build problem, not a user error).
     #[error("contract artifact {name}: {reason}")]
     Artifact {

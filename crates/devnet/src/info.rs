@@ -90,11 +90,21 @@ impl ContractAddresses {
 /// The burner wallet — its address and where the key file is, never the key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalletInfo {
-    /// The wallet's address.
+    /// The key's address (the signer).
     #[serde(with = "eip55")]
     pub address: Address,
     /// The key file, relative to the devnet folder.
     pub key_file: String,
+    /// The smart account the key signs for, when the funds sit in one (`devnet up --account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The key's address again, named as the account's signer, when there is an account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// The account's on-chain limits: `{asset, amount, period_secs}`, `asset` "ETH" or a token address, `amount` in
+    /// base units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::account::OnchainLimit>,
 }
 
 /// The x402 paywall in front of the quoter.
@@ -249,7 +259,13 @@ mod tests {
             anvil: AnvilProcess { pid: 10, port: 1 },
             services: ServicesProcess { pid: 11, port: 2, url: "http://127.0.0.1:2".into() },
             contracts: ContractAddresses::devnet(),
-            wallet: WalletInfo { address: VENUE, key_file: KEY_FILE.into() },
+            wallet: WalletInfo {
+                address: VENUE,
+                key_file: KEY_FILE.into(),
+                account: None,
+                signer: None,
+                limits: Vec::new(),
+            },
             x402: Some(X402Info::for_services("http://127.0.0.1:2")),
             config: CONFIG_FILE.into(),
             started_at: "2026-11-01T00:00:00Z".into(),

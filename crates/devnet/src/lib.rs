@@ -22,6 +22,7 @@
 //! never run on a Mac). anvil is `$HOLDFAST_ANVIL`, a recent
 //! `anvil` on `PATH`, or this platform's npm package, installed alone into the cache ([`anvil`]).
 
+pub mod account;
 pub mod anvil;
 pub mod config;
 pub mod contracts;
@@ -37,6 +38,7 @@ pub mod testnet;
 pub mod users;
 pub mod wallet;
 
+pub use account::{ALLOWANCE_MODULE, ALLOWANCE_MODULE_KIND, OnchainLimit};
 pub use anvil::{MIN_ANVIL_VERSION, anvil_path, cache_dir, find_anvil};
 pub use contracts::{CHAIN_ID, LOCAL_CHAIN_IDS, NATIVE, USDC, VENUE, WALLET_ETH, WALLET_USDC, WETH, is_local_chain_id};
 pub use error::DevnetError;

@@ -45,6 +45,9 @@ pub struct UpOptions {
     /// Whether a public network's chain id may be used (then everything the devnet wallet signs is valid on that
     /// network too): without it, [`up`] refuses such an id before starting anything.
     pub allow_public_chain_id: bool,
+    /// The funds sit in a smart account (a Safe) whose limited signer is the wallet key, with these on-chain limits
+    /// (see [`crate::account`]); `None`: the key holds the funds itself.
+    pub account: Option<Vec<crate::account::OnchainLimit>>,
 }
 
 impl UpOptions {
@@ -56,6 +59,7 @@ impl UpOptions {
             progress: Arc::new(|_| {}),
             chain_id: CHAIN_ID,
             allow_public_chain_id: false,
+            account: None,
         }
     }
 }
@@ -187,7 +191,13 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
             anvil: AnvilProcess { pid: anvil_pid, port: anvil_port },
             services: ServicesProcess { pid: 0, port: services_port, url: services_url.clone() },
             contracts: ContractAddresses::devnet(),
-            wallet: WalletInfo { address: Address::ZERO, key_file: KEY_FILE.into() },
+            wallet: WalletInfo {
+                address: Address::ZERO,
+                key_file: KEY_FILE.into(),
+                account: None,
+                signer: None,
+                limits: Vec::new(),
+            },
             x402: Some(X402Info::for_services(&services_url)),
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -200,9 +210,21 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         let wallet = create_key_file(&dir.join(KEY_FILE))?;
         info.wallet.address = wallet;
         progress(&format!("created a fresh burner wallet {wallet} (key in {KEY_FILE}, mode 0600)"));
-        fund_wallet(&provider, dev, wallet).await?;
-        progress("funded the wallet with 10 ETH and 10000 USDC");
-        write_config(&dir, anvil_port, chain_id, &services_url)?;
+        let account = match &opts.account {
+            Some(limits) => {
+                let account = crate::account::set_up_account(&provider, dev, wallet, limits, &*progress).await?;
+                info.wallet.account = Some(account.to_checksum(None));
+                info.wallet.signer = Some(wallet.to_checksum(None));
+                info.wallet.limits = limits.clone();
+                Some(account)
+            }
+            None => {
+                fund_wallet(&provider, dev, wallet).await?;
+                progress("funded the wallet with 10 ETH and 10000 USDC");
+                None
+            }
+        };
+        write_config(&dir, anvil_port, chain_id, &services_url, account)?;
         progress(&format!("wrote {CONFIG_FILE} and presets.ron"));
         write_info(&dir, &info)?;
 

@@ -51,6 +51,9 @@ pub struct TestDevnet {
     pub config_path: PathBuf,
     /// The funded burner wallet's address.
     pub wallet_address: Address,
+    /// The smart account the burner key signs for ([`TestDevnet::start_with_account`]); `None`: the key holds the
+    /// funds.
+    pub account: Option<Address>,
     /// `dir/wallet.key`.
     pub key_path: PathBuf,
     /// What `devnet.json` says (`services.pid` is this process's id: the quoter runs in-process).
@@ -91,7 +94,7 @@ impl TestDevnet {
     /// venue, a funded burner wallet, `holdfast.toml`, `presets.ron`, `devnet.json`, and the quoter on a task of
     /// the current tokio runtime.
     pub async fn start() -> Result<Self, DevnetError> {
-        Self::start_with(None).await
+        Self::start_with(None, None).await
     }
 
     /// [`TestDevnet::start`] on a chain whose genesis block is stamped `timestamp` (seconds): anvil's clock starts
@@ -99,10 +102,20 @@ impl TestDevnet {
     /// clock as `timestamp` is (a lagging chain; `evm_setTime` to the wall clock then makes it an idle one whose
     /// latest block is that old).
     pub async fn start_with_genesis_timestamp(timestamp: u64) -> Result<Self, DevnetError> {
-        Self::start_with(Some(timestamp)).await
+        Self::start_with(Some(timestamp), None).await
     }
 
-    async fn start_with(genesis_timestamp: Option<u64>) -> Result<Self, DevnetError> {
+    /// [`TestDevnet::start`] with the funds in a smart account (a Safe) whose limited signer is the burner key, with
+    /// `limits` on chain (see [`crate::account`]): `holdfast.toml` names the account, and [`TestDevnet::account`] is
+    /// set.
+    pub async fn start_with_account(limits: Vec<crate::account::OnchainLimit>) -> Result<Self, DevnetError> {
+        Self::start_with(None, Some(limits)).await
+    }
+
+    async fn start_with(
+        genesis_timestamp: Option<u64>,
+        account_limits: Option<Vec<crate::account::OnchainLimit>>,
+    ) -> Result<Self, DevnetError> {
         let tmp = tempfile::Builder::new()
             .prefix("holdfast-devnet-")
             .tempdir()
@@ -118,7 +131,15 @@ impl TestDevnet {
         check_facilitator_account(&provider).await?;
         let key_path = dir.join(KEY_FILE);
         let wallet_address = create_key_file(&key_path)?;
-        fund_wallet(&provider, dev, wallet_address).await?;
+        let account = match &account_limits {
+            Some(limits) => {
+                Some(crate::account::set_up_account(&provider, dev, wallet_address, limits, &|_| {}).await?)
+            }
+            None => {
+                fund_wallet(&provider, dev, wallet_address).await?;
+                None
+            }
+        };
 
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
@@ -128,14 +149,20 @@ impl TestDevnet {
             .map_err(|e| DevnetError::PortUnavailable(format!("cannot read the quoter's port: {e}")))?
             .port();
         let quoter_url = format!("http://127.0.0.1:{quoter_port}");
-        write_config(&dir, anvil.port, CHAIN_ID, &quoter_url)?;
+        write_config(&dir, anvil.port, CHAIN_ID, &quoter_url, account)?;
         let info = DevnetInfo {
             chain_id: CHAIN_ID,
             rpc_url: anvil.rpc_url.clone(),
             anvil: AnvilProcess { pid: anvil_pid, port: anvil.port },
             services: ServicesProcess { pid: std::process::id(), port: quoter_port, url: quoter_url.clone() },
             contracts: ContractAddresses::devnet(),
-            wallet: WalletInfo { address: wallet_address, key_file: KEY_FILE.into() },
+            wallet: WalletInfo {
+                address: wallet_address,
+                key_file: KEY_FILE.into(),
+                account: account.map(|a| a.to_checksum(None)),
+                signer: account.map(|_| wallet_address.to_checksum(None)),
+                limits: account_limits.clone().unwrap_or_default(),
+            },
             x402: Some(X402Info::for_services(&quoter_url)),
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -166,6 +193,7 @@ impl TestDevnet {
             config_path: dir.join(CONFIG_FILE),
             dir,
             wallet_address,
+            account,
             key_path,
             info,
             provider,

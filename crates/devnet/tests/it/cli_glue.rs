@@ -17,7 +17,7 @@ struct Cli {
 #[test]
 fn parses_up_down_and_hidden_services() {
     let up = Cli::try_parse_from(["holdfast", "up", "--dir", "/tmp/x"]).unwrap();
-    assert!(matches!(up.devnet, DevnetCommand::Up { dir, chain_id, allow_public_chain_id: false }
+    assert!(matches!(up.devnet, DevnetCommand::Up { dir, chain_id, allow_public_chain_id: false, .. }
         if dir == std::path::Path::new("/tmp/x") && chain_id == holdfast_devnet::CHAIN_ID));
     let other = Cli::try_parse_from(["holdfast", "up", "--dir", "x", "--chain-id", "31337"]).unwrap();
     assert!(matches!(other.devnet, DevnetCommand::Up { chain_id: 31337, .. }));

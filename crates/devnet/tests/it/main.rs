@@ -5,6 +5,7 @@
 #[macro_use]
 #[allow(dead_code, unused_macros)]
 mod console;
+mod account;
 mod cli_glue;
 mod common;
 mod paywall;

@@ -19,6 +19,7 @@ fn opts(dir: &Path, exe: &str, lines: &Arc<Mutex<Vec<String>>>) -> UpOptions {
         progress: Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
         chain_id: CHAIN_ID,
         allow_public_chain_id: false,
+        account: None,
     }
 }
 

@@ -26,6 +26,15 @@ pub(crate) enum DevnetCommand {
         /// Accept a non-local chain id for --chain-id (with a warning).
         #[arg(long)]
         allow_public_chain_id: bool,
+        /// Keep the funds in a smart account (Safe 1.4.1) whose limited signer is the wallet key (Safe's
+        /// AllowanceModule): a stolen key or a compromised holdfast moves at most the day's on-chain limits.
+        /// Transfers and x402 payments run through it; swaps do not (see docs/safety-model.md).
+        #[arg(long)]
+        account: bool,
+        /// An on-chain limit per day, `ASSET=AMOUNT` in decimal (`ETH=0.05`, `USDC=100`; repeatable; implies
+        /// --account). Default: ETH=0.05 and USDC=100.
+        #[arg(long = "onchain-limit", value_name = "ASSET=AMOUNT", value_parser = parse_limit)]
+        onchain_limits: Vec<holdfast_devnet::OnchainLimit>,
     },
     /// Stop the devnet in DIR (exactly the processes `up` started).
     Down {
@@ -45,13 +54,19 @@ pub(crate) enum DevnetCommand {
 /// Runs a `holdfast devnet` subcommand.
 pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
-        DevnetCommand::Up { dir, chain_id, allow_public_chain_id } => {
+        DevnetCommand::Up { dir, chain_id, allow_public_chain_id, account, onchain_limits } => {
+            let account = match (account, onchain_limits.is_empty()) {
+                (false, true) => None,
+                (_, true) => Some(holdfast_devnet::OnchainLimit::defaults()),
+                (_, false) => Some(onchain_limits),
+            };
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| say!("devnet: {line}"));
             let opts = holdfast_devnet::UpOptions {
                 chain_id,
                 allow_public_chain_id,
                 progress,
+                account,
                 ..holdfast_devnet::UpOptions::new(dir.clone(), services_exe)
             };
             // Started (or found) under the devnet's start lock; brought up by hand, it stays up until `devnet down`,
@@ -76,7 +91,25 @@ pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
                     x402.facilitator_url
                 );
             }
-            outln!("  Wallet:    {} (key file {})", info.wallet.address, dir.join(&info.wallet.key_file).display());
+            match &info.wallet.account {
+                Some(account) => {
+                    outln!("  Account:   {account} (a Safe: the funds; owner anvil's dev account #0)");
+                    outln!(
+                        "  Signer:    {} (key file {}; the account's delegate in Safe's AllowanceModule {})",
+                        info.wallet.address,
+                        dir.join(&info.wallet.key_file).display(),
+                        holdfast_devnet::ALLOWANCE_MODULE
+                    );
+                    for l in &info.wallet.limits {
+                        outln!("  Limit:     {} base units of {} per {} s, on chain", l.amount, l.asset, l.period_secs);
+                    }
+                }
+                None => outln!(
+                    "  Wallet:    {} (key file {})",
+                    info.wallet.address,
+                    dir.join(&info.wallet.key_file).display()
+                ),
+            }
             outln!("  Config:    {}", config.display());
             outln!();
             outln!("Next: holdfast serve --config {}   (web UI; or `holdfast chat --config …`)", config.display());
@@ -96,4 +129,24 @@ pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `--onchain-limit ASSET=AMOUNT`: `ETH`, `USDC` or `WETH` (the devnet's tokens) or a token address with 18 decimals;
+/// the amount in decimal, per day.
+fn parse_limit(text: &str) -> Result<holdfast_devnet::OnchainLimit, String> {
+    let (asset, amount) = text.split_once('=').ok_or("expected ASSET=AMOUNT, e.g. USDC=100")?;
+    let asset = asset.trim();
+    let (asset, decimals): (String, u8) = match asset.to_ascii_uppercase().as_str() {
+        "ETH" => ("ETH".to_owned(), 18),
+        "USDC" => (holdfast_devnet::USDC.to_checksum(None), 6),
+        "WETH" => (holdfast_devnet::WETH.to_checksum(None), 18),
+        _ => {
+            let address = holdfast_core::address::parse_address("--onchain-limit", asset).map_err(|e| e.message)?;
+            (address.to_checksum(None), 18)
+        }
+    };
+    let raw = holdfast_core::amount::to_base_units("--onchain-limit", amount.trim(), decimals, &asset)
+        .map_err(|e| e.message)?;
+    let period_secs = holdfast_devnet::account::DAY_SECS;
+    Ok(holdfast_devnet::OnchainLimit { asset, amount: raw.to_string(), period_secs })
 }
