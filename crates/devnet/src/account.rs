@@ -86,7 +86,7 @@ impl OnchainLimit {
 }
 
 /// Solidity interfaces of Safe 1.4.1 and the AllowanceModule (the parts the devnet and holdfast use).
-#[allow(missing_docs)]
+#[allow(missing_docs, clippy::too_many_arguments)]
 pub mod abi {
     alloy::sol! {
         #[sol(rpc)]
