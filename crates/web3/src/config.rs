@@ -24,6 +24,26 @@ pub struct WalletSection {
     pub key_file: Option<PathBuf>,
     /// Environment variable holding the key; wins over `key_file`.
     pub key_env: Option<String>,
+    /// The smart account the key signs for (a Safe): its funds move, within its on-chain limits; the key itself pays
+    /// only gas. Needs `module`.
+    pub account: Option<String>,
+    /// The module that limits the key on the account: Safe's AllowanceModule (`0xAA46724893dedD72658219405185Fb0Fc91e091C`
+    /// on Base).
+    pub module: Option<String>,
+    /// The module's kind: `safe-allowance-module` (the only one).
+    pub module_kind: Option<String>,
+}
+
+/// The only module kind holdfast drives: Safe's AllowanceModule.
+pub const SAFE_ALLOWANCE_MODULE: &str = "safe-allowance-module";
+
+impl WalletSection {
+    /// The account and its module, when `[wallet] account` is set (checked by [`Web3Config::from_document`]).
+    pub fn account(&self) -> Option<crate::kernel::account::Account> {
+        let address = self.account.as_deref()?.parse().ok()?;
+        let module = self.module.as_deref()?.parse().ok()?;
+        Some(crate::kernel::account::Account { address, module })
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -183,6 +203,41 @@ pub struct PaymentPolicy {
     pub daily_budget: HashMap<String, U256>,
 }
 
+/// `[wallet] account`, `module` and `module_kind`: all or none, addresses in EIP-55 or lower case, the one kind.
+fn check_account(doc: &ConfigDocument, wallet: &WalletSection) -> Result<(), ConfigError> {
+    let address = |key: &str, value: &str| {
+        holdfast_core::address::parse_address(key, value)
+            .map_err(|e| doc.invalid_at(&["wallet", key], format!("`wallet.{key}`: {}", e.message)))
+    };
+    match (&wallet.account, &wallet.module) {
+        (None, None) => {
+            if wallet.module_kind.is_some() {
+                return Err(doc.invalid_at(&["wallet", "module_kind"], "`wallet.module_kind` needs `account` and `module`"));
+            }
+            Ok(())
+        }
+        (Some(account), Some(module)) => {
+            let account = address("account", account)?;
+            let module = address("module", module)?;
+            if account == module {
+                return Err(doc.invalid_at(&["wallet", "module"], "`wallet.module` is the account itself"));
+            }
+            match wallet.module_kind.as_deref() {
+                None | Some(SAFE_ALLOWANCE_MODULE) => Ok(()),
+                Some(other) => Err(doc.invalid_at(
+                    &["wallet", "module_kind"],
+                    format!("`wallet.module_kind` {other:?} is not known; the one kind is \"{SAFE_ALLOWANCE_MODULE}\""),
+                )),
+            }
+        }
+        (Some(_), None) => Err(doc.invalid_at(
+            &["wallet", "account"],
+            "`wallet.account` needs `wallet.module`: the module that limits the key on it (Safe's AllowanceModule)",
+        )),
+        (None, Some(_)) => Err(doc.invalid_at(&["wallet", "module"], "`wallet.module` needs `wallet.account`")),
+    }
+}
+
 /// Everything the web3 layer reads from configuration.
 #[derive(Debug, Clone, Default)]
 pub struct Web3Config {
@@ -217,6 +272,7 @@ impl Web3Config {
         if let Some(path) = &wallet.key_file {
             wallet.key_file = Some(doc.resolve_path(path));
         }
+        check_account(doc, &wallet)?;
         let presets = match doc.section_or_default::<PresetsSection>("presets")?.file {
             Some(file) => Presets::load(&doc.resolve_path(&file))?,
             None => Presets::default(),

@@ -57,6 +57,8 @@ pub const RECEIPT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Web3 {
     core: Arc<CoreConfig>,
     wallet: Arc<Wallet>,
+    /// `[wallet] account`: the smart account the key signs for, limited on chain.
+    account: Option<kernel::account::Account>,
     presets: Presets,
     policy: Policy,
     journal: Journal,
@@ -127,6 +129,7 @@ impl Web3 {
         Ok(Arc::new(Self {
             core,
             wallet: Arc::new(wallet),
+            account: config.wallet.account(),
             presets: config.presets,
             policy: Policy::new(config.policy, config.payments),
             journal,
@@ -245,6 +248,12 @@ impl Web3 {
     /// The wallet.
     pub fn wallet(&self) -> &Wallet {
         &self.wallet
+    }
+
+    /// The smart account the wallet's key signs for (`[wallet] account`), if any: its funds move, within the limits
+    /// its module enforces on chain.
+    pub fn account(&self) -> Option<kernel::account::Account> {
+        self.account
     }
 
     /// The journal.

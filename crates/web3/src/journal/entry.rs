@@ -19,6 +19,9 @@ pub enum EntryKind {
     Transfer,
     /// An x402 payment.
     Payment,
+    /// The kernel moving a smart account's funds to its signer through the account's module, for a payment the
+    /// signer authorizes (within the on-chain limit; it moves nothing out of the user's hands).
+    Fund,
 }
 
 /// Where an entry stands.
@@ -54,6 +57,7 @@ impl EntryKind {
             Self::Reset => "reset",
             Self::Transfer => "transfer",
             Self::Payment => "payment",
+            Self::Fund => "fund",
         }
     }
 
@@ -63,6 +67,7 @@ impl EntryKind {
             "reset" => Self::Reset,
             "transfer" => Self::Transfer,
             "payment" => Self::Payment,
+            "fund" => Self::Fund,
             _ => Self::Swap,
         }
     }
@@ -73,7 +78,7 @@ impl EntryKind {
         match self {
             Self::Swap | Self::Transfer => &[Self::Swap, Self::Transfer],
             Self::Payment => &[Self::Payment],
-            Self::Approval | Self::Reset => &[],
+            Self::Approval | Self::Reset | Self::Fund => &[],
         }
     }
 }

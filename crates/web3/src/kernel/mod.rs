@@ -26,6 +26,7 @@
 //! transaction; they pass the same rules that apply to them in [`payment`] (durability, a turn the user started, the
 //! policy's choice, the budget reserved atomically, journal before the header leaves, settlement by the chain).
 
+pub mod account;
 pub mod allowances;
 pub mod approve;
 pub mod calldata;

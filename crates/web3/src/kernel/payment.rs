@@ -239,6 +239,25 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     };
     // The budget is reserved (atomically, against every session's payments) before anything is signed.
     let entry = reserve(web3, ctx, ask.preset_name, entry, &approved).await?;
+    if let Some(account) = web3.account() {
+        // EIP-3009 needs the holder's own signature, which a Safe cannot give through its module: the kernel moves
+        // exactly what the signer lacks from the account (within the on-chain limit, journaled `fund`) first.
+        let mv = super::pipeline::Move {
+            asset: token.address,
+            symbol: token.symbol.clone(),
+            decimals: token.decimals,
+            native: false,
+            amount: requirement.amount,
+        };
+        if let Err(e) = super::account::fund(web3, network, account, &mv).await {
+            let update = EntryUpdate { error: Some(format!("funding from the account failed: {}", e.message)), ..Default::default() };
+            web3.journal().transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
+            return Err(ToolError::new(
+                ErrorCode::PaymentRefused,
+                format!("preset `{}`: {}; nothing was signed", ask.preset_name, e.message),
+            ));
+        }
+    }
     let signature = match web3.wallet().sign_transfer_authorization(&typed, &domain) {
         Ok(s) => s,
         Err(e) => {

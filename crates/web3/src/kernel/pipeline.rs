@@ -184,6 +184,9 @@ pub(crate) struct Plan<S> {
     pub to: Address,
     /// The kind's own reasons to ask the user (an amount not converted for its token, a recipient typed by the model).
     pub confirm: Vec<String>,
+    /// It moves the smart account's funds through its module (`[wallet] account`): before signing, the move is
+    /// checked against what remains of the on-chain limit ([`super::account`]).
+    pub onchain: bool,
 }
 
 /// A kind's plan: a transaction, or nothing to send.
@@ -362,6 +365,10 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         Limits::Approval => (web3.policy().check_approval(&m(U256::ZERO))?, None),
         Limits::Reset => (Decision::Auto, None),
     };
+    if plan.onchain {
+        // Before the fee estimate (which would only say "reverted"); checked again under the lock in `commit`.
+        within_onchain_limit(web3, &chain, &plan).await?;
+    }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
@@ -372,6 +379,17 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     reasons.append(&mut plan.confirm);
     let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, reasons).await?;
     Ok(Outcome { sent: Some(committed.0), summary: Some(committed.1), intent: inputs.intent })
+}
+
+/// Fails (`policy_denied`, naming the on-chain limit) when the plan moves more out of the smart account than what
+/// remains of the limit its module enforces.
+async fn within_onchain_limit<S>(web3: &Web3, chain: &Chain, plan: &Plan<S>) -> Result<(), ToolError> {
+    let account = web3.account().ok_or_else(|| ToolError::internal("an account move without `[wallet] account`"))?;
+    let limit = super::account::read_limit(chain, account, web3.wallet().address(), plan.mv.asset).await?;
+    if plan.mv.amount > limit.remaining {
+        return Err(super::account::over_limit(&plan.mv, &limit, account));
+    }
+    Ok(())
 }
 
 /// Fails when a register the action was judged on was rewritten since (a concurrent call): nothing is signed, and the
@@ -401,6 +419,9 @@ pub(crate) async fn run_kernel<K: TxKind>(
 ) -> Result<Sent, ToolError> {
     require_durable(web3)?;
     let chain = web3.chain(network)?;
+    if plan.onchain {
+        within_onchain_limit(web3, &chain, &plan).await?;
+    }
     let fees = chain.fees(web3.wallet().address(), &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
@@ -429,9 +450,18 @@ async fn commit<K: TxKind>(
     // choice through the simulation to the broadcast.
     let sending = journal.lock_wallet(network.chain_id, &from_text).await?;
     settle_earlier_sends(web3, network, &from_text).await?;
+    let session_id = session.map_or_else(|| "kernel".to_owned(), |(ctx, _)| ctx.session_id.to_string());
+    if plan.onchain {
+        // Under the lock, once earlier sends are settled: what remains of the on-chain limit is what the chain will
+        // allow this transaction (the simulation below runs the module's own check as well).
+        if let Err(error) = within_onchain_limit(web3, chain, &plan).await {
+            drop(sending);
+            let summary = to_json(&plan.summary);
+            return Err(refuse(web3, &session_id, K::KIND, network, (&plan.tx, &plan.mv), summary, error).await);
+        }
+    }
     let nonce = chain.next_nonce(from, journal.highest_live_nonce(network.chain_id, &from_text).await?).await?;
     let tx = chain.build(&plan.tx, fees, nonce);
-    let session_id = session.map_or_else(|| "kernel".to_owned(), |(ctx, _)| ctx.session_id.to_string());
     let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
     match kind.check(web3, chain, &mut plan, &sim).await? {
         Verdict::Pass => {}

@@ -134,6 +134,9 @@ impl TxKind for Swap<'_> {
         inputs: &Inputs,
         chain: &Chain,
     ) -> Result<Planned<SwapSummary>, ToolError> {
+        if let Some(account) = web3.account() {
+            return Err(super::account::unsupported("a swap", account));
+        }
         let network = &inputs.network;
         let quote = ctx.registers.require(self.register)?;
         let q = validate_quote(&quote.value, &ctx.registers, &ctx.config.networks, Some(network))?;
@@ -220,7 +223,17 @@ impl TxKind for Swap<'_> {
         ];
         let to = q.to;
         *self.quote.lock() = Some(q);
-        Ok(Planned::Tx(Box::new(Plan { tx, mv, limits: Limits::Spend, reads, summary, fingerprint: fp, to, confirm })))
+        Ok(Planned::Tx(Box::new(Plan {
+            tx,
+            mv,
+            limits: Limits::Spend,
+            onchain: false,
+            reads,
+            summary,
+            fingerprint: fp,
+            to,
+            confirm,
+        })))
     }
 
     async fn check(

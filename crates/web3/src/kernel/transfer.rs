@@ -197,8 +197,11 @@ impl TxKind for Transfer<'_> {
             })?;
         let (recipient, _) = self.recipient(web3, ctx)?;
         let wallet = web3.wallet().address();
+        let account = web3.account();
+        // Whose funds move: the smart account's, when the key signs for one.
+        let from = account.map_or(wallet, |a| a.address);
         let to = recipient.address;
-        if to == Address::ZERO || to == wallet || to == token.address {
+        if to == Address::ZERO || to == wallet || to == from || to == token.address {
             return Err(invalid(
                 "recipient",
                 format!("{to} cannot receive this transfer (zero, the wallet itself or the token contract)"),
@@ -211,7 +214,9 @@ impl TxKind for Transfer<'_> {
         if recipient.origin == Origin::Model {
             confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
         }
-        let tx = if token.is_native() {
+        let tx = if let Some(account) = account {
+            super::account::transfer_tx(account, wallet, token.address, to, amount)?
+        } else if token.is_native() {
             TxPlan { to, data: Bytes::new(), value: amount }
         } else {
             TxPlan {
@@ -243,8 +248,9 @@ impl TxKind for Transfer<'_> {
                 amount,
             },
             limits: Limits::Spend,
+            onchain: account.is_some(),
             reads: vec![
-                Read::Balance { token: token.address, owner: wallet },
+                Read::Balance { token: token.address, owner: from },
                 Read::Balance { token: token.address, owner: to },
             ],
             summary,
@@ -262,15 +268,17 @@ impl TxKind for Transfer<'_> {
         sim: &Simulated,
     ) -> Result<Verdict, ToolError> {
         let mv = &plan.mv;
-        let fee = if mv.native { sim.fee } else { U256::ZERO };
+        // The signer pays the gas; from a smart account, the account pays none of it.
+        let fee = if mv.native && !plan.onchain { sim.fee } else { U256::ZERO };
         let sent_out = sim.fell(0).saturating_sub(fee);
         let received = sim.rose(1);
         if sim.after[0] > sim.before[0] || sent_out > mv.amount || received < mv.amount {
             return Ok(Verdict::Refuse(ToolError::new(
                 ErrorCode::SimulationFailed,
                 format!(
-                    "the simulation of the exact transaction moves {} out of the wallet and {} into {}, not {}",
+                    "the simulation of the exact transaction moves {} out of {} and {} into {}, not {}",
                     human(sent_out, mv.decimals, &mv.symbol),
+                    if plan.onchain { "the account" } else { "the wallet" },
                     human(received, mv.decimals, &mv.symbol),
                     plan.to,
                     human(mv.amount, mv.decimals, &mv.symbol)

@@ -1,5 +1,6 @@
 //! The integration tests of `holdfast-web3`, one binary: a module per concern (`cargo test --test it <module>::` runs one).
 
+mod account;
 mod common;
 mod evidence;
 mod hallucination;

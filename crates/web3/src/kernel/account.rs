@@ -1,0 +1,236 @@
+//! The wallet as a smart account's limited signer (`[wallet] account`): the funds sit in a Safe, and holdfast's key
+//! is a delegate of the Safe's `AllowanceModule` (Safe's audited module, `0xAA46…091C` on Base), which lets the key
+//! move at most a per-asset amount per period out of the account — whoever holds the key.
+//!
+//! What the kernel does with it:
+//! - **a transfer** is the module's `executeAllowanceTransfer(account, token, to, amount, …)`, sent and paid for (gas)
+//!   by the signer: the account's balance moves, and the module refuses anything beyond what remains of the limit;
+//! - **the chain's limit is a cap of record**: before signing (under the wallet's send lock, once earlier sends are
+//!   settled), the kernel reads what remains of the limit (`getTokenAllowance`) and refuses a move beyond it with
+//!   `policy_denied`, naming the on-chain limit; the smaller of holdfast's cap and the chain's remainder binds;
+//! - **an x402 payment** is authorized by the signer (EIP-3009 needs a signature the account cannot give: the module
+//!   has no way to sign for it), after the kernel moved exactly the price from the account to the signer through the
+//!   module ([`fund`]), so the payment too counts against the on-chain limit;
+//! - **a swap or an approval** is refused (`policy_denied`): the module moves funds only by transfers, so a swap's
+//!   call to the venue cannot run from the account (see `docs/safety-model.md`).
+
+use super::pipeline::{self, Limits, Move, Plan, Planned, TxKind, Verdict};
+use super::{fingerprint, human};
+use crate::Web3;
+use crate::chain::{Chain, Read, Simulated, TxPlan};
+use crate::journal::EntryKind;
+use alloy::primitives::{Address, Bytes, U256, aliases::U96};
+use alloy::sol_types::SolCall;
+use holdfast_core::config::NetworkConfig;
+use holdfast_core::{ErrorCode, ToolContext, ToolError};
+use serde::Serialize;
+
+alloy::sol! {
+    /// Safe's AllowanceModule 0.1.1 (the calls holdfast makes).
+    interface IAllowanceModule {
+        function getTokenAllowance(address safe, address delegate, address token) external view returns (uint256[5] memory);
+        function executeAllowanceTransfer(address safe, address token, address to, uint96 amount, address paymentToken, uint96 payment, address delegate, bytes memory signature) external;
+    }
+}
+
+/// The smart account a wallet signs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Account {
+    /// The account (a Safe): whose funds move.
+    pub address: Address,
+    /// The module that limits the signer: Safe's AllowanceModule.
+    pub module: Address,
+}
+
+/// What remains of an on-chain limit this period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnchainLimit {
+    /// The limit per period, base units (0: none set, nothing may move).
+    pub limit: U256,
+    /// What remains of it now, base units.
+    pub remaining: U256,
+    /// The period, in minutes (0: the limit does not reset).
+    pub period_minutes: u64,
+}
+
+/// The module's token for `asset`: the zero address for the native token.
+pub fn module_token(asset: Address) -> Address {
+    if asset == holdfast_core::config::NATIVE_TOKEN_ADDRESS { Address::ZERO } else { asset }
+}
+
+/// Reads what remains of the signer's limit on `account` for `asset`, as the module computes it now (its view
+/// applies a period's reset when the period has passed).
+pub async fn read_limit(chain: &Chain, account: Account, signer: Address, asset: Address) -> Result<OnchainLimit, ToolError> {
+    let call = IAllowanceModule::getTokenAllowanceCall { safe: account.address, delegate: signer, token: module_token(asset) };
+    let out = chain.call(account.module, call.abi_encode().into()).await?;
+    let [amount, spent, reset_minutes, _, _] = IAllowanceModule::getTokenAllowanceCall::abi_decode_returns(&out)
+        .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("the AllowanceModule's answer does not decode: {e}")))?;
+    Ok(OnchainLimit {
+        limit: amount,
+        remaining: amount.saturating_sub(spent),
+        period_minutes: u64::try_from(reset_minutes).unwrap_or(u64::MAX),
+    })
+}
+
+/// The refusal of a move beyond what remains of the on-chain limit.
+pub(crate) fn over_limit(mv: &Move, limit: &OnchainLimit, account: Account) -> ToolError {
+    let period = match limit.period_minutes {
+        0 => "in total".to_owned(),
+        1440 => "per day".to_owned(),
+        m => format!("per {m} minutes"),
+    };
+    ToolError::new(
+        ErrorCode::PolicyDenied,
+        format!(
+            "the account's on-chain limit allows {} more now ({} {period}, set on chain by the account's owner in the \
+             AllowanceModule {}); this moves {}",
+            human(limit.remaining, mv.decimals, &mv.symbol),
+            human(limit.limit, mv.decimals, &mv.symbol),
+            account.module,
+            human(mv.amount, mv.decimals, &mv.symbol)
+        ),
+    )
+}
+
+/// The transaction that moves `amount` of `asset` from `account` to `to` through the module, sent by `signer`.
+pub fn transfer_tx(account: Account, signer: Address, asset: Address, to: Address, amount: U256) -> Result<TxPlan, ToolError> {
+    let amount = u128::try_from(amount).ok().and_then(|a| U96::try_from(a).ok()).ok_or_else(|| {
+        ToolError::new(ErrorCode::InvalidAmount, "the amount is beyond what the AllowanceModule can move (96 bits)")
+    })?;
+    let call = IAllowanceModule::executeAllowanceTransferCall {
+        safe: account.address,
+        token: module_token(asset),
+        to,
+        amount,
+        paymentToken: Address::ZERO,
+        payment: U96::ZERO,
+        delegate: signer,
+        // Empty: the module takes `msg.sender`, the signer sending the transaction, as the delegate.
+        signature: Bytes::new(),
+    };
+    Ok(TxPlan { to: account.module, data: call.abi_encode().into(), value: U256::ZERO })
+}
+
+/// The refusal of an action the module cannot run from the account.
+pub fn unsupported(what: &str, account: Account) -> ToolError {
+    ToolError::new(
+        ErrorCode::PolicyDenied,
+        format!(
+            "{what} cannot run from the account {}: its limit (the AllowanceModule {}) lets holdfast's key move funds \
+             only by transfers; swap from a plain wallet, or move the funds with the account's owner",
+            account.address, account.module
+        ),
+    )
+}
+
+/// What the fund step shows in the journal.
+#[derive(Debug, Clone, Serialize)]
+struct FundSummary {
+    action: String,
+    network: String,
+    amount: String,
+    from_account: String,
+    to_signer: String,
+    gas_limit: String,
+    max_network_fee: String,
+}
+
+impl pipeline::Summary for FundSummary {
+    fn set_fees(&mut self, gas_limit: u64, max_network_fee: String) {
+        self.gas_limit = gas_limit.to_string();
+        self.max_network_fee = max_network_fee;
+    }
+}
+
+/// Moving `mv` from the account to the signer, for a payment the signer authorizes.
+struct Fund {
+    mv: Move,
+}
+
+impl TxKind for Fund {
+    type Summary = FundSummary;
+    const KIND: EntryKind = EntryKind::Fund;
+
+    fn tool(&self) -> &str {
+        "kernel"
+    }
+
+    fn params(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn inputs(&self, _web3: &Web3, _ctx: &ToolContext) -> Result<pipeline::Inputs, ToolError> {
+        Err(ToolError::internal("the fund step is the kernel's own"))
+    }
+
+    async fn plan(
+        &self,
+        _web3: &Web3,
+        _ctx: &ToolContext,
+        _inputs: &pipeline::Inputs,
+        _chain: &Chain,
+    ) -> Result<Planned<FundSummary>, ToolError> {
+        Err(ToolError::internal("the fund step is the kernel's own"))
+    }
+
+    async fn check(
+        &self,
+        _web3: &Web3,
+        _chain: &Chain,
+        plan: &mut Plan<FundSummary>,
+        sim: &Simulated,
+    ) -> Result<Verdict, ToolError> {
+        let moved = sim.fell(0);
+        let received = sim.rose(1);
+        if moved > self.mv.amount || received < self.mv.amount {
+            return Ok(Verdict::Refuse(ToolError::new(
+                ErrorCode::SimulationFailed,
+                format!(
+                    "the simulation moves {} out of the account and {} to the signer, not {}",
+                    human(moved, self.mv.decimals, &self.mv.symbol),
+                    human(received, self.mv.decimals, &self.mv.symbol),
+                    human(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol)
+                ),
+            )));
+        }
+        Ok(Verdict::Pass)
+    }
+}
+
+/// Makes the signer hold at least `mv.amount` of its asset, moving what is missing from the account through the
+/// module (a journaled transaction of kind `fund`, within the on-chain limit).
+pub(crate) async fn fund(web3: &Web3, network: &NetworkConfig, account: Account, mv: &Move) -> Result<(), ToolError> {
+    let chain = web3.chain(network)?;
+    let signer = web3.wallet().address();
+    let held = chain.balance(mv.asset, signer).await?;
+    if held >= mv.amount {
+        return Ok(());
+    }
+    let need = Move { amount: mv.amount - held, ..mv.clone() };
+    let tx = transfer_tx(account, signer, mv.asset, signer, need.amount)?;
+    let summary = FundSummary {
+        action: "fund the signer from the account".into(),
+        network: network.name.clone(),
+        amount: human(need.amount, need.decimals, &need.symbol),
+        from_account: account.address.to_checksum(None),
+        to_signer: signer.to_checksum(None),
+        gas_limit: String::new(),
+        max_network_fee: String::new(),
+    };
+    // Each fund is its own action: two funds of one amount are two transactions, never one intent.
+    let once = alloy::primitives::B256::random().to_string();
+    let plan = Plan {
+        tx,
+        mv: need.clone(),
+        limits: Limits::Reset,
+        onchain: true,
+        reads: vec![Read::Balance { token: mv.asset, owner: account.address }, Read::Balance { token: mv.asset, owner: signer }],
+        summary,
+        fingerprint: fingerprint(&["fund", &network.name, &mv.asset.to_string(), &need.amount.to_string(), &once]),
+        to: account.module,
+        confirm: Vec::new(),
+    };
+    pipeline::run_kernel(web3, &Fund { mv: need }, network, plan).await?;
+    Ok(())
+}
+

@@ -1,0 +1,175 @@
+//! The wallet as a smart account's limited signer (`[wallet] account`), on the devnet's Safe with Safe's
+//! AllowanceModule: transfers move the account's funds through the module; the chain's limit binds even when
+//! holdfast's own caps are raised far above it; the key holdfast signs with, used directly, moves no more than what
+//! remains; x402 payments are funded from the account within the limit; swaps are refused clearly. Judged by the
+//! chain.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use crate::common::Env;
+use alloy::network::{EthereumWallet, TransactionBuilder};
+use alloy::primitives::aliases::U96;
+use alloy::primitives::{Address, Bytes, U256, address};
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionRequest;
+use alloy::sol_types::SolCall;
+use holdfast_core::ErrorCode;
+use holdfast_devnet::account::abi::IAllowanceModule;
+use holdfast_devnet::account::{ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, remaining};
+use holdfast_devnet::{TestDevnet, USDC};
+use holdfast_web3::EntryKind;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const FRIEND: Address = address!("0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+const THIEF: Address = address!("0x000000000000000000000000000000000000dEaD");
+
+const USDC_1: u64 = 1_000_000;
+
+fn to_friend() -> Value {
+    json!({"network": "base", "token_register": "transfer_token", "amount_register": "transfer_amount",
+           "preset": null, "recipient_register": "recipient_address"})
+}
+
+/// holdfast's own USDC caps far above the chain's (100 USDC a day): only the chain's limit can stop what follows.
+async fn account_env() -> (Env, Address) {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet with an account");
+    let account = devnet.account.expect("an account");
+    let tweaks = crate::common::Tweaks {
+        toml_replace: vec![
+            ("per_tx = \"5000\"".into(), "per_tx = \"100000\"".into()),
+            ("per_day = \"20000\"".into(), "per_day = \"100000\"".into()),
+            ("auto_per_tx = \"50\"".into(), "auto_per_tx = \"100000\"".into()),
+        ],
+        ..Default::default()
+    };
+    (Env::apply(devnet, tweaks), account)
+}
+
+async fn send_usdc(env: &Env, amount: &str) -> Result<Value, holdfast_core::ToolError> {
+    env.ctx.context_bank.scan_input(&format!("send {amount} USDC to {FRIEND} on base"));
+    env.ok("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "transfer_token"})).await;
+    env.ok("to_raw_amount", json!({"amount": amount, "token_register": "transfer_token", "cache_as": "transfer_amount"}))
+        .await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    env.call("transfer", to_friend()).await
+}
+
+async fn usdc(env: &Env, owner: Address) -> U256 {
+    env.devnet.balance_of(USDC, owner).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_moves_the_accounts_funds_and_the_chains_limit_binds_above_holdfasts_caps() {
+    let (env, account) = account_env().await;
+    let signer = env.devnet.wallet_address;
+    let friend_before = usdc(&env, FRIEND).await;
+
+    // 5 USDC: exactly 5 out of the account, none out of the signer (it pays only the gas).
+    let out = send_usdc(&env, "5").await.unwrap();
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(usdc(&env, account).await, ACCOUNT_USDC - U256::from(5 * USDC_1));
+    assert_eq!(usdc(&env, FRIEND).await, friend_before + U256::from(5 * USDC_1));
+    assert_eq!(usdc(&env, signer).await, U256::ZERO);
+
+    // Transfers totalling three times the day's limit (100 USDC): the chain's limit stops them, whatever holdfast's
+    // caps (100,000) say, and the refusal names the on-chain limit.
+    let mut refused = 0;
+    for amount in ["60", "60", "60", "60", "35"] {
+        match send_usdc(&env, amount).await {
+            Ok(out) => assert_eq!(out["status"], "confirmed", "{out}"),
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::PolicyDenied, "{e:?}");
+                assert!(e.message.contains("on-chain limit"), "{}", e.message);
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused >= 3, "three of the five cannot fit in what remains");
+    let moved = ACCOUNT_USDC - usdc(&env, account).await;
+    assert!(moved <= U256::from(100 * USDC_1), "at most the day's limit left the account: {moved}");
+    assert_eq!(moved, U256::from(100 * USDC_1), "5 + 60 + 35 fit exactly");
+    let provider = env.devnet.provider();
+    let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
+    assert_eq!(left, U256::ZERO);
+
+    // The refusals are journaled; nothing of them was signed.
+    let journal = env.web3.journal().for_session("session-1").await.unwrap();
+    let transfers: Vec<_> = journal.iter().filter(|e| e.kind == EntryKind::Transfer).collect();
+    let confirmed = transfers.iter().filter(|e| e.status == holdfast_web3::EntryStatus::Confirmed).count();
+    assert_eq!(confirmed, 3, "{transfers:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_holdfast_signs_with_cannot_move_more_by_itself() {
+    let (env, account) = account_env().await;
+    let signer = env.devnet.wallet_address;
+    let out = send_usdc(&env, "40").await.unwrap();
+    assert_eq!(out["status"], "confirmed", "{out}");
+
+    // A stolen key (or a compromised holdfast) re-signs the same call with a larger amount, and with another
+    // recipient: the module refuses both on chain.
+    let key = ProviderBuilder::new()
+        .wallet(EthereumWallet::from(env.devnet.signer().unwrap()))
+        .connect_http(env.devnet.rpc_url.parse().unwrap())
+        .erased();
+    let account_before = usdc(&env, account).await;
+    for (to, amount) in [(FRIEND, 61 * USDC_1), (THIEF, 1_000 * USDC_1)] {
+        let call = IAllowanceModule::executeAllowanceTransferCall {
+            safe: account,
+            token: USDC,
+            to,
+            amount: U96::from(amount),
+            paymentToken: Address::ZERO,
+            payment: U96::ZERO,
+            delegate: signer,
+            signature: Bytes::new(),
+        };
+        let tx = TransactionRequest::default()
+            .with_to(ALLOWANCE_MODULE)
+            .with_input(Bytes::from(call.abi_encode()))
+            .with_gas_limit(500_000);
+        let hash = *key.send_transaction(tx).await.unwrap().tx_hash();
+        let mut receipt = None;
+        for _ in 0..300 {
+            receipt = key.get_transaction_receipt(hash).await.unwrap();
+            if receipt.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!receipt.expect("mined").status(), "the module refuses {amount} to {to}");
+    }
+    assert_eq!(usdc(&env, account).await, account_before, "nothing left the account");
+    assert_eq!(usdc(&env, THIEF).await, U256::ZERO);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_is_funded_from_the_account_and_a_swap_is_refused_clearly() {
+    let (env, account) = account_env().await;
+    let signer = env.devnet.wallet_address;
+    let account_before = usdc(&env, account).await;
+    let (_, left_before) = remaining(&env.devnet.provider(), account, signer, USDC).await.unwrap();
+
+    // The quote is paid via x402: the kernel moves the price from the account to the signer (journaled `fund`),
+    // then the signer authorizes the payment.
+    let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    let journal = env.web3.journal().for_session("kernel").await.unwrap();
+    let funds: Vec<_> = journal.iter().filter(|e| e.kind == EntryKind::Fund).collect();
+    assert_eq!(funds.len(), 1, "{journal:#?}");
+    assert_eq!(funds[0].status, holdfast_web3::EntryStatus::Confirmed);
+    let price = U256::from_str_radix(&funds[0].amount, 10).unwrap();
+    assert!(!price.is_zero());
+    assert_eq!(usdc(&env, account).await, account_before - price, "the price left the account");
+    let (_, left) = remaining(&env.devnet.provider(), account, signer, USDC).await.unwrap();
+    assert_eq!(left, left_before - price, "and counts against the on-chain limit");
+    let paid = env.web3.journal().for_session("session-1").await.unwrap();
+    assert!(paid.iter().any(|e| e.kind == EntryKind::Payment), "{paid:#?}");
+
+    // The swap itself cannot run from the account: a clear refusal, nothing signed.
+    let nonce = env.nonce().await;
+    let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
+    assert!(err.message.contains("cannot run from the account"), "{}", err.message);
+    assert_eq!(env.nonce().await, nonce);
+}
