@@ -40,8 +40,25 @@ function renderWallet(w) {
       h("th", { title: t.address }, t.symbol),
       h("td", { class: "mono", testid: "balance-value" }, t.balance_human !== null ? t.balance_human : "—"),
       h("td", { class: "faint" }, t.error ? h("span", { title: t.error }, "node unavailable") : "")))),
+    n.account ? accountView(n.account) : null,
     n.spend.length ? h("div", { class: "gauges" }, ...n.spend.map(gauge))
       : h("div", { class: "empty" }, "No [policy] for this network: nothing may move."))));
+}
+/** The smart account the key signs for: its balances and what remains of each on-chain limit (set by its owner). */
+function accountView(a) {
+  const period = (m) => m === 1440 ? "per day" : m === 0 ? "in total" : `per ${m} min`;
+  return h("div", { class: "account", testid: "wallet-account", data: { address: a.address } },
+    h("div", { class: "cm" }, h("b", {}, "Smart account "), h("span", { class: "mono", title: a.address }, short(a.address)),
+      h("span", { class: "faint" }, " · limits enforced on chain by " + short(a.module))),
+    h("table", { class: "bal" }, ...a.holdings.map((t) => {
+      const l = a.limits.find((x) => x.symbol === t.symbol);
+      const limit = !l ? "" : l.error ? "limit unreadable" : l.limit === "0" ? "no on-chain limit: cannot move"
+        : `${l.remaining_human} of ${l.limit_human} left ${period(l.period_minutes)}`;
+      return h("tr", { testid: "account-balance", data: { symbol: t.symbol } },
+        h("th", { title: t.address }, t.symbol),
+        h("td", { class: "mono" }, t.balance_human !== null ? t.balance_human : "—"),
+        h("td", { class: "faint", testid: "onchain-limit" }, limit));
+    })));
 }
 /** One wallet read at a time: a slow node must not pile requests up (the timer and money events both call this). */
 let walletLoading = false;

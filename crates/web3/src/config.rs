@@ -212,7 +212,9 @@ fn check_account(doc: &ConfigDocument, wallet: &WalletSection) -> Result<(), Con
     match (&wallet.account, &wallet.module) {
         (None, None) => {
             if wallet.module_kind.is_some() {
-                return Err(doc.invalid_at(&["wallet", "module_kind"], "`wallet.module_kind` needs `account` and `module`"));
+                return Err(
+                    doc.invalid_at(&["wallet", "module_kind"], "`wallet.module_kind` needs `account` and `module`")
+                );
             }
             Ok(())
         }
@@ -472,5 +474,34 @@ mod tests {
         let doc = ConfigDocument::parse(None, "[wallet]\nkey_env = \"MY_KEY_1\"\n".into()).unwrap();
         let core = CoreConfig::from_document(&doc).unwrap();
         assert_eq!(Web3Config::from_document(&doc, &core).unwrap().wallet.key_env.as_deref(), Some("MY_KEY_1"));
+    }
+
+    #[test]
+    fn an_account_needs_its_module_and_the_one_known_kind() {
+        let account = "0x1111111111111111111111111111111111111111";
+        let module = "0xAA46724893dedD72658219405185Fb0Fc91e091C";
+        let load = |body: String| {
+            let doc = ConfigDocument::parse(Some("holdfast.toml".into()), format!("[wallet]\n{body}")).unwrap();
+            let core = CoreConfig::from_document(&doc).unwrap();
+            Web3Config::from_document(&doc, &core).map_err(|e| e.to_string())
+        };
+        let ok =
+            load(format!("account = \"{account}\"\nmodule = \"{module}\"\nmodule_kind = \"safe-allowance-module\"\n"));
+        let a = ok.unwrap().wallet.account().unwrap();
+        assert_eq!(
+            (a.address.to_string().to_lowercase(), a.module.to_checksum(None)),
+            (account.to_owned(), module.to_owned())
+        );
+        for (body, needle) in [
+            (format!("account = \"{account}\"\n"), "`wallet.account` needs `wallet.module`"),
+            (format!("module = \"{module}\"\n"), "`wallet.module` needs `wallet.account`"),
+            ("module_kind = \"safe-allowance-module\"\n".to_owned(), "needs `account` and `module`"),
+            (format!("account = \"{account}\"\nmodule = \"{account}\"\n"), "is the account itself"),
+            (format!("account = \"0x12\"\nmodule = \"{module}\"\n"), "holdfast.toml:2"),
+            (format!("account = \"{account}\"\nmodule = \"{module}\"\nmodule_kind = \"roles\"\n"), "is not known"),
+        ] {
+            let err = load(body.clone()).unwrap_err();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
     }
 }

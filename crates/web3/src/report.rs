@@ -33,6 +33,39 @@ pub struct Holding {
     pub error: Option<String>,
 }
 
+/// The smart account the wallet's key signs for (`[wallet] account`): its balances and what remains of each on-chain
+/// limit, as the chain holds them now.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct AccountMoney {
+    /// The account (a Safe), checksummed: whose funds move.
+    pub address: String,
+    /// The module that limits the key on it (Safe's AllowanceModule), checksummed.
+    pub module: String,
+    /// The account's balances of the configured tokens.
+    pub holdings: Vec<Holding>,
+    /// Per configured token: the on-chain limit and what remains of it this period.
+    pub limits: Vec<OnchainLimitView>,
+}
+
+/// One on-chain limit, as the module reads it now.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct OnchainLimitView {
+    /// Symbol.
+    pub symbol: String,
+    /// The limit per period, base units (`0`: none set, nothing may move), when the node answered.
+    pub limit: Option<String>,
+    /// The limit in the token's units.
+    pub limit_human: Option<String>,
+    /// What remains of it now, base units.
+    pub remaining: Option<String>,
+    /// What remains in the token's units.
+    pub remaining_human: Option<String>,
+    /// The period in minutes (`0`: the limit does not reset).
+    pub period_minutes: Option<u64>,
+    /// Why the limit is missing.
+    pub error: Option<String>,
+}
+
 /// Today's (UTC) spending of one asset against its daily cap.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SpendGauge {
@@ -80,6 +113,59 @@ pub struct NetworkMoney {
     /// Allowances above zero the wallet has standing for the network's pinned spender (an approval whose swap has
     /// not happened yet; the kernel resets abandoned ones to zero).
     pub allowances: Vec<crate::kernel::allowances::StandingAllowance>,
+    /// The smart account the key signs for, with its on-chain limits (`[wallet] account`); absent for a plain
+    /// wallet.
+    pub account: Option<AccountMoney>,
+}
+
+/// Reads `owner`'s balance of `t` within [`NODE_READ_TIMEOUT`]; a failure leaves the balance empty with the reason.
+async fn holding(
+    chain: &Result<std::sync::Arc<crate::chain::Chain>, ToolError>,
+    t: &TokenInfo,
+    owner: Address,
+) -> Holding {
+    let read = match chain {
+        Ok(chain) => tokio::time::timeout(NODE_READ_TIMEOUT, chain.balance(t.address, owner))
+            .await
+            .unwrap_or_else(|_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))),
+        Err(e) => Err(e.clone()),
+    };
+    Holding {
+        symbol: t.symbol.clone(),
+        address: t.address.to_checksum(None),
+        decimals: t.decimals,
+        balance: read.as_ref().ok().map(ToString::to_string),
+        balance_human: read.as_ref().ok().map(|v| from_base_units(*v, t.decimals)),
+        error: read.err().map(|e| e.message),
+    }
+}
+
+/// Reads the account's on-chain limit for `t` within [`NODE_READ_TIMEOUT`].
+async fn onchain_limit(
+    chain: &Result<std::sync::Arc<crate::chain::Chain>, ToolError>,
+    account: crate::kernel::account::Account,
+    signer: Address,
+    t: &TokenInfo,
+) -> OnchainLimitView {
+    let read = match chain {
+        Ok(chain) => tokio::time::timeout(
+            NODE_READ_TIMEOUT,
+            crate::kernel::account::read_limit(chain, account, signer, t.address),
+        )
+        .await
+        .unwrap_or_else(|_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))),
+        Err(e) => Err(e.clone()),
+    };
+    let ok = read.as_ref().ok();
+    OnchainLimitView {
+        symbol: t.symbol.clone(),
+        limit: ok.map(|l| l.limit.to_string()),
+        limit_human: ok.map(|l| from_base_units(l.limit, t.decimals)),
+        remaining: ok.map(|l| l.remaining.to_string()),
+        remaining_human: ok.map(|l| from_base_units(l.remaining, t.decimals)),
+        period_minutes: ok.map(|l| l.period_minutes),
+        error: read.err().map(|e| e.message),
+    }
 }
 
 /// A mined transaction of the journal, read back from the chain.
@@ -163,33 +249,25 @@ impl Web3 {
         let owner = self.wallet().address();
         let tokens = self.configured_tokens(network);
         let chain = self.chain(network);
-        let reads = tokens.iter().map(|t| {
-            let chain = &chain;
-            async move {
-                let read = match chain {
-                    Ok(chain) => {
-                        tokio::time::timeout(NODE_READ_TIMEOUT, chain.balance(t.address, owner)).await.unwrap_or_else(
-                            |_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time")),
-                        )
-                    }
-                    Err(e) => Err(e.clone()),
-                };
-                Holding {
-                    symbol: t.symbol.clone(),
-                    address: t.address.to_checksum(None),
-                    decimals: t.decimals,
-                    balance: read.as_ref().ok().map(ToString::to_string),
-                    balance_human: read.as_ref().ok().map(|v| from_base_units(*v, t.decimals)),
-                    error: read.err().map(|e| e.message),
-                }
-            }
-        });
+        let reads = tokens.iter().map(|t| holding(&chain, t, owner));
+        let account = async {
+            let account = self.account()?;
+            let holdings = futures::future::join_all(tokens.iter().map(|t| holding(&chain, t, account.address)));
+            let limits = futures::future::join_all(tokens.iter().map(|t| onchain_limit(&chain, account, owner, t)));
+            let (holdings, limits) = tokio::join!(holdings, limits);
+            Some(AccountMoney {
+                address: account.address.to_checksum(None),
+                module: account.module.to_checksum(None),
+                holdings,
+                limits,
+            })
+        };
         let allowances = async {
             tokio::time::timeout(NODE_READ_TIMEOUT, crate::kernel::allowances::standing(self, network))
                 .await
                 .unwrap_or_default()
         };
-        let (holdings, allowances) = tokio::join!(futures::future::join_all(reads), allowances);
+        let (holdings, allowances, account) = tokio::join!(futures::future::join_all(reads), allowances, account);
         let spend = self.spend_today(network, &tokens).await?;
         Ok(NetworkMoney {
             network: network.name.clone(),
@@ -199,6 +277,7 @@ impl Web3 {
             holdings,
             spend,
             allowances,
+            account,
         })
     }
 

@@ -246,7 +246,8 @@ mod tests {
 
     #[test]
     fn env_import_never_echoes_the_value() {
-        let section = WalletSection { key_file: None, key_env: Some("HOLDFAST_TEST_KEY_UNSET_42".into()) };
+        let section =
+            WalletSection { key_file: None, key_env: Some("HOLDFAST_TEST_KEY_UNSET_42".into()), ..Default::default() };
         let err = Wallet::load(&section, None).unwrap_err().to_string();
         assert!(err.contains("is not set"));
         assert_eq!(Wallet::load(&WalletSection::default(), None).unwrap().source(), &KeySource::Ephemeral);

@@ -14,6 +14,7 @@ use holdfast_core::config::{ConfigDocument, CoreConfig};
 use holdfast_web3::Wallet;
 use holdfast_web3::chain::Chain;
 use holdfast_web3::config::AssetLimits;
+use holdfast_web3::kernel::account;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -116,6 +117,7 @@ async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &C
     check_storage(report, &checked.core).await;
     check_networks(report, &checked.core).await;
     check_wallet(report, checked);
+    check_account(report, checked).await;
     check_price_feeds(report, checked).await;
     check_allowances(report, checked).await;
     check_policy(report, checked);
@@ -268,6 +270,87 @@ fn check_wallet(report: &mut Report, checked: &CheckedConfig) {
             ),
         },
         Err(e) => report.add("wallet", Status::Fail, e.to_string()),
+    }
+}
+
+/// The smart account the key signs for (`[wallet] account`), on each network: deployed, its module Safe's
+/// AllowanceModule (its code compared with the audited build's) and enabled, and what remains of each on-chain limit.
+async fn check_account(report: &mut Report, checked: &CheckedConfig) {
+    let Some(account) = checked.web3.wallet.account() else { return };
+    let default_file = checked.core.data_dir.as_ref().map(|d| d.join("wallet.key"));
+    let signer = Wallet::existing(&checked.web3.wallet, default_file.as_deref()).ok().flatten().map(|w| w.address());
+    for net in checked.core.networks.iter() {
+        let check = format!("account {}", net.name);
+        let Ok(chain) = Chain::new(net) else { continue };
+        let state = match tokio::time::timeout(PROBE_TIMEOUT, account::inspect(&chain, account)).await {
+            Ok(Ok(state)) => state,
+            Ok(Err(e)) => {
+                report.add(check, Status::Fail, e.message);
+                continue;
+            }
+            Err(_) => {
+                report.add(check, Status::Fail, format!("no answer within {} s", PROBE_TIMEOUT.as_secs()));
+                continue;
+            }
+        };
+        let (status, detail) = match state {
+            s if !s.account_deployed => (Status::Fail, format!("no contract at the account {}", account.address)),
+            s if s.module_is_allowance_module.is_none() => {
+                (Status::Fail, format!("no contract at the module {}", account.module))
+            }
+            s if !s.module_enabled => (
+                Status::Fail,
+                format!("the module {} is not enabled on the account {}", account.module, account.address),
+            ),
+            s if s.module_is_allowance_module == Some(false) => (
+                Status::Warn,
+                format!(
+                    "{}: the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it; compare                      it on a block explorer before trusting its limits",
+                    account.address, account.module
+                ),
+            ),
+            _ => (
+                Status::Ok,
+                format!("{}: Safe's AllowanceModule 0.1.1 at {}, enabled", account.address, account.module),
+            ),
+        };
+        report.add(check, status, detail);
+        let Some(signer) = signer else { continue };
+        let mut tokens = vec![checked.core.tokens.lookup(&net.name, &net.native_symbol).ok()];
+        if let Some(policy) = checked.web3.policy.get(&net.name) {
+            let mut symbols: Vec<&String> = policy.tokens.keys().collect();
+            symbols.sort();
+            tokens.extend(symbols.into_iter().map(|s| checked.core.tokens.lookup(&net.name, s).ok()));
+        }
+        let mut shown = Vec::new();
+        let mut any = false;
+        for t in tokens.into_iter().flatten() {
+            match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, t.address)).await {
+                Ok(Ok(l)) => {
+                    any |= !l.limit.is_zero();
+                    let period = match l.period_minutes {
+                        0 => "in total".to_owned(),
+                        1440 => "per day".to_owned(),
+                        m => format!("per {m} min"),
+                    };
+                    shown.push(format!(
+                        "{} {} {period} ({} left)",
+                        from_base_units(l.limit, t.decimals),
+                        t.symbol,
+                        from_base_units(l.remaining, t.decimals)
+                    ));
+                }
+                Ok(Err(e)) => shown.push(format!("{}: {}", t.symbol, e.message)),
+                Err(_) => shown.push(format!("{}: no answer within {} s", t.symbol, PROBE_TIMEOUT.as_secs())),
+            }
+        }
+        let status = if any { Status::Ok } else { Status::Warn };
+        let detail = if any {
+            shown.join("; ")
+        } else {
+            format!("no on-chain limit set for the key: nothing can move ({})", shown.join("; "))
+        };
+        report.add(format!("on-chain limits {}", net.name), status, detail);
     }
 }
 

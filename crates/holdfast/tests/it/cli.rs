@@ -349,3 +349,34 @@ fn the_shipped_base_sepolia_config_reads_and_is_not_mainnet() {
     assert_eq!(checked.core.data_dir, None, "no data dir inside the checkout");
     assert!(checked.web3.wallet.key_file.is_none(), "no key file inside the checkout");
 }
+
+/// With `[wallet] account`: doctor shows the account, its module (compared with the audited AllowanceModule's code)
+/// and what remains of each on-chain limit; an account whose module is not enabled fails its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_shows_the_account_its_module_and_what_remains_of_each_onchain_limit() {
+    use holdfast_devnet::account::{ALLOWANCE_MODULE, OnchainLimit};
+    let devnet = holdfast_devnet::TestDevnet::start_with_account(OnchainLimit::defaults()).await.unwrap();
+    let account = devnet.account.unwrap();
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(ok, "{out}");
+    let row_account = row(&out, "account base");
+    assert!(
+        row_account.contains(" ok ")
+            && row_account.contains(&account.to_checksum(None))
+            && row_account.contains("Safe's AllowanceModule 0.1.1")
+            && row_account.contains("enabled"),
+        "{out}"
+    );
+    let limits = row(&out, "on-chain limits base");
+    assert!(limits.contains("0.05 ETH per day (0.05 left)") && limits.contains("100 USDC per day (100 left)"), "{out}");
+
+    // The same config naming a module that is not enabled on the account (the plain USDC token): a failure.
+    let text = std::fs::read_to_string(&devnet.config_path).unwrap();
+    let wrong = text.replace(&ALLOWANCE_MODULE.to_checksum(None), &holdfast_devnet::USDC.to_checksum(None));
+    assert_ne!(wrong, text, "the config names the module");
+    let path = devnet.dir.join("wrong-module.toml");
+    std::fs::write(&path, &wrong).unwrap();
+    let (ok, out) = doctor(&path).await;
+    assert!(!ok, "{out}");
+    assert!(row(&out, "account base").contains("FAIL"), "{out}");
+}

@@ -234,6 +234,12 @@ impl Chain {
         self.provider.get_balance(owner).await.map_err(|e| upstream(&self.network.name, "eth_getBalance", e))
     }
 
+    /// The code deployed at `at` (empty for an account without code).
+    pub async fn code(&self, at: Address) -> Result<Bytes, ToolError> {
+        self.verify().await?;
+        self.provider.get_code_at(at).await.map_err(|e| upstream(&self.network.name, "eth_getCode", e))
+    }
+
     /// Balance of `token` (the native placeholder reads the native balance).
     pub async fn balance(&self, token: Address, owner: Address) -> Result<U256, ToolError> {
         if token == NATIVE_TOKEN_ADDRESS {

@@ -19,18 +19,70 @@ use super::{fingerprint, human};
 use crate::Web3;
 use crate::chain::{Chain, Read, Simulated, TxPlan};
 use crate::journal::EntryKind;
-use alloy::primitives::{Address, Bytes, U256, aliases::U96};
+use alloy::primitives::{Address, B256, Bytes, U256, aliases::U96};
 use alloy::sol_types::SolCall;
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use serde::Serialize;
 
 alloy::sol! {
+    /// The Safe call holdfast reads: whether the module is enabled on the account.
+    interface ISafeModules {
+        function isModuleEnabled(address module) external view returns (bool);
+    }
+
     /// Safe's AllowanceModule 0.1.1 (the calls holdfast makes).
     interface IAllowanceModule {
         function getTokenAllowance(address safe, address delegate, address token) external view returns (uint256[5] memory);
         function executeAllowanceTransfer(address safe, address token, address to, uint96 amount, address paymentToken, uint96 payment, address delegate, bytes memory signature) external;
     }
+}
+
+/// keccak-256 of Safe's AllowanceModule 0.1.1's executable code: its runtime code without the trailing CBOR
+/// metadata (whose source hashes differ between builds of the same source), as compiled from the audited source with
+/// its official settings (`devnet/vendor/allowance-module-0.1.1`; the devnet's tests check the two agree).
+pub const ALLOWANCE_MODULE_EXECUTABLE_HASH: B256 =
+    alloy::primitives::b256!("0xfe1d13450d0cc73a5ead54e4cd7e7e15beccd04e8b434a8c7cde9afe90e5fa91");
+
+/// keccak-256 of `code` without its trailing Solidity metadata (the last two bytes give the metadata's length);
+/// code too short to carry that much metadata is hashed whole.
+pub fn executable_hash(code: &[u8]) -> B256 {
+    let n = code.len();
+    let meta = match code.get(n.saturating_sub(2)..) {
+        Some([hi, lo]) => usize::from(u16::from_be_bytes([*hi, *lo])) + 2,
+        _ => 0,
+    };
+    let body = code.get(..n.saturating_sub(meta)).filter(|_| meta <= n).unwrap_or(code);
+    alloy::primitives::keccak256(body)
+}
+
+/// What `holdfast doctor` reads about the account on a live node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountState {
+    /// The module's code is Safe's AllowanceModule 0.1.1 ([`ALLOWANCE_MODULE_EXECUTABLE_HASH`]); `None`: no code
+    /// at the module's address.
+    pub module_is_allowance_module: Option<bool>,
+    /// The account has code (a Safe is deployed there).
+    pub account_deployed: bool,
+    /// The module is enabled on the account.
+    pub module_enabled: bool,
+}
+
+/// Reads [`AccountState`] from `chain`.
+pub async fn inspect(chain: &Chain, account: Account) -> Result<AccountState, ToolError> {
+    let code = chain.code(account.module).await?;
+    let module_is_allowance_module =
+        (!code.is_empty()).then(|| executable_hash(&code) == ALLOWANCE_MODULE_EXECUTABLE_HASH);
+    let account_deployed = !chain.code(account.address).await?.is_empty();
+    let module_enabled = if account_deployed {
+        let out = chain
+            .call(account.address, ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into())
+            .await?;
+        ISafeModules::isModuleEnabledCall::abi_decode_returns(&out).unwrap_or(false)
+    } else {
+        false
+    };
+    Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled })
 }
 
 /// The smart account a wallet signs for.
@@ -60,11 +112,19 @@ pub fn module_token(asset: Address) -> Address {
 
 /// Reads what remains of the signer's limit on `account` for `asset`, as the module computes it now (its view
 /// applies a period's reset when the period has passed).
-pub async fn read_limit(chain: &Chain, account: Account, signer: Address, asset: Address) -> Result<OnchainLimit, ToolError> {
-    let call = IAllowanceModule::getTokenAllowanceCall { safe: account.address, delegate: signer, token: module_token(asset) };
+pub async fn read_limit(
+    chain: &Chain,
+    account: Account,
+    signer: Address,
+    asset: Address,
+) -> Result<OnchainLimit, ToolError> {
+    let call =
+        IAllowanceModule::getTokenAllowanceCall { safe: account.address, delegate: signer, token: module_token(asset) };
     let out = chain.call(account.module, call.abi_encode().into()).await?;
     let [amount, spent, reset_minutes, _, _] = IAllowanceModule::getTokenAllowanceCall::abi_decode_returns(&out)
-        .map_err(|e| ToolError::new(ErrorCode::UpstreamError, format!("the AllowanceModule's answer does not decode: {e}")))?;
+        .map_err(|e| {
+            ToolError::new(ErrorCode::UpstreamError, format!("the AllowanceModule's answer does not decode: {e}"))
+        })?;
     Ok(OnchainLimit {
         limit: amount,
         remaining: amount.saturating_sub(spent),
@@ -93,7 +153,13 @@ pub(crate) fn over_limit(mv: &Move, limit: &OnchainLimit, account: Account) -> T
 }
 
 /// The transaction that moves `amount` of `asset` from `account` to `to` through the module, sent by `signer`.
-pub fn transfer_tx(account: Account, signer: Address, asset: Address, to: Address, amount: U256) -> Result<TxPlan, ToolError> {
+pub fn transfer_tx(
+    account: Account,
+    signer: Address,
+    asset: Address,
+    to: Address,
+    amount: U256,
+) -> Result<TxPlan, ToolError> {
     let amount = u128::try_from(amount).ok().and_then(|a| U96::try_from(a).ok()).ok_or_else(|| {
         ToolError::new(ErrorCode::InvalidAmount, "the amount is beyond what the AllowanceModule can move (96 bits)")
     })?;
@@ -224,7 +290,10 @@ pub(crate) async fn fund(web3: &Web3, network: &NetworkConfig, account: Account,
         mv: need.clone(),
         limits: Limits::Reset,
         onchain: true,
-        reads: vec![Read::Balance { token: mv.asset, owner: account.address }, Read::Balance { token: mv.asset, owner: signer }],
+        reads: vec![
+            Read::Balance { token: mv.asset, owner: account.address },
+            Read::Balance { token: mv.asset, owner: signer },
+        ],
         summary,
         fingerprint: fingerprint(&["fund", &network.name, &mv.asset.to_string(), &need.amount.to_string(), &once]),
         to: account.module,
@@ -233,4 +302,3 @@ pub(crate) async fn fund(web3: &Web3, network: &NetworkConfig, account: Account,
     pipeline::run_kernel(web3, &Fund { mv: need }, network, plan).await?;
     Ok(())
 }
-

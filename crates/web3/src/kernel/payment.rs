@@ -250,7 +250,10 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
             amount: requirement.amount,
         };
         if let Err(e) = super::account::fund(web3, network, account, &mv).await {
-            let update = EntryUpdate { error: Some(format!("funding from the account failed: {}", e.message)), ..Default::default() };
+            let update = EntryUpdate {
+                error: Some(format!("funding from the account failed: {}", e.message)),
+                ..Default::default()
+            };
             web3.journal().transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
             return Err(ToolError::new(
                 ErrorCode::PaymentRefused,

@@ -48,8 +48,11 @@ async fn account_env() -> (Env, Address) {
 async fn send_usdc(env: &Env, amount: &str) -> Result<Value, holdfast_core::ToolError> {
     env.ctx.context_bank.scan_input(&format!("send {amount} USDC to {FRIEND} on base"));
     env.ok("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "transfer_token"})).await;
-    env.ok("to_raw_amount", json!({"amount": amount, "token_register": "transfer_token", "cache_as": "transfer_amount"}))
-        .await;
+    env.ok(
+        "to_raw_amount",
+        json!({"amount": amount, "token_register": "transfer_token", "cache_as": "transfer_amount"}),
+    )
+    .await;
     env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
     env.call("transfer", to_friend()).await
 }
@@ -91,6 +94,18 @@ async fn a_transfer_moves_the_accounts_funds_and_the_chains_limit_binds_above_ho
     let provider = env.devnet.provider();
     let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
     assert_eq!(left, U256::ZERO);
+    // The wallet view (the UI's, /api/wallet's) shows the account, its balance and what remains of each limit.
+    let money = env.web3.money().await.unwrap();
+    let view = money[0].account.as_ref().expect("the account in the wallet view");
+    assert_eq!(view.address, account.to_checksum(None));
+    assert_eq!(view.module, ALLOWANCE_MODULE.to_checksum(None));
+    let held = view.holdings.iter().find(|h| h.symbol == "USDC").unwrap();
+    assert_eq!(held.balance_human.as_deref(), Some("9900"));
+    let usdc_limit = view.limits.iter().find(|l| l.symbol == "USDC").unwrap();
+    assert_eq!((usdc_limit.limit_human.as_deref(), usdc_limit.remaining_human.as_deref()), (Some("100"), Some("0")));
+    assert_eq!(usdc_limit.period_minutes, Some(1440));
+    let eth_limit = view.limits.iter().find(|l| l.symbol == "ETH").unwrap();
+    assert_eq!(eth_limit.remaining_human.as_deref(), Some("0.05"));
 
     // The refusals are journaled; nothing of them was signed.
     let journal = env.web3.journal().for_session("session-1").await.unwrap();
@@ -172,4 +187,26 @@ async fn a_payment_is_funded_from_the_account_and_a_swap_is_refused_clearly() {
     assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
     assert!(err.message.contains("cannot run from the account"), "{}", err.message);
     assert_eq!(env.nonce().await, nonce);
+}
+
+/// holdfast's pinned hash of the module's executable code (what `holdfast doctor` compares a live module with) is
+/// the vendored build's, and the devnet's placed module carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holdfasts_pinned_module_hash_is_the_vendored_builds() {
+    use holdfast_web3::kernel::account::{ALLOWANCE_MODULE_EXECUTABLE_HASH, executable_hash};
+    let artifact: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../devnet/vendor/allowance-module-0.1.1/AllowanceModule.json"))
+            .unwrap();
+    let code = alloy::primitives::hex::decode(artifact["deployedBytecode"].as_str().unwrap()).unwrap();
+    assert_eq!(executable_hash(&code), ALLOWANCE_MODULE_EXECUTABLE_HASH);
+    // The metadata is what differs between builds: another metadata, the same executable code.
+    let mut other = code.clone();
+    let n = other.len();
+    other[n - 10] ^= 0xff;
+    assert_eq!(executable_hash(&other), ALLOWANCE_MODULE_EXECUTABLE_HASH);
+    other[10] ^= 0xff;
+    assert_ne!(executable_hash(&other), ALLOWANCE_MODULE_EXECUTABLE_HASH);
+    let dn = TestDevnet::start_with_account(OnchainLimit::defaults()).await.unwrap();
+    let placed = dn.provider().get_code_at(ALLOWANCE_MODULE).await.unwrap();
+    assert_eq!(executable_hash(&placed), ALLOWANCE_MODULE_EXECUTABLE_HASH);
 }
