@@ -89,8 +89,10 @@ pub struct QuoteRequest {
     pub buy_token: Address,
     /// `sellAmount` in base units.
     pub sell_amount: U256,
-    /// `taker`: pays the sell token and receives the buy token.
+    /// `taker`: pays the sell token (and sends the transaction).
     pub taker: Address,
+    /// `recipient`: receives the buy token (default: the taker), as the real API's optional parameter.
+    pub recipient: Address,
     /// `slippageBps` (default 100, at most 10000).
     pub slippage_bps: u16,
 }
@@ -230,8 +232,8 @@ fn parse_amount(field: &str, value: &str) -> Result<U256, QuoteError> {
 }
 
 impl QuoteRequest {
-    /// Validates a query string's parameters. Unknown optional parameters of the real API (`recipient`,
-    /// `txOrigin`, fee parameters…) are ignored.
+    /// Validates a query string's parameters. `recipient` (who receives the buy token) defaults to the
+    /// taker; other optional parameters of the real API (`txOrigin`, fee parameters…) are ignored.
     pub fn from_query(pairs: &[(String, String)]) -> Result<Self, QuoteError> {
         let map = param_map(pairs)?;
         let chain_id = parse_chain_id(required(&map, "chainId")?)?;
@@ -242,6 +244,10 @@ impl QuoteRequest {
         }
         let sell_amount = parse_amount("sellAmount", required(&map, "sellAmount")?)?;
         let taker = parse_address("taker", required(&map, "taker")?)?;
+        let recipient = match map.get("recipient") {
+            Some(v) => parse_address("recipient", v)?,
+            None => taker,
+        };
         let slippage_bps = match map.get("slippageBps") {
             None => 100,
             Some(v) => v
@@ -250,7 +256,7 @@ impl QuoteRequest {
                 .filter(|bps| *bps <= 10_000 && v.bytes().all(|b| b.is_ascii_digit()))
                 .ok_or_else(|| QuoteError::input("slippageBps", "must be an integer from 0 to 10000"))?,
         };
-        Ok(Self { chain_id, sell_token, buy_token, sell_amount, taker, slippage_bps })
+        Ok(Self { chain_id, sell_token, buy_token, sell_amount, taker, recipient, slippage_bps })
     }
 }
 
@@ -396,7 +402,7 @@ pub async fn build_quote(state: &QuoteState, req: &QuoteRequest) -> Result<Value
         buyToken: req.buy_token,
         sellAmount: req.sell_amount,
         minBuyAmount: min_buy_amount,
-        recipient: req.taker,
+        recipient: req.recipient,
     }
     .abi_encode();
     let value = if native_sell { req.sell_amount } else { U256::ZERO };

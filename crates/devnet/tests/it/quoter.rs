@@ -259,6 +259,7 @@ async fn build_quote_is_callable_directly_and_matches_the_http_answer() {
         buy_token: USDC,
         sell_amount: ETHER / U256::from(100),
         taker: dn.wallet_address,
+        recipient: dn.wallet_address,
         slippage_bps: 100,
     };
     let direct = holdfast_devnet::build_quote(&state, &req).await.unwrap();

@@ -177,18 +177,6 @@ pub fn transfer_tx(
     Ok(TxPlan { to: account.module, data: call.abi_encode().into(), value: U256::ZERO })
 }
 
-/// The refusal of an action the module cannot run from the account.
-pub fn unsupported(what: &str, account: Account) -> ToolError {
-    ToolError::new(
-        ErrorCode::PolicyDenied,
-        format!(
-            "{what} cannot run from the account {}: its limit (the AllowanceModule {}) lets holdfast's key move funds \
-             only by transfers; swap from a plain wallet, or move the funds with the account's owner",
-            account.address, account.module
-        ),
-    )
-}
-
 /// What the fund step shows in the journal.
 #[derive(Debug, Clone, Serialize)]
 struct FundSummary {
@@ -247,7 +235,9 @@ impl TxKind for Fund {
         sim: &Simulated,
     ) -> Result<Verdict, ToolError> {
         let moved = sim.fell(0);
-        let received = sim.rose(1);
+        // The signer pays the gas of the fund: in ether, what it received is net of that.
+        let fee = if self.mv.native { sim.fee } else { U256::ZERO };
+        let received = (sim.after[1] + fee).saturating_sub(sim.before[1]);
         if moved > self.mv.amount || received < self.mv.amount {
             return Ok(Verdict::Refuse(ToolError::new(
                 ErrorCode::SimulationFailed,
@@ -263,42 +253,56 @@ impl TxKind for Fund {
     }
 }
 
-/// Makes the signer hold at least `mv.amount` of its asset, moving what is missing from the account through the
-/// module (a journaled transaction of kind `fund`, within the on-chain limit).
-pub(crate) async fn fund(web3: &Web3, network: &NetworkConfig, account: Account, mv: &Move) -> Result<(), ToolError> {
-    let chain = web3.chain(network)?;
+/// Makes the signer hold `mv.amount` for the action `occasion` (its fingerprint) that the signer then sends or
+/// authorizes, moving it from the account through the module: a journaled transaction of kind `fund`, checked against
+/// what remains of the on-chain limit.
+///
+/// - A token the signer already holds is used first (what an earlier fund left there because its action was declined
+///   or refused): only what is missing moves, so actions that never happen cannot pile funds up in the signer.
+/// - Ether is always moved in full: the signer's own ether is its gas money, never spent on the account's behalf.
+/// - One fund per occasion: an action run again (after the user's confirmation, or a retry) finds its fund done.
+pub(crate) async fn fund(
+    web3: &Web3,
+    network: &NetworkConfig,
+    account: Account,
+    mv: &Move,
+    occasion: &str,
+) -> Result<(), ToolError> {
     let signer = web3.wallet().address();
-    let held = chain.balance(mv.asset, signer).await?;
-    if held >= mv.amount {
-        return Ok(());
+    let mut mv = mv.clone();
+    if !mv.native {
+        let held = web3.chain(network)?.balance(mv.asset, signer).await?;
+        if held >= mv.amount {
+            return Ok(());
+        }
+        mv.amount -= held;
     }
-    let need = Move { amount: mv.amount - held, ..mv.clone() };
-    let tx = transfer_tx(account, signer, mv.asset, signer, need.amount)?;
+    let mv = &mv;
+    let tx = transfer_tx(account, signer, mv.asset, signer, mv.amount)?;
     let summary = FundSummary {
         action: "fund the signer from the account".into(),
         network: network.name.clone(),
-        amount: human(need.amount, need.decimals, &need.symbol),
+        amount: human(mv.amount, mv.decimals, &mv.symbol),
         from_account: account.address.to_checksum(None),
         to_signer: signer.to_checksum(None),
         gas_limit: String::new(),
         max_network_fee: String::new(),
     };
-    // Each fund is its own action: two funds of one amount are two transactions, never one intent.
-    let once = alloy::primitives::B256::random().to_string();
     let plan = Plan {
         tx,
-        mv: need.clone(),
+        mv: mv.clone(),
         limits: Limits::Reset,
         onchain: true,
+        funded: false,
         reads: vec![
             Read::Balance { token: mv.asset, owner: account.address },
             Read::Balance { token: mv.asset, owner: signer },
         ],
         summary,
-        fingerprint: fingerprint(&["fund", &network.name, &mv.asset.to_string(), &need.amount.to_string(), &once]),
+        fingerprint: fingerprint(&["fund", &network.name, &mv.asset.to_string(), &mv.amount.to_string(), occasion]),
         to: account.module,
         confirm: Vec::new(),
     };
-    pipeline::run_kernel(web3, &Fund { mv: need }, network, plan).await?;
+    pipeline::run_kernel(web3, &Fund { mv: mv.clone() }, network, plan).await?;
     Ok(())
 }

@@ -64,6 +64,7 @@ fn approval_plan(
         mv: Move { asset: token, symbol: symbol.to_owned(), decimals, native: false, amount },
         limits: if amount.is_zero() { Limits::Reset } else { Limits::Approval },
         onchain: false,
+        funded: false,
         reads: vec![Read::Allowance { token, owner: wallet, spender }],
         summary,
         fingerprint: fp,
@@ -131,9 +132,6 @@ impl TxKind for Approve<'_> {
         inputs: &Inputs,
         chain: &Chain,
     ) -> Result<Planned<Value>, ToolError> {
-        if let Some(account) = web3.account() {
-            return Err(super::account::unsupported("an approval", account));
-        }
         let quote = ctx.registers.require(self.register)?;
         let q = validate_quote(&quote.value, &ctx.registers, &ctx.config.networks, None)?;
         let network = &inputs.network;

@@ -74,7 +74,11 @@ fn expect_eq<T: PartialEq + std::fmt::Display>(arg: &str, got: T, want: T, what:
     if got == want { Ok(()) } else { Err(reject(format!("`{arg}` is {got}, not {what} {want}"))) }
 }
 
-/// Decodes and checks the quote's calldata for `network`'s pinned target; `wallet` must receive what is bought.
+/// Who must receive what is bought, as a refusal names it.
+const WHO: &str = "the wallet (or its smart account)";
+
+/// Decodes and checks the quote's calldata for `network`'s pinned target; `wallet` (the smart account, when the key
+/// signs for one) must receive what is bought.
 pub async fn check_swap(
     chain: &Chain,
     network: &NetworkConfig,
@@ -109,7 +113,7 @@ pub async fn check_swap(
             expect_eq("buyToken", call.buyToken, q.buy.address, "the buy token")?;
             expect_eq("sellAmount", call.sellAmount, q.sell_amount, "the sell amount")?;
             at_least("minBuyAmount", call.minBuyAmount, q.min_buy_amount)?;
-            expect_eq("recipient", call.recipient, wallet, "the wallet")?;
+            expect_eq("recipient", call.recipient, wallet, WHO)?;
             Ok(DecodedCall {
                 function: "sell".into(),
                 recipient: call.recipient.to_checksum(None),
@@ -149,7 +153,7 @@ pub async fn check_swap(
             let settle =
                 ISettler::executeCall::abi_decode(inner).map_err(|e| reject(format!("undecodable execute: {e}")))?;
             let slippage = settle.slippage;
-            expect_eq("slippage.recipient", slippage.recipient, wallet, "the wallet")?;
+            expect_eq("slippage.recipient", slippage.recipient, wallet, WHO)?;
             expect_eq("slippage.buyToken", slippage.buyToken, q.buy.address, "the buy token")?;
             at_least("slippage.minAmountOut", slippage.minAmountOut, q.min_buy_amount)?;
             Ok(DecodedCall {

@@ -249,7 +249,7 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
             native: false,
             amount: requirement.amount,
         };
-        if let Err(e) = super::account::fund(web3, network, account, &mv).await {
+        if let Err(e) = super::account::fund(web3, network, account, &mv, &entry.fingerprint).await {
             let update = EntryUpdate {
                 error: Some(format!("funding from the account failed: {}", e.message)),
                 ..Default::default()

@@ -187,6 +187,9 @@ pub(crate) struct Plan<S> {
     /// It moves the smart account's funds through its module (`[wallet] account`): before signing, the move is
     /// checked against what remains of the on-chain limit ([`super::account`]).
     pub onchain: bool,
+    /// It is sent by the signer with funds the kernel first moves from the smart account through its module (a swap
+    /// from an account): `mv` is funded ([`super::account::fund`], within the on-chain limit) before the estimate.
+    pub funded: bool,
 }
 
 /// A kind's plan: a transaction, or nothing to send.
@@ -368,6 +371,12 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     if plan.onchain {
         // Before the fee estimate (which would only say "reverted"); checked again under the lock in `commit`.
         within_onchain_limit(web3, &chain, &plan).await?;
+    }
+    if plan.funded
+        && let Some(account) = web3.account()
+    {
+        // Holdfast's own caps passed above; the fund is checked against the on-chain limit and journaled itself.
+        super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?;
     }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;

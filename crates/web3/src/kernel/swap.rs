@@ -134,9 +134,6 @@ impl TxKind for Swap<'_> {
         inputs: &Inputs,
         chain: &Chain,
     ) -> Result<Planned<SwapSummary>, ToolError> {
-        if let Some(account) = web3.account() {
-            return Err(super::account::unsupported("a swap", account));
-        }
         let network = &inputs.network;
         let quote = ctx.registers.require(self.register)?;
         let q = validate_quote(&quote.value, &ctx.registers, &ctx.config.networks, Some(network))?;
@@ -150,6 +147,8 @@ impl TxKind for Swap<'_> {
             ));
         }
         let wallet = web3.wallet().address();
+        // From a smart account, what is bought goes to the account (the quote's `recipient`), never to the signer.
+        let receiver = web3.account().map_or(wallet, |a| a.address);
         let tx = TxPlan { to: q.to, data: q.data.clone(), value: q.value };
         let mv = Move {
             asset: q.sell.address,
@@ -173,7 +172,7 @@ impl TxKind for Swap<'_> {
             price_check: None,
             no_independent_price: None,
         };
-        match check_swap(chain, network, &q, wallet).await {
+        match check_swap(chain, network, &q, receiver).await {
             Ok(call) => summary.call = Some(call),
             Err(e) => {
                 let json = serde_json::to_value(&summary).unwrap_or(Value::Null);
@@ -219,7 +218,7 @@ impl TxKind for Swap<'_> {
         ]);
         let reads = vec![
             Read::Balance { token: q.sell.address, owner: wallet },
-            Read::Balance { token: q.buy.address, owner: wallet },
+            Read::Balance { token: q.buy.address, owner: receiver },
         ];
         let to = q.to;
         *self.quote.lock() = Some(q);
@@ -228,6 +227,7 @@ impl TxKind for Swap<'_> {
             mv,
             limits: Limits::Spend,
             onchain: false,
+            funded: web3.account().is_some(),
             reads,
             summary,
             fingerprint: fp,
@@ -247,7 +247,8 @@ impl TxKind for Swap<'_> {
         // What the wallet paid for gas is not what it sold (native sell) or less than it bought (native buy).
         let fee = |native: bool| if native { sim.fee } else { alloy::primitives::U256::ZERO };
         let sold = sim.fell(SELL).saturating_sub(fee(q.sell.is_native()));
-        let bought = (sim.after[BUY] + fee(q.buy.is_native())).saturating_sub(sim.before[BUY]);
+        // Bought into a smart account: the account pays no gas.
+        let bought = (sim.after[BUY] + fee(q.buy.is_native() && !plan.funded)).saturating_sub(sim.before[BUY]);
         plan.summary.buy_simulated = human(bought, q.buy.decimals, &q.buy.symbol);
         if sold > q.sell_amount || (!q.sell.is_native() && sim.after[SELL] > sim.before[SELL]) {
             return Ok(Verdict::Refuse(ToolError::new(

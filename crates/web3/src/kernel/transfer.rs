@@ -249,6 +249,7 @@ impl TxKind for Transfer<'_> {
             },
             limits: Limits::Spend,
             onchain: account.is_some(),
+            funded: false,
             reads: vec![
                 Read::Balance { token: token.address, owner: from },
                 Read::Balance { token: token.address, owner: to },

@@ -15,7 +15,7 @@ use alloy::sol_types::SolCall;
 use holdfast_core::ErrorCode;
 use holdfast_devnet::account::abi::IAllowanceModule;
 use holdfast_devnet::account::{ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, remaining};
-use holdfast_devnet::{TestDevnet, USDC};
+use holdfast_devnet::{NATIVE, TestDevnet, USDC};
 use holdfast_web3::EntryKind;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -24,6 +24,7 @@ const FRIEND: Address = address!("0x90F79bf6EB2c4f870365E785982E1f101E93b906");
 const THIEF: Address = address!("0x000000000000000000000000000000000000dEaD");
 
 const USDC_1: u64 = 1_000_000;
+const FINNEY: u64 = 1_000_000_000_000_000;
 
 fn to_friend() -> Value {
     json!({"network": "base", "token_register": "transfer_token", "amount_register": "transfer_amount",
@@ -159,34 +160,86 @@ async fn the_key_holdfast_signs_with_cannot_move_more_by_itself() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_payment_is_funded_from_the_account_and_a_swap_is_refused_clearly() {
+async fn payments_and_swaps_both_ways_run_through_the_account() {
     let (env, account) = account_env().await;
     let signer = env.devnet.wallet_address;
-    let account_before = usdc(&env, account).await;
-    let (_, left_before) = remaining(&env.devnet.provider(), account, signer, USDC).await.unwrap();
+    let provider = env.devnet.provider();
+    let account_usdc = usdc(&env, account).await;
+    let (_, usdc_left) = remaining(&provider, account, signer, USDC).await.unwrap();
+    let (_, eth_left) = remaining(&provider, account, signer, Address::ZERO).await.unwrap();
+    let account_eth = env.devnet.balance_of(NATIVE, account).await.unwrap();
 
     // The quote is paid via x402: the kernel moves the price from the account to the signer (journaled `fund`),
     // then the signer authorizes the payment.
     let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert!(quote.get("error").is_none(), "{quote}");
-    let journal = env.web3.journal().for_session("kernel").await.unwrap();
-    let funds: Vec<_> = journal.iter().filter(|e| e.kind == EntryKind::Fund).collect();
-    assert_eq!(funds.len(), 1, "{journal:#?}");
-    assert_eq!(funds[0].status, holdfast_web3::EntryStatus::Confirmed);
-    let price = U256::from_str_radix(&funds[0].amount, 10).unwrap();
+    let funds = |journal: &[holdfast_web3::JournalEntry]| -> Vec<holdfast_web3::JournalEntry> {
+        journal.iter().filter(|e| e.kind == EntryKind::Fund).cloned().collect()
+    };
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    let paid = funds(&kernel);
+    assert_eq!(paid.len(), 1, "{kernel:#?}");
+    assert_eq!(paid[0].status, holdfast_web3::EntryStatus::Confirmed);
+    let price = U256::from_str_radix(&paid[0].amount, 10).unwrap();
     assert!(!price.is_zero());
-    assert_eq!(usdc(&env, account).await, account_before - price, "the price left the account");
-    let (_, left) = remaining(&env.devnet.provider(), account, signer, USDC).await.unwrap();
-    assert_eq!(left, left_before - price, "and counts against the on-chain limit");
-    let paid = env.web3.journal().for_session("session-1").await.unwrap();
-    assert!(paid.iter().any(|e| e.kind == EntryKind::Payment), "{paid:#?}");
+    assert_eq!(usdc(&env, account).await, account_usdc - price, "the price left the account");
+    let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
+    assert_eq!(left, usdc_left - price, "and counts against the on-chain limit");
+    let session = env.web3.journal().for_session("session-1").await.unwrap();
+    assert!(session.iter().any(|e| e.kind == EntryKind::Payment), "{session:#?}");
+    // The quote pays what is bought to the account.
+    assert_eq!(
+        env.ctx.registers.get("swap_quote").unwrap().value["transaction"]["to"],
+        holdfast_devnet::VENUE.to_checksum(None)
+    );
 
-    // The swap itself cannot run from the account: a clear refusal, nothing signed.
-    let nonce = env.nonce().await;
+    // ETH → USDC: 0.001 ETH is funded from the account (within its ETH limit); the USDC bought lands in the account.
+    let min_buy =
+        U256::from_str_radix(env.ctx.registers.get("swap_quote").unwrap().value["minBuyAmount"].as_str().unwrap(), 10)
+            .unwrap();
+    let before_swap = usdc(&env, account).await;
+    let out = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert!(usdc(&env, account).await >= before_swap + min_buy, "the bought USDC is the account's");
+    assert_eq!(usdc(&env, signer).await, U256::ZERO, "none stays with the signer");
+    assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), account_eth - U256::from(FINNEY));
+    let (_, left) = remaining(&provider, account, signer, Address::ZERO).await.unwrap();
+    assert_eq!(left, eth_left - U256::from(FINNEY), "the sold ETH counted against the on-chain limit");
+    // Called again: the same swap, no second fund and no second swap.
+    let again = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(again["hash"], out["hash"]);
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    assert_eq!(funds(&kernel).len(), 2, "one fund for the payment, one for the swap: {kernel:#?}");
+
+    // USDC → ETH: the signer approves exactly the sell amount (moving nothing), 25 USDC is funded from the account,
+    // and the ETH bought lands in the account.
+    let quote = env.quote("swap 25 USDC for ETH", "USDC", "ETH", "25").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    let approved = env.ok("token_approve", json!({"for_quote": "swap_quote"})).await;
+    assert_eq!(approved["result"], "approved", "{approved}");
+    let (account_usdc, account_eth) =
+        (usdc(&env, account).await, env.devnet.balance_of(NATIVE, account).await.unwrap());
+    let out = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(usdc(&env, account).await, account_usdc - U256::from(25 * USDC_1));
+    assert!(env.devnet.balance_of(NATIVE, account).await.unwrap() > account_eth, "the bought ETH is the account's");
+    assert_eq!(usdc(&env, signer).await, U256::ZERO, "the signer kept nothing of it");
+
+    // A swap beyond what remains of the on-chain USDC limit: refused before anything is funded or signed.
+    let quote = env.quote("swap 90 USDC for ETH", "USDC", "ETH", "90").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    let before = usdc(&env, account).await;
+    let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert!(
+        err.code == ErrorCode::PolicyDenied && err.message.contains("on-chain limit")
+            || err.code == ErrorCode::AllowanceRequired,
+        "{err:?}"
+    );
+    let _ = env.call("token_approve", json!({"for_quote": "swap_quote"})).await;
     let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
     assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
-    assert!(err.message.contains("cannot run from the account"), "{}", err.message);
-    assert_eq!(env.nonce().await, nonce);
+    assert!(err.message.contains("on-chain limit"), "{}", err.message);
+    assert_eq!(usdc(&env, account).await, before, "nothing left the account");
 }
 
 /// holdfast's pinned hash of the module's executable code (what `holdfast doctor` compares a live module with) is

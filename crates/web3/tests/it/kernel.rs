@@ -395,6 +395,7 @@ async fn a_price_answer_shaped_like_a_quote_is_never_sent_and_never_supplies_dec
                     buy_token: USDC,
                     sell_amount: U256::from(FINNEY),
                     taker: wallet,
+                    recipient: wallet,
                     slippage_bps: 100,
                 };
                 let mut q = build_quote(&ctx.quotes, &req).await.unwrap();
