@@ -51,7 +51,8 @@ pub struct UpOptions {
 }
 
 impl UpOptions {
-    /// Options with silent progress and the devnet's own chain id.
+    /// Options with silent progress, the devnet's own chain id and the funds in a smart account with the default
+    /// on-chain limits ([`crate::account::OnchainLimit::defaults`]).
     pub fn new(dir: impl Into<PathBuf>, services_exe: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
@@ -59,7 +60,7 @@ impl UpOptions {
             progress: Arc::new(|_| {}),
             chain_id: CHAIN_ID,
             allow_public_chain_id: false,
-            account: None,
+            account: Some(crate::account::OnchainLimit::defaults()),
         }
     }
 }

@@ -26,13 +26,13 @@ pub(crate) enum DevnetCommand {
         /// Accept a non-local chain id for --chain-id (with a warning).
         #[arg(long)]
         allow_public_chain_id: bool,
-        /// Keep the funds in a smart account (Safe 1.4.1) whose limited signer is the wallet key (Safe's
-        /// AllowanceModule): a stolen key or a compromised holdfast moves at most the day's on-chain limits.
-        /// Transfers and x402 payments run through it; swaps do not (see docs/safety-model.md).
-        #[arg(long)]
-        account: bool,
-        /// An on-chain limit per day, `ASSET=AMOUNT` in decimal (`ETH=0.05`, `USDC=100`; repeatable; implies
-        /// --account). Default: ETH=0.05 and USDC=100.
+        /// The wallet key holds the funds itself (no smart account, no on-chain limits). By default the funds sit
+        /// in a smart account (Safe 1.4.1) whose limited signer is the wallet key (Safe's AllowanceModule): a stolen
+        /// key or a compromised holdfast moves at most the day's on-chain limits.
+        #[arg(long, conflicts_with = "onchain_limits")]
+        plain: bool,
+        /// An on-chain limit per day, `ASSET=AMOUNT` in decimal (`ETH=0.05`, `USDC=100`; repeatable). Default:
+        /// ETH=0.05 and USDC=100. An asset without a limit cannot move out of the account.
         #[arg(long = "onchain-limit", value_name = "ASSET=AMOUNT", value_parser = parse_limit)]
         onchain_limits: Vec<holdfast_devnet::OnchainLimit>,
     },
@@ -54,11 +54,11 @@ pub(crate) enum DevnetCommand {
 /// Runs a `holdfast devnet` subcommand.
 pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
     match cmd {
-        DevnetCommand::Up { dir, chain_id, allow_public_chain_id, account, onchain_limits } => {
-            let account = match (account, onchain_limits.is_empty()) {
-                (false, true) => None,
-                (_, true) => Some(holdfast_devnet::OnchainLimit::defaults()),
-                (_, false) => Some(onchain_limits),
+        DevnetCommand::Up { dir, chain_id, allow_public_chain_id, plain, onchain_limits } => {
+            let account = match (plain, onchain_limits.is_empty()) {
+                (true, _) => None,
+                (false, true) => Some(holdfast_devnet::OnchainLimit::defaults()),
+                (false, false) => Some(onchain_limits),
             };
             let services_exe = std::env::current_exe().context("locating the holdfast executable")?;
             let progress: holdfast_devnet::Progress = Arc::new(|line: &str| say!("devnet: {line}"));
@@ -101,7 +101,7 @@ pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
                         holdfast_devnet::ALLOWANCE_MODULE
                     );
                     for l in &info.wallet.limits {
-                        outln!("  Limit:     {} base units of {} per {} s, on chain", l.amount, l.asset, l.period_secs);
+                        outln!("  Limit:     {}, on chain", limit_text(l));
                     }
                 }
                 None => outln!(
@@ -149,4 +149,21 @@ fn parse_limit(text: &str) -> Result<holdfast_devnet::OnchainLimit, String> {
         .map_err(|e| e.message)?;
     let period_secs = holdfast_devnet::account::DAY_SECS;
     Ok(holdfast_devnet::OnchainLimit { asset, amount: raw.to_string(), period_secs })
+}
+
+/// `100 USDC per day` for an on-chain limit of devnet.json (base units and an asset address otherwise).
+fn limit_text(l: &holdfast_devnet::OnchainLimit) -> String {
+    let (symbol, decimals) = match l.token() {
+        Ok(t) if t.is_zero() => ("ETH".to_owned(), 18),
+        Ok(t) if t == holdfast_devnet::USDC => ("USDC".to_owned(), 6),
+        _ => (l.asset.clone(), 0),
+    };
+    let amount =
+        l.base_units().map_or_else(|_| l.amount.clone(), |a| holdfast_core::amount::from_base_units(a, decimals));
+    let period = match l.period_secs {
+        86_400 => "per day".to_owned(),
+        0 => "in total".to_owned(),
+        s => format!("per {s} s"),
+    };
+    format!("{amount} {symbol} {period}")
 }

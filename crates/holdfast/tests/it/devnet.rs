@@ -156,7 +156,13 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
         let count = rpc_params(info, "eth_getTransactionCount", serde_json::json!([wallet, "latest"]));
         u64::from_str_radix(count.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
     };
-    let before = nonce(&info);
+    // By default the funds sit in the devnet's smart account: judged by what leaves it.
+    let account = info["wallet"]["account"].as_str().expect("the devnet's account by default").to_owned();
+    let eth_of = |info: &Value, who: &str| {
+        let hex = rpc_params(info, "eth_getBalance", serde_json::json!([who, "latest"]));
+        u128::from_str_radix(hex.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+    let (before, account_before) = (nonce(&info), eth_of(&info, &account));
     let golden = std::fs::read_to_string(repo_root().join("examples/swap-eth-usdc.jsonl")).unwrap();
     let lines: Vec<&str> = golden.lines().collect();
     let mut repeated = lines.clone();
@@ -176,8 +182,10 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
         })
         .collect();
     assert_eq!(outcomes, ["confirmed", "confirmation_required", "confirmation_required", "confirmation_required"]);
-    // Four quotes were paid for (x402 payments sign no wallet transaction); one swap was mined.
-    assert_eq!(nonce(&info), before + 1, "one wallet transaction: {outcomes:?}");
+    // One swap was mined: exactly 0.001 ETH left the account. The signer sent it with its one fund, and four funds
+    // of the quotes' prices (x402 payments sign no transaction, but their price moves from the account first).
+    assert_eq!(account_before - eth_of(&info, &account), 1_000_000_000_000_000, "one swap's ETH: {outcomes:?}");
+    assert_eq!(nonce(&info), before + 1 + 1 + 4, "{outcomes:?}");
 
     let down = holdfast(&["devnet", "down", "--dir", dir_s]);
     assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));

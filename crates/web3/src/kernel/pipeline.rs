@@ -372,21 +372,42 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         // Before the fee estimate (which would only say "reverted"); checked again under the lock in `commit`.
         within_onchain_limit(web3, &chain, &plan).await?;
     }
+    let mut reasons: Vec<String> = Vec::new();
+    if let Decision::Confirm(reason) = decision {
+        reasons.push(reason);
+    }
+    reasons.append(&mut plan.confirm);
+    let mut upfront = false;
     if plan.funded
         && let Some(account) = web3.account()
     {
+        // The account's funds move only for an action the user's policy and the user allow: every reason to ask
+        // the user that is known before the simulation is asked now, before the fund (the simulation's own reasons,
+        // if any, are asked after it in `commit`).
+        if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
+            reasons.push(format!("this turn was started by {who}, not by you"));
+        }
+        let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
+        if reasons.is_empty()
+            && let Some(amount) = &inputs.amount
+            && let Some(reason) = authorization_reason(ctx, amount, &shown, &inputs.authorization_intent)
+        {
+            reasons.push(reason);
+        }
+        if !reasons.is_empty() {
+            let summary = to_json(&plan.summary);
+            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reasons.join("; "))?;
+            reasons.clear();
+            upfront = true;
+        }
         // Holdfast's own caps passed above; the fund is checked against the on-chain limit and journaled itself.
         super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?;
     }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
-    let mut reasons: Vec<String> = Vec::new();
-    if let Decision::Confirm(reason) = decision {
-        reasons.push(reason);
-    }
-    reasons.append(&mut plan.confirm);
-    let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, reasons).await?;
+    let asked = Asked { reasons, upfront };
+    let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, asked).await?;
     Ok(Outcome { sent: Some(committed.0), summary: Some(committed.1), intent: inputs.intent })
 }
 
@@ -434,7 +455,17 @@ pub(crate) async fn run_kernel<K: TxKind>(
     let fees = chain.fees(web3.wallet().address(), &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
-    Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Vec::new()).await?.0)
+    Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Asked::default()).await?.0)
+}
+
+/// What the user is asked about an action, and whether they already approved it before its fund.
+#[derive(Debug, Default)]
+struct Asked {
+    /// Reasons to ask the user, known before the simulation.
+    reasons: Vec<String>,
+    /// The user approved this very action (its fingerprint) before its fund moved from the smart account: the
+    /// reasons known then are answered; only the simulation's own reasons are asked again.
+    upfront: bool,
 }
 
 /// Steps 7–13: under the wallet's send lock, the exact transaction is built, simulated and checked; then asked,
@@ -449,8 +480,9 @@ async fn commit<K: TxKind>(
     mut plan: Plan<K::Summary>,
     fees: FeeQuote,
     cap: Option<DayCap>,
-    mut reasons: Vec<String>,
+    asked: Asked,
 ) -> Result<(Sent, K::Summary), ToolError> {
+    let Asked { mut reasons, upfront } = asked;
     let wallet = web3.wallet();
     let from = wallet.address();
     let from_text = from.to_checksum(None);
@@ -485,13 +517,14 @@ async fn commit<K: TxKind>(
     let mut spent = Spent::Nothing;
     if let Some((ctx, inputs)) = session {
         // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
-        if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
+        if !upfront && let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
             reasons.push(format!("this turn was started by {who}, not by you"));
         }
         // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
         // actions of this wallet cannot both find it unspent.
         let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
         if reasons.is_empty()
+            && !upfront
             && let Some(amount) = &inputs.amount
             && let Some(reason) = authorization_reason(ctx, amount, &shown, &inputs.authorization_intent)
         {
@@ -508,7 +541,7 @@ async fn commit<K: TxKind>(
             && let Some(amount) = &inputs.amount
         {
             spent = spend_authorization(ctx, amount, &inputs.authorization_intent);
-            if matches!(spent, Spent::Elsewhere(_)) && reasons.is_empty() {
+            if matches!(spent, Spent::Elsewhere(_)) && reasons.is_empty() && !upfront {
                 // Another action spent it since the check (under another chain's lock): this one asks the user.
                 let reason =
                     format!("{shown} from your message already authorized one action; this one needs your approval");
@@ -516,7 +549,7 @@ async fn commit<K: TxKind>(
             }
         }
     }
-    let relied_on = reasons.is_empty();
+    let relied_on = reasons.is_empty() && !upfront;
     let give_back_authorization = || {
         if let Some((ctx, inputs)) = session {
             give_back(ctx, spent.by_this_call(), &inputs.authorization_intent);

@@ -263,3 +263,48 @@ async fn holdfasts_pinned_module_hash_is_the_vendored_builds() {
     let placed = dn.provider().get_code_at(ALLOWANCE_MODULE).await.unwrap();
     assert_eq!(executable_hash(&placed), ALLOWANCE_MODULE_EXECUTABLE_HASH);
 }
+
+/// The account's funds move only for an action the user allows: a swap that waits for the user funds nothing until
+/// approved, one approval then runs it (fund and swap), and swaps repeated on one user amount fund nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_funded_before_the_user_approves_and_one_approval_runs_the_swap() {
+    let (env, account) = account_env().await;
+    async fn eth(env: &Env, account: Address) -> U256 {
+        env.devnet.balance_of(NATIVE, account).await.unwrap()
+    }
+    let swap = json!({"from_register": "swap_quote", "network": "base"});
+    let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    // The turn running now was started by another agent: the swap waits for the user, and nothing left the account.
+    env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::Other("agent 'mallory'".into()));
+    let before = eth(&env, account).await;
+    let err = env.err("web3_tx", swap.clone()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert_eq!(eth(&env, account).await, before, "no fund before the user's approval");
+    // Funds of ether: the swaps' (a quote's price is funded in USDC).
+    let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
+    let funds = |j: Vec<holdfast_web3::JournalEntry>| {
+        j.into_iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).count()
+    };
+    assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), 0);
+    // Approved once: the fund and the swap run, with no second question.
+    env.decide(err.details.unwrap()["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve)
+        .unwrap();
+    let out = env.ok("web3_tx", swap.clone()).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(eth(&env, account).await, before - U256::from(FINNEY));
+    assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), 1);
+
+    // The user's own turn again; a second quote on the same user amount: the amount already moved value once, so
+    // this swap waits for the user and funds nothing.
+    env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::User);
+    let quote =
+        env.call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})).await;
+    assert!(quote.is_ok(), "{quote:?}");
+    let before = eth(&env, account).await;
+    let funded = funds(env.web3.journal().for_session("kernel").await.unwrap());
+    let err = env.err("web3_tx", swap).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert_eq!(eth(&env, account).await, before);
+    assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), funded, "no second swap fund");
+}

@@ -108,7 +108,7 @@ pub(crate) struct Devnet {
 impl Devnet {
     pub(crate) fn up(dir: &Path) -> Devnet {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
-            .args(["devnet", "up", "--dir", dir.to_str().unwrap()])
+            .args(["devnet", "up", "--plain", "--dir", dir.to_str().unwrap()])
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
