@@ -11,8 +11,11 @@
 //!   whose facilitator really verifies and settles on the devnet chain ([`facilitator`], also served as the
 //!   facilitator API under `/facilitator`),
 //!
-//! funds a fresh burner wallet (10 ETH, 10,000 USDC; key in `DIR/wallet.key`, mode 0600, never printed), and
-//! writes `DIR/holdfast.toml`, `DIR/presets.ron` ([`config`]) and `DIR/devnet.json` ([`info`]).
+//! places Safe 1.4.1 and Safe's AllowanceModule at their canonical addresses and creates a smart account (a Safe
+//! owned by the dev account, 10 ETH and 10,000 USDC) whose limited signer is a fresh burner key (0.05 ETH for gas;
+//! key in `DIR/wallet.key`, mode 0600, never printed), with on-chain limits of 0.05 ETH and 100 USDC a day
+//! ([`account`]; `UpOptions::account = None`, `--plain`: the key holds 10 ETH and 10,000 USDC itself), and writes
+//! `DIR/holdfast.toml`, `DIR/presets.ron` ([`config`]) and `DIR/devnet.json` ([`info`]).
 //! `holdfast devnet down --dir DIR` ([`down`]) stops exactly the processes it started.
 //!
 //! [`TestDevnet`] is the same devnet in a temporary folder with the services (paywall included) in-process, for

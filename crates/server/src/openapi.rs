@@ -255,6 +255,9 @@ mod tests {
 
     #[test]
     fn the_journal_kind_parameter_lists_the_kinds() {
-        assert_eq!(string_values::<holdfast_web3::EntryKind>(), ["swap", "approval", "reset", "transfer", "payment"]);
+        assert_eq!(
+            string_values::<holdfast_web3::EntryKind>(),
+            ["swap", "approval", "reset", "transfer", "payment", "fund"]
+        );
     }
 }

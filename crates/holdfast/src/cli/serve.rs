@@ -251,7 +251,15 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     for net in runtime.services.config.networks.iter() {
         outln!("  network: {} — {}, chain id {}{}", net.name, net.display_name, net.chain_id, net_note(net.chain_id));
     }
-    outln!("  wallet: {}", runtime.web3.wallet().address());
+    match runtime.web3.account() {
+        Some(account) => outln!(
+            "  wallet: the smart account {} (limits on chain, module {}); signer {}",
+            account.address,
+            account.module,
+            runtime.web3.wallet().address()
+        ),
+        None => outln!("  wallet: {}", runtime.web3.wallet().address()),
+    }
     outln!("  LLM: {llm}");
     outln!("  inbox: {inbox_line}");
     outln!("  data: {}", data_dir.display());
