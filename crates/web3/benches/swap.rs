@@ -196,5 +196,97 @@ fn swap(c: &mut Criterion) {
     drop(devnet);
 }
 
-criterion_group!(benches, swap);
+/// The same swap with the funds in the devnet's smart account (`[wallet] account`): each `web3_tx` also reads the
+/// on-chain limit and funds the sell amount from the account through Safe's AllowanceModule (a transaction of its own,
+/// mined before the swap), against the plain-transfer floor on the same devnet, in the same run.
+fn account_swap(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let limits = vec![
+        holdfast_devnet::OnchainLimit {
+            asset: "ETH".into(),
+            amount: "1000000000000000000".into(),
+            period_secs: 86_400,
+        },
+        holdfast_devnet::OnchainLimit {
+            asset: holdfast_devnet::USDC.to_checksum(None),
+            amount: "1000000000".into(),
+            period_secs: 86_400,
+        },
+    ];
+    let devnet = rt.block_on(TestDevnet::start_with_account(limits)).unwrap();
+    // Gas for the many hundreds of funds and swaps criterion runs (the devnet gives the signer 0.05 ETH).
+    rt.block_on(devnet.fund_eth(devnet.wallet_address, U256::from(10u128.pow(19)))).unwrap();
+    let mut toml = std::fs::read_to_string(&devnet.config_path).unwrap();
+    toml = toml.replace("native_per_day = \"5\"", "native_per_day = \"1000\"");
+    toml = toml.replace("daily_budget = \"5\"", "daily_budget = \"1000\"");
+    std::fs::write(&devnet.config_path, toml).unwrap();
+    let doc = ConfigDocument::load(&devnet.config_path).unwrap();
+    let core = CoreConfig::from_document(&doc).unwrap();
+    let services = CoreServices::new(core).unwrap();
+    let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
+    let registry = ToolRegistry::new();
+    holdfast_core::builtin::register_core_tools(&registry).unwrap();
+    let services = web3.install(services, &registry).unwrap();
+    let ctx = services.new_session("bench");
+    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
+    rt.block_on(async {
+        for (tool, params) in [
+            (
+                "local_burner_wallet",
+                json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+            ),
+            ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ] {
+            registry.call(tool, params, &ctx).await.unwrap();
+        }
+    });
+    let mut g = c.benchmark_group("swap_through_the_account");
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("web3_tx_funded_from_the_account", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
+                    let amount = json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"});
+                    registry.call("to_raw_amount", amount, &ctx).await.unwrap();
+                    let quote = json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"});
+                    registry.call("x402_fetch", quote, &ctx).await.unwrap();
+                    let start = Instant::now();
+                    let out = registry
+                        .call("web3_tx", json!({"from_register": "swap_quote", "network": "base"}), &ctx)
+                        .await
+                        .unwrap();
+                    total += start.elapsed();
+                    assert_eq!(out["status"], "confirmed");
+                }
+                total
+            })
+        })
+    });
+    let chain = web3.chain(services.config.networks.resolve("base").unwrap()).unwrap();
+    let signer = devnet.signer().unwrap();
+    let plan = TxPlan { to: devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
+    g.bench_function("baseline_plain_transfer_sign_send_receipt", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let fees = chain.fees(signer.address(), &plan).await.unwrap();
+                    let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
+                    let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
+                    assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
+                    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
+                }
+                start.elapsed()
+            })
+        })
+    });
+    g.finish();
+    drop(devnet);
+}
+
+criterion_group!(benches, swap, account_swap);
 criterion_main!(benches);
