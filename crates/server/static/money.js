@@ -36,6 +36,7 @@ function renderWallet(w) {
   if (!w.networks.length) { body.replaceChildren(h("div", { class: "empty" }, "No networks configured.")); return; }
   body.replaceChildren(...w.networks.map((n) => h("div", { class: "netmoney", testid: "wallet-network", data: { network: n.network } },
     h("div", { class: "cm" }, h("b", {}, n.display_name), ` · chain ${n.chain_id}`),
+    n.account ? h("div", { class: "faint", testid: "signer-caption" }, "The key (signer; pays the gas):") : null,
     h("table", { class: "bal" }, ...n.holdings.map((t) => h("tr", { testid: "balance", data: { symbol: t.symbol } },
       h("th", { title: t.address }, t.symbol),
       h("td", { class: "mono", testid: "balance-value" }, t.balance_human !== null ? t.balance_human : "—"),

@@ -129,6 +129,16 @@ async fn the_swap_step_by_step_in_a_real_browser() {
     drop(devnet);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wallet_panel_shows_the_smart_account_and_its_onchain_limits() {
+    let devnet =
+        holdfast_devnet::TestDevnet::start_with_account(holdfast_devnet::OnchainLimit::defaults()).await.unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
+    let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    run_scenario("account", state, &["account-1-wallet.png"]).await;
+    drop(devnet);
+}
+
 /// A model that looks a token up, then answers, streaming its words with pauses so the browser sees a partial reply.
 struct ScriptedModel {
     calls: AtomicUsize,

@@ -501,9 +501,29 @@ async function agentsScenario() {
   });
 }
 
+async function accountScenario() {
+  await step("the wallet panel shows the smart account, its balances and what remains of each on-chain limit", async () => {
+    const api = await page.evaluate(async () => (await fetch("/api/wallet", { credentials: "same-origin" })).json());
+    const account = api.networks.find((n) => n.network === "base").account;
+    if (!account) fail(`no account in /api/wallet: ${JSON.stringify(api)}`);
+    const panel = `${T("wallet-panel")} ${T("wallet-account")}[data-address="${account.address}"]`;
+    await page.waitForSelector(panel);
+    const limit = async (symbol) => page.textContent(`${panel} ${T("account-balance")}[data-symbol="${symbol}"] ${T("onchain-limit")}`);
+    if ((await limit("USDC")) !== "100 of 100 left per day") fail(`USDC limit shows ${await limit("USDC")}`);
+    if ((await limit("ETH")) !== "0.05 of 0.05 left per day") fail(`ETH limit shows ${await limit("ETH")}`);
+    if ((await limit("WETH")) !== "no on-chain limit: cannot move") fail(`WETH limit shows ${await limit("WETH")}`);
+    const usdc = await page.textContent(`${panel} ${T("account-balance")}[data-symbol="USDC"] td.mono`);
+    if (usdc !== "10000") fail(`the account's USDC shows ${usdc}`);
+    await page.waitForSelector(`${T("wallet-panel")} ${T("signer-caption")}`);
+    await page.locator(T("wallet-panel")).scrollIntoViewIfNeeded();
+    await shot("account-1-wallet.png");
+  });
+}
+
 try {
   await openUi();
   if (scenario === "chat") await chatScenario();
+  else if (scenario === "account") await accountScenario();
   else if (scenario === "agents") await agentsScenario();
   else await swapScenario();
   if (problems.length) fail("browser errors:\n" + problems.join("\n"));
