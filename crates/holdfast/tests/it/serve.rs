@@ -68,6 +68,10 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
     let anvil = info["anvil"]["pid"].as_u64().unwrap();
     assert!(pid_alive(anvil), "serve started a devnet");
+    // Its funds sit in a smart account with on-chain limits; the key is only the account's signer.
+    let account = info["wallet"]["account"].as_str().expect("the devnet's smart account by default").to_owned();
+    assert_eq!(info["wallet"]["signer"], info["wallet"]["address"]);
+    assert_eq!(info["wallet"]["limits"].as_array().map(Vec::len), Some(2), "{info}");
 
     let client = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     assert_eq!(client.get(format!("{url}/api/info")).send().unwrap().status().as_u16(), 401);
@@ -77,6 +81,12 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     assert_eq!(resp.status().as_u16(), 200);
     let body: serde_json::Value = resp.json().unwrap();
     assert_eq!(body["networks"][0]["chain_id"], holdfast_devnet::CHAIN_ID, "not Base mainnet's 8453");
+    let wallet: serde_json::Value =
+        client.get(format!("{url}/api/wallet")).bearer_auth(&token).send().unwrap().json().unwrap();
+    let shown = &wallet["networks"][0]["account"];
+    assert_eq!(shown["address"], account.as_str(), "{wallet}");
+    let usdc = shown["limits"].as_array().unwrap().iter().find(|l| l["symbol"] == "USDC").unwrap();
+    assert_eq!((usdc["limit_human"].as_str(), usdc["remaining_human"].as_str()), (Some("100"), Some("100")));
     let page = client.get(format!("{url}/")).send().unwrap().text().unwrap();
     assert!(page.contains("holdfast"));
     // The printed link signs a browser in once.
