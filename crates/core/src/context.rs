@@ -145,7 +145,8 @@ impl CoreServices {
             cancel: CancellationToken::new(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
-                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, superseded: false, digest: None })),
+                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, digest: None })),
+                superseded: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             }),
         };
         for hook in &self.hooks {
@@ -215,6 +216,9 @@ struct Persistence {
     store: Arc<dyn SessionStateStore>,
     /// Held across snapshot and save: a caller told "saved" finds its change on disk, not in a save still running.
     saved: Arc<tokio::sync::Mutex<Saved>>,
+    /// Another process saved this session since: this copy is out of date and must not be used further. Outside
+    /// the lock, so that the check for it never waits for (or loses to) a save in progress.
+    superseded: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl fmt::Debug for Persistence {
@@ -226,8 +230,6 @@ impl fmt::Debug for Persistence {
 struct Saved {
     /// The revision of the last state the store accepted.
     revision: u64,
-    /// Another process saved this session since: this copy is out of date and must not be used further.
-    superseded: bool,
     /// Length and hash of that state's JSON, to skip saving an unchanged state.
     digest: Option<(usize, u64)>,
 }
@@ -304,23 +306,37 @@ impl ToolContext {
     pub async fn persist_unannounced(&self) -> Result<Option<u64>, ToolError> {
         let Some(p) = &self.persistence else { return Ok(None) };
         // One save at a time per session, snapshot taken under the lock: when an earlier save already covers this
-        // caller's change, it has finished (and succeeded) before this returns.
-        let mut saved = p.saved.lock().await;
+        // caller's change, it has finished (and succeeded) before this returns. Waiting for the lock is cancel-safe.
+        let mut saved = Arc::clone(&p.saved).lock_owned().await;
         let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
         let digest = (json.len(), digest(&json));
         if saved.digest == Some(digest) {
             return Ok(None);
         }
-        if saved.superseded {
+        if p.superseded.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(superseded(&self.session_id));
         }
         let revision = saved.revision + 1;
-        if let Err(e) = p.store.save_state(&self.session_id, revision, json).await {
-            saved.superseded = e.code == crate::ErrorCode::SessionConflict;
-            return Err(e);
-        }
-        saved.revision = revision;
-        saved.digest = Some(digest);
+        // The write and the record of its outcome run to their end on a task of their own, whatever becomes of this
+        // caller (an HTTP client that goes away drops it): the store may have written the revision, and this copy
+        // must know it, or its next save would be refused as another process's.
+        let (store, id, superseded_flag) =
+            (Arc::clone(&p.store), self.session_id.to_string(), Arc::clone(&p.superseded));
+        let write = tokio::spawn(async move {
+            let outcome = store.save_state(&id, revision, json).await;
+            match &outcome {
+                Ok(()) => {
+                    saved.revision = revision;
+                    saved.digest = Some(digest);
+                }
+                Err(e) if e.code == crate::ErrorCode::SessionConflict => {
+                    superseded_flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                Err(_) => {}
+            }
+            outcome
+        });
+        write.await.map_err(|e| ToolError::internal(format!("saving the session's state: {e}")))??;
         Ok(Some(revision))
     }
 
@@ -335,7 +351,7 @@ impl ToolContext {
     /// True when another process saved this session after this copy was loaded (a save answered
     /// `session_conflict`): the copy must be replaced by one restored from the store.
     pub fn is_superseded(&self) -> bool {
-        self.persistence.as_ref().is_some_and(|p| p.saved.try_lock().is_ok_and(|s| s.superseded))
+        self.persistence.as_ref().is_some_and(|p| p.superseded.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// True when nothing outside the runtime's own table of sessions holds this session (no turn, request or

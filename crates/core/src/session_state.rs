@@ -189,4 +189,48 @@ mod tests {
         assert_eq!(store.finished.load(std::sync::atomic::Ordering::SeqCst), 1, "answered only once it is saved");
         first.await.unwrap().unwrap();
     }
+
+    /// A store whose writer works on its own (like the SQLite group-commit writer): a save a caller stops waiting for
+    /// is still written, with the revision check.
+    #[derive(Debug, Default)]
+    struct DetachedStore {
+        saved: std::sync::Arc<parking_lot::Mutex<u64>>,
+    }
+
+    impl SessionStateStore for DetachedStore {
+        fn save_state<'a>(&'a self, id: &'a str, revision: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+            let saved = std::sync::Arc::clone(&self.saved);
+            let id = id.to_owned();
+            let writer = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut at = saved.lock();
+                if *at + 1 != revision {
+                    return Err(ToolError::new(
+                        ErrorCode::SessionConflict,
+                        format!("{id}: revision {revision} after {at}"),
+                    ));
+                }
+                *at = revision;
+                Ok(())
+            });
+            Box::pin(async move { writer.await.unwrap_or_else(|e| Err(ToolError::internal(e.to_string()))) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_goes_away_mid_save_leaves_the_session_usable() {
+        let store = std::sync::Arc::new(DetachedStore::default());
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(store.clone());
+        let ctx = services.new_session("s");
+        ctx.registers.set(RegisterWrite::new("a", json!("1"), Origin::User, "register_set")).unwrap();
+        // The HTTP client went away: the request's future is dropped while its save is being written.
+        assert!(tokio::time::timeout(Duration::from_millis(10), ctx.persist()).await.is_err());
+        // The next calls on the session save, each its own revision; none is refused as another process's.
+        for (i, key) in ["b", "c", "d"].into_iter().enumerate() {
+            ctx.registers.set(RegisterWrite::new(key, json!("v"), Origin::User, "register_set")).unwrap();
+            ctx.persist().await.unwrap_or_else(|e| panic!("save {i} after the dropped one: {e:?}"));
+        }
+        assert_eq!(*store.saved.lock(), 4, "the dropped save counted, then three more");
+        assert!(!ctx.is_superseded());
+    }
 }
