@@ -80,6 +80,39 @@ pub struct PgFanout {
     key: Arc<str>,
     queue: mpsc::Sender<Arc<Event>>,
     buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
+    /// Events not relayed because the send queue was full (reaching this instance only), and when that was last
+    /// logged: a full queue is logged at most once a second, with the count, never once per event.
+    dropped: DropCounter,
+}
+
+/// Counts events dropped from a full queue and rate-limits the warning about them.
+#[derive(Debug, Default)]
+pub struct DropCounter {
+    total: std::sync::atomic::AtomicU64,
+    unlogged: std::sync::atomic::AtomicU64,
+    last_logged: Mutex<Option<std::time::Instant>>,
+}
+
+impl DropCounter {
+    /// Counts one dropped event; returns how many to report now (the ones since the last report) when a second
+    /// has passed since it, else `None`.
+    pub fn drop_one(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        self.total.fetch_add(1, Ordering::Relaxed);
+        self.unlogged.fetch_add(1, Ordering::Relaxed);
+        let mut last = self.last_logged.lock();
+        let now = std::time::Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
+            return None;
+        }
+        *last = Some(now);
+        Some(self.unlogged.swap(0, Ordering::Relaxed))
+    }
+
+    /// Every event dropped since the start.
+    pub fn total(&self) -> u64 {
+        self.total.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for PgFanout {
@@ -100,7 +133,13 @@ impl PgFanout {
         listener.listen(CHANNEL).await?;
         let (queue, rx) = mpsc::channel(QUEUE);
         let instance = store.instance().to_owned();
-        let fanout = Arc::new(Self { instance, key: Arc::clone(&key), queue, buses: Mutex::new(HashMap::new()) });
+        let fanout = Arc::new(Self {
+            instance,
+            key: Arc::clone(&key),
+            queue,
+            buses: Mutex::new(HashMap::new()),
+            dropped: DropCounter::default(),
+        });
         tokio::spawn(send(store.clone(), key, rx, cancel.clone()));
         let receiving = Arc::downgrade(&fanout);
         tokio::spawn(async move {
@@ -181,6 +220,11 @@ impl PgFanout {
 }
 
 impl PgFanout {
+    /// Events not relayed to the other instances since the start because the send queue was full.
+    pub fn dropped_events(&self) -> u64 {
+        self.dropped.total()
+    }
+
     /// Marks every attached session as possibly changed by another instance ([`EventBus::mark_remote_activity`]).
     fn mark_all_remote(&self) {
         for bus in self.buses.lock().values().flatten().filter_map(WeakEventBus::upgrade) {
@@ -191,10 +235,13 @@ impl PgFanout {
 
 impl EventRelay for PgFanout {
     fn relay(&self, event: &Arc<Event>) {
-        if self.queue.try_send(Arc::clone(event)).is_err() {
+        if self.queue.try_send(Arc::clone(event)).is_err()
+            && let Some(count) = self.dropped.drop_one()
+        {
             tracing::warn!(
-                event = event.name(),
-                "event fan-out: the send queue is full; the event reaches this instance only"
+                dropped = count,
+                dropped_total = self.dropped.total(),
+                "event fan-out: the send queue is full; events reach this instance only (logged at most once a second)"
             );
         }
     }
@@ -319,4 +366,18 @@ fn verify<'a>(key: &str, signed: &'a str) -> Option<&'a str> {
     let same = given.len() == expected.len()
         && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
     same.then_some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DropCounter;
+
+    #[test]
+    fn a_full_queue_is_counted_always_and_reported_at_most_once_a_second() {
+        let counter = DropCounter::default();
+        let reports: Vec<u64> = (0..100_000).filter_map(|_| counter.drop_one()).collect();
+        assert_eq!(counter.total(), 100_000);
+        assert!(!reports.is_empty() && reports.len() <= 2, "{} reports for 100,000 drops", reports.len());
+        assert_eq!(reports[0], 1, "the first drop is reported at once");
+    }
 }

@@ -183,6 +183,9 @@ fn database_url_in_env() -> bool {
 async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr, no_token: bool) -> anyhow::Result<()> {
     let section = ServerSection::from_document(&doc)?;
     let runtime = Arc::new(Runtime::from_document_with_data_dir(doc, data_dir).await?);
+    // Without a data dir the runtime keeps everything in memory; the server's own token and sign-ins still need a
+    // place, the platform's data dir.
+    let in_memory = runtime.data_dir().is_none();
     let data_dir = match runtime.data_dir() {
         Some(dir) => dir.clone(),
         None => default_data_dir()?,
@@ -262,7 +265,15 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     }
     outln!("  LLM: {llm}");
     outln!("  inbox: {inbox_line}");
-    outln!("  data: {}", data_dir.display());
+    if in_memory {
+        outln!(
+            "  data: none — sessions, journal and memory live in memory (the config sets no data_dir); the access \
+             token and sign-ins in {}",
+            data_dir.display()
+        );
+    } else {
+        outln!("  data: {}", data_dir.display());
+    }
     outln!("  storage: {}", runtime.storage().describe());
     let stop = tokio_util::sync::CancellationToken::new();
     let on_signal = stop.clone();

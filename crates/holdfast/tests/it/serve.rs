@@ -490,3 +490,36 @@ fn a_request_body_that_stops_arriving_is_cut_after_the_idle_timeout() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// A config that sets no data dir runs in memory, and the banner says so instead of naming a data dir.
+#[test]
+fn a_config_without_a_data_dir_says_nothing_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let config = tmp.path().join("holdfast.toml");
+    std::fs::write(&config, "# nothing: built-in defaults, no [storage]\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let done = line.trim_start().starts_with("storage:");
+        banner.push(line);
+        if done {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let data = banner.iter().find(|l| l.trim_start().starts_with("data:")).unwrap_or_else(|| panic!("{banner:?}"));
+    assert!(data.contains("data: none") && data.contains("in memory"), "{banner:?}");
+    let storage = banner.last().unwrap();
+    assert!(storage.contains("memory"), "{banner:?}");
+}
