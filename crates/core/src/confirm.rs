@@ -239,6 +239,14 @@ impl Confirmations {
         Ok(resolved)
     }
 
+    /// Whether the user approved `tool`'s action `fingerprint` and the approval is not used yet (it is not used by
+    /// asking).
+    pub fn has_approved(&self, tool: &str, fingerprint: &str) -> bool {
+        let mut items = self.items.lock();
+        expire(&mut items, Utc::now());
+        items.iter().any(|c| c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint)
+    }
+
     /// The most recent pending confirmation.
     pub fn last_pending(&self) -> Option<Confirmation> {
         let mut items = self.items.lock();

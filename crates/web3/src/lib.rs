@@ -59,6 +59,8 @@ pub struct Web3 {
     wallet: Arc<Wallet>,
     /// `[wallet] account`: the smart account the key signs for, limited on chain.
     account: Option<kernel::account::Account>,
+    /// One fund from the account at a time: what the signer already holds is judged and topped up as one step.
+    fund_lock: tokio::sync::Mutex<()>,
     presets: Presets,
     policy: Policy,
     journal: Journal,
@@ -130,6 +132,7 @@ impl Web3 {
             core,
             wallet: Arc::new(wallet),
             account: config.wallet.account(),
+            fund_lock: tokio::sync::Mutex::new(()),
             presets: config.presets,
             policy: Policy::new(config.policy, config.payments),
             journal,
@@ -254,6 +257,11 @@ impl Web3 {
     /// its module enforces on chain.
     pub fn account(&self) -> Option<kernel::account::Account> {
         self.account
+    }
+
+    /// Held while the kernel judges what the signer holds and funds what is missing ([`kernel::account`]).
+    pub(crate) fn fund_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.fund_lock
     }
 
     /// The journal.

@@ -282,7 +282,7 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
     for net in checked.core.networks.iter() {
         let check = format!("account {}", net.name);
         let Ok(chain) = Chain::new(net) else { continue };
-        let state = match tokio::time::timeout(PROBE_TIMEOUT, account::inspect(&chain, account)).await {
+        let state = match tokio::time::timeout(PROBE_TIMEOUT, account::inspect(&chain, account, signer)).await {
             Ok(Ok(state)) => state,
             Ok(Err(e)) => {
                 report.add(check, Status::Fail, e.message);
@@ -298,6 +298,15 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             s if s.module_is_allowance_module.is_none() => {
                 (Status::Fail, format!("no contract at the module {}", account.module))
             }
+            s if s.signer_is_owner == Some(true) => (
+                Status::Fail,
+                format!(
+                    "the key {} is an owner of the account {}: the on-chain limit does not bind an owner; use a key \
+                     that is only the module's delegate",
+                    signer.map(|a| a.to_checksum(None)).unwrap_or_default(),
+                    account.address
+                ),
+            ),
             s if !s.module_enabled => (
                 Status::Fail,
                 format!("the module {} is not enabled on the account {}", account.module, account.address),
@@ -305,7 +314,8 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             s if s.module_is_allowance_module == Some(false) => (
                 Status::Warn,
                 format!(
-                    "{}: the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it; compare                      it on a block explorer before trusting its limits",
+                    "{}: the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it; compare it \
+                     on a block explorer before trusting its limits",
                     account.address, account.module
                 ),
             ),

@@ -29,6 +29,7 @@ alloy::sol! {
     /// The Safe call holdfast reads: whether the module is enabled on the account.
     interface ISafeModules {
         function isModuleEnabled(address module) external view returns (bool);
+        function getOwners() external view returns (address[] memory);
     }
 
     /// Safe's AllowanceModule 0.1.1 (the calls holdfast makes).
@@ -66,10 +67,13 @@ pub struct AccountState {
     pub account_deployed: bool,
     /// The module is enabled on the account.
     pub module_enabled: bool,
+    /// The key is one of the account's owners: then the on-chain limit does not bind it (an owner can execute
+    /// anything the threshold allows). `None`: not asked (no key given, or no account deployed).
+    pub signer_is_owner: Option<bool>,
 }
 
-/// Reads [`AccountState`] from `chain`.
-pub async fn inspect(chain: &Chain, account: Account) -> Result<AccountState, ToolError> {
+/// Reads [`AccountState`] from `chain`; `signer` is the key's address, when known.
+pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -> Result<AccountState, ToolError> {
     let code = chain.code(account.module).await?;
     let module_is_allowance_module =
         (!code.is_empty()).then(|| executable_hash(&code) == ALLOWANCE_MODULE_EXECUTABLE_HASH);
@@ -82,7 +86,17 @@ pub async fn inspect(chain: &Chain, account: Account) -> Result<AccountState, To
     } else {
         false
     };
-    Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled })
+    let signer_is_owner = match signer {
+        Some(signer) if account_deployed => {
+            let out = chain.call(account.address, ISafeModules::getOwnersCall {}.abi_encode().into()).await?;
+            let owners = ISafeModules::getOwnersCall::abi_decode_returns(&out).map_err(|e| {
+                ToolError::new(ErrorCode::UpstreamError, format!("the account's owners do not decode: {e}"))
+            })?;
+            Some(owners.contains(&signer))
+        }
+        _ => None,
+    };
+    Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled, signer_is_owner })
 }
 
 /// The smart account a wallet signs for.
@@ -254,13 +268,15 @@ impl TxKind for Fund {
 }
 
 /// Makes the signer hold `mv.amount` for the action `occasion` (its fingerprint) that the signer then sends or
-/// authorizes, moving it from the account through the module: a journaled transaction of kind `fund`, checked against
-/// what remains of the on-chain limit.
+/// authorizes, moving what is missing from the account through the module: a journaled transaction of kind `fund`,
+/// checked against what remains of the on-chain limit. Only a confirmed fund lets the action go on.
 ///
-/// - A token the signer already holds is used first (what an earlier fund left there because its action was declined
-///   or refused): only what is missing moves, so actions that never happen cannot pile funds up in the signer.
-/// - Ether is always moved in full: the signer's own ether is its gas money, never spent on the account's behalf.
-/// - One fund per occasion: an action run again (after the user's confirmation, or a retry) finds its fund done.
+/// What the signer already holds for the account is used first, judged and topped up under one lock, so actions
+/// that never happen (declined after the simulation, refused by a later check), retries and concurrent calls cannot
+/// pile the account's funds up in the signer:
+/// - a token: the signer's balance of it (the signer holds tokens only for the account);
+/// - ether: what today's funds moved to the signer and today's swaps have not spent (at most the signer's balance):
+///   the rest of its ether is its gas money, never spent on the account's behalf.
 pub(crate) async fn fund(
     web3: &Web3,
     network: &NetworkConfig,
@@ -268,15 +284,24 @@ pub(crate) async fn fund(
     mv: &Move,
     occasion: &str,
 ) -> Result<(), ToolError> {
+    let _one_at_a_time = web3.fund_lock().lock().await;
     let signer = web3.wallet().address();
-    let mut mv = mv.clone();
-    if !mv.native {
-        let held = web3.chain(network)?.balance(mv.asset, signer).await?;
-        if held >= mv.amount {
-            return Ok(());
-        }
-        mv.amount -= held;
+    let chain = web3.chain(network)?;
+    let held = chain.balance(mv.asset, signer).await?;
+    let available = if mv.native {
+        let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
+        let journal = web3.journal();
+        let funded = journal.spent_today(network.chain_id, &from, &asset, &[EntryKind::Fund]).await?;
+        let spent = journal.spent_today(network.chain_id, &from, &asset, &[EntryKind::Swap]).await?;
+        funded.saturating_sub(spent).min(held)
+    } else {
+        held
+    };
+    if available >= mv.amount {
+        return Ok(());
     }
+    let mut mv = mv.clone();
+    mv.amount -= available;
     let mv = &mv;
     let tx = transfer_tx(account, signer, mv.asset, signer, mv.amount)?;
     let summary = FundSummary {
@@ -303,6 +328,19 @@ pub(crate) async fn fund(
         to: account.module,
         confirm: Vec::new(),
     };
-    pipeline::run_kernel(web3, &Fund { mv: mv.clone() }, network, plan).await?;
+    let sent = pipeline::run_kernel(web3, &Fund { mv: mv.clone() }, network, plan).await?;
+    if sent.outcome != pipeline::TxOutcome::Confirmed {
+        return Err(ToolError::new(
+            ErrorCode::UpstreamError,
+            format!(
+                "moving {} from the account to the signer is {} (journal {}, transaction {}); nothing else was signed \
+                 — call it again once it is mined",
+                human(mv.amount, mv.decimals, &mv.symbol),
+                sent.outcome.as_str(),
+                sent.journal_id,
+                sent.hash
+            ),
+        ));
+    }
     Ok(())
 }

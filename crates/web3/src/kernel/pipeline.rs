@@ -368,8 +368,9 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         Limits::Approval => (web3.policy().check_approval(&m(U256::ZERO))?, None),
         Limits::Reset => (Decision::Auto, None),
     };
-    if plan.onchain {
-        // Before the fee estimate (which would only say "reverted"); checked again under the lock in `commit`.
+    if plan.onchain || plan.funded {
+        // Before the fee estimate (which would only say "reverted") and before the user is asked about an action
+        // the chain would refuse; checked again under the lock in `commit` (and by the fund).
         within_onchain_limit(web3, &chain, &plan).await?;
     }
     let mut reasons: Vec<String> = Vec::new();
@@ -395,8 +396,13 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
             reasons.push(reason);
         }
         if !reasons.is_empty() {
-            let summary = to_json(&plan.summary);
-            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reasons.join("; "))?;
+            // An approval of the simulation's own question ([`simulated_fingerprint`]) is asked only once this one
+            // was approved: it answers this one too.
+            if !ctx.confirmations.has_approved(kind.tool(), &simulated_fingerprint(&plan.fingerprint)) {
+                let summary = to_json(&plan.summary);
+                let reason = reasons.join("; ");
+                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason)?;
+            }
             reasons.clear();
             upfront = true;
         }
@@ -456,6 +462,12 @@ pub(crate) async fn run_kernel<K: TxKind>(
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
     Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Asked::default()).await?.0)
+}
+
+/// The fingerprint of the question the simulation of a funded action raises after the user approved it before its
+/// fund: a confirmation of its own, so that the first approval (used by the fund's run) does not answer it.
+fn simulated_fingerprint(fingerprint: &str) -> String {
+    format!("{fingerprint}:simulated")
 }
 
 /// What the user is asked about an action, and whether they already approved it before its fund.
@@ -533,7 +545,9 @@ async fn commit<K: TxKind>(
         let summary = to_json(&plan.summary);
         if !reasons.is_empty() {
             let reason = reasons.join("; ");
-            ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary.clone(), &reason)?;
+            // After an approval before the fund, the simulation's question is its own (the first approval is used).
+            let fingerprint = if upfront { simulated_fingerprint(&plan.fingerprint) } else { plan.fingerprint.clone() };
+            ctx.confirmations.require(kind.tool(), &kind.params(), &fingerprint, summary.clone(), &reason)?;
         }
         // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
         ctx.check_cancelled("the transaction was signed")?;

@@ -308,3 +308,70 @@ async fn nothing_is_funded_before_the_user_approves_and_one_approval_runs_the_sw
     assert_eq!(eth(&env, account).await, before);
     assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), funded, "no second swap fund");
 }
+
+/// Swaps that fail after their fund (a quote whose minimum the independent price refuses) fund once: the next ones,
+/// and the honest swap after them, use what the signer already holds for the account. The key never keeps more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_the_key() {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let account = devnet.account.unwrap();
+    let (url, tamper) = crate::common::hostile_quoter(&devnet).await;
+    let env = Env::apply(devnet, crate::common::Tweaks { quoter_url: Some(url), ..Default::default() });
+    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
+    *tamper.lock() = Box::new(|q: &mut Value| {
+        let min = crate::common::u256(&q["minBuyAmount"]) / U256::from(2);
+        q["minBuyAmount"] = json!(min.to_string());
+        crate::common::recalldata(q, |c| c.minBuyAmount = min);
+    });
+    for attempt in 0..4 {
+        let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+        assert!(quote.get("error").is_none(), "{quote}");
+        let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+        assert_eq!(err.code, ErrorCode::QuoteRejected, "attempt {attempt}: {err:?}");
+    }
+    assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY), "funded once");
+    *tamper.lock() = Box::new(|_: &mut Value| {});
+    let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    let out = env.ok("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(
+        env.devnet.balance_of(NATIVE, account).await.unwrap(),
+        before - U256::from(FINNEY),
+        "the honest swap used the ether already funded"
+    );
+    let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    assert_eq!(kernel.iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).count(), 1, "{kernel:#?}");
+}
+
+/// A funded swap asked about before its fund (another agent's turn) and again by its simulation (no independent
+/// price for ETH) runs after the two approvals; the first approval does not loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_before_the_fund_and_one_from_the_simulation_take_two_approvals() {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let account = devnet.account.unwrap();
+    let tweaks = crate::common::Tweaks {
+        toml_replace: vec![("feeds.ETH =".into(), "# feeds.ETH =".into())],
+        ..Default::default()
+    };
+    let env = Env::apply(devnet, tweaks);
+    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
+    let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(quote.get("error").is_none(), "{quote}");
+    env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::Other("agent 'mallory'".into()));
+    let swap = json!({"from_register": "swap_quote", "network": "base"});
+    let mut reasons = Vec::new();
+    for _ in 0..2 {
+        let err = env.err("web3_tx", swap.clone()).await;
+        assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+        let details = err.details.unwrap();
+        reasons.push(details["reason"].as_str().unwrap().to_owned());
+        env.decide(details["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve).unwrap();
+    }
+    assert!(reasons[0].contains("agent 'mallory'"), "{reasons:?}");
+    assert!(reasons[1].contains("no independent price"), "{reasons:?}");
+    let out = env.ok("web3_tx", swap).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY));
+}
