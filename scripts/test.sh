@@ -13,6 +13,11 @@ step() { printf '\n==> %s\n' "$*"; }
 # One build per run: incremental caches would only add gigabytes to target/ (CI starts from a clean checkout).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
+# What the run writes under HOME is checked at the end: only the caches the README names (~/.cache/holdfast); nothing of
+# anvil's under ~/.foundry (every anvil holdfast starts prunes its history in memory).
+started_marker=$(mktemp)
+trap 'rm -f "$started_marker"' EXIT
+
 step "npm packages for the devnet and interop tests (devnet/package-lock.json)"
 npm ci --prefix devnet --no-audit --no-fund --loglevel=error
 
@@ -81,5 +86,14 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "fuzzing: each target 5 s on holdfast-core's parsers (scripts/fuzz.sh --core; all targets: scripts/fuzz.sh)"
 scripts/fuzz.sh --core 5
+
+step "nothing left under HOME beyond the documented caches"
+left=$(find "$HOME/.foundry/anvil/tmp" -mindepth 1 -maxdepth 1 -newer "$started_marker" 2> /dev/null || true)
+if [ -n "$left" ]; then
+  echo "anvil left states under ~/.foundry/anvil/tmp during this run:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+echo "~/.foundry/anvil/tmp: nothing new"
 
 step "all tests passed in $((SECONDS / 60)) min $((SECONDS % 60)) s ($(du -sh target 2> /dev/null | cut -f1) in target/)"

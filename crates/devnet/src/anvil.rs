@@ -370,10 +370,19 @@ pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
     Ok(ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased())
 }
 
+/// How many past blocks' states anvil keeps (in memory): far more than any read holdfast makes needs (the latest
+/// block, and the block a simulation builds on).
+pub const KEPT_STATES: u32 = 1024;
+
 /// The anvil command line: loopback only, `chain_id` (the devnet's own by default, [`crate::CHAIN_ID`]), a
 /// Prague-or-later EVM (Base runs Isthmus, which includes Prague), no console output; the genesis block at
 /// `genesis_timestamp` when given.
-fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option<u64>) -> Command {
+///
+/// Its history is pruned to the last [`KEPT_STATES`] states, kept in memory: by default anvil offloads old states to
+/// `~/.foundry/anvil/tmp`, where a long-running devnet grows without bound and a killed one leaves them for good
+/// (gigabytes after a test suite). Its cache path is `cache_dir` (the devnet's folder), so nothing of it is written
+/// under HOME.
+fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option<u64>, cache_dir: &Path) -> Command {
     let mut cmd = Command::new(bin);
     with_plain_env(&mut cmd);
     cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
@@ -382,7 +391,10 @@ fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option
         "--hardfork",
         "prague",
         "--silent",
+        "--prune-history",
+        &KEPT_STATES.to_string(),
     ]);
+    cmd.arg("--cache-path").arg(cache_dir);
     if let Some(timestamp) = genesis_timestamp {
         cmd.arg("--timestamp").arg(timestamp.to_string());
     }
@@ -440,7 +452,9 @@ async fn start_on(
     expected_chain_id: u64,
     genesis_timestamp: Option<u64>,
 ) -> Result<StartedAnvil, Attempt> {
-    let command = anvil_command(bin, port, expected_chain_id, genesis_timestamp);
+    let cache_dir =
+        log.parent().map_or_else(|| std::env::temp_dir().join("holdfast-anvil-cache"), |d| d.join("anvil-cache"));
+    let command = anvil_command(bin, port, expected_chain_id, genesis_timestamp, &cache_dir);
     let mut child = spawn_logged(command, log, detached, "anvil").map_err(Attempt::Failed)?;
     let rpc_url = format!("http://127.0.0.1:{port}");
     let provider = match http_provider(&rpc_url) {

@@ -8,6 +8,7 @@ mod console;
 mod account;
 mod cli_glue;
 mod common;
+mod disk;
 mod paywall;
 mod price_feed;
 mod quoter;
