@@ -30,7 +30,7 @@ fi
 
 step "PostgreSQL for the storage tests: Debian's package, a throwaway cluster on 127.0.0.1 (scripts/postgres.sh)"
 pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/holdfast-pg.XXXXXX")
-trap 'scripts/postgres.sh stop "$pg_dir"' EXIT
+trap 'scripts/postgres.sh stop "$pg_dir"; rm -f "$started_marker"' EXIT
 HOLDFAST_TEST_DATABASE_URL=$(scripts/postgres.sh start "$pg_dir")
 # Every test that takes a database from it fails, instead of skipping, if it is missing.
 export HOLDFAST_TEST_DATABASE_URL HOLDFAST_REQUIRE_POSTGRES=1
