@@ -110,7 +110,7 @@ impl CoreServices {
         let ctx = self.open_on(session_id, revision, events);
         let entries = state.registers.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);
         ctx.registers.restore(entries);
-        ctx.context_bank.restore(state.context_bank, state.authorizations);
+        ctx.context_bank.restore(state.context_bank, state.authorizations, state.latest_message);
         ctx.confirmations.restore(state.confirmations);
         // What was loaded counts as saved: a copy that changes nothing writes nothing (a new revision here would
         // refuse another instance's next save of the same session).
@@ -284,6 +284,7 @@ impl ToolContext {
             version: STATE_VERSION,
             registers: registers.map(|(k, e)| (k, RegisterEntry::clone(&e))).collect(),
             context_bank: self.context_bank.items(),
+            latest_message: self.context_bank.latest_message(),
             authorizations: self.context_bank.authorizations(),
             confirmations: self.confirmations.saved(),
         }

@@ -54,6 +54,9 @@ pub struct SessionState {
     /// Context-bank items in order of first appearance.
     #[serde(default)]
     pub context_bank: Vec<ContextItem>,
+    /// The items of the user's latest message, in the order written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latest_message: Vec<ContextItem>,
     /// The authorizations of the amounts the user wrote, oldest first, with the action that spent each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub authorizations: Vec<Authorization>,

@@ -197,6 +197,7 @@ pub(crate) async fn send_message(
             agent: None,
             note: Some("no LLM is configured; use the tool console".to_owned()),
             context_bank: ctx.context_bank.items(),
+            latest_message: ctx.context_bank.latest_message(),
         }));
     };
     let cancel = CancelToken::new();
@@ -225,7 +226,12 @@ pub(crate) async fn send_message(
     let result = turn.await.map_err(|e| ToolError::internal(format!("the turn failed unexpectedly: {e}")))?;
     stop_if_dropped.disarm();
     match result {
-        Ok(outcome) => Ok(Json(TurnReply { agent: Some(outcome), note: None, context_bank: ctx.context_bank.items() })),
+        Ok(outcome) => Ok(Json(TurnReply {
+            agent: Some(outcome),
+            note: None,
+            context_bank: ctx.context_bank.items(),
+            latest_message: ctx.context_bank.latest_message(),
+        })),
         Err(holdfast_agent::AgentError::Llm(e)) => Err(ApiError::Tool(e.into())),
         Err(holdfast_agent::AgentError::Tool(e)) => Err(ApiError::Tool(e)),
     }
@@ -280,7 +286,11 @@ pub(crate) async fn context_bank(
     Path(id): Path<String>,
 ) -> ApiResult<ContextBankView> {
     let ctx = session(&state, &id).await?;
-    Ok(Json(ContextBankView { items: ctx.context_bank.items(), formatted: ctx.context_bank.format_for_agent() }))
+    Ok(Json(ContextBankView {
+        items: ctx.context_bank.items(),
+        latest_message: ctx.context_bank.latest_message(),
+        formatted: ctx.context_bank.format_for_agent(),
+    }))
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/confirmations", tag = "confirmations", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Actions waiting for the user", body = schema::PendingList), (status = 404, description = "No such session", body = schema::ErrorBody)))]

@@ -123,6 +123,8 @@ pub(crate) struct TurnReply {
     pub note: Option<String>,
     /// The session's context bank after the message.
     pub context_bank: Vec<ContextItem>,
+    /// The items of this message, in the order written.
+    pub latest_message: Vec<ContextItem>,
 }
 
 /// `POST /api/sessions/{id}/cancel`.
@@ -169,6 +171,8 @@ pub(crate) struct Registers {
 pub(crate) struct ContextBankView {
     /// Values found in the user's own words.
     pub items: Vec<ContextItem>,
+    /// The items of the user's latest message, in the order written (what the walkthroughs pre-fill from).
+    pub latest_message: Vec<ContextItem>,
     /// The text the model is shown, when there is anything.
     pub formatted: Option<String>,
 }

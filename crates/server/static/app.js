@@ -7,7 +7,7 @@ const S = {
   info: null, tools: [], toolsByName: new Map(), sessions: [], session: null,
   ws: null, wsRetry: 0, wsTimer: null, skew: 0,
   registers: new Map(), maxAge: new Map(), regTouched: new Map(), openRegs: new Set(), removed: [],
-  contextBank: [], pending: new Map(), memory: [], tasks: [], reminders: [],
+  contextBank: [], latest: [], latestText: "", pending: new Map(), memory: [], tasks: [], reminders: [],
   dialogId: null, dialogDone: false, consoleConfirm: null, dismissed: new Set(),
   streamEl: null, turnRunning: false, toolRows: [], turnFinal: false, finalEl: null, finalTimer: null,
 };
@@ -178,7 +178,7 @@ tid("session-new").addEventListener("click", async () => {
 async function selectSession(id) {
   S.session = id;
   sessionStorage.setItem("holdfast.session", id);
-  S.registers.clear(); S.regTouched.clear(); S.removed = []; S.contextBank = []; S.pending.clear();
+  S.registers.clear(); S.regTouched.clear(); S.removed = []; S.contextBank = []; S.latest = []; S.latestText = ""; S.pending.clear();
   S.streamEl = null; S.toolRows = [];
   renderSessions(); renderRegisters(); renderContextBank(); renderPending(); moneyChanged(id);
   $("chatlog").replaceChildren();
@@ -239,7 +239,7 @@ function onEvent(msg) {
   const d = msg.data || {};
   switch (msg.event) {
     case "register.update": applyRegisterEvent(d); break;
-    case "context_bank.update": S.contextBank = d.items || []; renderContextBank(); break;
+    case "context_bank.update": S.contextBank = d.items || []; S.latest = d.latest_message || []; renderContextBank(); break;
     case "memory.update": refreshMemory().catch(() => {}); break;
     case "tool.call": chatToolCall(d); break;
     case "tool.result": chatToolResult(d);
@@ -387,7 +387,9 @@ function tickAges() {
 
 // ---------------------------------------------------------------- context bank
 async function refreshContextBank() {
-  S.contextBank = (await get("/api/sessions/" + sid() + "/context-bank")).items || [];
+  const bank = await get("/api/sessions/" + sid() + "/context-bank");
+  S.contextBank = bank.items || [];
+  S.latest = bank.latest_message || [];
   renderContextBank();
 }
 const CB_TYPES = { eth_address: "address", token_symbol: "token", network: "network", amount: "amount" };
@@ -443,7 +445,7 @@ function addMsg(role, text, extra) {
 }
 function renderHistory(history) {
   for (const m of history) {
-    if (m.role === "user") addMsg("user", m.content);
+    if (m.role === "user") { addMsg("user", m.content); S.latestText = m.content; }
     else if (m.role === "assistant") {
       if (m.content) addMsg("assistant", m.content);
       for (const c of m.tool_calls || []) chatToolCall({ tool: c.name, params: c.arguments }, true);
@@ -544,6 +546,7 @@ $("chatform").addEventListener("submit", async (ev) => {
   if (!text || S.turnRunning) return;
   input.value = "";
   addMsg("user", text);
+  S.latestText = text;
   S.turnFinal = false;
   S.finalEl = null;
   clearTimeout(S.finalTimer);
@@ -570,7 +573,7 @@ $("chatform").addEventListener("submit", async (ev) => {
       })),
       h("div", { style: "margin-top:6px" }, "Act on it from the ", h("button", { type: "button", class: "link", onclick: () => { $("console").scrollIntoView({ behavior: "smooth" }); $("tool-select").focus(); } }, "tool console ↓"),
         " — the swap walkthrough there pre-fills each step from what you typed."));
-    S.contextBank = items; renderContextBank();
+    S.contextBank = items; S.latest = r.data.latest_message || []; renderContextBank();
   } else if (r.data.agent && !S.turnFinal && r.data.agent.text) {
     // The HTTP response can overtake the streamed `final` event. Wait for it briefly; if it has not come, show the
     // outcome's text in its place (a late `final` then updates this bubble instead of adding a second one).
@@ -788,19 +791,28 @@ function showToolResult(name, r) {
   }
 }
 
-// swap walkthrough: pre-fills the console from the context bank and the config, one step at a time
-function cbFirst(type, n) { const xs = S.contextBank.filter((i) => i.item_type === type && !(i.flags || []).length); return xs[n || 0]; }
-function walkSteps() {
-  const net = (cbFirst("network") || {}).value || (S.info && S.info.networks[0] ? S.info.networks[0].name : "base");
-  const sell = cbFirst("token_symbol", 0), buy = cbFirst("token_symbol", 1);
-  // The amount bound to the sell token (or else any bound amount); a bare number authorizes nothing.
-  const bound = S.contextBank.map(cbAmount).filter((a) => a && a.token);
-  const amount = (sell && bound.find((a) => a.token.toLowerCase() === sell.value.toLowerCase())) || bound[0];
+// swap walkthrough: pre-fills the console from the user's latest message (its tokens and the amount bound to the
+// first), one step at a time; never from an older message, so a step cannot carry an earlier swap's amount.
+function latestOf(type, n) { const xs = S.latest.filter((i) => i.item_type === type && !(i.flags || []).length); return xs[n || 0]; }
+/** What the latest message asks to swap, or null (with why) when it names no amount bound to its first token. */
+function latestSwap() {
+  const sell = latestOf("token_symbol", 0), buy = latestOf("token_symbol", 1);
+  const bound = S.latest.map(cbAmount).filter((a) => a && a.token);
+  const amount = sell && bound.find((a) => a.token.toLowerCase() === sell.value.toLowerCase());
+  if (!amount) {
+    return { why: bound.length && sell ? `it binds no amount to ${sell.value}, the token it names first`
+      : "it has no amount written together with its token (e.g. \u201cswap 0.01 ETH for USDC\u201d)" };
+  }
+  return { sell: sell.value, buy: buy ? buy.value : "", amount: amount.amount };
+}
+function walkSteps(swap) {
+  const net = (latestOf("network") || {}).value || (S.info && S.info.networks[0] ? S.info.networks[0].name : "base");
+  const s = swap && !swap.why ? swap : { sell: "", buy: "", amount: "" };
   return [
     ["wallet", "local_burner_wallet", { action: "address", token_register: null, network: null, cache_as: "wallet_address" }, "wallet_address"],
-    ["sell token", "token_lookup", { symbol: sell ? sell.value : "", network: net, cache_as: "sell_token" }, "sell_token"],
-    ["buy token", "token_lookup", { symbol: buy ? buy.value : "", network: net, cache_as: "buy_token" }, "buy_token"],
-    ["amount", "to_raw_amount", { amount: amount ? amount.amount : "", token_register: "sell_token", cache_as: "sell_amount" }, "sell_amount"],
+    ["sell token", "token_lookup", { symbol: s.sell, network: net, cache_as: "sell_token" }, "sell_token"],
+    ["buy token", "token_lookup", { symbol: s.buy, network: net, cache_as: "buy_token" }, "buy_token"],
+    ["amount", "to_raw_amount", { amount: s.amount, token_register: "sell_token", cache_as: "sell_amount" }, "sell_amount"],
     ["quote", "x402_fetch", { preset: "swap_quote", network: net, cache_as: "swap_quote" }, "swap_quote"],
     ["send", "web3_tx", { from_register: "swap_quote", network: net }, null],
   ];
@@ -808,7 +820,11 @@ function walkSteps() {
 function renderWalk() {
   const w = tid("walkthrough");
   if (!S.toolsByName.has("web3_tx")) { w.replaceChildren(); return; }
-  w.replaceChildren(h("span", { class: "faint" }, "Swap walkthrough:"), ...walkSteps().map(([label, tool, params, reg], i) =>
+  const swap = latestSwap();
+  const from = !S.latestText && !S.latest.length ? h("div", { class: "faint", testid: "walkthrough-source" }, "Write what to swap in the chat first (e.g. \u201cswap 0.01 ETH for USDC\u201d): the steps pre-fill from your latest message.")
+    : swap.why ? h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled: "false" } }, `Your latest message${S.latestText ? ` \u201c${S.latestText}\u201d` : ""}: ${swap.why}, so nothing is pre-filled.`)
+      : h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled: "true" } }, `From your latest message${S.latestText ? ` \u201c${S.latestText}\u201d` : ""}: sell ${swap.amount} ${swap.sell}${swap.buy ? ` for ${swap.buy}` : ""}.`);
+  w.replaceChildren(from, h("span", { class: "faint" }, "Swap walkthrough:"), ...walkSteps(swap).map(([label, tool, params, reg], i) =>
     h("button", { type: "button", class: reg && S.registers.has(reg) ? "done" : "", testid: "walkthrough-step", data: { tool }, title: `fill the form: ${tool} ${JSON.stringify(params)}`,
       onclick: () => { $("tool-select").value = tool; renderToolForm(params); } }, `${i + 1} ${label}`)));
 }

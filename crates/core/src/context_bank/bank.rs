@@ -11,6 +11,9 @@ pub(super) struct BankState {
     pub(super) items: Vec<ContextItem>,
     pub(super) seen: HashSet<(ItemType, String, Option<String>)>,
     pub(super) authorizations: Vec<Authorization>,
+    /// The items of the user's latest message, in the order written (each once), whether or not an earlier message
+    /// had them too: what a walkthrough pre-fills from.
+    pub(super) latest: Vec<ContextItem>,
 }
 
 /// One amount of one token that the user wrote in one message: it authorizes **one** action that moves value by
@@ -106,6 +109,13 @@ impl ContextBank {
             }
             let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
             state.authorizations.drain(..excess);
+            let mut latest: Vec<ContextItem> = Vec::new();
+            for item in &found {
+                if latest.len() < MAX_ITEMS && !latest.contains(item) {
+                    latest.push(item.clone());
+                }
+            }
+            state.latest = latest;
             for item in found {
                 if state.items.len() >= MAX_ITEMS {
                     break;
@@ -121,13 +131,20 @@ impl ContextBank {
                 }
             }
         }
-        if !added.is_empty() && self.events.has_subscribers() {
+        if self.events.has_subscribers() {
             self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate {
                 items: self.items(),
                 added: added.clone(),
+                latest_message: self.latest_message(),
             }));
         }
         added
+    }
+
+    /// The items of the user's latest message, in the order written (empty before the first message, or when it had
+    /// none).
+    pub fn latest_message(&self) -> Vec<ContextItem> {
+        self.state.read().latest.clone()
     }
 
     /// Every item, in order of first appearance.
@@ -209,8 +226,14 @@ impl ContextBank {
 
     /// Puts back items and authorizations an earlier process saved (see [`crate::session_state`]), keeping their
     /// order. Publishes nothing.
-    pub(crate) fn restore(&self, items: Vec<ContextItem>, authorizations: Vec<Authorization>) {
+    pub(crate) fn restore(
+        &self,
+        items: Vec<ContextItem>,
+        authorizations: Vec<Authorization>,
+        latest: Vec<ContextItem>,
+    ) {
         let mut state = self.state.write();
+        state.latest = latest.into_iter().take(MAX_ITEMS).collect();
         state.authorizations.extend(authorizations);
         let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
         state.authorizations.drain(..excess);
@@ -229,7 +252,11 @@ impl ContextBank {
     /// Forgets everything.
     pub fn clear(&self) {
         *self.state.write() = BankState::default();
-        self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate { items: vec![], added: vec![] }));
+        self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate {
+            items: vec![],
+            added: vec![],
+            latest_message: vec![],
+        }));
     }
 
     /// The agent-facing summary, or `None` when the bank is empty:

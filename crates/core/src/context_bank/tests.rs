@@ -554,9 +554,13 @@ async fn changes_are_published() {
     let mut rx = b.events.subscribe();
     b.scan_input("nothing here");
     b.scan_input("USDC");
+    // Every message is published: its own items (the latest message's) change even when the bank's do not.
     let e = rx.recv().await.unwrap();
     assert_eq!(e.name(), "context_bank.update");
+    assert_eq!(e.data()["latest_message"], serde_json::json!([]));
+    let e = rx.recv().await.unwrap();
     assert_eq!(e.data()["items"][0]["value"], "USDC");
+    assert_eq!(e.data()["latest_message"][0]["value"], "USDC");
 }
 
 #[test]
@@ -631,4 +635,26 @@ fn a_decimal_comma_reads_the_other_convention() {
             b.items()
         );
     }
+}
+
+#[test]
+fn the_latest_message_keeps_its_own_items_even_those_an_earlier_one_had() {
+    let b = bank();
+    b.scan_input("swap 0.001 ETH for USDC");
+    b.scan_input("swap 0.001 ETH for USDC");
+    assert_eq!(
+        values(&b.latest_message()),
+        vec![
+            (ItemType::Amount, "0.001", Some("ETH")),
+            (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
+            (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
+        ],
+        "repeated: nothing added to the bank, yet the latest message has them"
+    );
+    b.scan_input("actually 5 USDC for ETH");
+    assert_eq!(values(&b.latest_message())[0], (ItemType::Amount, "5", Some("USDC")));
+    assert_eq!(values(&b.latest_message())[1].1, "USDC");
+    b.scan_input("thanks");
+    assert!(b.latest_message().is_empty());
+    assert_eq!(b.items().len(), 4, "the bank keeps every item once");
 }

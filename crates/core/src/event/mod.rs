@@ -272,7 +272,11 @@ mod tests {
         let bus = EventBus::new("s1");
         let mut rx = bus.subscribe();
         bus.publish(EventPayload::RegisterUpdate(RegisterUpdate::Remove { key: "a".into(), created_at: Utc::now() }));
-        bus.publish(EventPayload::ContextBankUpdate(ContextBankUpdate { items: vec![], added: vec![] }));
+        bus.publish(EventPayload::ContextBankUpdate(ContextBankUpdate {
+            items: vec![],
+            added: vec![],
+            latest_message: vec![],
+        }));
         let first = rx.recv().await.unwrap();
         assert_eq!(first.name(), "register.update");
         assert_eq!(first.session_id, "s1");

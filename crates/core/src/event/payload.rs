@@ -126,6 +126,9 @@ pub struct ContextBankUpdate {
     pub items: Vec<ContextItem>,
     /// The items the last scan added (empty when the bank was cleared).
     pub added: Vec<ContextItem>,
+    /// The items of the user's latest message, in the order written, new or not.
+    #[serde(default)]
+    pub latest_message: Vec<ContextItem>,
 }
 
 /// `memory.update`: a memory block after an edit.

@@ -130,6 +130,13 @@ async fn the_swap_step_by_step_in_a_real_browser() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_swap_walkthrough_pre_fills_from_the_latest_message_only() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    run_scenario("walkthrough", state, &["walkthrough-1-latest.png"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wallet_panel_shows_the_smart_account_and_its_onchain_limits() {
     let devnet =
         holdfast_devnet::TestDevnet::start_with_account(holdfast_devnet::OnchainLimit::defaults()).await.unwrap();

@@ -501,6 +501,45 @@ async function agentsScenario() {
   });
 }
 
+async function walkthroughScenario() {
+  const source = T("walkthrough-source");
+  const say = async (text) => {
+    const before = await page.locator(T("chat-note")).count();
+    await page.fill(T("chat-input"), text);
+    await page.click(T("chat-send"));
+    await page.waitForFunction(([sel, n]) => document.querySelectorAll(sel).length > n, [T("chat-note"), before]);
+  };
+  const fill = async (n, field) => {
+    await page.click(`${T("walkthrough-step")}:nth-of-type(${n})`);
+    return page.inputValue(T("field-" + field));
+  };
+  await step("before any message the walkthrough says where its values come from", async () => {
+    await page.waitForSelector(source);
+    if (!/latest message/.test(await page.textContent(source))) fail(`source: ${await page.textContent(source)}`);
+  });
+  await step("each swap pre-fills from the latest message, never an earlier one", async () => {
+    await say("swap 0.001 ETH for USDC");
+    await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("0.001 ETH")`);
+    if ((await fill(4, "amount")) !== "0.001") fail("first swap's amount");
+    await say("swap 0.02 ETH for USDC");
+    await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("0.02 ETH")`);
+    if ((await fill(4, "amount")) !== "0.02") fail(`second swap's amount: ${await fill(4, "amount")}`);
+    await say("actually, swap 5 USDC for ETH instead");
+    await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("5 USDC for ETH")`);
+    if ((await fill(2, "symbol")) !== "USDC") fail("sell token of the latest message");
+    if ((await fill(3, "symbol")) !== "ETH") fail("buy token of the latest message");
+    if ((await fill(4, "amount")) !== "5") fail("amount of the latest message");
+    await shot("walkthrough-1-latest.png");
+  });
+  await step("a latest message with no bound amount pre-fills nothing, and says why", async () => {
+    await say("thanks, and my 2 friends say hi");
+    await page.waitForSelector(`${source}[data-prefilled="false"]`);
+    if (!/nothing is pre-filled/.test(await page.textContent(source))) fail(`source: ${await page.textContent(source)}`);
+    if ((await fill(4, "amount")) !== "") fail("an amount was pre-filled from an older message");
+    if ((await fill(2, "symbol")) !== "") fail("a token was pre-filled from an older message");
+  });
+}
+
 async function accountScenario() {
   await step("the wallet panel shows the smart account, its balances and what remains of each on-chain limit", async () => {
     const api = await page.evaluate(async () => (await fetch("/api/wallet", { credentials: "same-origin" })).json());
@@ -524,6 +563,7 @@ try {
   await openUi();
   if (scenario === "chat") await chatScenario();
   else if (scenario === "account") await accountScenario();
+  else if (scenario === "walkthrough") await walkthroughScenario();
   else if (scenario === "agents") await agentsScenario();
   else await swapScenario();
   if (problems.length) fail("browser errors:\n" + problems.join("\n"));
