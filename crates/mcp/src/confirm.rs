@@ -46,7 +46,7 @@ const LABELS: &[(&str, &str)] = &[
 pub fn describe_action(summary: &Value) -> String {
     let Value::Object(map) = summary else { return summary.to_string() };
     let mut out = String::new();
-    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let text = value_text;
     for (key, label) in LABELS {
         if let Some(v) = map.get(*key).filter(|v| !v.is_null()) {
             let _ = writeln!(out, "{label}: {}", text(v));
@@ -60,6 +60,36 @@ pub fn describe_action(summary: &Value) -> String {
         let _ = writeln!(out, "{label}: {}", text(v));
     }
     out.trim_end().to_owned()
+}
+
+/// A summary value as a person reads it: a string as is; the swap's price check as a sentence; another object as
+/// `label value` pairs; a list joined with commas — never raw JSON.
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(m) if m.contains_key("expected") && m.contains_key("minimum_accepted") => {
+            let f = |k: &str| m.get(k).map(value_text).unwrap_or_default();
+            let verdict = if m.get("passed").and_then(Value::as_bool) == Some(true) { "passed" } else { "failed" };
+            format!(
+                "{verdict}: {} expected by {}; at least {} accepted ({} bps); the quote promises {}, the simulation \
+                 delivers {}",
+                f("expected"),
+                f("source"),
+                f("minimum_accepted"),
+                f("max_slippage_bps"),
+                f("promised"),
+                f("simulated")
+            )
+        }
+        Value::Object(m) => m
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{} {}", k.replace('_', " "), value_text(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Value::Array(items) => items.iter().map(value_text).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
 }
 
 /// The confirmation id in a `confirmation_required` error's details.
@@ -152,6 +182,24 @@ pub fn denied(pending: &Confirmation, how: &str) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_price_check_and_other_objects_read_as_text_not_json() {
+        let summary = json!({
+            "action": "swap",
+            "price_check": {"source": "ETH / USD, USDC / USD feeds", "expected": "29.9 USDC", "minimum_accepted": "29.6 USDC",
+                            "promised": "29.7 USDC", "simulated": "29.8 USDC", "deviation_bps": 67, "max_slippage_bps": 100,
+                            "passed": true},
+            "call": {"function": "sell", "recipient": "0xabc"},
+        });
+        let text = describe_action(&summary);
+        assert!(!text.contains('{') && !text.contains('"'), "{text}");
+        assert!(
+            text.contains("Price check: passed: 29.9 USDC expected by ETH / USD, USDC / USD feeds; at least 29.6 USDC accepted (100 bps)"),
+            "{text}"
+        );
+        assert!(text.contains("function sell; recipient 0xabc"), "{text}");
+    }
 
     #[test]
     fn the_decoded_action_reads_in_order_with_labels() {

@@ -482,13 +482,13 @@ function chatToolResult(d) {
     t.status.className = "badge b-ok";
     const out = d.output;
     t.status.textContent = out && out.cached_as ? "✓ → " + out.cached_as : out && out.status ? "✓ " + out.status : "✓ ok";
-    t.body.append("\n→ ", pretty(out));
+    if (out !== null && out !== undefined) t.body.append("\n→ ", pretty(out));
   } else {
     const code = d.error && d.error.code || "error";
     t.row.dataset.status = code === "confirmation_required" ? "confirmation" : "error";
     t.status.className = "badge " + (code === "confirmation_required" ? "b-warn" : "b-err");
     t.status.textContent = code === "confirmation_required" ? "⚠ waiting for approval" : "✗ " + code;
-    t.body.append("\n→ ", pretty(d.error));
+    if (d.error) t.body.append("\n→ ", d.error.message ? `${d.error.code}: ${d.error.message}` : pretty(d.error));
   }
   scrollChat();
 }
@@ -768,7 +768,7 @@ function showToolResult(name, r) {
     box.replaceChildren(h("div", { class: "rh" }, h("span", { class: "badge b-ok" }, "✓ " + r.status), h("b", { class: "mono" }, name),
       out && out.cached_as ? h("span", { class: "muted" }, "stored in register ", h("code", {}, out.cached_as)) : null,
       out && out.status ? h("span", { class: "badge " + (out.status === "confirmed" ? "b-ok" : "b-warn"), testid: "tool-result-status" }, out.status) : null),
-    h("pre", { testid: "tool-result-output" }, pretty(out)));
+    out !== null && out !== undefined ? h("pre", { testid: "tool-result-output" }, pretty(out)) : null);
   } else if (err && err.code === "confirmation_required") {
     const cid = err.details && err.details.confirmation_id;
     box.dataset.status = "confirmation"; box.dataset.code = err.code;
@@ -909,12 +909,26 @@ async function decide(c, approve) {
   S.pending.delete(c.id);
   renderPending();
   const done = h("button", { type: "button", class: "primary", testid: "confirm-close", onclick: () => closeConfirm() }, "Close");
+  // The question is answered: the title says what became of it.
+  const title = document.querySelector('#confirm [data-testid="confirm-title"]');
+  const what = (c.summary && c.summary.action) || c.tool;
+  const setTitle = (t) => { if (title) title.textContent = t; };
+  if (!r.ok) setTitle(`${what}: not sent`);
+  else if (!approve) setTitle(`${what}: denied`);
+  else if (r.data.resumed === "agent") setTitle(`${what}: approved`);
+  else setTitle(`${what}: ${(r.data.output && r.data.output.status) || "done"}`);
   if (!r.ok) {
     const e = r.data && r.data.error || { code: "http_" + r.status, message: "request failed" };
     outcome.replaceChildren(h("div", { class: "receipt bad", testid: "confirm-error" }, h("b", {}, "✗ " + e.code), " ", e.message || ""));
     if (S.consoleConfirm === c.id) showToolResult(c.tool, r);
   } else if (!approve) {
     outcome.replaceChildren(h("div", { class: "receipt bad", testid: "confirm-denied" }, "Denied. Nothing was signed or sent."));
+    if (S.consoleConfirm === c.id) {
+      const box = $("tool-result");
+      box.dataset.status = "denied"; box.dataset.code = "denied";
+      box.replaceChildren(h("div", { class: "rh" }, h("span", { class: "badge b-err" }, "✗ denied"), h("b", { class: "mono" }, c.tool),
+        h("span", { testid: "tool-result-denied" }, "you denied it: nothing was signed or sent")));
+    }
   } else if (r.data.resumed === "agent") {
     outcome.replaceChildren(h("div", { class: "receipt", testid: "confirm-resumed" }, "Approved — the agent carries on."));
   } else {

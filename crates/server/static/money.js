@@ -31,6 +31,13 @@ function gauge(g) {
     h("div", { class: "meter " + level, title: denied ? "" : Math.round(pct) + "% of the daily cap" },
       h("div", { style: `width:${pct}%` })));
 }
+/** A balance as a person reads it: at most 6 decimals, cut (never rounded up); the full value is on hover. */
+function shortAmount(v) {
+  if (v === null || v === undefined) return "—";
+  const [whole, frac = ""] = String(v).split(".");
+  const cut = frac.slice(0, 6).replace(/0+$/, "");
+  return cut ? `${whole}.${cut}${frac.length > 6 && /[1-9]/.test(frac.slice(6)) ? "…" : ""}` : (frac && /[1-9]/.test(frac) ? `${whole}.000000…` : whole);
+}
 function renderWallet(w) {
   const body = $("wallet-body");
   if (!w.networks.length) { body.replaceChildren(h("div", { class: "empty" }, "No networks configured.")); return; }
@@ -39,7 +46,7 @@ function renderWallet(w) {
     n.account ? h("div", { class: "faint", testid: "signer-caption" }, "The key (signer; pays the gas):") : null,
     h("table", { class: "bal" }, ...n.holdings.map((t) => h("tr", { testid: "balance", data: { symbol: t.symbol } },
       h("th", { title: t.address }, t.symbol),
-      h("td", { class: "mono", testid: "balance-value" }, t.balance_human !== null ? t.balance_human : "—"),
+      h("td", { class: "mono", testid: "balance-value", title: t.balance_human !== null ? `${t.balance_human} ${t.symbol}` : "" }, shortAmount(t.balance_human)),
       h("td", { class: "faint" }, t.error ? h("span", { title: t.error }, "node unavailable") : "")))),
     n.account ? accountView(n.account) : null,
     n.spend.length ? h("div", { class: "gauges" }, ...n.spend.map(gauge))
@@ -57,7 +64,7 @@ function accountView(a) {
         : `${l.remaining_human} of ${l.limit_human} left ${period(l.period_minutes)}`;
       return h("tr", { testid: "account-balance", data: { symbol: t.symbol } },
         h("th", { title: t.address }, t.symbol),
-        h("td", { class: "mono" }, t.balance_human !== null ? t.balance_human : "—"),
+        h("td", { class: "mono", testid: "account-balance-value", title: t.balance_human !== null ? `${t.balance_human} ${t.symbol}` : "" }, shortAmount(t.balance_human)),
         h("td", { class: "faint", testid: "onchain-limit" }, limit));
     })));
 }

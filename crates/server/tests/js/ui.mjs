@@ -394,6 +394,8 @@ async function swapScenario() {
     if (status !== "confirmed") fail(`receipt status: ${status}`);
     const hash = (await page.textContent(T("receipt-hash"))).trim();
     if (!/^0x[0-9a-f]{64}$/.test(hash)) fail(`receipt hash: ${hash}`);
+    const answered = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-title")}`)).trim();
+    if (answered !== "swap: confirmed") fail(`the dialog's title after approving: ${answered}`);
     await shot("04-receipt.png");
     await page.click(T("confirm-close"));
     await page.waitForSelector(`${T("confirm-dialog")}[open]`, { state: "detached" }).catch(() => {});
@@ -428,8 +430,15 @@ async function swapScenario() {
     for (const symbol of ["ETH", "USDC", "WETH"]) {
       const want = base.holdings.find((t) => t.symbol === symbol).balance_human;
       if (want === null) fail(`no ${symbol} balance from the node`);
-      const shown = await page.textContent(`${wallet} ${T("balance")}[data-symbol="${symbol}"] ${T("balance-value")}`);
-      if (shown !== want) fail(`${symbol} balance shows ${shown}, the node says ${want}`);
+      const cell = `${wallet} ${T("balance")}[data-symbol="${symbol}"] ${T("balance-value")}`;
+      const shown = await page.textContent(cell);
+      // At most 6 decimals, cut from the node's value (never rounded up); the full value on hover.
+      const [whole, frac = ""] = want.split(".");
+      const cut = shown.replace("…", "");
+      if (!(cut === whole || (cut.startsWith(whole + ".") && want.startsWith(cut) && cut.split(".")[1].length <= 6))) {
+        fail(`${symbol} balance shows ${shown}, the node says ${want}`);
+      }
+      if ((await page.getAttribute(cell, "title")) !== `${want} ${symbol}`) fail(`${symbol}: the full value is not on hover`);
     }
     if (!(Number(base.holdings.find((t) => t.symbol === "USDC").balance_human) > 0)) fail("the swap bought no USDC");
     await page.locator(T("wallet-panel")).scrollIntoViewIfNeeded();
@@ -454,6 +463,20 @@ async function swapScenario() {
     await page.click(T("tab-payments"));
     await page.waitForSelector(`${T("payment-list")} ${T("journal-entry")}[data-kind="payment"][data-status="confirmed"]`);
     await page.click(T("tab-journal"));
+  });
+
+  await step("deny: the dialog and the console both say it was denied", async () => {
+    await runTool("x402_fetch", { preset: "swap_quote", network: "base", cache_as: "swap_quote" }, 200);
+    const { body } = await runTool("web3_tx", { from_register: "swap_quote", network: "base" }, 202);
+    if (body.error.code !== "confirmation_required") fail(JSON.stringify(body));
+    await page.waitForSelector(`${T("confirm-dialog")}[open]`);
+    await page.click(T("confirm-deny"));
+    await page.waitForSelector(T("confirm-denied"));
+    const title = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-title")}`)).trim();
+    if (title !== "swap: denied") fail(`the dialog's title after denying: ${title}`);
+    await page.click(T("confirm-close"));
+    await page.waitForSelector(`${T("tool-result")} ${T("tool-result-denied")}`);
+    if (/waits for your approval/.test(await page.textContent(T("tool-result")))) fail("the console still says it waits");
   });
 
   await step("memory blocks update live", async () => {
@@ -551,7 +574,7 @@ async function accountScenario() {
     if ((await limit("USDC")) !== "100 of 100 left per day") fail(`USDC limit shows ${await limit("USDC")}`);
     if ((await limit("ETH")) !== "0.05 of 0.05 left per day") fail(`ETH limit shows ${await limit("ETH")}`);
     if ((await limit("WETH")) !== "no on-chain limit: cannot move") fail(`WETH limit shows ${await limit("WETH")}`);
-    const usdc = await page.textContent(`${panel} ${T("account-balance")}[data-symbol="USDC"] td.mono`);
+    const usdc = await page.textContent(`${panel} ${T("account-balance")}[data-symbol="USDC"] ${T("account-balance-value")}`);
     if (usdc !== "10000") fail(`the account's USDC shows ${usdc}`);
     await page.waitForSelector(`${T("wallet-panel")} ${T("signer-caption")}`);
     await page.locator(T("wallet-panel")).scrollIntoViewIfNeeded();
