@@ -1,4 +1,5 @@
-//! `holdfast doctor [--config FILE]`: checks a configuration and what it points at, prints one table row per check,
+//! `holdfast doctor [--config FILE | --base-defaults]`: checks a configuration (without `--config`, what `holdfast serve`
+//! without one runs: its devnet in the data dir) and what it points at, prints one table row per check,
 //! and exits non-zero when any check fails.
 //!
 //! The checks read and never write: the config through every layer's own loader (an error names the file, the line
@@ -25,9 +26,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Options of `holdfast doctor`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DoctorArgs {
-    /// Configuration file (default: the built-in Base mainnet defaults).
+    /// Configuration file (default: what `holdfast serve` runs without --config: the devnet's configuration in the
+    /// data dir, `DATA_DIR/devnet/holdfast.toml`).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// With no --config, check the built-in Base mainnet defaults instead of serve's devnet.
+    #[arg(long, conflicts_with = "config")]
+    pub base_defaults: bool,
     /// The data dir `serve` would use (default: the config's `[storage] data_dir`, else the platform's data dir),
     /// where the wallet key is looked for.
     #[arg(long)]
@@ -87,8 +92,33 @@ impl Report {
 /// Runs the checks and prints the table.
 pub(crate) async fn run(args: DoctorArgs) -> ExitCode {
     let mut report = Report::default();
-    let shown = args.config.as_ref().map_or_else(|| "built-in defaults".to_owned(), |p| p.display().to_string());
-    let doc = match &args.config {
+    // Without --config, what `holdfast serve` without --config runs: the devnet it keeps in the data dir, with that
+    // data dir (not the devnet's own `data`).
+    let serve_data_dir = args.data_dir.clone().or_else(|| crate::serve::default_data_dir().ok());
+    let serve_devnet = serve_data_dir.as_ref().map(|d| d.join("devnet").join("holdfast.toml"));
+    let (config, shown, data_dir) = match (&args.config, &serve_devnet) {
+        (Some(path), _) => (Some(path.clone()), path.display().to_string(), args.data_dir.clone()),
+        (None, Some(devnet)) if !args.base_defaults => {
+            if !devnet.exists() {
+                report.add(
+                    "config",
+                    Status::Warn,
+                    format!(
+                        "no --config: `holdfast serve` would start its devnet in {} (none is there yet: its first \
+                         start creates it); nothing else to check. --config FILE checks a configuration, \
+                         --base-defaults the built-in Base mainnet defaults",
+                        devnet.parent().map_or_else(String::new, |d| d.display().to_string())
+                    ),
+                );
+                report.print();
+                return ExitCode::SUCCESS;
+            }
+            let shown = format!("{} (what `holdfast serve` runs without --config: its devnet)", devnet.display());
+            (Some(devnet.clone()), shown, serve_data_dir.clone())
+        }
+        (None, _) => (None, "built-in Base mainnet defaults".to_owned(), args.data_dir.clone()),
+    };
+    let doc = match &config {
         Some(path) => ConfigDocument::load(path),
         None => Ok(ConfigDocument::empty()),
     };
@@ -100,7 +130,7 @@ pub(crate) async fn run(args: DoctorArgs) -> ExitCode {
     match checked {
         Ok((doc, mut checked)) => {
             checked.core.data_dir =
-                args.data_dir.or(checked.core.data_dir).or_else(|| crate::serve::default_data_dir().ok());
+                data_dir.or(checked.core.data_dir).or_else(|| crate::serve::default_data_dir().ok());
             report.add("config", Status::Ok, format!("{shown}: every section reads"));
             check_everything(&mut report, &doc, &checked).await;
         }

@@ -380,3 +380,40 @@ async fn doctor_shows_the_account_its_module_and_what_remains_of_each_onchain_li
     assert!(!ok, "{out}");
     assert!(row(&out, "account base").contains("FAIL"), "{out}");
 }
+
+/// Without --config, doctor checks what `serve` without one runs — its devnet in the data dir — and names it; before
+/// that devnet exists it says so and checks nothing else (no FAIL for Base mainnet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_without_a_config_checks_what_serve_without_one_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let run = |data: std::path::PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            let out = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+                .args(["doctor", "--data-dir", data.to_str().unwrap()])
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("ANTHROPIC_API_KEY")
+                .output()
+                .unwrap();
+            (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+        })
+    };
+    let (ok, out) = run(data.clone()).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(row(&out, "config").contains("none is there yet"), "{out}");
+    // The devnet serve would run, brought up where serve keeps it.
+    let up = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["devnet", "up", "--dir", data.join("devnet").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    let (ok, out) = run(data.clone()).await.unwrap();
+    let _ = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["devnet", "down", "--dir", data.join("devnet").to_str().unwrap()])
+        .output();
+    assert!(ok, "{out}");
+    let config = row(&out, "config");
+    assert!(config.contains("devnet/holdfast.toml") && config.contains("what `holdfast serve` runs"), "{out}");
+    assert!(row(&out, "network base").contains(&holdfast_devnet::CHAIN_ID.to_string()), "{out}");
+    assert!(row(&out, "account base").contains(" ok "), "{out}");
+}
