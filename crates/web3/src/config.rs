@@ -38,6 +38,18 @@ pub struct WalletSection {
 pub const SAFE_ALLOWANCE_MODULE: &str = "safe-allowance-module";
 
 impl WalletSection {
+    /// `e` as an error of the configuration: at the line of `wallet.key_env` or `wallet.key_file` that named the
+    /// variable or the file (the default key file in the data dir is no line of the file: `e` as it is).
+    pub fn locate(&self, doc: &ConfigDocument, e: &crate::wallet::WalletError) -> Option<ConfigError> {
+        use crate::wallet::WalletError;
+        let key = match e {
+            WalletError::Env { .. } => "key_env",
+            WalletError::File { .. } | WalletError::Permissions { .. } if self.key_file.is_some() => "key_file",
+            _ => return None,
+        };
+        Some(doc.invalid_at(&["wallet", key], format!("`wallet.{key}`: {e}")))
+    }
+
     /// The account and its module, when `[wallet] account` is set (checked by [`Web3Config::from_document`]).
     pub fn account(&self) -> Option<crate::kernel::account::Account> {
         let address = self.account.as_deref()?.parse().ok()?;
@@ -276,7 +288,9 @@ impl Web3Config {
         }
         check_account(doc, &wallet)?;
         let presets = match doc.section_or_default::<PresetsSection>("presets")?.file {
-            Some(file) => Presets::load(&doc.resolve_path(&file))?,
+            Some(file) => {
+                Presets::load(&doc.resolve_path(&file)).map_err(|e| doc.referenced(&["presets", "file"], e))?
+            }
             None => Presets::default(),
         };
 

@@ -159,7 +159,8 @@ impl Web3 {
         let config = Web3Config::from_document(doc, &core)?;
         let data_dir = core.data_dir.clone();
         let default_key = data_dir.as_ref().map(|d| d.join("wallet.key"));
-        let wallet = Wallet::load(&config.wallet, default_key.as_deref())?;
+        let wallet = Wallet::load(&config.wallet, default_key.as_deref())
+            .map_err(|e| config.wallet.locate(doc, &e).map_or(BuildError::Wallet(e), BuildError::Config))?;
         let journal = match &data_dir {
             Some(dir) => Journal::open(&dir.join("holdfast.db"))?,
             None => Journal::in_memory()?,
@@ -176,7 +177,8 @@ impl Web3 {
     ) -> Result<Arc<Self>, BuildError> {
         let config = Web3Config::from_document(doc, &core)?;
         let default_key = core.data_dir.as_ref().map(|d| d.join("wallet.key"));
-        let wallet = Wallet::load(&config.wallet, default_key.as_deref())?;
+        let wallet = Wallet::load(&config.wallet, default_key.as_deref())
+            .map_err(|e| config.wallet.locate(doc, &e).map_or(BuildError::Wallet(e), BuildError::Config))?;
         let journal = Journal::open_storage(storage).await?;
         Ok(Self::new(core, config, wallet, journal)?)
     }

@@ -168,6 +168,18 @@ impl ConfigDocument {
         ConfigError::Invalid { path: self.name(), reason: reason.into() }
     }
 
+    /// `e`, an error reading the file the key at `key_path` names, as an error of this file: a file that cannot be
+    /// read is reported at that key's line (`holdfast.toml:9:8: `presets.file` names presets.ron: cannot read: …`);
+    /// an error inside the named file already names that file, its line and key, and is kept.
+    pub fn referenced(&self, key_path: &[&str], e: ConfigError) -> ConfigError {
+        match e {
+            ConfigError::Io { path, source } => {
+                self.invalid_at(key_path, format!("`{}` names {path}: cannot read: {source}", key_path.join(".")))
+            }
+            other => other,
+        }
+    }
+
     /// An error about the value at `key_path` (`["policy", "base", "per_tx"]`), placed at its line: the deepest key
     /// of the path the file holds (the whole path when it is there). `reason` should name the key.
     pub fn invalid_at(&self, key_path: &[&str], reason: impl Into<String>) -> ConfigError {
@@ -278,7 +290,7 @@ impl CoreConfig {
             })?;
         }
         let tokens = match doc.section::<PathBuf>("tokens")? {
-            Some(path) => TokenTable::load(&doc.resolve_path(&path))?,
+            Some(path) => TokenTable::load(&doc.resolve_path(&path)).map_err(|e| doc.referenced(&["tokens"], e))?,
             None => TokenTable::builtin(),
         };
         for network in tokens.networks() {

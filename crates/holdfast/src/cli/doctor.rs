@@ -146,7 +146,7 @@ async fn check_everything(report: &mut Report, doc: &ConfigDocument, checked: &C
     }
     check_storage(report, &checked.core).await;
     check_networks(report, &checked.core).await;
-    check_wallet(report, checked);
+    check_wallet(report, doc, checked);
     check_account(report, checked).await;
     check_price_feeds(report, checked).await;
     check_allowances(report, checked).await;
@@ -283,7 +283,7 @@ async fn check_allowances(report: &mut Report, checked: &CheckedConfig) {
     }
 }
 
-fn check_wallet(report: &mut Report, checked: &CheckedConfig) {
+fn check_wallet(report: &mut Report, doc: &ConfigDocument, checked: &CheckedConfig) {
     let default_file = checked.core.data_dir.as_ref().map(|d| d.join("wallet.key"));
     match Wallet::existing(&checked.web3.wallet, default_file.as_deref()) {
         Ok(Some(wallet)) => report.add("wallet", Status::Ok, wallet.address().to_checksum(None)),
@@ -299,7 +299,10 @@ fn check_wallet(report: &mut Report, checked: &CheckedConfig) {
                 "no key configured and no data dir: an ephemeral key, and every value-moving action is refused",
             ),
         },
-        Err(e) => report.add("wallet", Status::Fail, e.to_string()),
+        Err(e) => {
+            let located = checked.web3.wallet.locate(doc, &e).map_or_else(|| e.to_string(), |c| c.to_string());
+            report.add("wallet", Status::Fail, located);
+        }
     }
 }
 

@@ -417,3 +417,34 @@ async fn doctor_without_a_config_checks_what_serve_without_one_runs() {
     assert!(row(&out, "network base").contains(&holdfast_devnet::CHAIN_ID.to_string()), "{out}");
     assert!(row(&out, "account base").contains(" ok "), "{out}");
 }
+
+/// A missing referenced file and an unset key variable are reported at the line and key of the config that names
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_referenced_file_or_variable_that_is_missing_names_the_config_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("holdfast.toml");
+    std::fs::write(&config, "tokens = \"nope.ron\"\n").unwrap();
+    let (ok, out) = doctor(&config).await;
+    assert!(
+        !ok && row(&out, "config").contains("holdfast.toml:1:1: `tokens` names ")
+            && row(&out, "config").contains("nope.ron: cannot read"),
+        "{out}"
+    );
+    let data = tmp.path().join("data");
+    let text = format!(
+        "[storage]\ndata_dir = \"{}\"\n\n[wallet]\nkey_env = \"HOLDFAST_TEST_UNSET_KEY_31\"\n\n[presets]\nfile = \"missing.ron\"\n",
+        data.display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    let (ok, out) = doctor(&config).await;
+    assert!(!ok && row(&out, "config").contains("holdfast.toml:8:1: `presets.file` names "), "{out}");
+    std::fs::write(&config, text.replace("[presets]\nfile = \"missing.ron\"\n", "")).unwrap();
+    let (ok, out) = doctor(&config).await;
+    assert!(!ok, "{out}");
+    assert!(
+        row(&out, "wallet")
+            .contains("holdfast.toml:5:1: `wallet.key_env`: environment variable HOLDFAST_TEST_UNSET_KEY_31"),
+        "{out}"
+    );
+}
