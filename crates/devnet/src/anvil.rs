@@ -303,8 +303,13 @@ fn install_blocking(cache: &Path, npm: &str, lines: &(dyn Fn(&str) + Sync)) -> R
     // --ignore-scripts: the anvil package's postinstall only re-downloads what npm already placed; no package code
     // runs at install time.
     let npm = program_on_path(npm, std::env::var_os("PATH").map(PathBuf::from)).ok_or(DevnetError::NpmMissing)?;
+    // npm's own cache (the downloaded tarballs, its logs) goes into a folder of ours, removed after the install:
+    // nothing lands in ~/.npm (about 20 MB otherwise), and the cache holds only the installed anvil.
+    let npm_cache = cache.join(".npm-cache");
+    let _remove_npm_cache = RemoveOnDrop(npm_cache.clone());
     let mut child = with_env(&mut Command::new(npm), passed_to_npm)
-        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts", "--cache"])
+        .arg(&npm_cache)
         .current_dir(cache)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -340,6 +345,15 @@ fn install_blocking(cache: &Path, npm: &str, lines: &(dyn Fn(&str) + Sync)) -> R
         )));
     }
     Ok(bin)
+}
+
+/// Removes a folder when dropped (best effort).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A free TCP port on 127.0.0.1, chosen by the kernel (bound, read, released).
@@ -665,6 +679,8 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(installed.len(), 2, "the anvil launcher and this platform's binary: {installed:?}");
+        // npm's download cache was ours, and is gone: nothing of it in ~/.npm or left beside anvil.
+        assert!(!tmp.path().join(".npm-cache").exists(), "npm's cache was not removed");
         for peer in ["@x402", "viem", "playwright-core", "solc", "@modelcontextprotocol"] {
             assert!(!tmp.path().join("node_modules").join(peer).exists(), "{peer} was installed");
         }
