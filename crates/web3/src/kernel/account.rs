@@ -8,11 +8,12 @@
 //! - **the chain's limit is a cap of record**: before signing (under the wallet's send lock, once earlier sends are
 //!   settled), the kernel reads what remains of the limit (`getTokenAllowance`) and refuses a move beyond it with
 //!   `policy_denied`, naming the on-chain limit; the smaller of holdfast's cap and the chain's remainder binds;
-//! - **an x402 payment** is authorized by the signer (EIP-3009 needs a signature the account cannot give: the module
-//!   has no way to sign for it), after the kernel moved exactly the price from the account to the signer through the
-//!   module ([`fund`]), so the payment too counts against the on-chain limit;
-//! - **a swap or an approval** is refused (`policy_denied`): the module moves funds only by transfers, so a swap's
-//!   call to the venue cannot run from the account (see `docs/safety-model.md`).
+//! - **a swap and an x402 payment** need the signer itself to hold the funds (a venue pulls from its caller; EIP-3009
+//!   needs the holder's own signature, which the module cannot give): the kernel first *funds* the signer from the
+//!   account through the module (`fund`: a journaled transaction of kind `fund`, within the on-chain limit, after
+//!   every question to the user known before the simulation was answered), reusing what the signer already holds
+//!   for the account; a swap's quote must pay what is bought to the account (checked in the decoded calldata);
+//! - **an approval** is the signer's own: it moves nothing (see `docs/safety-model.md`, "The smart account").
 
 use super::pipeline::{self, Limits, Move, Plan, Planned, TxKind, Verdict};
 use super::{fingerprint, human};
