@@ -117,6 +117,15 @@ impl AgentProfile {
         }
     }
 
+    /// Makes `ctx` this agent's session: its memory handle, and its tool list, which every call on the session is
+    /// checked against (`holdfast_core::registry::ToolScope`), whoever makes it.
+    pub fn attach(&self, ctx: &holdfast_core::ToolContext) {
+        self.handle.attach(ctx);
+        if let Some(tools) = &self.tools {
+            ctx.extensions.insert(holdfast_core::registry::ToolScope::new(self.name.clone(), tools.iter().cloned()));
+        }
+    }
+
     /// Whether it may call `tool`.
     pub fn may_call(&self, tool: &str) -> bool {
         self.tools.as_ref().is_none_or(|t| t.contains(tool))

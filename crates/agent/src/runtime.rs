@@ -475,7 +475,7 @@ impl Runtime {
         }
         let info = self.sessions.create(&id, kind).await?;
         let ctx = self.services.new_session(&id);
-        profile.handle.attach(&ctx);
+        profile.attach(&ctx);
         self.live.lock().insert(id, Live::new(ctx.clone()));
         Ok((info, ctx))
     }
@@ -526,7 +526,7 @@ impl Runtime {
                     format!("session {id} belongs to agent {name:?}, which is no longer configured ([agents.{name}])"),
                 )
             })?;
-            profile.handle.attach(&restored);
+            profile.attach(&restored);
         }
         let ctx = restored.clone();
         self.live.lock().insert(id.to_owned(), Live::new(restored));

@@ -13,6 +13,38 @@ use serde_json::Value;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+/// The tools a session's owner may call (`[agents.NAME] tools`), attached to the session: every call on it — the
+/// agent's model, the UI's tool console, the REST API, MCP — is checked against it in [`ToolRegistry::call`].
+/// Without one, every registered tool may be called.
+///
+/// ```
+/// use holdfast_core::registry::ToolScope;
+/// let scope = ToolScope::new("researcher", ["token_lookup"]);
+/// assert!(scope.allows("token_lookup") && !scope.allows("web3_tx"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolScope {
+    owner: String,
+    tools: std::collections::BTreeSet<String>,
+}
+
+impl ToolScope {
+    /// The scope of agent `owner`, which may call `tools` only.
+    pub fn new(owner: impl Into<String>, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self { owner: owner.into(), tools: tools.into_iter().map(Into::into).collect() }
+    }
+
+    /// Whether `tool` may be called.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.tools.contains(tool)
+    }
+
+    /// The agent whose scope it is.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+}
+
 /// Registration failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
@@ -175,6 +207,18 @@ impl ToolRegistry {
                 format!("no tool named {} is registered", crate::text::preview(name)),
             ));
         };
+        // The session's owner may call only its own tools, whoever asks (its model, the tool console, MCP).
+        if let Some(scope) = ctx.extensions.get::<ToolScope>()
+            && !scope.allows(name)
+        {
+            return Err(ToolError::new(
+                ErrorCode::PolicyDenied,
+                format!(
+                    "this session is agent `{owner}`'s, which may not call `{name}` ([agents.{owner}] tools)",
+                    owner = scope.owner()
+                ),
+            ));
+        }
         // A stopped turn starts no new call (a call already running stops where it has written nothing).
         ctx.check_cancelled(&format!("`{name}` ran"))?;
         let observed = ctx.events.has_subscribers();

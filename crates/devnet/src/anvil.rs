@@ -93,13 +93,30 @@ pub fn parse_anvil_version(output: &str) -> Option<(u64, u64, u64)> {
 
 /// Runs `bin --version` (five seconds at most) and parses what it printed.
 fn anvil_version(bin: &Path) -> Option<(u64, u64, u64)> {
-    let mut child = with_plain_env(&mut Command::new(bin))
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+    let spawn = || {
+        with_plain_env(&mut Command::new(bin))
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    // A binary just written may be briefly "busy" (ETXTBSY): another thread's fork still holds it open for writing
+    // until that child execs. That is no answer about the binary: try again a few times.
+    let mut child = None;
+    for _ in 0..20 {
+        match spawn() {
+            Ok(c) => {
+                child = Some(c);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            Err(_) => return None,
+        }
+    }
+    let mut child = child?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match child.try_wait() {

@@ -93,6 +93,18 @@ async fn each_agent_has_its_persona_tools_and_memory_and_keeps_its_sessions() {
     let ctx = rt.session(&id).await.unwrap().unwrap();
     assert_eq!(rt.profile_of(&ctx).name, "researcher");
     assert!(rt.open_session_as("test", "nobody").await.unwrap_err().to_string().contains("no agent"));
+
+    // Its tool list holds for every caller of its sessions — the UI's tool console and the REST API call the
+    // registry directly — restored after the restart too.
+    let err = rt.registry.call("register_set", json!({"key": "x", "value": "1"}), &ctx).await.unwrap_err();
+    assert_eq!(err.code, holdfast_core::ErrorCode::PolicyDenied, "{err:?}");
+    assert!(err.message.contains("agent `researcher`") && err.message.contains("[agents.researcher] tools"), "{err:?}");
+    assert!(ctx.registers.get("x").is_none());
+    let ok = rt.registry.call("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": null}), &ctx);
+    assert!(ok.await.is_ok(), "its own tools run");
+    // The default agent's sessions are not limited.
+    let (_, own) = rt.open_session_as("test", "assistant").await.unwrap();
+    rt.registry.call("register_set", json!({"key": "x", "value": "1"}), &own).await.unwrap();
 }
 
 #[tokio::test]
