@@ -42,28 +42,9 @@ fn swap(c: &mut Criterion) {
     let presets = presets.replacen("{\n    \"swap_quote\"", &format!("{{\n    {free_entry}\"swap_quote\""), 1);
     std::fs::write(&presets_path, presets).unwrap();
     std::fs::write(&devnet.config_path, toml).unwrap();
-    let doc = ConfigDocument::load(&devnet.config_path).unwrap();
-    let core = CoreConfig::from_document(&doc).unwrap();
-    let services = CoreServices::new(core).unwrap();
-    let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
-    let registry = ToolRegistry::new();
-    holdfast_core::builtin::register_core_tools(&registry).unwrap();
-    let services = web3.install(services, &registry).unwrap();
-    let ctx = services.new_session("bench");
-    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
-    rt.block_on(async {
-        for (tool, params) in [
-            (
-                "local_burner_wallet",
-                json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-            ),
-            ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-            ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-            ("to_raw_amount", json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"})),
-        ] {
-            registry.call(tool, params, &ctx).await.unwrap();
-        }
-    });
+    let (web3, services, registry, ctx) = load(&rt, &devnet);
+    let amount = json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"});
+    rt.block_on(registry.call("to_raw_amount", amount, &ctx)).unwrap();
 
     let mut g = c.benchmark_group("swap_quote_in_register_to_receipt");
     g.sample_size(30);
@@ -152,23 +133,7 @@ fn swap(c: &mut Criterion) {
                 .unwrap();
         })
     });
-    let signer = devnet.signer().unwrap();
-    let plan = TxPlan { to: devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
-    g.bench_function("baseline_plain_transfer_sign_send_receipt", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    let fees = chain.fees(signer.address(), &plan).await.unwrap();
-                    let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
-                    let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
-                    assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-                    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
-                }
-                start.elapsed()
-            })
-        })
-    });
+    plain_transfer_floor(&mut g, &rt, &chain, &devnet);
     g.finish();
 
     let mut g = c.benchmark_group("x402_paid_quote");
@@ -220,27 +185,7 @@ fn account_swap(c: &mut Criterion) {
     toml = toml.replace("native_per_day = \"5\"", "native_per_day = \"1000\"");
     toml = toml.replace("daily_budget = \"5\"", "daily_budget = \"1000\"");
     std::fs::write(&devnet.config_path, toml).unwrap();
-    let doc = ConfigDocument::load(&devnet.config_path).unwrap();
-    let core = CoreConfig::from_document(&doc).unwrap();
-    let services = CoreServices::new(core).unwrap();
-    let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
-    let registry = ToolRegistry::new();
-    holdfast_core::builtin::register_core_tools(&registry).unwrap();
-    let services = web3.install(services, &registry).unwrap();
-    let ctx = services.new_session("bench");
-    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
-    rt.block_on(async {
-        for (tool, params) in [
-            (
-                "local_burner_wallet",
-                json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-            ),
-            ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-            ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-        ] {
-            registry.call(tool, params, &ctx).await.unwrap();
-        }
-    });
+    let (web3, services, registry, ctx) = load(&rt, &devnet);
     let mut g = c.benchmark_group("swap_through_the_account");
     g.sample_size(20);
     g.measurement_time(Duration::from_secs(10));
@@ -267,6 +212,48 @@ fn account_swap(c: &mut Criterion) {
         })
     });
     let chain = web3.chain(services.config.networks.resolve("base").unwrap()).unwrap();
+    plain_transfer_floor(&mut g, &rt, &chain, &devnet);
+    g.finish();
+    drop(devnet);
+}
+
+/// The runtime over the devnet's configuration, with a session that holds the wallet, ETH as the sell token and USDC
+/// as the buy token (the user asked to swap 0.0001 ETH for USDC).
+fn load(
+    rt: &tokio::runtime::Runtime,
+    devnet: &TestDevnet,
+) -> (Arc<Web3>, CoreServices, ToolRegistry, holdfast_core::ToolContext) {
+    let doc = ConfigDocument::load(&devnet.config_path).unwrap();
+    let core = CoreConfig::from_document(&doc).unwrap();
+    let services = CoreServices::new(core).unwrap();
+    let web3 = Web3::from_document(&doc, Arc::clone(&services.config)).unwrap();
+    let registry = ToolRegistry::new();
+    holdfast_core::builtin::register_core_tools(&registry).unwrap();
+    let services = web3.install(services, &registry).unwrap();
+    let ctx = services.new_session("bench");
+    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
+    rt.block_on(async {
+        for (tool, params) in [
+            (
+                "local_burner_wallet",
+                json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+            ),
+            ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+        ] {
+            registry.call(tool, params, &ctx).await.unwrap();
+        }
+    });
+    (web3, services, registry, ctx)
+}
+
+/// The floor: estimating, signing and sending a plain 1-wei transfer and waiting for its receipt.
+fn plain_transfer_floor(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    chain: &holdfast_web3::chain::Chain,
+    devnet: &TestDevnet,
+) {
     let signer = devnet.signer().unwrap();
     let plan = TxPlan { to: devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
     g.bench_function("baseline_plain_transfer_sign_send_receipt", |b| {
@@ -284,8 +271,6 @@ fn account_swap(c: &mut Criterion) {
             })
         })
     });
-    g.finish();
-    drop(devnet);
 }
 
 criterion_group!(benches, swap, account_swap);
