@@ -1015,6 +1015,12 @@ async function start() {
   await loadSessions();
   const remembered = sessionStorage.getItem("holdfast.session");
   let id = S.sessions.some((s) => s.id === remembered) ? remembered : null;
+  // A new tab reopens the most recent conversation rather than adding an empty one.
+  if (!id) {
+    const recent = S.sessions.filter((s) => s.kind !== "inbox")
+      .sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")))[0];
+    id = recent ? recent.id : null;
+  }
   if (!id) {
     const r = await call("POST", "/api/sessions");
     if (!r.ok) { toast("Could not create a session", true); return; }

@@ -7,7 +7,7 @@
 (() => {
 const { h, get, rel, short, humanKey, summaryText, toast } = window.holdfast;
 const $ = (id) => document.getElementById(id);
-const M = { session: null, seq: 0 };
+const M = { session: null, seq: 0, onlySession: false };
 const WALLET_REFRESH_MS = 20000;
 
 function statusBadge(st) {
@@ -101,6 +101,7 @@ function entryCard(j) {
     h("div", { class: "ch" }, h("span", { class: "ct" }, j.kind), statusBadge(j.status), h("span", { testid: "journal-summary" }, whatHappened(j))),
     h("div", { class: "cm" }, j.network, j.block_number !== null && j.block_number !== undefined ? " · block " + j.block_number : "",
       gas, j.tx_hash ? [" · ", txLink(j)] : "", " · " + rel(j.created_at),
+      j.session_id && j.session_id !== M.session ? h("span", { class: "faint", testid: "journal-session", title: j.session_id }, " · session " + j.session_id.slice(0, 8)) : null,
       j.error ? h("div", { class: "b-err" }, j.error) : null));
 }
 function renderList(paneId, countId, rows, empty) {
@@ -110,13 +111,20 @@ function renderList(paneId, countId, rows, empty) {
   pane.replaceChildren(...[...rows].reverse().map(entryCard));
 }
 async function refreshJournal(seq) {
-  const [mine, payments] = await Promise.all([
-    M.session ? get("/api/journal?session_id=" + encodeURIComponent(M.session)) : { journal: [] },
+  // Every entry by default (the history follows the user, not the tab); the filter narrows it to this session.
+  const only = M.onlySession && M.session;
+  const [entries, payments] = await Promise.all([
+    get(only ? "/api/journal?session_id=" + encodeURIComponent(M.session) : "/api/journal"),
     get("/api/journal?kind=payment"),
   ]);
   if (seq !== M.seq) return;
-  renderList("pane-journal", "n-journal", mine.journal || [],
-    "No transactions or payments in this session. Each one is written here before it is sent.");
+  renderList("pane-journal", "n-journal", entries.journal || [],
+    only ? "No transactions or payments in this session. Each one is written here before it is sent."
+      : "No transactions or payments yet. Each one is written here before it is sent.");
+  const filter = h("label", { class: "faint journal-filter" },
+    h("input", { type: "checkbox", testid: "journal-this-session", checked: M.onlySession,
+      onchange: (ev) => { M.onlySession = ev.target.checked; refresh(); } }), " only this session");
+  $("pane-journal").prepend(filter);
   renderList("pane-payments", "n-payments", payments.journal || [],
     "No x402 payments yet. A preset that answers HTTP 402 is paid within [payments], and each payment is listed here.");
 }

@@ -414,6 +414,30 @@ async function swapScenario() {
     await shot("05-journal.png");
   });
 
+  await step("the journal follows the user, not the session; a new tab reopens the latest session", async () => {
+    const swapSel = `${T("journal-list")} ${T("journal-entry")}[data-kind="swap"][data-status="confirmed"]`;
+    const first = await page.getAttribute(`${T("session-item")}.active`, "data-id");
+    await page.click(T("session-new"));
+    await page.waitForFunction(([sel, id]) => document.querySelector(sel)?.dataset.id !== id, [`${T("session-item")}.active`, first]);
+    // Every entry by default, with the session it belongs to.
+    await page.waitForSelector(`${swapSel} ${T("journal-session")}`);
+    await page.check(T("journal-this-session"));
+    await page.waitForFunction((sel) => !document.querySelector(sel), swapSel);
+    await page.uncheck(T("journal-this-session"));
+    await page.waitForSelector(swapSel);
+    await page.click(`${T("session-item")}[data-id="${first}"]`);
+    await page.waitForSelector(`${T("session-item")}.active[data-id="${first}"]`);
+    // Another tab: no new empty session, one of the user's own is open.
+    const count = await page.locator(T("session-item")).count();
+    const other = await context.newPage();
+    watch(other, "second tab");
+    await other.goto(base + "/");
+    await other.waitForSelector(`${T("session-item")}.active`);
+    const ids = await other.$$eval(T("session-item"), (els) => els.map((e) => e.dataset.id));
+    if (ids.length !== count) fail(`a new tab made a session: ${count} → ${ids.length}`);
+    await other.close();
+  });
+
   await step("9. the wallet: balances, today's spending against the caps, the x402 budget", async () => {
     const wallet = `${T("wallet-panel")} ${T("wallet-network")}[data-network="base"]`;
     // The swap's 0.02 ETH counts against the 5 ETH daily cap; the quote's x402 payment against the 5 USDC budget.
