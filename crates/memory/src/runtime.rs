@@ -275,6 +275,13 @@ impl AgentRuntime {
         if self.inner.embedder.is_some() { SearchMode::Hybrid } else { SearchMode::Text }
     }
 
+    /// Cancels every pending reminder of an agent not in `agents` (one removed from the configuration: no one would
+    /// answer it); how many were cancelled.
+    pub async fn cancel_reminders_of_removed_agents(&self, agents: &[String]) -> crate::error::Result<u64> {
+        let agents = agents.to_vec();
+        self.inner.router.call(move |s| s.cancel_reminders_of_others(&agents)).await
+    }
+
     /// The reminder scheduler (for one-off passes: [`ReminderScheduler::fire_due`]).
     pub fn scheduler(&self) -> ReminderScheduler {
         let i = &self.inner;

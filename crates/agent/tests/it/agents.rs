@@ -210,3 +210,30 @@ async fn a_broken_agents_section_is_refused_at_its_line() {
         assert!(err.contains(want) && err.contains("holdfast.toml:"), "{config}: {err}");
     }
 }
+
+/// An agent removed from the configuration leaves no reminder to fire: its pending ones are cancelled at the next
+/// start (logged with a count); the other agents' stay.
+#[tokio::test]
+async fn a_removed_agents_pending_reminders_are_cancelled_at_start() {
+    let with_helper = "[agents.helper]\npersona = \"You help.\"\n";
+    let (rt, dir) = runtime(with_helper).await;
+    let remind = json!({"at": null, "in": "2 days", "message": "check the prices", "target": null});
+    let (_, helper) = rt.open_session_as("test", "helper").await.unwrap();
+    rt.registry.call("schedule_reminder", remind.clone(), &helper).await.unwrap();
+    let (_, own) = rt.open_session_as("test", "assistant").await.unwrap();
+    rt.registry.call("schedule_reminder", remind, &own).await.unwrap();
+    assert_eq!(rt.profile("helper").unwrap().handle.reminders.list(false).await.unwrap().len(), 1);
+    drop((helper, own));
+    drop(rt);
+    let path = dir.path().join("holdfast.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Restarted without the helper: its reminder is cancelled, the assistant's stays.
+    std::fs::write(&path, text.replace(with_helper, "")).unwrap();
+    let rt = Arc::new(Runtime::load(Some(&path)).await.unwrap());
+    assert_eq!(rt.agent.reminders.list(false).await.unwrap().len(), 1, "the assistant's reminder stays");
+    drop(rt);
+    // The helper back: nothing of its old reminder is left to fire.
+    std::fs::write(&path, text).unwrap();
+    let rt = Arc::new(Runtime::load(Some(&path)).await.unwrap());
+    assert!(rt.profile("helper").unwrap().handle.reminders.list(false).await.unwrap().is_empty());
+}

@@ -208,6 +208,8 @@ pub trait MessageStore: Send + Sync + 'static {
     fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>>;
     /// Deletes a pending reminder of `agent`; whether one was.
     fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool>;
+    /// Deletes every pending reminder of an agent not in `agents` (removed from the configuration); how many.
+    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64>;
     /// Every unfired reminder due at `now` or before, oldest due first.
     fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>>;
     /// When the next unfired reminder is due.

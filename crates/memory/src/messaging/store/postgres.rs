@@ -579,6 +579,18 @@ impl MessageStore for PgMessageStore {
         })
     }
 
+    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+        let agents = agents.to_vec();
+        self.run(|s| async move {
+            let done = sqlx::query("DELETE FROM reminders_items WHERE fired_at IS NULL AND NOT (agent_id = ANY($1))")
+                .bind(agents)
+                .execute(s.pool())
+                .await
+                .map_err(pg_err)?;
+            Ok(done.rows_affected())
+        })
+    }
+
     fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
         self.run(|s| async move {
             let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 ORDER BY due_at, id");

@@ -320,6 +320,20 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
+    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+        self.db.with_conn(|c| {
+            // One placeholder per agent, bound: no agent name is ever part of the SQL text.
+            let marks = (1..=agents.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+            let sql = if agents.is_empty() {
+                "DELETE FROM reminders_items WHERE fired_at IS NULL".to_owned()
+            } else {
+                format!("DELETE FROM reminders_items WHERE fired_at IS NULL AND agent_id NOT IN ({marks})")
+            };
+            let n = c.execute(&sql, rusqlite::params_from_iter(agents.iter()))?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
+        })
+    }
+
     fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
         self.db.with_conn(|c| {
             let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 ORDER BY due_at, id");
