@@ -309,7 +309,7 @@ impl Runtime {
         }
         let memory = memory.build().await?;
         // A removed agent's reminders would start turns no agent answers: cancelled before the scheduler starts.
-        let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_iter().map(|(name, _)| name).collect();
+        let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_keys().collect();
         agents.push(AGENT_ID.to_owned());
         let cancelled = memory.cancel_reminders_of_removed_agents(&agents).await?;
         if cancelled > 0 {
