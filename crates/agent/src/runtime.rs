@@ -308,12 +308,16 @@ impl Runtime {
             memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks)).message_store(Arc::new(messages));
         }
         let memory = memory.build().await?;
-        // A removed agent's reminders would start turns no agent answers: cancelled before the scheduler starts.
-        let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_keys().collect();
-        agents.push(AGENT_ID.to_owned());
-        let cancelled = memory.cancel_reminders_of_removed_agents(&agents).await?;
-        if cancelled > 0 {
-            tracing::warn!(cancelled, "reminders of agents no longer configured ([agents.NAME]) were cancelled");
+        // A removed agent's reminders would start turns no agent answers: cancelled before the scheduler starts — on
+        // the SQLite file only, which one configuration owns (one process per data dir). A PostgreSQL database is
+        // shared by instances whose configurations may differ; there nothing is deleted on one instance's word.
+        if !on_postgres {
+            let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_keys().collect();
+            agents.push(AGENT_ID.to_owned());
+            let cancelled = memory.cancel_reminders_of_removed_agents(&agents).await?;
+            if cancelled > 0 {
+                tracing::warn!(cancelled, "reminders of agents no longer configured ([agents.NAME]) were cancelled");
+            }
         }
         let scheduler = memory.start_scheduler();
         let agent = memory.agent(AGENT_ID).await?;

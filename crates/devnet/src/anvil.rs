@@ -401,8 +401,9 @@ pub(crate) fn http_provider(url: &str) -> Result<DynProvider, DevnetError> {
     Ok(ProviderBuilder::new().disable_recommended_fillers().connect_http(parsed).erased())
 }
 
-/// How many past blocks' states anvil keeps (in memory): far more than any read holdfast makes needs (the latest
-/// block, and the block a simulation builds on).
+/// How many past blocks' states anvil keeps (in memory): the reads holdfast makes are of the latest block, the block
+/// a simulation builds on, and a nonce's use searched backwards from the head in doubling steps (so a recent one is
+/// proven from recent states; an older one is `unknown`, never misjudged).
 pub const KEPT_STATES: u32 = 1024;
 
 /// The anvil command line: loopback only, `chain_id` (the devnet's own by default, [`crate::CHAIN_ID`]), a

@@ -284,6 +284,16 @@ impl Web3Config {
             ));
         }
         if let Some(path) = &wallet.key_file {
+            // A key pasted where its file's path belongs is refused the same way, never echoed (nor made a file name).
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let hex = name.strip_prefix("0x").unwrap_or(&name);
+            if hex.len() >= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(doc.invalid_at(
+                    &["wallet", "key_file"],
+                    "`wallet.key_file` must be the PATH of a key file, not the key itself; if you pasted a key here, \
+                     remove it and treat it as exposed",
+                ));
+            }
             wallet.key_file = Some(doc.resolve_path(path));
         }
         check_account(doc, &wallet)?;
@@ -483,6 +493,14 @@ mod tests {
             let core = CoreConfig::from_document(&doc).unwrap();
             let err = Web3Config::from_document(&doc, &core).unwrap_err().to_string();
             assert!(err.contains("holdfast.toml:2") && err.contains("NAME of an environment variable"), "{err}");
+            assert!(!err.contains(&key), "{err}");
+        }
+        for pasted in [format!("0x{key}"), key.clone()] {
+            let text = format!("[wallet]\nkey_file = \"{pasted}\"\n");
+            let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
+            let core = CoreConfig::from_document(&doc).unwrap();
+            let err = Web3Config::from_document(&doc, &core).unwrap_err().to_string();
+            assert!(err.contains("holdfast.toml:2") && err.contains("PATH of a key file"), "{err}");
             assert!(!err.contains(&key), "{err}");
         }
         let doc = ConfigDocument::parse(None, "[wallet]\nkey_env = \"MY_KEY_1\"\n".into()).unwrap();

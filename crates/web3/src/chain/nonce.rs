@@ -80,13 +80,24 @@ impl Chain {
         }
         let head =
             self.provider.get_block_number().await.map_err(|e| upstream(&self.network.name, "eth_blockNumber", e))?;
-        // The first block whose count passed `nonce`: counts only grow, so a binary search over (lo, hi].
-        let mut lo = head.saturating_sub(NONCE_SEARCH_BLOCKS);
+        // The first block whose count passed `nonce`: counts only grow, so a binary search over (lo, hi]. The window is
+        // found backwards from the head in doubling steps, so a recent use is proven from recent states only (a node
+        // that prunes old states, like the devnet's anvil, still answers for it).
+        let floor = head.saturating_sub(NONCE_SEARCH_BLOCKS);
         let mut hi = head;
-        match self.count_at(account, lo).await {
-            Ok(c) if c <= nonce => {}
-            // Used before the window, or the node keeps no state that old: no proof here.
-            _ => return Ok(NonceUse::Unknown),
+        let mut step = 64u64;
+        let mut lo;
+        loop {
+            lo = head.saturating_sub(step).max(floor);
+            match self.count_at(account, lo).await {
+                Ok(c) if c <= nonce => break,
+                Ok(_) if lo > floor => {
+                    hi = lo;
+                    step = step.saturating_mul(2);
+                }
+                // Used before the window, or the node keeps no state that old: no proof here.
+                _ => return Ok(NonceUse::Unknown),
+            }
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;

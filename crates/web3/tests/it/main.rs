@@ -7,6 +7,7 @@ mod hallucination;
 mod hostile;
 mod interop;
 mod kernel;
+mod nonce;
 mod refusals;
 mod restart;
 mod secrets;
