@@ -191,16 +191,10 @@ fn prevalidated(owner: Address) -> Bytes {
     Bytes::copy_from_slice(&sig)
 }
 
-/// Runs `data` on `to` as the Safe `account`, signed by its owner `owner` (an unlocked dev account).
-pub async fn exec_as_owner(
-    provider: &DynProvider,
-    account: Address,
-    owner: Address,
-    to: Address,
-    data: Bytes,
-    step: &str,
-) -> Result<(), DevnetError> {
-    let call = ISafe::execTransactionCall {
+/// The Safe's `execTransaction` of `data` on `to`, with the pre-validated signature of `by` (valid only when `by`
+/// is an owner sending it itself): the account's own execution path.
+pub fn exec_transaction(to: Address, data: Bytes, by: Address) -> Bytes {
+    ISafe::execTransactionCall {
         to,
         value: U256::ZERO,
         data,
@@ -210,9 +204,23 @@ pub async fn exec_as_owner(
         gasPrice: U256::ZERO,
         gasToken: Address::ZERO,
         refundReceiver: Address::ZERO,
-        signatures: prevalidated(owner),
-    };
-    let tx = alloy::rpc::types::TransactionRequest::default().to(account).input(call.abi_encode().into());
+        signatures: prevalidated(by),
+    }
+    .abi_encode()
+    .into()
+}
+
+/// Runs `data` on `to` as the Safe `account`, signed by its owner `owner` (an unlocked dev account).
+pub async fn exec_as_owner(
+    provider: &DynProvider,
+    account: Address,
+    owner: Address,
+    to: Address,
+    data: Bytes,
+    step: &str,
+) -> Result<(), DevnetError> {
+    let tx =
+        alloy::rpc::types::TransactionRequest::default().to(account).input(exec_transaction(to, data, owner).into());
     send_unlocked(provider, owner, tx, step).await?;
     Ok(())
 }

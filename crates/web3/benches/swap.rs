@@ -49,42 +49,7 @@ fn swap(c: &mut Criterion) {
     let mut g = c.benchmark_group("swap_quote_in_register_to_receipt");
     g.sample_size(30);
     g.measurement_time(Duration::from_secs(10));
-    g.bench_function("web3_tx", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    // Each swap is one the user asked for: a message of theirs, the amount converted from it (one
-                    // authorization moves value once), then the quote — all outside the timed part.
-                    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
-                    registry
-                        .call(
-                            "to_raw_amount",
-                            json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"}),
-                            &ctx,
-                        )
-                        .await
-                        .unwrap();
-                    registry
-                        .call(
-                            "x402_fetch",
-                            json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}),
-                            &ctx,
-                        )
-                        .await
-                        .unwrap();
-                    let start = Instant::now();
-                    let out = registry
-                        .call("web3_tx", json!({"from_register": "swap_quote", "network": "base"}), &ctx)
-                        .await
-                        .unwrap();
-                    total += start.elapsed();
-                    assert_eq!(out["status"], "confirmed");
-                }
-                total
-            })
-        })
-    });
+    timed_swaps(&mut g, "web3_tx", &rt, &registry, &ctx);
     let chain = web3.chain(services.config.networks.resolve("base").unwrap()).unwrap();
     // The two costs the value-moving kernel added to every swap, measured in the same run: the independent price
     // (two AggregatorV3 feeds, four eth_calls) and the journal's atomic reservation plus the durable signed record.
@@ -189,28 +154,7 @@ fn account_swap(c: &mut Criterion) {
     let mut g = c.benchmark_group("swap_through_the_account");
     g.sample_size(20);
     g.measurement_time(Duration::from_secs(10));
-    g.bench_function("web3_tx_funded_from_the_account", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
-                    let amount = json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"});
-                    registry.call("to_raw_amount", amount, &ctx).await.unwrap();
-                    let quote = json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"});
-                    registry.call("x402_fetch", quote, &ctx).await.unwrap();
-                    let start = Instant::now();
-                    let out = registry
-                        .call("web3_tx", json!({"from_register": "swap_quote", "network": "base"}), &ctx)
-                        .await
-                        .unwrap();
-                    total += start.elapsed();
-                    assert_eq!(out["status"], "confirmed");
-                }
-                total
-            })
-        })
-    });
+    timed_swaps(&mut g, "web3_tx_funded_from_the_account", &rt, &registry, &ctx);
     let chain = web3.chain(services.config.networks.resolve("base").unwrap()).unwrap();
     plain_transfer_floor(&mut g, &rt, &chain, &devnet);
     g.finish();
@@ -245,6 +189,40 @@ fn load(
         }
     });
     (web3, services, registry, ctx)
+}
+
+/// `web3_tx` from a fresh quote in the register to its mined receipt, timed alone: each swap is one the user asked
+/// for (a message of theirs, the amount converted from it — one authorization moves value once — then the quote),
+/// all outside the timed part.
+fn timed_swaps(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    rt: &tokio::runtime::Runtime,
+    registry: &ToolRegistry,
+    ctx: &holdfast_core::ToolContext,
+) {
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    ctx.context_bank.scan_input("swap 0.0001 ETH for USDC");
+                    let amount = json!({"amount": "0.0001", "token_register": "sell_token", "cache_as": "sell_amount"});
+                    registry.call("to_raw_amount", amount, ctx).await.unwrap();
+                    let quote = json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"});
+                    registry.call("x402_fetch", quote, ctx).await.unwrap();
+                    let start = Instant::now();
+                    let out = registry
+                        .call("web3_tx", json!({"from_register": "swap_quote", "network": "base"}), ctx)
+                        .await
+                        .unwrap();
+                    total += start.elapsed();
+                    assert_eq!(out["status"], "confirmed");
+                }
+                total
+            })
+        })
+    });
 }
 
 /// The floor: estimating, signing and sending a plain 1-wei transfer and waiting for its receipt.

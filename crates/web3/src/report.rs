@@ -118,18 +118,27 @@ pub struct NetworkMoney {
     pub account: Option<AccountMoney>,
 }
 
+/// `read` on `chain` within [`NODE_READ_TIMEOUT`]; a chain that could not be reached, or no answer in time, is the
+/// error.
+async fn bounded<T>(
+    chain: &Result<std::sync::Arc<crate::chain::Chain>, ToolError>,
+    read: impl AsyncFnOnce(&crate::chain::Chain) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    match chain {
+        Ok(chain) => tokio::time::timeout(NODE_READ_TIMEOUT, read(chain))
+            .await
+            .unwrap_or_else(|_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))),
+        Err(e) => Err(e.clone()),
+    }
+}
+
 /// Reads `owner`'s balance of `t` within [`NODE_READ_TIMEOUT`]; a failure leaves the balance empty with the reason.
 async fn holding(
     chain: &Result<std::sync::Arc<crate::chain::Chain>, ToolError>,
     t: &TokenInfo,
     owner: Address,
 ) -> Holding {
-    let read = match chain {
-        Ok(chain) => tokio::time::timeout(NODE_READ_TIMEOUT, chain.balance(t.address, owner))
-            .await
-            .unwrap_or_else(|_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))),
-        Err(e) => Err(e.clone()),
-    };
+    let read = bounded(chain, async |c| c.balance(t.address, owner).await).await;
     Holding {
         symbol: t.symbol.clone(),
         address: t.address.to_checksum(None),
@@ -147,15 +156,7 @@ async fn onchain_limit(
     signer: Address,
     t: &TokenInfo,
 ) -> OnchainLimitView {
-    let read = match chain {
-        Ok(chain) => tokio::time::timeout(
-            NODE_READ_TIMEOUT,
-            crate::kernel::account::read_limit(chain, account, signer, t.address),
-        )
-        .await
-        .unwrap_or_else(|_| Err(ToolError::new(ErrorCode::UpstreamError, "the node did not answer in time"))),
-        Err(e) => Err(e.clone()),
-    };
+    let read = bounded(chain, async |c| crate::kernel::account::read_limit(c, account, signer, t.address).await).await;
     let ok = read.as_ref().ok();
     OnchainLimitView {
         symbol: t.symbol.clone(),

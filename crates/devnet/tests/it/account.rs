@@ -11,7 +11,8 @@ use alloy::rpc::types::TransactionRequest;
 use alloy::sol_types::SolCall;
 use holdfast_devnet::account::abi::{IAllowanceModule, ISafe};
 use holdfast_devnet::account::{
-    ACCOUNT_ETH, ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, SAFE_PROXY_FACTORY, SAFE_SINGLETON, remaining,
+    ACCOUNT_ETH, ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, SAFE_PROXY_FACTORY, SAFE_SINGLETON, exec_transaction,
+    remaining,
 };
 use holdfast_devnet::contracts::abi::IDevnetToken;
 use holdfast_devnet::{NATIVE, TestDevnet, USDC};
@@ -96,24 +97,8 @@ async fn the_key_alone_moves_at_most_what_remains_of_the_limit() {
     assert!(!sent_ok(&key, module_transfer(account, signer, Address::ZERO, THIEF, 60_000_000_000_000_000)).await);
     // The account's own execution path, signed by the key alone (it is no owner): refused.
     let steal = IDevnetToken::transferCall { to: THIEF, value: U256::from(1_000_000_000u64) };
-    let mut prevalidated = [0u8; 65];
-    prevalidated[12..32].copy_from_slice(signer.as_slice());
-    prevalidated[64] = 1;
-    let exec = ISafe::execTransactionCall {
-        to: USDC,
-        value: U256::ZERO,
-        data: steal.abi_encode().into(),
-        operation: 0,
-        safeTxGas: U256::ZERO,
-        baseGas: U256::ZERO,
-        gasPrice: U256::ZERO,
-        gasToken: Address::ZERO,
-        refundReceiver: Address::ZERO,
-        signatures: Bytes::copy_from_slice(&prevalidated),
-    };
-    assert!(
-        !sent_ok(&key, TransactionRequest::default().with_to(account).with_input(Bytes::from(exec.abi_encode()))).await
-    );
+    let exec = exec_transaction(USDC, steal.abi_encode().into(), signer);
+    assert!(!sent_ok(&key, TransactionRequest::default().with_to(account).with_input(exec)).await);
     // A plain transfer from the key: it holds none of the account's funds.
     let plain = TransactionRequest::default().with_to(USDC).with_input(Bytes::from(steal.abi_encode()));
     assert!(!sent_ok(&key, plain).await);

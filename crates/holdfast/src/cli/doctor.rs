@@ -371,11 +371,7 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, t.address)).await {
                 Ok(Ok(l)) => {
                     any |= !l.limit.is_zero();
-                    let period = match l.period_minutes {
-                        0 => "in total".to_owned(),
-                        1440 => "per day".to_owned(),
-                        m => format!("per {m} min"),
-                    };
+                    let period = account::period_text(l.period_minutes);
                     shown.push(format!(
                         "{} {} {period} ({} left)",
                         from_base_units(l.limit, t.decimals),

@@ -147,13 +147,18 @@ pub async fn read_limit(
     })
 }
 
-/// The refusal of a move beyond what remains of the on-chain limit.
-pub(crate) fn over_limit(mv: &Move, limit: &OnchainLimit, account: Account) -> ToolError {
-    let period = match limit.period_minutes {
+/// A limit's period as a person reads it: `per day`, `in total` (0: it does not reset), `per N minutes`.
+pub fn period_text(minutes: u64) -> String {
+    match minutes {
         0 => "in total".to_owned(),
         1440 => "per day".to_owned(),
         m => format!("per {m} minutes"),
-    };
+    }
+}
+
+/// The refusal of a move beyond what remains of the on-chain limit.
+pub(crate) fn over_limit(mv: &Move, limit: &OnchainLimit, account: Account) -> ToolError {
+    let period = period_text(limit.period_minutes);
     ToolError::new(
         ErrorCode::PolicyDenied,
         format!(

@@ -1,4 +1,5 @@
-//! The value-moving kernel: the one place every swap, approval, allowance reset, transfer and x402 payment passes.
+//! The value-moving kernel: the one place every swap, approval, allowance reset, transfer, x402 payment and fund from
+//! the smart account passes.
 //!
 //! Tools ([`crate::tools`]) parse their parameters and call one function here; front ends never call it directly.
 //! Every transaction goes through one pipeline (`pipeline`); each kind of action supplies only its inputs, its plan
@@ -14,6 +15,7 @@
 //! | 5 | taint: any model-typed input waits for the user | `pipeline::run` ([`inputs::model_typed`]) |
 //! | 6 | policy and caps (per transaction, per day, reserved atomically) | [`crate::policy`], `crate::journal::Journal::reserve` from `pipeline` |
 //! | 7 | fee caps | [`crate::policy::Policy::check_fees`] from `pipeline::run` |
+//! | 7a | with a smart account: what remains of the on-chain limit (before the estimate and under the lock), the fund from the account after the user allowed the action | [`account`] from `pipeline` |
 //! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |
 //! | 9 | confirmation | `pipeline` ([`holdfast_core::Confirmations::require`]) |
 //! | 10 | journal before broadcast | `pipeline` (`crate::journal::Journal::mark_signed`) |

@@ -7,16 +7,14 @@
 
 use crate::common::Env;
 use alloy::network::{EthereumWallet, TransactionBuilder};
-use alloy::primitives::aliases::U96;
-use alloy::primitives::{Address, Bytes, U256, address};
+use alloy::primitives::{Address, U256, address};
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
-use alloy::sol_types::SolCall;
 use holdfast_core::ErrorCode;
-use holdfast_devnet::account::abi::IAllowanceModule;
 use holdfast_devnet::account::{ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, remaining};
 use holdfast_devnet::{NATIVE, TestDevnet, USDC};
 use holdfast_web3::EntryKind;
+use holdfast_web3::kernel::account::{Account, transfer_tx};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -130,20 +128,10 @@ async fn the_key_holdfast_signs_with_cannot_move_more_by_itself() {
         .erased();
     let account_before = usdc(&env, account).await;
     for (to, amount) in [(FRIEND, 61 * USDC_1), (THIEF, 1_000 * USDC_1)] {
-        let call = IAllowanceModule::executeAllowanceTransferCall {
-            safe: account,
-            token: USDC,
-            to,
-            amount: U96::from(amount),
-            paymentToken: Address::ZERO,
-            payment: U96::ZERO,
-            delegate: signer,
-            signature: Bytes::new(),
-        };
-        let tx = TransactionRequest::default()
-            .with_to(ALLOWANCE_MODULE)
-            .with_input(Bytes::from(call.abi_encode()))
-            .with_gas_limit(500_000);
+        // The very transaction holdfast builds for a transfer, with other arguments.
+        let module = Account { address: account, module: ALLOWANCE_MODULE };
+        let plan = transfer_tx(module, signer, USDC, to, U256::from(amount)).unwrap();
+        let tx = TransactionRequest::default().with_to(plan.to).with_input(plan.data).with_gas_limit(500_000);
         let hash = *key.send_transaction(tx).await.unwrap().tx_hash();
         let mut receipt = None;
         for _ in 0..300 {
