@@ -18,6 +18,7 @@
 use crate::contracts::USDC;
 use crate::error::DevnetError;
 use crate::process::{kill_child, log_tail, spawn_logged};
+use alloy::primitives::B256;
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -414,7 +415,18 @@ pub const KEPT_STATES: u32 = 1024;
 /// `~/.foundry/anvil/tmp`, where a long-running devnet grows without bound and a killed one leaves them for good
 /// (gigabytes after a test suite). Its cache path is `cache_dir` (the devnet's folder), so nothing of it is written
 /// under HOME.
-fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option<u64>, cache_dir: &Path) -> Command {
+///
+/// With a `chain_file`, anvil loads the chain from it when it exists and saves the chain there every
+/// [`STATE_INTERVAL_SECS`] seconds and when it stops on SIGTERM (anvil's `--state`, `--state-interval`): a devnet
+/// that is killed loses at most that many seconds of its chain.
+fn anvil_command(
+    bin: &Path,
+    port: u16,
+    chain_id: u64,
+    genesis_timestamp: Option<u64>,
+    cache_dir: &Path,
+    chain_file: Option<&Path>,
+) -> Command {
     let mut cmd = Command::new(bin);
     with_plain_env(&mut cmd);
     cmd.args(["--host", "127.0.0.1", "--port"]).arg(port.to_string()).args([
@@ -430,7 +442,23 @@ fn anvil_command(bin: &Path, port: u16, chain_id: u64, genesis_timestamp: Option
     if let Some(timestamp) = genesis_timestamp {
         cmd.arg("--timestamp").arg(timestamp.to_string());
     }
+    if let Some(path) = chain_file {
+        cmd.arg("--state").arg(path).args(["--state-interval", &STATE_INTERVAL_SECS.to_string()]);
+    }
     cmd
+}
+
+/// How often a devnet's anvil saves its chain to the devnet folder (besides on SIGTERM).
+pub const STATE_INTERVAL_SECS: u32 = 5;
+
+/// Where a devnet keeps its chain between runs, and which chain a start must find there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChainFile<'a> {
+    /// The state file (anvil's `--state`).
+    pub path: &'a Path,
+    /// The saved chain's genesis block hash: `Some` resumes that chain (anvil must answer with this genesis);
+    /// `None` starts a new chain, saved at `path` (a file already there is removed first).
+    pub genesis: Option<B256>,
 }
 
 /// Why one start attempt failed.
@@ -449,8 +477,16 @@ pub(crate) async fn start_anvil(
     log: &Path,
     detached: bool,
     chain_id: u64,
+    chain_file: ChainFile<'_>,
 ) -> Result<StartedAnvil, DevnetError> {
-    start_anvil_at(bin, log, detached, chain_id, None).await
+    if chain_file.genesis.is_none() {
+        match std::fs::remove_file(chain_file.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DevnetError::io(format!("removing {}", chain_file.path.display()), e)),
+        }
+    }
+    start_with(bin, log, detached, chain_id, None, Some(chain_file)).await
 }
 
 /// [`start_anvil`] with the genesis block stamped `genesis_timestamp` (anvil's `--timestamp`) when given: anvil's
@@ -462,10 +498,21 @@ pub(crate) async fn start_anvil_at(
     chain_id: u64,
     genesis_timestamp: Option<u64>,
 ) -> Result<StartedAnvil, DevnetError> {
+    start_with(bin, log, detached, chain_id, genesis_timestamp, None).await
+}
+
+async fn start_with(
+    bin: &Path,
+    log: &Path,
+    detached: bool,
+    chain_id: u64,
+    genesis_timestamp: Option<u64>,
+    chain_file: Option<ChainFile<'_>>,
+) -> Result<StartedAnvil, DevnetError> {
     let mut last = String::new();
     for _ in 0..5 {
         let port = free_port()?;
-        match start_on(bin, port, log, detached, chain_id, genesis_timestamp).await {
+        match start_on(bin, port, log, detached, chain_id, genesis_timestamp, chain_file).await {
             Ok(started) => return Ok(started),
             Err(Attempt::PortTaken(why)) => last = why,
             Err(Attempt::Failed(e)) => return Err(e),
@@ -483,10 +530,12 @@ async fn start_on(
     detached: bool,
     expected_chain_id: u64,
     genesis_timestamp: Option<u64>,
+    chain_file: Option<ChainFile<'_>>,
 ) -> Result<StartedAnvil, Attempt> {
     let cache_dir =
         log.parent().map_or_else(|| std::env::temp_dir().join("holdfast-anvil-cache"), |d| d.join("anvil-cache"));
-    let command = anvil_command(bin, port, expected_chain_id, genesis_timestamp, &cache_dir);
+    let command =
+        anvil_command(bin, port, expected_chain_id, genesis_timestamp, &cache_dir, chain_file.map(|c| c.path));
     let mut child = spawn_logged(command, log, detached, "anvil").map_err(Attempt::Failed)?;
     let rpc_url = format!("http://127.0.0.1:{port}");
     let provider = match http_provider(&rpc_url) {
@@ -518,6 +567,27 @@ async fn start_on(
             if chain_id != expected_chain_id {
                 kill_child(&mut child);
                 return Err(Attempt::PortTaken(format!("port {port} answers with chain id {chain_id}")));
+            }
+            // A resumed chain must be the saved one (its genesis); a new one must be empty.
+            if let Some(genesis) = chain_file.and_then(|c| c.genesis) {
+                return match provider.get_block_by_number(0.into()).await {
+                    Ok(Some(block)) if block.header.hash == genesis => {
+                        Ok(StartedAnvil { child, port, rpc_url, provider })
+                    }
+                    Ok(Some(block)) => Err(fail(
+                        &mut child,
+                        format!(
+                            "the chain loaded from {} has genesis {}, not the saved chain's {genesis} (`holdfast \
+                             devnet reset` starts a new chain)",
+                            chain_file.map_or_else(String::new, |c| c.path.display().to_string()),
+                            block.header.hash
+                        ),
+                    )),
+                    Ok(None) => Err(fail(&mut child, "anvil has no genesis block".into())),
+                    Err(e) => {
+                        Err(fail(&mut child, format!("anvil answered eth_chainId but not its genesis block: {e}")))
+                    }
+                };
             }
             match provider.get_code_at(USDC).await {
                 Ok(code) if code.is_empty() => {

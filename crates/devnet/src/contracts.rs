@@ -21,15 +21,12 @@ use std::time::Duration;
 pub const CHAIN_ID: u64 = 1_752_132_708;
 
 /// Chain ids a devnet may run with without being asked twice: its own ([`CHAIN_ID`]) and the local ids of anvil and
-/// hardhat (31337) and ganache (1337), which no public network uses. Any other id may be some public network's —
-/// the registry of chain ids has thousands, and a denylist always misses one — so `up` refuses it without
-/// `--allow-public-chain-id`, and warns when it finds a running devnet on one.
-pub const LOCAL_CHAIN_IDS: &[u64] = &[CHAIN_ID, 31_337, 1_337];
-
-/// Whether `chain_id` is one of [`LOCAL_CHAIN_IDS`].
-pub fn is_local_chain_id(chain_id: u64) -> bool {
-    LOCAL_CHAIN_IDS.contains(&chain_id)
-}
+/// hardhat (31337) and ganache (1337), which no public network uses (holdfast-core's list, where the journal's
+/// reconciler reads it too). Any other id may be some public network's — the registry of chain ids has thousands, and
+/// a denylist always misses one — so `up` refuses it without `--allow-public-chain-id`, and warns when it finds a
+/// running devnet on one.
+pub use holdfast_core::config::{LOCAL_CHAIN_IDS, is_local_chain_id};
+const _: () = assert!(LOCAL_CHAIN_IDS[0] == CHAIN_ID, "the devnet's own chain id is a local one");
 /// USDC on Base; the devnet places `FiatTokenDevnet` here (6 decimals, EIP-3009, open `mint`).
 pub const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 /// WETH on Base; the devnet places `WETH9` here.

@@ -93,6 +93,17 @@ pub enum DevnetError {
         /// Which process is alive and which is not.
         detail: String,
     },
+    /// The folder's saved chain does not fit what was asked (another chain id), or cannot be resumed.
+    #[error("{dir} holds a saved devnet chain that {detail}; `holdfast devnet reset --dir {dir}` starts a new chain")]
+    SavedChain {
+        /// The devnet folder.
+        dir: PathBuf,
+        /// What does not fit.
+        detail: String,
+    },
+    /// The devnet is in use by another process (a `holdfast serve`), so it cannot be reset now.
+    #[error("the devnet in {0} is in use by a running holdfast (serve); stop it first")]
+    InUse(PathBuf),
     /// The smart account could not be set up as asked (a limit that does not parse or fit the module).
     #[error("the devnet account: {0}")]
     Account(String),

@@ -14,6 +14,8 @@ pub const CONFIG_FILE: &str = "holdfast.toml";
 pub const PRESETS_FILE: &str = "presets.ron";
 /// The burner key file's name inside a devnet folder.
 pub const KEY_FILE: &str = "wallet.key";
+/// The saved chain inside a devnet folder (anvil's `--state` file): loaded by the next `up`.
+pub const STATE_FILE: &str = "chain-state.json";
 /// anvil's log file inside a devnet folder.
 pub const ANVIL_LOG: &str = "anvil.log";
 /// The services process's log file inside a devnet folder.
@@ -151,6 +153,10 @@ pub struct DevnetInfo {
     pub started_at: String,
     /// Lifecycle state.
     pub state: DevnetState,
+    /// The chain's genesis block hash; a devnet saved in [`STATE_FILE`] is resumed only when anvil answers with
+    /// this genesis. Absent in files written before devnets kept their chain (they start a new chain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub genesis: Option<String>,
     /// Set by [`crate::up`] when the folder was already up and nothing was started (not stored in the file).
     #[serde(skip)]
     pub already_up: bool,
@@ -270,6 +276,7 @@ mod tests {
             config: CONFIG_FILE.into(),
             started_at: "2026-11-01T00:00:00Z".into(),
             state: DevnetState::Up,
+            genesis: None,
             already_up: true,
         };
         let v = serde_json::to_value(&info).unwrap();

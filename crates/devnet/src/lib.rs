@@ -16,7 +16,9 @@
 //! key in `DIR/wallet.key`, mode 0600, never printed), with on-chain limits of 0.05 ETH and 100 USDC a day
 //! ([`account`]; `UpOptions::account = None`, `--plain`: the key holds 10 ETH and 10,000 USDC itself), and writes
 //! `DIR/holdfast.toml`, `DIR/presets.ron` ([`config`]) and `DIR/devnet.json` ([`info`]).
-//! `holdfast devnet down --dir DIR` ([`down`]) stops exactly the processes it started.
+//! `holdfast devnet down --dir DIR` ([`down`]) stops exactly the processes it started. The chain is kept in
+//! `DIR/chain-state.json` (anvil's `--state`, saved every 5 s and on stop): the next `up` resumes it with the same
+//! wallet, and `holdfast devnet reset` ([`reset`]) starts over.
 //!
 //! [`TestDevnet`] is the same devnet in a temporary folder with the services (paywall included) in-process, for
 //! integration tests.
@@ -53,4 +55,4 @@ pub use process::StopOutcome;
 pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};
 pub use services::{FACILITATOR_PATH, devnet_paywall, run_services, services_router};
 pub use testnet::TestDevnet;
-pub use users::{DevnetUser, Left, join, keep_running};
+pub use users::{DevnetUser, Left, ResetReport, join, keep_running, reset};

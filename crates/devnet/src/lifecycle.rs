@@ -3,20 +3,25 @@
 //! [`up`] starts anvil and the services process detached (own process group, output in `DIR/anvil.log` and
 //! `DIR/services.log`), so they outlive the command; [`down`] stops exactly the recorded processes. `devnet.json`
 //! is written as soon as anvil runs (state `starting`), so even an interrupted `up` leaves the pids for `down`.
-//! Any failure during `up` kills what it started and removes `devnet.json` again.
+//! Any failure during `up` kills what it started and removes `devnet.json` again (or, for a saved chain, puts its
+//! record back).
+//!
+//! A devnet remembers: anvil keeps its chain in `DIR/chain-state.json` (saved every few seconds and when it stops),
+//! and the next `up` resumes that chain with the same wallet key, so balances and earlier transactions are still
+//! there. [`reset`] starts over.
 
-use crate::anvil::{anvil_path, free_port, start_anvil};
+use crate::anvil::{ChainFile, anvil_path, free_port, start_anvil};
 use crate::config::write_config;
 use crate::contracts::{CHAIN_ID, fund_wallet, is_local_chain_id, place_and_seed};
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
-    ServicesProcess, WalletInfo, X402Info, devnet_json_path, read_info, write_info,
+    STATE_FILE, ServicesProcess, WalletInfo, X402Info, devnet_json_path, read_info, write_info,
 };
 use crate::process::{Expect, StopOutcome, is_ours, is_running, kill_child, log_tail, release, spawn_logged, stop};
 use crate::services::HEALTH_PATH;
 use crate::wallet::create_key_file;
-use alloy::primitives::Address;
+use alloy::primitives::{Address, B256};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -132,7 +137,8 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     std::fs::create_dir_all(&opts.dir).map_err(|e| DevnetError::io(format!("creating {}", opts.dir.display()), e))?;
     let dir = canonical_dir(&opts.dir)?;
 
-    if let Some(existing) = read_info(&dir)?
+    let existing = read_info(&dir)?;
+    if let Some(existing) = existing.clone()
         && existing.state != DevnetState::Down
     {
         let anvil_alive = is_ours(existing.anvil.pid, &Expect::Anvil { port: existing.anvil.port });
@@ -151,7 +157,7 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
                 return Ok(DevnetInfo { already_up: true, ..existing });
             }
             (false, false, _) => {
-                progress("found a devnet.json whose processes are gone; starting afresh");
+                progress("found a devnet.json whose processes are gone (killed?)");
             }
             (anvil, services, state) => {
                 let alive = |b: bool| if b { "running" } else { "not running" };
@@ -169,13 +175,23 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         }
     }
 
+    let saved = saved_chain(&dir, existing, &opts)?;
     let chain_id = opts.chain_id;
     if let Some(warning) = public_chain_warning(chain_id) {
         progress(&warning);
     }
     let anvil_bin = anvil_path(&*progress).await?;
-    progress(&format!("starting anvil ({})…", anvil_bin.display()));
-    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true, chain_id).await?;
+    let state_path = dir.join(STATE_FILE);
+    let chain_file = ChainFile { path: &state_path, genesis: saved.as_ref().map(|s| s.genesis) };
+    match &saved {
+        Some(s) => progress(&format!(
+            "starting anvil ({}) with the chain saved in {STATE_FILE} (wallet {})…",
+            anvil_bin.display(),
+            s.info.wallet.address
+        )),
+        None => progress(&format!("starting anvil ({}) with a new chain…", anvil_bin.display())),
+    }
+    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true, chain_id, chain_file).await?;
     let mut started = Started { anvil: None, services: None };
     let anvil_pid = anvil.child.id();
     let provider = anvil.provider.clone();
@@ -186,6 +202,10 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     let result = async {
         let services_port = free_port()?;
         let services_url = format!("http://127.0.0.1:{services_port}");
+        let genesis = match &saved {
+            Some(s) => s.genesis,
+            None => genesis_hash(&provider).await?,
+        };
         let mut info = DevnetInfo {
             chain_id,
             rpc_url: rpc_url.clone(),
@@ -203,26 +223,36 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             state: DevnetState::Starting,
+            genesis: Some(genesis.to_string()),
             already_up: false,
         };
+        if let Some(s) = &saved {
+            info.wallet = s.info.wallet.clone();
+        }
         write_info(&dir, &info)?;
 
-        let dev = place_and_seed(&provider, &*progress).await?;
-        let wallet = create_key_file(&dir.join(KEY_FILE))?;
-        info.wallet.address = wallet;
-        progress(&format!("created a fresh burner wallet {wallet} (key in {KEY_FILE}, mode 0600)"));
-        let account = match &opts.account {
-            Some(limits) => {
-                let account = crate::account::set_up_account(&provider, dev, wallet, limits, &*progress).await?;
-                info.wallet.account = Some(account.to_checksum(None));
-                info.wallet.signer = Some(wallet.to_checksum(None));
-                info.wallet.limits = limits.clone();
-                Some(account)
-            }
+        let account = match &saved {
+            Some(s) => resume_chain(&provider, &dir, &s.info, &*progress).await?,
             None => {
-                fund_wallet(&provider, dev, wallet).await?;
-                progress("funded the wallet with 10 ETH and 10000 USDC");
-                None
+                let dev = place_and_seed(&provider, &*progress).await?;
+                let wallet = create_key_file(&dir.join(KEY_FILE))?;
+                info.wallet.address = wallet;
+                progress(&format!("created a fresh burner wallet {wallet} (key in {KEY_FILE}, mode 0600)"));
+                match &opts.account {
+                    Some(limits) => {
+                        let account =
+                            crate::account::set_up_account(&provider, dev, wallet, limits, &*progress).await?;
+                        info.wallet.account = Some(account.to_checksum(None));
+                        info.wallet.signer = Some(wallet.to_checksum(None));
+                        info.wallet.limits = limits.clone();
+                        Some(account)
+                    }
+                    None => {
+                        fund_wallet(&provider, dev, wallet).await?;
+                        progress("funded the wallet with 10 ETH and 10000 USDC");
+                        None
+                    }
+                }
             }
         };
         write_config(&dir, anvil_port, chain_id, &services_url, account)?;
@@ -254,11 +284,112 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         }
         Err(e) => {
             drop(started);
-            let _ = std::fs::remove_file(devnet_json_path(&dir));
+            match saved {
+                // The saved chain stays for the next `up` (or `devnet reset`): its record goes back as it was.
+                Some(s) => {
+                    let _ = write_info(&dir, &DevnetInfo { state: DevnetState::Down, ..s.info });
+                }
+                None => {
+                    let _ = std::fs::remove_file(devnet_json_path(&dir));
+                }
+            }
             progress("start-up failed; stopped what was started");
             Err(e)
         }
     }
+}
+
+/// A devnet folder's saved chain, resumed by [`up`].
+struct SavedChain {
+    /// The devnet as it was last described.
+    info: DevnetInfo,
+    /// Its chain's genesis block hash.
+    genesis: B256,
+}
+
+/// The chain `up` resumes in `dir`: the last `devnet.json` with a genesis, its state file and its key file all there.
+/// A saved chain of another chain id is refused; different account options are named and the saved chain kept.
+fn saved_chain(dir: &Path, existing: Option<DevnetInfo>, opts: &UpOptions) -> Result<Option<SavedChain>, DevnetError> {
+    let Some(info) = existing else { return Ok(None) };
+    let Some(genesis) = info.genesis.as_deref() else { return Ok(None) };
+    if !dir.join(STATE_FILE).is_file() || !dir.join(KEY_FILE).is_file() {
+        (opts.progress)(&format!(
+            "{STATE_FILE} or {KEY_FILE} is missing in {}: starting a new chain with a new wallet",
+            dir.display()
+        ));
+        return Ok(None);
+    }
+    let genesis: B256 = genesis.parse().map_err(|_| DevnetError::SavedChain {
+        dir: dir.to_path_buf(),
+        detail: format!("records an unreadable genesis hash {genesis:?} in devnet.json"),
+    })?;
+    if info.chain_id != opts.chain_id {
+        return Err(DevnetError::SavedChain {
+            dir: dir.to_path_buf(),
+            detail: format!("runs chain id {}, not the {} asked for", info.chain_id, opts.chain_id),
+        });
+    }
+    let asked = opts.account.clone().unwrap_or_default();
+    if info.wallet.account.is_some() != opts.account.is_some() || info.wallet.limits != asked {
+        let kept = match &info.wallet.account {
+            Some(account) => format!("its smart account {account} and its on-chain limits"),
+            None => "its plain wallet (no smart account)".to_owned(),
+        };
+        (opts.progress)(&format!(
+            "the saved chain keeps {kept}; the account options given apply to a new chain (`holdfast devnet reset`)"
+        ));
+    }
+    Ok(Some(SavedChain { info, genesis }))
+}
+
+/// The genesis block's hash: the chain's identity across restarts.
+async fn genesis_hash(provider: &alloy::providers::DynProvider) -> Result<B256, DevnetError> {
+    use alloy::providers::Provider as _;
+    let block = provider
+        .get_block_by_number(0.into())
+        .await
+        .map_err(|e| DevnetError::rpc("reading the genesis block", e))?
+        .ok_or_else(|| DevnetError::rpc("reading the genesis block", "anvil has none"))?;
+    Ok(block.header.hash)
+}
+
+/// Checks a resumed chain against the folder (its key is the saved wallet's, its contracts and account are there)
+/// and mines one block, so that the head (and the price feeds, which answer its timestamp) is current again.
+/// Returns the smart account, when the funds sit in one.
+async fn resume_chain(
+    provider: &alloy::providers::DynProvider,
+    dir: &Path,
+    info: &DevnetInfo,
+    progress: &(dyn Fn(&str) + Send + Sync),
+) -> Result<Option<Address>, DevnetError> {
+    use alloy::providers::Provider as _;
+    use alloy::providers::ext::AnvilApi as _;
+    let saved = |detail: String| DevnetError::SavedChain { dir: dir.to_path_buf(), detail };
+    let key = crate::wallet::load_key_file(&dir.join(KEY_FILE))?;
+    if key.address() != info.wallet.address {
+        return Err(saved(format!(
+            "belongs to the wallet {}, but {KEY_FILE} holds the key of {}",
+            info.wallet.address,
+            key.address()
+        )));
+    }
+    let account = match &info.wallet.account {
+        Some(text) => {
+            Some(text.parse::<Address>().map_err(|_| saved(format!("records an unreadable account {text:?}")))?)
+        }
+        None => None,
+    };
+    for (what, at) in [("USDC", Some(info.contracts.usdc)), ("the smart account", account)] {
+        let Some(at) = at else { continue };
+        let code = provider.get_code_at(at).await.map_err(|e| DevnetError::rpc(format!("reading {what}'s code"), e))?;
+        if code.is_empty() {
+            return Err(saved(format!("has no code at {what}'s address {at}")));
+        }
+    }
+    provider.anvil_mine(Some(1), None).await.map_err(|e| DevnetError::rpc("mining a block on the resumed chain", e))?;
+    let head = provider.get_block_number().await.map_err(|e| DevnetError::rpc("reading the head block", e))?;
+    progress(&format!("resumed the saved chain at block {head} with the wallet {}", info.wallet.address));
+    Ok(account)
 }
 
 /// Polls `GET {url}/health` until it answers 200, the child exits, or 20 s pass.

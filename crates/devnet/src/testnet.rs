@@ -167,6 +167,7 @@ impl TestDevnet {
             config: CONFIG_FILE.into(),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             state: DevnetState::Up,
+            genesis: None,
             already_up: false,
         };
         write_info(&dir, &info)?;

@@ -125,3 +125,51 @@ impl DevnetUser {
         Ok(Left::Stopped(report))
     }
 }
+
+/// What [`reset`] did.
+#[derive(Debug)]
+pub struct ResetReport {
+    /// The devnet folder.
+    pub dir: PathBuf,
+    /// The running devnet it stopped first, if one was up.
+    pub stopped: Option<DownReport>,
+    /// The files it removed (names inside the folder).
+    pub removed: Vec<&'static str>,
+}
+
+/// The files [`reset`] removes: the saved chain, the wallet key, the description and the generated config. Logs stay.
+pub const RESET_FILES: [&str; 6] = [
+    crate::info::STATE_FILE,
+    crate::info::KEY_FILE,
+    crate::info::DEVNET_JSON,
+    crate::info::CONFIG_FILE,
+    crate::info::PRESETS_FILE,
+    STOP_WHEN_UNUSED,
+];
+
+/// Starts the devnet in `dir` over: stops it when it is up, then removes its saved chain and wallet key
+/// ([`RESET_FILES`]), so that the next `up` (or `serve`) makes a new chain with a new wallet. Refused with
+/// [`DevnetError::InUse`] while another process uses the devnet. A folder without a devnet is not an error.
+pub async fn reset(dir: &Path) -> Result<ResetReport, DevnetError> {
+    if !dir.is_dir() {
+        return Ok(ResetReport { dir: dir.to_path_buf(), stopped: None, removed: Vec::new() });
+    }
+    let users = open_lock(dir, USERS_LOCK)?;
+    match users.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Err(DevnetError::InUse(dir.to_path_buf())),
+        Err(TryLockError::Error(e)) => return Err(DevnetError::io(format!("locking {USERS_LOCK}"), e)),
+    }
+    let report = down(dir).await?;
+    let stopped = report.was_up.then_some(report);
+    let mut removed = Vec::new();
+    for name in RESET_FILES {
+        match std::fs::remove_file(dir.join(name)) {
+            Ok(()) => removed.push(name),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DevnetError::io(format!("removing {}", dir.join(name).display()), e)),
+        }
+    }
+    drop(users);
+    Ok(ResetReport { dir: dir.to_path_buf(), stopped, removed })
+}

@@ -92,7 +92,7 @@ fn swap(c: &mut Criterion) {
             use holdfast_web3::journal::test_hooks as j;
             let journal = web3.journal();
             let Reserved::New(e) = j::reserve(journal, entry, Some(cap)).await.unwrap() else { panic!("reserved") };
-            j::mark_signed(journal, &e.id, Some(0), "0x02", &id).await.unwrap();
+            j::mark_signed(journal, &e.id, Some(0), "0x02", &id, None).await.unwrap();
             j::transition(journal, &e.id, &[EntryStatus::Signed], EntryStatus::Failed, Default::default())
                 .await
                 .unwrap();

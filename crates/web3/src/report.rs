@@ -344,9 +344,18 @@ impl Web3 {
             ));
         }
         let Some(receipt) = receipt else {
+            // Sent on a chain the node no longer shows (a devnet that began anew): not "not mined" there, gone.
+            let recorded = entry.genesis.as_deref().and_then(|g| g.parse::<B256>().ok());
+            let reset = match recorded.filter(|_| holdfast_core::config::is_local_chain_id(entry.chain_id)) {
+                Some(recorded) => {
+                    let now = tokio::time::timeout(NODE_READ_TIMEOUT, self.chain(network)?.genesis_now()).await;
+                    matches!(now, Ok(Ok(now)) if now != recorded)
+                }
+                None => false,
+            };
             return Ok(TxPage {
                 tx_hash: hash_text.to_owned(),
-                status: "not_mined".into(),
+                status: if reset { "chain_reset" } else { "not_mined" }.into(),
                 block_number: None,
                 from: None,
                 to: None,

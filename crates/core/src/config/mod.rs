@@ -10,7 +10,9 @@ mod section;
 mod tokens;
 
 pub use database_url::{DATABASE_URL_ENV, DatabaseUrl};
-pub use networks::{NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts, SwapAbi};
+pub use networks::{
+    LOCAL_CHAIN_IDS, NetworkConfig, NetworkSpec, NetworkTable, PinnedContracts, SwapAbi, is_local_chain_id,
+};
 pub use tokens::{NATIVE_TOKEN_ADDRESS, TokenInfo, TokenTable};
 
 use crate::error::{ErrorCode, HasErrorCode, ToolError};

@@ -313,6 +313,21 @@ fn is_explorer_base(url: &str) -> bool {
         && (!loopback_only || matches!(host, "localhost" | "127.0.0.1"))
 }
 
+/// Chain ids of local development chains, which no public network uses: the holdfast devnet's own (1752132708,
+/// ASCII "hold"), anvil's and hardhat's 31337 and ganache's 1337. Only on these is a chain that began anew (a devnet
+/// reset) taken as such; on any other id a node showing another genesis is a wrong or lying node.
+pub const LOCAL_CHAIN_IDS: &[u64] = &[1_752_132_708, 31_337, 1_337];
+
+/// Whether `chain_id` is one of [`LOCAL_CHAIN_IDS`].
+///
+/// ```
+/// assert!(holdfast_core::config::is_local_chain_id(31_337));
+/// assert!(!holdfast_core::config::is_local_chain_id(8_453));
+/// ```
+pub fn is_local_chain_id(chain_id: u64) -> bool {
+    LOCAL_CHAIN_IDS.contains(&chain_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

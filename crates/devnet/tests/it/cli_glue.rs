@@ -14,6 +14,10 @@ struct Cli {
     devnet: DevnetCommand,
 }
 
+fn no_default() -> anyhow::Result<std::path::PathBuf> {
+    anyhow::bail!("no default data dir in this test")
+}
+
 #[test]
 fn parses_up_down_and_hidden_services() {
     let up = Cli::try_parse_from(["holdfast", "up", "--dir", "/tmp/x"]).unwrap();
@@ -37,7 +41,7 @@ async fn a_public_chain_id_is_refused_without_the_flag_before_anything_starts() 
     // Base, and chains a list of public ids would have to remember: BNB Chain, Avalanche, Linea.
     for id in ["8453", "56", "43114", "59144"] {
         let up = Cli::try_parse_from(["holdfast", "up", "--dir", dir.to_str().unwrap(), "--chain-id", id]).unwrap();
-        let err = devnet_cmd::run(up.devnet).await.unwrap_err().to_string();
+        let err = devnet_cmd::run(up.devnet, no_default).await.unwrap_err().to_string();
         assert!(err.contains(&format!("chain id {id} is not a local chain id")), "{err}");
         assert!(err.contains("--allow-public-chain-id"), "{err}");
         assert!(!dir.exists(), "nothing was created");
@@ -52,5 +56,5 @@ async fn a_public_chain_id_is_refused_without_the_flag_before_anything_starts() 
 #[tokio::test]
 async fn down_on_a_missing_folder_succeeds() {
     let tmp = tempfile::tempdir().unwrap();
-    devnet_cmd::run(DevnetCommand::Down { dir: tmp.path().join("none") }).await.unwrap();
+    devnet_cmd::run(DevnetCommand::Down { dir: tmp.path().join("none") }, no_default).await.unwrap();
 }

@@ -12,4 +12,5 @@ mod disk;
 mod paywall;
 mod price_feed;
 mod quoter;
+mod remember;
 mod up_down;

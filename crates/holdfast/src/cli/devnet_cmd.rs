@@ -1,6 +1,7 @@
-//! `holdfast devnet up|down --dir DIR`: the one-command local devnet (see the `holdfast-devnet` crate).
+//! `holdfast devnet up|down|reset --dir DIR`: the one-command local devnet (see the `holdfast-devnet` crate).
 //!
-//! `up` prints progress lines to stderr and a short summary to stdout; `down` prints what it stopped. The hidden
+//! `up` prints progress lines to stderr and a short summary to stdout; `down` prints what it stopped; `reset` asks,
+//! then deletes the saved chain and wallet key. The hidden
 //! `services` subcommand is the services process `up` starts (`holdfast devnet services --dir DIR`).
 
 use anyhow::Context as _;
@@ -42,6 +43,16 @@ pub(crate) enum DevnetCommand {
         #[arg(long)]
         dir: PathBuf,
     },
+    /// Start over: stop the devnet in DIR if it runs, and delete its saved chain (every balance and transaction on
+    /// it) and its wallet key, so that the next `up` or `serve` makes a new chain with a new wallet. Asks first.
+    Reset {
+        /// The devnet folder (default: the devnet `holdfast serve` runs without --config, in its data dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Run the devnet's services (quoter); started by `up`.
     #[command(hide = true)]
     Services {
@@ -51,8 +62,9 @@ pub(crate) enum DevnetCommand {
     },
 }
 
-/// Runs a `holdfast devnet` subcommand.
-pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
+/// Runs a `holdfast devnet` subcommand; `default_data_dir` is `serve`'s data dir, whose `devnet` folder `reset` takes
+/// without `--dir`.
+pub(crate) async fn run(cmd: DevnetCommand, default_data_dir: fn() -> anyhow::Result<PathBuf>) -> anyhow::Result<()> {
     match cmd {
         DevnetCommand::Up { dir, chain_id, allow_public_chain_id, plain, onchain_limits } => {
             let account = match (plain, onchain_limits.is_empty()) {
@@ -124,11 +136,56 @@ pub(crate) async fn run(cmd: DevnetCommand) -> anyhow::Result<()> {
             outln!("{}", report.message);
             Ok(())
         }
+        DevnetCommand::Reset { dir, yes } => {
+            let dir = match dir {
+                Some(dir) => dir,
+                None => default_data_dir()?.join("devnet"),
+            };
+            if !dir.join(holdfast_devnet::info::DEVNET_JSON).exists()
+                && !dir.join(holdfast_devnet::info::STATE_FILE).exists()
+            {
+                outln!("No devnet in {}; nothing to reset.", dir.display());
+                return Ok(());
+            }
+            if !yes && !confirm_reset(&dir)? {
+                outln!("Nothing was reset.");
+                return Ok(());
+            }
+            let report = holdfast_devnet::reset(&dir).await?;
+            if let Some(stopped) = &report.stopped {
+                outln!("{}", stopped.message);
+            }
+            outln!("Reset the devnet in {}: removed {}.", report.dir.display(), report.removed.join(", "));
+            outln!("The next `holdfast devnet up --dir {}` or `holdfast serve` starts a new chain.", dir.display());
+            Ok(())
+        }
         DevnetCommand::Services { dir } => {
             holdfast_devnet::run_services(&dir).await?;
             Ok(())
         }
     }
+}
+
+/// Asks on the terminal whether to reset the devnet in `dir`; refuses without a terminal (`--yes` is then needed).
+fn confirm_reset(dir: &std::path::Path) -> anyhow::Result<bool> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "refusing to reset the devnet in {} without asking: stdin is not a terminal (add --yes to reset anyway)",
+            dir.display()
+        );
+    }
+    let mut err = std::io::stderr();
+    write!(
+        err,
+        "Reset the devnet in {}? Its chain (every balance and transaction on it) and its wallet key are deleted. \
+         Type `reset` to confirm: ",
+        dir.display()
+    )?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "reset")
 }
 
 /// `--onchain-limit ASSET=AMOUNT`: `ETH`, `USDC` or `WETH` (the devnet's tokens) or a token address with 18 decimals;

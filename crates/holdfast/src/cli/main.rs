@@ -153,7 +153,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Devnet { command } => {
-            devnet_cmd::run(command).await?;
+            devnet_cmd::run(command, serve::default_data_dir).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { config, transcript } => {

@@ -200,4 +200,16 @@ fn devnet_up_replay_the_golden_swaps_and_down() {
     for out in [&up.stdout, &up.stderr, &down.stdout] {
         assert_eq!(holdfast_testkit::find_secret(&String::from_utf8_lossy(out), key.trim()), None);
     }
+
+    // Reset asks first: without a terminal to ask on it refuses, and nothing is deleted.
+    let refused = holdfast(&["devnet", "reset", "--dir", dir_s]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("without asking") && said.contains("--yes"), "{said}");
+    assert!(dir.join("wallet.key").is_file() && dir.join("chain-state.json").is_file());
+    let reset = holdfast(&["devnet", "reset", "--dir", dir_s, "--yes"]);
+    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    let said = String::from_utf8_lossy(&reset.stdout);
+    assert!(said.contains("wallet.key") && said.contains("starts a new chain"), "{said}");
+    assert!(!dir.join("wallet.key").exists() && !dir.join("chain-state.json").exists());
 }

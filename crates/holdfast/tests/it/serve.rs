@@ -66,6 +66,7 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
 
     let info = std::fs::read_to_string(data.join("devnet/devnet.json")).unwrap();
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let info_before = info.clone();
     let anvil = info["anvil"]["pid"].as_u64().unwrap();
     assert!(pid_alive(anvil), "serve started a devnet");
     // Its funds sit in a smart account with on-chain limits; the key is only the account's signer.
@@ -164,6 +165,26 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
         assert!(messages.iter().any(|m| m.contains(expected)), "{expected:?} among {messages:#?}");
     }
     assert!(!text.contains(&token) && !text.contains(&code), "no secret in the log");
+
+    // Served again: the devnet resumes its chain, with the same wallet and key.
+    let key_before = std::fs::read(data.join("devnet/wallet.key")).unwrap();
+    let mut again = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["serve", "--data-dir", data.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(again.stdout.take().unwrap()).lines();
+    assert!(out.next().unwrap().unwrap().starts_with("holdfast serving on "));
+    let resumed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("devnet/devnet.json")).unwrap()).unwrap();
+    assert_eq!(resumed["wallet"], info_before["wallet"], "the same wallet and account");
+    assert_eq!(resumed["genesis"], info_before["genesis"], "the same chain");
+    assert_ne!(resumed["anvil"]["pid"], info_before["anvil"]["pid"]);
+    assert_eq!(std::fs::read(data.join("devnet/wallet.key")).unwrap(), key_before, "the key is kept");
+    Command::new("kill").args(["-TERM", &again.id().to_string()]).status().unwrap();
+    assert!(again.wait().unwrap().success());
 }
 
 /// Starts `serve --no-devnet` in `cwd` with `envs`, returns its first stdout lines (until `data:`), then kills it.

@@ -131,6 +131,7 @@ pub struct Chain {
     /// are asked of each.
     readers: Vec<(String, DynProvider)>,
     verified_chain_id: tokio::sync::OnceCell<()>,
+    genesis: tokio::sync::OnceCell<B256>,
 }
 
 fn upstream(network: &str, what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -163,7 +164,13 @@ impl Chain {
             readers.push((holdfast_core::redact_urls(url).into_owned(), provider));
         }
         let provider = readers[0].1.clone();
-        Ok(Self { network: network.clone(), provider, readers, verified_chain_id: tokio::sync::OnceCell::new() })
+        Ok(Self {
+            network: network.clone(),
+            provider,
+            readers,
+            verified_chain_id: tokio::sync::OnceCell::new(),
+            genesis: tokio::sync::OnceCell::new(),
+        })
     }
 
     /// `eth_call` of `data` on `to` at the latest block of every configured RPC node, each answer with the node's
@@ -474,6 +481,25 @@ impl Chain {
             .latest()
             .await
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
+    }
+
+    /// The hash of the chain's genesis block, read once per client: the chain's identity, recorded with each signed
+    /// transaction ([`crate::journal::JournalEntry::genesis`]).
+    pub async fn genesis(&self) -> Result<B256, ToolError> {
+        self.genesis.get_or_try_init(|| self.genesis_now()).await.copied()
+    }
+
+    /// The hash of the genesis block the node shows now (never cached): whether it still serves the chain a journal
+    /// entry was sent on.
+    pub async fn genesis_now(&self) -> Result<B256, ToolError> {
+        self.verify().await?;
+        let block = self
+            .provider
+            .get_block_by_number(alloy::eips::BlockNumberOrTag::Number(0))
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getBlockByNumber(0)", e))?
+            .ok_or_else(|| upstream(&self.network.name, "eth_getBlockByNumber(0)", "the node has no genesis block"))?;
+        Ok(block.header.hash)
     }
 
     /// The latest block's timestamp (seconds): the chain's own clock, which is what `eth_call` at `latest` (a

@@ -46,6 +46,9 @@ pub enum EntryStatus {
     Dropped,
     /// Refused by a check before signing (independent price, simulation); the reason is in `error`.
     Refused,
+    /// Sent on a local development chain (a devnet) that has since begun anew: the chain it was sent on is gone, so
+    /// it is neither mined nor dropped there, and is never sent again.
+    ChainReset,
 }
 
 impl EntryKind {
@@ -96,6 +99,7 @@ impl EntryStatus {
             Self::Failed => "failed",
             Self::Dropped => "dropped",
             Self::Refused => "refused",
+            Self::ChainReset => "chain_reset",
         }
     }
 
@@ -109,6 +113,7 @@ impl EntryStatus {
             "failed" => Self::Failed,
             "dropped" => Self::Dropped,
             "refused" => Self::Refused,
+            "chain_reset" => Self::ChainReset,
             _ => Self::Signed,
         }
     }
@@ -225,6 +230,10 @@ pub struct JournalEntry {
     pub(crate) fingerprint: String,
     #[serde(skip)]
     pub(crate) intent: Option<String>,
+    /// The genesis block hash of the chain the transaction was signed for (absent before it is signed, for payments,
+    /// and in entries written before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub genesis: Option<String>,
 }
 
 impl JournalEntry {

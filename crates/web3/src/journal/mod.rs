@@ -156,9 +156,10 @@ impl Journal {
         nonce: Option<u64>,
         raw_tx: &str,
         tx_hash: &str,
+        genesis: Option<&str>,
     ) -> Result<(), ToolError> {
         let now = Utc::now().to_rfc3339();
-        let changed = self.store.update(sql::mark_signed(id, nonce, raw_tx, tx_hash, &now)).await?;
+        let changed = self.store.update(sql::mark_signed(id, nonce, raw_tx, tx_hash, genesis, &now)).await?;
         if changed == 1 {
             tracing::info!(journal_id = %id, status = "signed", tx_hash = %tx_hash, "journal transition");
             Ok(())
@@ -308,8 +309,9 @@ pub mod test_hooks {
         nonce: Option<u64>,
         raw: &str,
         hash: &str,
+        genesis: Option<&str>,
     ) -> Result<(), ToolError> {
-        j.mark_signed(id, nonce, raw, hash).await
+        j.mark_signed(id, nonce, raw, hash, genesis).await
     }
 
     /// [`Journal::transition`].

@@ -60,6 +60,7 @@ fn raw(r: &PgRow) -> Result<RawEntry, sqlx::Error> {
         created_at: r.try_get(20)?,
         updated_at: r.try_get(21)?,
         intent: r.try_get(22)?,
+        genesis: r.try_get(23)?,
     })
 }
 

@@ -14,7 +14,7 @@ pub(super) const LIVE: &str = "('reserved','signed','pending','unknown','confirm
 /// Every column a [`JournalEntry`] is read from, in [`RawEntry`]'s order.
 pub(super) const COLUMNS: &str = "id, session_id, kind, network, chain_id, from_address, to_address, nonce, value, \
                                   asset, asset_symbol, amount, fingerprint, raw_tx, tx_hash, status, block_number, \
-                                  gas_used, error, summary, created_at, updated_at, intent";
+                                  gas_used, error, summary, created_at, updated_at, intent, genesis";
 
 /// The table as version 1 creates it (an older SQLite file's table, made before migrations were recorded, is
 /// brought to the same shape by [`sqlite_v1`]). A macro, so that PostgreSQL's step can be the same text (`concat!`).
@@ -83,12 +83,17 @@ CREATE INDEX IF NOT EXISTS journal_user_authorization ON journal (user_authoriza
     WHERE user_authorization IS NOT NULL;
 ";
 
+/// Version 3: the genesis block hash of the chain a transaction was signed for, so that reconciliation tells a chain
+/// that began anew (a devnet reset) from a transaction that was dropped.
+const V3: &str = "ALTER TABLE journal ADD COLUMN genesis TEXT;";
+
 /// The journal's migrations.
 pub(super) const MIGRATIONS: Component = Component {
     name: "journal",
     migrations: &[
         Migration { version: 1, sqlite: SqliteStep::Code(sqlite_v1), postgres: concat!(table!(), intent_indexes!()) },
         Migration { version: 2, sqlite: SqliteStep::Sql(V2), postgres: V2 },
+        Migration { version: 3, sqlite: SqliteStep::Sql(V3), postgres: V3 },
     ],
 };
 
@@ -137,7 +142,7 @@ pub(super) fn insert(r: &NewRow) -> Statement {
     let e = &r.entry;
     let sql = format!(
         "INSERT INTO journal ({COLUMNS}, day, user_authorization) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-         $11, $12, $13, $14, $15, $16, NULL, NULL, $17, $18, $19, $19, $20, $21, $22)"
+         $11, $12, $13, $14, $15, $16, NULL, NULL, $17, $18, $19, $19, $20, NULL, $21, $22)"
     );
     let params = vec![
         text(&r.id),
@@ -208,12 +213,19 @@ pub(super) fn spent(chain_id: u64, from: &str, asset: &str, kinds: &[EntryKind],
     Some((sql, vec![int(chain_id), text(from), text(asset), text(day)]))
 }
 
-pub(super) fn mark_signed(id: &str, nonce: Option<u64>, raw: &str, hash: &str, now: &str) -> Statement {
+pub(super) fn mark_signed(
+    id: &str,
+    nonce: Option<u64>,
+    raw: &str,
+    hash: &str,
+    genesis: Option<&str>,
+    now: &str,
+) -> Statement {
     (
-        "UPDATE journal SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, updated_at = $5 \
+        "UPDATE journal SET status = 'signed', nonce = $2, raw_tx = $3, tx_hash = $4, updated_at = $5, genesis = $6 \
          WHERE id = $1 AND status = 'reserved'"
             .to_owned(),
-        vec![text(id), opt_int(nonce), text(raw), text(hash), text(now)],
+        vec![text(id), opt_int(nonce), text(raw), text(hash), text(now), opt_text(genesis)],
     )
 }
 
@@ -339,6 +351,7 @@ pub(super) struct RawEntry {
     pub created_at: String,
     pub updated_at: String,
     pub intent: Option<String>,
+    pub genesis: Option<String>,
 }
 
 impl RawEntry {
@@ -368,6 +381,7 @@ impl RawEntry {
             created_at: ts(&self.created_at),
             updated_at: ts(&self.updated_at),
             intent: self.intent,
+            genesis: self.genesis,
         }
     }
 }

@@ -54,6 +54,7 @@ fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawEntry> {
         created_at: r.get(20)?,
         updated_at: r.get(21)?,
         intent: r.get(22)?,
+        genesis: r.get(23)?,
     })
 }
 

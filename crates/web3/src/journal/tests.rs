@@ -51,7 +51,7 @@ async fn entries_survive_reopening_and_settle() {
     let id = {
         let j = Journal::open(&path).unwrap();
         let e = new(j.reserve(entry("fp1", "5", Some("i1")), Some(CAP)).await.unwrap());
-        j.mark_signed(&e.id, Some(3), "0x02", "0xhash").await.unwrap();
+        j.mark_signed(&e.id, Some(3), "0x02", "0xhash", Some("0xgenesis")).await.unwrap();
         e.id
     };
     let j = Journal::open(&path).unwrap();
@@ -103,7 +103,7 @@ async fn an_intent_is_reserved_once_until_it_definitely_failed() {
         let again = new(j.reserve(entry("y", "1", Some("same")), Some(CAP)).await.unwrap());
         assert_ne!(again.id, first.id);
         // An unknown outcome keeps the reservation and the intent.
-        j.mark_signed(&again.id, Some(1), "0x02", "0xh").await.unwrap();
+        j.mark_signed(&again.id, Some(1), "0x02", "0xh", None).await.unwrap();
         j.update(&again.id, EntryStatus::Unknown, EntryUpdate::default()).await.unwrap();
         assert!(matches!(j.reserve(entry("z", "1", Some("same")), Some(CAP)).await.unwrap(), Reserved::Existing(_)));
         assert_eq!(j.spent_today(8453, "0xa", "0xUSDC", EntryKind::Swap.cap_group()).await.unwrap(), U256::from(1u8));

@@ -641,9 +641,11 @@ async fn commit<K: TxKind>(
             return Err(e);
         }
     };
-    // Durable before the bytes leave the process (invariant 9).
-    if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &signed.raw.to_string(), &signed.hash.to_string()).await
-    {
+    // Durable before the bytes leave the process (invariant 9), with the chain's identity: a reset devnet's entries are
+    // told from dropped ones by it (an unreadable genesis records none, and such an entry is reconciled as before).
+    let genesis = chain.genesis().await.ok().map(|g| g.to_string());
+    let (raw, hash) = (signed.raw.to_string(), signed.hash.to_string());
+    if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &raw, &hash, genesis.as_deref()).await {
         // The write may have been committed before the error: what the journal holds decides. Signed → the bytes
         // will be sent (now, or by reconciliation), so nothing is given back.
         let now = journal.get(&entry.id).await.ok().flatten();

@@ -108,6 +108,9 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
     if !matches!(entry.status, EntryStatus::Signed | EntryStatus::Pending | EntryStatus::Unknown) {
         return Ok(None);
     }
+    if let Some(settled) = chain_began_anew(web3, &chain, entry).await? {
+        return Ok(settled);
+    }
     let from = holdfast_core::address::parse_address("from", &entry.from)?;
     let known = match hash {
         Some(h) => chain.is_known(h).await?,
@@ -180,6 +183,38 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
         }
         Broadcast::Unknown(_) => Ok(None),
     }
+}
+
+/// An entry signed for a chain whose genesis the node no longer shows: on a local development chain (a devnet reset
+/// without its saved state) it is `chain_reset` — neither dropped (no other transaction used its nonce) nor sent
+/// again (its chain is gone); on any other chain the node is wrong or lying, and the entry stays as it is. `None`:
+/// the node shows the entry's chain (or the entry recorded none), reconcile on.
+async fn chain_began_anew(
+    web3: &Web3,
+    chain: &crate::chain::Chain,
+    entry: &JournalEntry,
+) -> Result<Option<Option<Settled>>, ToolError> {
+    let Some(recorded) = entry.genesis.as_deref().and_then(|g| g.parse::<B256>().ok()) else { return Ok(None) };
+    let now = chain.genesis_now().await?;
+    if now == recorded {
+        return Ok(None);
+    }
+    if !holdfast_core::config::is_local_chain_id(entry.chain_id) {
+        tracing::warn!(
+            journal_id = %entry.id,
+            chain_id = entry.chain_id,
+            "the node shows genesis {now}, not {recorded} of the chain this entry was sent on; left as it is"
+        );
+        return Ok(Some(None));
+    }
+    let update = EntryUpdate {
+        error: Some(format!(
+            "the chain was reset: the node's chain begins at {now}, not at {recorded} where this was sent; it is \
+             never sent again"
+        )),
+        ..Default::default()
+    };
+    Ok(Some(set(web3, entry, EntryStatus::ChainReset, update, "chain was reset").await?))
 }
 
 /// A send signed this recently may be in the middle of its broadcast by a live call: the background pass leaves it to

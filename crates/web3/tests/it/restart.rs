@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common::Env;
-use alloy::primitives::{Bytes, U256};
+use alloy::primitives::{B256, Bytes, U256};
 use holdfast_web3::chain::TxPlan;
 use holdfast_web3::journal::{EntryKind, EntryStatus, NewEntry};
 use std::time::Duration;
@@ -104,4 +104,67 @@ async fn a_journaled_transaction_whose_nonce_was_used_elsewhere_is_marked_droppe
     let report = env.web3.reconcile().await.unwrap();
     assert_eq!(report[0].status, EntryStatus::Dropped, "{report:?}");
     assert_eq!(env.nonce().await, nonce + 1);
+}
+
+/// Journals a signed, never-sent 1-wei transfer as the kernel would, recorded for the chain whose genesis is
+/// `genesis`, on the devnet's own (local) chain id or on `chain_id`.
+async fn signed_for(env: &Env, genesis: B256, chain_id: u64) -> (holdfast_web3::chain::SignedTx, String) {
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    let signer = env.devnet.signer().unwrap();
+    let plan = TxPlan { to: env.devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
+    let fees = chain.fees(signer.address(), &plan).await.unwrap();
+    let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
+    let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
+    let new = NewEntry { chain_id, ..entry(&signed, &signer.address().to_checksum(None)) };
+    let j = env.web3.journal();
+    let row = holdfast_web3::journal::test_hooks::insert(j, new, EntryStatus::Reserved).await.unwrap();
+    let (raw, hash, genesis) = (signed.raw.to_string(), signed.hash.to_string(), genesis.to_string());
+    holdfast_web3::journal::test_hooks::mark_signed(j, &row.id, Some(signed.nonce), &raw, &hash, Some(&genesis))
+        .await
+        .unwrap();
+    (signed, row.id)
+}
+
+#[tokio::test]
+async fn a_transaction_of_a_devnet_chain_that_began_anew_is_chain_reset_never_dropped_or_resent() {
+    let env = Env::start().await;
+    let nonce = env.nonce().await;
+    // Signed on the chain the devnet ran before a reset without its saved state: the node shows another genesis.
+    let before_reset = B256::repeat_byte(0x11);
+    let (signed, id) = signed_for(&env, before_reset, holdfast_devnet::CHAIN_ID).await;
+
+    let report = env.web3.reconcile().await.unwrap();
+    assert_eq!(report.len(), 1, "{report:?}");
+    assert_eq!(report[0].status, EntryStatus::ChainReset, "{report:?}");
+    assert_eq!(report[0].note, "chain was reset");
+    let entry = env.web3.journal().get(&id).await.unwrap().unwrap();
+    assert!(entry.error.as_deref().unwrap().contains("the chain was reset"), "{entry:?}");
+    let page = env.web3.tx_page(&entry).await.unwrap();
+    assert_eq!(page.status, "chain_reset");
+    // Not sent on the new chain, and never again: the node does not know it, the nonce did not move.
+    assert!(env.web3.reconcile().await.unwrap().is_empty());
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    assert!(!chain.is_known(signed.hash).await.unwrap());
+    assert_eq!(env.nonce().await, nonce);
+}
+
+#[tokio::test]
+async fn another_genesis_on_a_public_chain_id_leaves_the_entry_as_it_is() {
+    let env = Env::start().await;
+    let nonce = env.nonce().await;
+    // Base's chain id: a node showing another genesis there is wrong or lying; nothing is released or resent.
+    let (signed, id) = signed_for(&env, B256::repeat_byte(0x22), 8453).await;
+    assert!(env.web3.reconcile().await.unwrap().is_empty());
+    let entry = env.web3.journal().get(&id).await.unwrap().unwrap();
+    assert_eq!(entry.status, EntryStatus::Signed);
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    assert!(!chain.is_known(signed.hash).await.unwrap());
+    assert_eq!(env.nonce().await, nonce);
+
+    // The same entry recorded for the node's own chain is reconciled as always: re-sent from its identical bytes.
+    let genesis = chain.genesis_now().await.unwrap();
+    let (signed, _) = signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    let report = env.web3.reconcile().await.unwrap();
+    assert!(report.iter().any(|r| r.status == EntryStatus::Pending), "{report:?}");
+    assert!(chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().is_some());
 }
