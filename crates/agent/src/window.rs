@@ -98,13 +98,14 @@ pub(crate) async fn fit(
         let _ = writeln!(transcript, "Summary of what came before:\n{p}\n");
     }
     transcript.push_str("Conversation to summarize:\n");
-    for m in &older {
+    for m in older.iter().filter(|m| m.role != MessageRole::Console) {
         let who = match m.role {
             MessageRole::User => "user".to_owned(),
             MessageRole::Assistant => "you".to_owned(),
             MessageRole::Tool => format!("tool {}", m.name.as_deref().unwrap_or("?")),
             MessageRole::System => "runtime".to_owned(),
             MessageRole::Inbox => format!("message from {}", m.name.as_deref().unwrap_or("another agent")),
+            MessageRole::Console => continue,
         };
         let _ = writeln!(transcript, "[{who}] {}", m.content);
         for c in &m.tool_calls {

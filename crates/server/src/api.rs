@@ -243,16 +243,56 @@ pub(crate) async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<St
     Ok(Json(Cancelled { cancelled }))
 }
 
-#[utoipa::path(post, path = "/api/sessions/{id}/tools/{name}", tag = "tools", params(("id" = String, Path, description = "Session id"), ("name" = String, Path, description = "Tool name")), request_body(content = Object, description = "The tool's parameters (its input schema, `GET /api/tools`)"), responses((status = 200, description = "The tool's output", body = schema::ToolOutput), (status = 202, description = "The action waits for the user's confirmation", body = schema::ErrorBody), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such session or tool", body = schema::ErrorBody), (status = 422, description = "The tool refused: bad parameters, policy, simulation…", body = schema::ErrorBody)))]
+/// Options of `POST /api/sessions/{id}/tools/{name}`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct CallOptions {
+    /// `true`: record the call and its outcome in the session's history (role `console`), as the UI's tool console
+    /// does, so that it is shown again after a reload. Never shown to the model.
+    #[serde(default)]
+    record: bool,
+}
+
+/// Records a tool console call (or the user's decision on one) in the session's history; a failure is logged, never
+/// the call's: the tool has run.
+async fn record_console(state: &AppState, id: &str, tool: &str, record: Value) {
+    let message =
+        NewMessage { name: Some(tool.to_owned()), ..NewMessage::text(MessageRole::Console, record.to_string()) };
+    if let Err(e) = state.runtime.sessions.append(id, message).await {
+        tracing::warn!(session = id, tool, error = %e, "could not record the tool console call in the session history");
+    }
+}
+
+/// The outcome of a call as the history records it: its output, or its coded error.
+fn outcome_record(tool: &str, params: Option<&Value>, outcome: &Result<Value, ToolError>) -> Value {
+    let mut record = json!({ "tool": tool, "ok": outcome.is_ok() });
+    if let Some(params) = params {
+        record["params"] = params.clone();
+    }
+    match outcome {
+        Ok(output) => record["output"] = output.clone(),
+        Err(e) => record["error"] = json!({ "code": e.code, "message": e.message }),
+    }
+    record
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/tools/{name}", tag = "tools", params(("id" = String, Path, description = "Session id"), ("name" = String, Path, description = "Tool name"), CallOptions), request_body(content = Object, description = "The tool's parameters (its input schema, `GET /api/tools`)"), responses((status = 200, description = "The tool's output", body = schema::ToolOutput), (status = 202, description = "The action waits for the user's confirmation", body = schema::ErrorBody), (status = 400, description = "The body is not JSON", body = schema::ErrorBody), (status = 404, description = "No such session or tool", body = schema::ErrorBody), (status = 422, description = "The tool refused: bad parameters, policy, simulation…", body = schema::ErrorBody)))]
 pub(crate) async fn call_tool(
     State(state): State<Arc<AppState>>,
     Path((id, name)): Path<(String, String)>,
+    options: Result<axum::extract::Query<CallOptions>, axum::extract::rejection::QueryRejection>,
     OptionalJson(body): OptionalJson<Value>,
 ) -> ApiResult<ToolOutput> {
+    let axum::extract::Query(options) = options?;
     let ctx = session(&state, &id).await?;
     let params = body.unwrap_or_else(|| json!({}));
-    let output = state.runtime.registry.call(&name, params, &ctx).await?;
-    Ok(Json(ToolOutput { ok: true, output }))
+    if !options.record {
+        let output = state.runtime.registry.call(&name, params, &ctx).await?;
+        return Ok(Json(ToolOutput { ok: true, output }));
+    }
+    let outcome = state.runtime.registry.call(&name, params.clone(), &ctx).await;
+    record_console(&state, &id, &name, outcome_record(&name, Some(&params), &outcome)).await;
+    Ok(Json(ToolOutput { ok: true, output: outcome? }))
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/registers", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Registers with value, origin, writer, age", body = schema::Registers), (status = 404, description = "No such session", body = schema::ErrorBody)))]
@@ -341,9 +381,20 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
         }));
     }
     let decision = if approve { UserDecision::Approve } else { UserDecision::Deny };
+    // The user's decision and what became of it are part of the session's history (shown after a reload).
     match state.runtime.decide(&ctx, UserChannel::WebUi, cid, decision).await? {
-        Decided::Ran(_, outcome) => Ok(Json(Resolution::Ran(ToolOutput { ok: true, output: outcome? }))),
-        Decided::Denied(c) => Ok(Json(Resolution::Denied { id: c.id, denied: true, tool: c.tool })),
+        Decided::Ran(c, outcome) => {
+            let mut record = outcome_record(&c.tool, None, &outcome);
+            record["decision"] = json!("approved");
+            record_console(state, id, &c.tool, record).await;
+            Ok(Json(Resolution::Ran(ToolOutput { ok: true, output: outcome? })))
+        }
+        Decided::Denied(c) => {
+            let record = json!({ "tool": c.tool, "ok": false, "decision": "denied",
+                "error": { "code": "denied", "message": "you denied it: nothing was signed or sent" } });
+            record_console(state, id, &c.tool, record).await;
+            Ok(Json(Resolution::Denied { id: c.id, denied: true, tool: c.tool }))
+        }
     }
 }
 

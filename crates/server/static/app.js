@@ -455,8 +455,22 @@ function renderHistory(history) {
       const err = parsed && typeof parsed === "object" && parsed.error;
       chatToolResult({ tool: m.name, ok: !err, output: err ? undefined : parsed, error: err || undefined });
     } else if (m.role === "inbox") addMsg("inbox", (m.name ? "From " + m.name + ": " : "") + m.content);
+    else if (m.role === "console") consoleFromHistory(m);
     else addMsg("system", m.content);
   }
+}
+/** A tool console call (or the user's decision on one) recorded in the session's history, shown as it was live. */
+function consoleFromHistory(m) {
+  let rec = null;
+  try { rec = JSON.parse(m.content); } catch (_) { rec = null; }
+  if (!rec || typeof rec !== "object") { addMsg("system", m.content); return; }
+  const tool = rec.tool || m.name || "?";
+  const params = rec.decision ? { decision: rec.decision } : rec.params || {};
+  chatToolCall({ tool, params });
+  const row = S.toolRows[S.toolRows.length - 1].row;
+  row.dataset.source = "console";
+  row.querySelector(".tn").title = rec.decision ? "your decision in the UI" : "run from the tool console";
+  chatToolResult({ tool, ok: !!rec.ok, output: rec.output, error: rec.error });
 }
 function argsLine(params) {
   if (!params || typeof params !== "object") return String(params === undefined ? "" : params);
@@ -753,7 +767,8 @@ async function runTool() {
   btn.disabled = true;
   $("tool-running").textContent = "running " + name + "…";
   let r;
-  try { r = await call("POST", "/api/sessions/" + sid() + "/tools/" + encodeURIComponent(name), body); }
+  // Recorded in the session's history, so the call is shown again after a reload.
+  try { r = await call("POST", "/api/sessions/" + sid() + "/tools/" + encodeURIComponent(name) + "?record=true", body); }
   catch (e) { r = { status: 0, ok: false, data: { error: { code: "network_error", message: e.message } } }; }
   finally { btn.disabled = false; $("tool-running").textContent = ""; }
   showToolResult(name, r);
@@ -791,23 +806,48 @@ function showToolResult(name, r) {
   }
 }
 
-// swap walkthrough: pre-fills the console from the user's latest message (its tokens and the amount bound to the
-// first), one step at a time; never from an older message, so a step cannot carry an earlier swap's amount.
+// Swap and transfer walkthroughs: pre-fill the console from the user's latest message (its tokens, the amount bound to
+// the first, the address it names), one step at a time; never from an older message, so a step cannot carry an
+// earlier action's amount. A latest message that names an address and at most one token is a transfer.
 function latestOf(type, n) { const xs = S.latest.filter((i) => i.item_type === type && !(i.flags || []).length); return xs[n || 0]; }
-/** What the latest message asks to swap, or null (with why) when it names no amount bound to its first token. */
-function latestSwap() {
-  const sell = latestOf("token_symbol", 0), buy = latestOf("token_symbol", 1);
+const NO_AMOUNT = "it has no amount written together with its token (e.g. \u201cswap 0.01 ETH for USDC\u201d)";
+/** The amount the latest message binds to `token` (an item), or null. */
+function boundTo(token) {
   const bound = S.latest.map(cbAmount).filter((a) => a && a.token);
-  const amount = sell && bound.find((a) => a.token.toLowerCase() === sell.value.toLowerCase());
-  if (!amount) {
-    return { why: bound.length && sell ? `it binds no amount to ${sell.value}, the token it names first`
-      : "it has no amount written together with its token (e.g. \u201cswap 0.01 ETH for USDC\u201d)" };
-  }
-  return { sell: sell.value, buy: buy ? buy.value : "", amount: amount.amount };
+  return token ? bound.find((a) => a.token.toLowerCase() === token.value.toLowerCase()) || null : null;
 }
-function walkSteps(swap) {
+/** What the latest message asks for: `{kind: "swap"|"transfer", …}`, or `{kind, why}` when it cannot be pre-filled. */
+function latestAction() {
+  const to = S.latest.find((i) => i.item_type === "eth_address");
+  const tokens = S.latest.filter((i) => i.item_type === "token_symbol" && !(i.flags || []).length);
+  const first = tokens[0];
+  const amount = boundTo(first);
+  const anyBound = S.latest.map(cbAmount).some((a) => a && a.token);
+  const why = anyBound && first ? `it binds no amount to ${first.value}, the token it names first` : NO_AMOUNT;
+  if (to && tokens.length <= 1) {
+    if ((to.flags || []).length) return { kind: "transfer", why: `the address ${to.value} has a wrong checksum (write it again)` };
+    if (!amount) return { kind: "transfer", why };
+    // context_address counts every address the user wrote, in order; null when there is only one.
+    const all = S.contextBank.filter((i) => i.item_type === "eth_address");
+    const index = all.length === 1 ? null : all.findIndex((i) => i.value === to.value) + 1;
+    return { kind: "transfer", token: first.value, amount: amount.amount, to: to.value, index };
+  }
+  if (!amount) return { kind: "swap", why };
+  return { kind: "swap", sell: first.value, buy: tokens[1] ? tokens[1].value : "", amount: amount.amount };
+}
+function walkSteps(a) {
   const net = (latestOf("network") || {}).value || (S.info && S.info.networks[0] ? S.info.networks[0].name : "base");
-  const s = swap && !swap.why ? swap : { sell: "", buy: "", amount: "" };
+  if (a.kind === "transfer") {
+    const t = a.why ? { token: "", amount: "", index: null } : a;
+    return [
+      ["token", "token_lookup", { symbol: t.token, network: net, cache_as: "transfer_token" }, "transfer_token"],
+      ["amount", "to_raw_amount", { amount: t.amount, token_register: "transfer_token", cache_as: "transfer_amount" }, "transfer_amount"],
+      ["recipient", "context_address", { index: t.index, cache_as: "recipient_address" }, "recipient_address"],
+      ["send", "transfer", { network: net, token_register: "transfer_token", amount_register: "transfer_amount", preset: null,
+        recipient_register: "recipient_address" }, null],
+    ];
+  }
+  const s = a.why ? { sell: "", buy: "", amount: "" } : a;
   return [
     ["wallet", "local_burner_wallet", { action: "address", token_register: null, network: null, cache_as: "wallet_address" }, "wallet_address"],
     ["sell token", "token_lookup", { symbol: s.sell, network: net, cache_as: "sell_token" }, "sell_token"],
@@ -820,11 +860,16 @@ function walkSteps(swap) {
 function renderWalk() {
   const w = tid("walkthrough");
   if (!S.toolsByName.has("web3_tx")) { w.replaceChildren(); return; }
-  const swap = latestSwap();
-  const from = !S.latestText && !S.latest.length ? h("div", { class: "faint", testid: "walkthrough-source" }, "Write what to swap in the chat first (e.g. \u201cswap 0.01 ETH for USDC\u201d): the steps pre-fill from your latest message.")
-    : swap.why ? h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled: "false" } }, `Your latest message${S.latestText ? ` \u201c${S.latestText}\u201d` : ""}: ${swap.why}, so nothing is pre-filled.`)
-      : h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled: "true" } }, `From your latest message${S.latestText ? ` \u201c${S.latestText}\u201d` : ""}: sell ${swap.amount} ${swap.sell}${swap.buy ? ` for ${swap.buy}` : ""}.`);
-  w.replaceChildren(from, h("span", { class: "faint" }, "Swap walkthrough:"), ...walkSteps(swap).map(([label, tool, params, reg], i) =>
+  const a = latestAction();
+  const quoted = S.latestText ? ` \u201c${S.latestText}\u201d` : "";
+  const what = a.kind === "transfer" ? `send ${a.amount} ${a.token} to ${a.to}` : `sell ${a.amount} ${a.sell}${a.buy ? ` for ${a.buy}` : ""}`;
+  const source = (text, prefilled) => h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled, kind: a.kind } }, text);
+  const from = !S.latestText && !S.latest.length
+    ? h("div", { class: "faint", testid: "walkthrough-source" }, "Write what to swap or send in the chat first (e.g. \u201cswap 0.01 ETH for USDC\u201d, \u201csend 5 USDC to 0x\u2026\u201d): the steps pre-fill from your latest message.")
+    : a.why ? source(`Your latest message${quoted}: ${a.why}, so nothing is pre-filled.`, "false")
+      : source(`From your latest message${quoted}: ${what}.`, "true");
+  const title = a.kind === "transfer" ? "Transfer walkthrough:" : "Swap walkthrough:";
+  w.replaceChildren(from, h("span", { class: "faint", testid: "walkthrough-title" }, title), ...walkSteps(a).map(([label, tool, params, reg], i) =>
     h("button", { type: "button", class: reg && S.registers.has(reg) ? "done" : "", testid: "walkthrough-step", data: { tool }, title: `fill the form: ${tool} ${JSON.stringify(params)}`,
       onclick: () => { $("tool-select").value = tool; renderToolForm(params); } }, `${i + 1} ${label}`)));
 }
@@ -862,7 +907,7 @@ function openConfirm(id) {
   const s = c.summary || {};
   const isSwap = s.sell !== undefined && (s.buy_expected !== undefined || s.buy_minimum !== undefined);
   dlg.replaceChildren(
-    h("div", { class: "dlg-h" }, h("span", { class: "badge b-warn" }, "approval needed"),
+    h("div", { class: "dlg-h" }, h("span", { class: "badge b-warn", testid: "confirm-badge" }, "approval needed"),
       h("h3", { testid: "confirm-title" }, "Approve " + (s.action || c.tool) + (s.network ? " on " + s.network : "") + "?")),
     h("div", { class: "dlg-b" },
       isSwap ? h("div", { class: "swapline", testid: "confirm-swapline" },
@@ -912,7 +957,15 @@ async function decide(c, approve) {
   // The question is answered: the title says what became of it.
   const title = document.querySelector('#confirm [data-testid="confirm-title"]');
   const what = (c.summary && c.summary.action) || c.tool;
-  const setTitle = (t) => { if (title) title.textContent = t; };
+  const badge = document.querySelector('#confirm [data-testid="confirm-badge"]');
+  const setTitle = (t) => {
+    if (title) title.textContent = t;
+    if (badge) {
+      const good = r.ok && approve;
+      badge.className = "badge " + (good ? "b-ok" : "b-err");
+      badge.textContent = good ? "approved" : approve ? "not sent" : "denied";
+    }
+  };
   if (!r.ok) setTitle(`${what}: not sent`);
   else if (!approve) setTitle(`${what}: denied`);
   else if (r.data.resumed === "agent") setTitle(`${what}: approved`);

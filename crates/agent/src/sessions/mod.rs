@@ -45,6 +45,10 @@ pub enum MessageRole {
     /// A message the inbox delivered (another agent, a group, a channel, a reminder): never the user's words.
     /// `name` says who sent it and how; `tool_call_id` holds its message id.
     Inbox,
+    /// A tool the user ran from the UI's tool console, or a decision the user took there: `name` is the tool,
+    /// `content` a JSON record (`tool`, `params`, `ok`, `output` or `error`, `decision`). Shown to the user after a
+    /// reload; never shown to the model (neither in its context nor in its summaries).
+    Console,
 }
 
 impl MessageRole {
@@ -55,6 +59,7 @@ impl MessageRole {
             Self::Tool => "tool",
             Self::System => "system",
             Self::Inbox => "inbox",
+            Self::Console => "console",
         }
     }
 
@@ -64,6 +69,7 @@ impl MessageRole {
             "tool" => Self::Tool,
             "system" => Self::System,
             "inbox" => Self::Inbox,
+            "console" => Self::Console,
             _ => Self::User,
         }
     }

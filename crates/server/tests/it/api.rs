@@ -413,3 +413,37 @@ async fn a_slow_websocket_client_is_dropped_and_never_blocks_the_session() {
     assert!(saw_end, "a slow client is cut off or told it lagged");
     let _ = slow.send(Message::Close(None)).await;
 }
+
+#[tokio::test]
+async fn tool_console_calls_are_recorded_in_the_history_only_when_asked_and_never_reach_the_model() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    let path = |tool: &str, record: &str| format!("/api/sessions/{a}/tools/{tool}{record}");
+    let params = json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"});
+    let (status, body) = s.req(reqwest::Method::POST, &path("token_lookup", ""), Some(params.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, detail) = s.req(reqwest::Method::GET, &format!("/api/sessions/{a}"), None).await;
+    assert!(detail["history"].as_array().unwrap().is_empty(), "not asked to record: {detail}");
+
+    let (status, _) = s.req(reqwest::Method::POST, &path("token_lookup", "?record=true"), Some(params.clone())).await;
+    assert_eq!(status, 200);
+    let bad = json!({"key": "sell_token", "value": "x"});
+    let (status, _) = s.req(reqwest::Method::POST, &path("register_set", "?record=true"), Some(bad)).await;
+    assert_eq!(status, 422);
+    let (status, body) = s.req(reqwest::Method::POST, &path("token_lookup", "?record=maybe"), Some(json!({}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_params")), "{body}");
+
+    let (_, detail) = s.req(reqwest::Method::GET, &format!("/api/sessions/{a}"), None).await;
+    let history = detail["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{detail}");
+    assert!(history.iter().all(|m| m["role"] == "console"), "{detail}");
+    let first: Value = serde_json::from_str(history[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!((first["tool"].as_str(), first["ok"].as_bool()), (Some("token_lookup"), Some(true)));
+    assert_eq!(first["params"], params);
+    assert_eq!(first["output"]["cached_as"], "buy_token", "{first}");
+    let second: Value = serde_json::from_str(history[1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (second["ok"].as_bool(), second["error"]["code"].as_str()),
+        (Some(false), Some("register_write_denied"))
+    );
+}

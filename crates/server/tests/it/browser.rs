@@ -124,6 +124,9 @@ async fn the_swap_step_by_step_in_a_real_browser() {
         "07-wallet.png",
         "08-tx-page.png",
         "06-stale-quote.png",
+        "layout-390.png",
+        "layout-1024.png",
+        "layout-1440.png",
     ];
     run_scenario("swap", state, &shots).await;
     drop(devnet);

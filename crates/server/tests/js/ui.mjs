@@ -12,7 +12,7 @@
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
 // panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
-// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments. Scenario `agents` (two agents with scripted models): the agent list, a session for the researcher, and the
+// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments; then the layout at 390, 1,024 and 1,440 px (the chat input, tool console and journal usable and uncovered, no horizontal overflow). Scenario `agents` (two agents with scripted models): the agent list, a session for the researcher, and the
 // message it sent the assistant shown in the assistant's inbox session with its answer. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
 // inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
 // failure screenshot). Never downloads a browser.
@@ -131,7 +131,7 @@ async function runTool(tool, values, expectStatus) {
     if (JSON.stringify(preview[k]) !== JSON.stringify(v)) fail(`${tool}: form sends ${k}=${JSON.stringify(preview[k])}, expected ${JSON.stringify(v)}`);
   }
   const [resp] = await Promise.all([
-    page.waitForResponse((r) => r.url().endsWith(`/tools/${tool}`) && r.request().method() === "POST"),
+    page.waitForResponse((r) => new URL(r.url()).pathname.endsWith(`/tools/${tool}`) && r.request().method() === "POST"),
     page.click(T("tool-run")),
   ]);
   const status = resp.status();
@@ -396,6 +396,8 @@ async function swapScenario() {
     if (!/^0x[0-9a-f]{64}$/.test(hash)) fail(`receipt hash: ${hash}`);
     const answered = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-title")}`)).trim();
     if (answered !== "swap: confirmed") fail(`the dialog's title after approving: ${answered}`);
+    const badge = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-badge")}`)).trim();
+    if (badge !== "approved") fail(`the dialog's badge after approving: ${badge}`);
     await shot("04-receipt.png");
     await page.click(T("confirm-close"));
     await page.waitForSelector(`${T("confirm-dialog")}[open]`, { state: "detached" }).catch(() => {});
@@ -498,6 +500,7 @@ async function swapScenario() {
     await page.waitForSelector(T("confirm-denied"));
     const title = (await page.textContent(`${T("confirm-dialog")} ${T("confirm-title")}`)).trim();
     if (title !== "swap: denied") fail(`the dialog's title after denying: ${title}`);
+    if ((await page.textContent(`${T("confirm-dialog")} ${T("confirm-badge")}`)).trim() !== "denied") fail("the badge after denying");
     await page.click(T("confirm-close"));
     await page.waitForSelector(`${T("tool-result")} ${T("tool-result-denied")}`);
     if (/waits for your approval/.test(await page.textContent(T("tool-result")))) fail("the console still says it waits");
@@ -517,6 +520,22 @@ async function swapScenario() {
     const stale = `${T("register")}[data-key="swap_quote"][data-stale="true"]`;
     await page.waitForSelector(`${stale} ${T("register-stale")}`);
     await shot("06-stale-quote.png", page.locator(T("registers-panel")));
+  });
+
+  await step("after a reload the tool console's calls and the decisions are in the chat history", async () => {
+    const live = await page.$$eval(T("chat-tool"), (rows) => rows.length);
+    await page.reload();
+    await page.waitForSelector(`${T("ws-status")}[data-state="open"]`);
+    const console = `${T("chat-tool")}[data-source="console"]`;
+    await page.waitForSelector(console);
+    const rows = await page.$$eval(console, (rs) => rs.map((r) => `${r.dataset.tool}:${r.dataset.status}`));
+    for (const want of ["token_lookup:ok", "x402_fetch:ok", "web3_tx:confirmation", "web3_tx:ok", "web3_tx:error"]) {
+      if (!rows.includes(want)) fail(`${want} is not in the history after a reload: ${JSON.stringify(rows)}`);
+    }
+    const all = await page.$$eval(T("chat-tool"), (rs) => rs.length);
+    if (all < live) fail(`${live} tool rows before the reload, ${all} after`);
+    const decided = await page.$$eval(console, (rs) => rs.map((r) => r.textContent).filter((t) => /decision/.test(t)));
+    if (!decided.some((t) => /approved/.test(t)) || !decided.some((t) => /denied/.test(t))) fail(`decisions: ${JSON.stringify(decided)}`);
   });
 }
 
@@ -585,6 +604,64 @@ async function walkthroughScenario() {
     if ((await fill(4, "amount")) !== "") fail("an amount was pre-filled from an older message");
     if ((await fill(2, "symbol")) !== "") fail("a token was pre-filled from an older message");
   });
+  await step("a transfer pre-fills from the latest message: token, amount, and which of the user's addresses", async () => {
+    await say("send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    await page.waitForSelector(`${source}[data-prefilled="true"][data-kind="transfer"]:has-text("send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906")`);
+    if (!/Transfer walkthrough/.test(await page.textContent(T("walkthrough-title")))) fail("not titled a transfer");
+    if ((await fill(1, "symbol")) !== "USDC") fail("the transfer's token");
+    if ((await fill(2, "amount")) !== "5") fail("the transfer's amount");
+    if ((await fill(3, "index")) !== "") fail("the only address needs no index");
+    if ((await page.locator(`${T("walkthrough-step")}:nth-of-type(4)`).getAttribute("data-tool")) !== "transfer") fail("step 4 is not the transfer");
+    await say("now send 7 USDC to 0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+    await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("send 7 USDC to 0x70997970C51812dc3A010C7d01b50e0d17dc79C8")`);
+    if ((await fill(2, "amount")) !== "7") fail("the second transfer's amount");
+    if ((await fill(3, "index")) !== "2") fail(`the second address is the user's 2nd: ${await fill(3, "index")}`);
+    await say("swap 0.003 ETH for USDC");
+    await page.waitForSelector(`${source}[data-prefilled="true"][data-kind="swap"]:has-text("0.003 ETH")`);
+    if ((await fill(4, "amount")) !== "0.003") fail("back to a swap");
+  });
+}
+
+/** What keeps `el` from being used: too small, off screen, or covered where a user would click it ("" when usable). */
+async function unusable(locator) {
+  return locator.evaluate((e) => {
+    const r = e.getBoundingClientRect();
+    if (r.width < 8 || r.height < 8) return `is ${Math.round(r.width)}×${Math.round(r.height)} px`;
+    if (r.bottom <= 0 || r.top >= innerHeight || r.right <= 0 || r.left >= innerWidth) return "is off screen";
+    const x = Math.min(Math.max(r.left + Math.min(r.width / 2, 40), 1), innerWidth - 2);
+    const y = Math.min(Math.max(r.top + r.height / 2, 1), innerHeight - 2);
+    const hit = document.elementFromPoint(x, y);
+    if (!hit || hit === e || e.contains(hit)) return "";
+    return `is covered by ${hit.closest("[data-testid]")?.dataset.testid || hit.className || hit.tagName}`;
+  });
+}
+
+// Phone, small laptop, desktop: the chat input, the tool console and the journal are each reachable (scrolled to, or
+// already on screen), big enough and uncovered; the chat input stays usable wherever the page is scrolled; nothing
+// makes the page wider than the screen.
+async function layoutScenario() {
+  for (const [width, height] of [[390, 844], [1024, 768], [1440, 900]]) {
+    await step(`at ${width} px the chat input, the tool console and the journal are usable, nothing wider than the screen`, async () => {
+      await page.setViewportSize({ width, height });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const wider = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+      if (wider > 0) fail(`the page is ${wider} px wider than the screen at ${width} px`);
+      const console = await page.locator(T("tool-console")).evaluate((e) => e.getBoundingClientRect().height);
+      if (console < 200) fail(`the tool console is ${Math.round(console)} px tall at ${width} px`);
+      for (const id of ["chat-input", "chat-send", "tool-select", "tool-run", "tab-journal", "journal-list"]) {
+        if (id === "journal-list") await page.click(T("tab-journal"));
+        const el = page.locator(T(id));
+        await el.scrollIntoViewIfNeeded();
+        const why = await unusable(el);
+        if (why) fail(`${id} ${why} at ${width} px`);
+      }
+      // Scrolled to the journal, the chat input is still there.
+      const why = await unusable(page.locator(T("chat-input")));
+      if (why) fail(`after scrolling to the journal, chat-input ${why} at ${width} px`);
+      await page.evaluate(() => scrollTo(0, 0));
+      await shot(`layout-${width}.png`);
+    });
+  }
 }
 
 async function accountScenario() {
@@ -612,7 +689,10 @@ try {
   else if (scenario === "account") await accountScenario();
   else if (scenario === "walkthrough") await walkthroughScenario();
   else if (scenario === "agents") await agentsScenario();
-  else await swapScenario();
+  else {
+    await swapScenario();
+    await layoutScenario();
+  }
   if (problems.length) fail("browser errors:\n" + problems.join("\n"));
   log({ ok: true, screenshots: shots });
   await context.close();
