@@ -49,7 +49,7 @@ pub use contracts::{CHAIN_ID, LOCAL_CHAIN_IDS, NATIVE, USDC, VENUE, WALLET_ETH, 
 pub use error::DevnetError;
 pub use facilitator::{FACILITATOR_ACCOUNT, Facilitator, facilitator_router};
 pub use info::{DevnetInfo, DevnetState, read_info};
-pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, public_chain_warning, up};
+pub use lifecycle::{DownReport, Progress, StoppedProcess, UpOptions, down, is_up, public_chain_warning, up};
 pub use paywall::{PAYEE, Paywall, PaywallConfig, QUOTE_PRICE};
 pub use process::StopOutcome;
 pub use quoter::{PriceRequest, QuoteError, QuoteRequest, QuoteState, build_price, build_quote, quote_router};

@@ -299,6 +299,14 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     }
 }
 
+/// Whether the devnet in `dir` runs now: its `devnet.json` says it is up and its anvil is still the process `up`
+/// started (a folder without one, or a devnet stopped or killed, is not up).
+pub fn is_up(dir: &Path) -> Result<bool, DevnetError> {
+    Ok(read_info(dir)?.is_some_and(|info| {
+        info.state == DevnetState::Up && is_ours(info.anvil.pid, &Expect::Anvil { port: info.anvil.port })
+    }))
+}
+
 /// A devnet folder's saved chain, resumed by [`up`].
 struct SavedChain {
     /// The devnet as it was last described.

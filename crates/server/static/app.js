@@ -861,7 +861,11 @@ function renderWalk() {
   const w = tid("walkthrough");
   if (!S.toolsByName.has("web3_tx")) { w.replaceChildren(); return; }
   const a = latestAction();
-  const quoted = S.latestText ? ` \u201c${S.latestText}\u201d` : "";
+  // Quoted only when the text this tab knows holds every value of the latest message: one sent from another tab or
+  // client updates the values (by event) but not the text, and a quote must never contradict what is pre-filled.
+  const text = S.latestText.toLowerCase();
+  const fits = S.latest.every((i) => text.includes(String((cbAmount(i) || {}).amount || i.value).toLowerCase()));
+  const quoted = S.latestText && fits ? ` \u201c${S.latestText}\u201d` : S.latest.length ? " (sent from another tab or client)" : "";
   const what = a.kind === "transfer" ? `send ${a.amount} ${a.token} to ${a.to}` : `sell ${a.amount} ${a.sell}${a.buy ? ` for ${a.buy}` : ""}`;
   const source = (text, prefilled) => h("div", { class: "faint", testid: "walkthrough-source", data: { prefilled, kind: a.kind } }, text);
   const from = !S.latestText && !S.latest.length

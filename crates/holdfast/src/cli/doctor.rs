@@ -16,7 +16,7 @@ use holdfast_web3::Wallet;
 use holdfast_web3::chain::Chain;
 use holdfast_web3::config::AssetLimits;
 use holdfast_web3::kernel::account;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -114,6 +114,30 @@ pub(crate) async fn run(args: DoctorArgs) -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let shown = format!("{} (what `holdfast serve` runs without --config: its devnet)", devnet.display());
+            // A devnet `serve` stopped with itself has no node to ask: say so rather than fail every node check.
+            let dir = devnet.parent().map(Path::to_path_buf).unwrap_or_default();
+            if !holdfast_devnet::is_up(&dir).unwrap_or(false) {
+                let reads = ConfigDocument::load(devnet)
+                    .map_err(holdfast_agent::RuntimeError::from)
+                    .and_then(|doc| Runtime::check_document(&doc).map(|_| ()));
+                match reads {
+                    Ok(()) => report.add("config", Status::Ok, format!("{shown}: every section reads")),
+                    Err(e) => report.add("config", Status::Fail, e.to_string()),
+                }
+                report.add(
+                    "devnet",
+                    Status::Warn,
+                    format!(
+                        "the devnet in {} is not running (`holdfast serve` stops the devnet it started when it stops, \
+                         and starts it again, with its saved chain and wallet, at its next start); its node, wallet \
+                         and account are not checked. `holdfast devnet up --dir {}` starts it alone",
+                        dir.display(),
+                        dir.display()
+                    ),
+                );
+                report.print();
+                return if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+            }
             (Some(devnet.clone()), shown, serve_data_dir.clone())
         }
         (None, _) => (None, "built-in Base mainnet defaults".to_owned(), args.data_dir.clone()),

@@ -416,6 +416,14 @@ async fn doctor_without_a_config_checks_what_serve_without_one_runs() {
     assert!(config.contains("devnet/holdfast.toml") && config.contains("what `holdfast serve` runs"), "{out}");
     assert!(row(&out, "network base").contains(&holdfast_devnet::CHAIN_ID.to_string()), "{out}");
     assert!(row(&out, "account base").contains(" ok "), "{out}");
+
+    // Stopped (as serve stops the devnet it started): a warning that says so, not a failure of every node check.
+    let (ok, out) = run(data.clone()).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(row(&out, "config").contains("every section reads"), "{out}");
+    let devnet = row(&out, "devnet");
+    assert!(devnet.contains(" warn ") && devnet.contains("not running"), "{out}");
+    assert!(!out.contains("network base"), "no node to ask: {out}");
 }
 
 /// A missing referenced file and an unset key variable are reported at the line and key of the config that names

@@ -12,7 +12,7 @@
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
 // (no LLM: it goes to the context bank), runs the swap step by step from the tool console, checks that the registers
 // panel updates live (from WebSocket events) with origins, approves the confirmation dialog, and checks the receipt and
-// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments; then the layout at 390, 1,024 and 1,440 px (the chat input, tool console and journal usable and uncovered, no horizontal overflow). Scenario `agents` (two agents with scripted models): the agent list, a session for the researcher, and the
+// the journal; then the wallet's balances and spending gauges, the built-in transaction page and the payments; then the layout at 360, 390, 1,024, 1,440 and 2,560 px (the chat input, tool console and journal usable and uncovered, no horizontal overflow). Scenario `agents` (two agents with scripted models): the agent list, a session for the researcher, and the
 // message it sent the assistant shown in the assistant's inbox session with its answer. Scenario `chat` (a server with a scripted model): the reply streams in, the model's tool call shows
 // inline and its register appears. Prints one JSON line per step; exits 0 when every step passed, 1 otherwise (with a
 // failure screenshot). Never downloads a browser.
@@ -620,6 +620,16 @@ async function walkthroughScenario() {
     await page.waitForSelector(`${source}[data-prefilled="true"][data-kind="swap"]:has-text("0.003 ETH")`);
     if ((await fill(4, "amount")) !== "0.003") fail("back to a swap");
   });
+  await step("a message sent from another client pre-fills its own values and never quotes this tab's text", async () => {
+    const id = await page.getAttribute(`${T("session-item")}.active`, "data-id");
+    const sent = await page.evaluate(async (id) => (await fetch(`/api/sessions/${id}/messages`, { method: "POST",
+      credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify({ content: "swap 0.004 ETH for USDC" }) })).status, id);
+    if (sent !== 200) fail(`sending from another client: HTTP ${sent}`);
+    await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("0.004 ETH")`);
+    const said = await page.textContent(source);
+    if (/0\.003/.test(said) || !/another tab or client/.test(said)) fail(`source: ${said}`);
+    if ((await fill(4, "amount")) !== "0.004") fail("the other client's amount");
+  });
 }
 
 /** What keeps `el` from being used: too small, off screen, or covered where a user would click it ("" when usable). */
@@ -640,7 +650,7 @@ async function unusable(locator) {
 // already on screen), big enough and uncovered; the chat input stays usable wherever the page is scrolled; nothing
 // makes the page wider than the screen.
 async function layoutScenario() {
-  for (const [width, height] of [[390, 844], [1024, 768], [1440, 900]]) {
+  for (const [width, height] of [[360, 740], [390, 844], [1024, 768], [1440, 900], [2560, 1440]]) {
     await step(`at ${width} px the chat input, the tool console and the journal are usable, nothing wider than the screen`, async () => {
       await page.setViewportSize({ width, height });
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -659,7 +669,7 @@ async function layoutScenario() {
       const why = await unusable(page.locator(T("chat-input")));
       if (why) fail(`after scrolling to the journal, chat-input ${why} at ${width} px`);
       await page.evaluate(() => scrollTo(0, 0));
-      await shot(`layout-${width}.png`);
+      if ([390, 1024, 1440].includes(width)) await shot(`layout-${width}.png`);
     });
   }
 }
