@@ -150,12 +150,14 @@ pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
 pub struct Confirmations {
     items: Arc<Mutex<Vec<Confirmation>>>,
     events: EventBus,
+    /// Counts requests, decisions and withdrawals (expiry is derived from time again when restored).
+    version: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Confirmations {
     /// An empty set publishing on `events`.
     pub fn new(events: EventBus) -> Self {
-        Self { items: Arc::default(), events }
+        Self { items: Arc::default(), events, version: Arc::default() }
     }
 
     /// Proceeds when an unexpired approval for `fingerprint` from `tool` exists (consuming it); otherwise records a
@@ -170,6 +172,7 @@ impl Confirmations {
     ) -> Result<(), ToolError> {
         let now = Utc::now();
         let mut items = self.items.lock();
+        self.changed();
         expire(&mut items, now);
         if let Some(approved) = items
             .iter_mut()
@@ -211,7 +214,17 @@ impl Confirmations {
         let mut items = self.items.lock();
         if let Some(c) = items.iter_mut().find(|c| c.id == id && c.state == ConfirmationState::Pending) {
             c.state = ConfirmationState::Expired;
+            self.changed();
         }
+    }
+
+    fn changed(&self) {
+        self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many requests, decisions and withdrawals these confirmations have had.
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn resolve(&self, id: &str, to: ConfirmationState, channel: UserChannel) -> Result<Confirmation, ToolError> {
@@ -228,6 +241,7 @@ impl Confirmations {
         }
         c.state = to;
         c.decided_by = Some(channel);
+        self.changed();
         let resolved = c.clone();
         drop(items);
         self.events.publish(EventPayload::ConfirmationResolved(ConfirmationResolved {

@@ -118,6 +118,7 @@ impl CoreServices {
             && let Ok(mut saved) = p.saved.try_lock()
         {
             saved.digest = Some((json.len(), digest(&json)));
+            p.saved_version.store(ctx.state_version(), std::sync::atomic::Ordering::SeqCst);
         }
         ctx
     }
@@ -147,6 +148,7 @@ impl CoreServices {
                 store: Arc::clone(store),
                 saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, digest: None })),
                 superseded: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                saved_version: Arc::new(std::sync::atomic::AtomicU64::new(UNSAVED)),
             }),
         };
         for hook in &self.hooks {
@@ -219,7 +221,13 @@ struct Persistence {
     /// Another process saved this session since: this copy is out of date and must not be used further. Outside
     /// the lock, so that the check for it never waits for (or loses to) a save in progress.
     superseded: Arc<std::sync::atomic::AtomicBool>,
+    /// [`ToolContext::state_version`] of the last state known to be saved ([`UNSAVED`] before one is): a call that
+    /// changed nothing since returns at once, without the lock or a snapshot (its cost is free of the session's size).
+    saved_version: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// No state of this copy is known to be saved yet.
+const UNSAVED: u64 = u64::MAX;
 
 impl fmt::Debug for Persistence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -277,6 +285,13 @@ impl ToolContext {
         }
     }
 
+    /// A number that changes whenever the session's saved form may have changed (a register written or removed, a
+    /// message scanned, an authorization spent or given back, a confirmation asked, decided or withdrawn): the sum
+    /// of its parts' change counters, each only ever growing.
+    pub fn state_version(&self) -> u64 {
+        self.registers.version().wrapping_add(self.context_bank.version()).wrapping_add(self.confirmations.version())
+    }
+
     /// The session's registers, context bank and confirmations as one value.
     pub fn state(&self) -> SessionState {
         let registers = self.registers.snapshot().0.into_iter().filter(|(_, e)| e.origin() != Origin::Intrinsic);
@@ -306,12 +321,20 @@ impl ToolContext {
     /// after (any event relayed for a session makes the others reload it). The revision saved, if anything was.
     pub async fn persist_unannounced(&self) -> Result<Option<u64>, ToolError> {
         let Some(p) = &self.persistence else { return Ok(None) };
+        use std::sync::atomic::Ordering::SeqCst;
+        // Nothing changed since a save that has finished: a read-only call neither locks nor serializes the state.
+        if p.saved_version.load(SeqCst) == self.state_version() {
+            return Ok(None);
+        }
         // One save at a time per session, snapshot taken under the lock: when an earlier save already covers this
         // caller's change, it has finished (and succeeded) before this returns. Waiting for the lock is cancel-safe.
         let mut saved = Arc::clone(&p.saved).lock_owned().await;
+        // Read before the snapshot: a change made after it is seen as unsaved by the next call.
+        let version = self.state_version();
         let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
         let digest = (json.len(), digest(&json));
         if saved.digest == Some(digest) {
+            p.saved_version.store(version, SeqCst);
             return Ok(None);
         }
         if p.superseded.load(std::sync::atomic::Ordering::SeqCst) {
@@ -321,14 +344,19 @@ impl ToolContext {
         // The write and the record of its outcome run to their end on a task of their own, whatever becomes of this
         // caller (an HTTP client that goes away drops it): the store may have written the revision, and this copy
         // must know it, or its next save would be refused as another process's.
-        let (store, id, superseded_flag) =
-            (Arc::clone(&p.store), self.session_id.to_string(), Arc::clone(&p.superseded));
+        let (store, id, superseded_flag, saved_version) = (
+            Arc::clone(&p.store),
+            self.session_id.to_string(),
+            Arc::clone(&p.superseded),
+            Arc::clone(&p.saved_version),
+        );
         let write = tokio::spawn(async move {
             let outcome = store.save_state(&id, revision, json).await;
             match &outcome {
                 Ok(()) => {
                     saved.revision = revision;
                     saved.digest = Some(digest);
+                    saved_version.store(version, SeqCst);
                 }
                 Err(e) if e.code == crate::ErrorCode::SessionConflict => {
                     superseded_flag.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -227,6 +227,7 @@ impl ToolRegistry {
                 .publish(EventPayload::ToolCall(ToolCallStarted { tool: name.to_owned(), params: params.clone() }));
         }
         let started = std::time::Instant::now();
+        let version = ctx.state_version();
         let result = match AssertUnwindSafe(tool.call(params, ctx)).catch_unwind().await {
             Ok(result) => result,
             Err(_) => Err(ToolError::internal(format!("tool `{name}` failed unexpectedly"))),
@@ -241,9 +242,12 @@ impl ToolRegistry {
         }
         // What the call changed (a register, a pending confirmation) is durable before the caller sees the result,
         // and before `tool.result` is published: the other instances take that event as the sign to reload the
-        // session (so the save needs no announcement of its own).
-        let result = match ctx.persist_unannounced().await {
-            Ok(_) => result,
+        // session (so the save needs no announcement of its own). A call during which the session did not change
+        // (a read) has nothing to save and waits for no one's save: its cost is free of the session's size.
+        let changed = ctx.state_version() != version;
+        let saved = if changed { ctx.persist_unannounced().await.map(|_| ()) } else { Ok(()) };
+        let result = match saved {
+            Ok(()) => result,
             Err(e) => {
                 tracing::error!(session = %ctx.session_id, tool = name, "the session state could not be saved: {e}");
                 Err(ToolError::new(

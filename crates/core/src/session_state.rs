@@ -236,4 +236,54 @@ mod tests {
         assert_eq!(*store.saved.lock(), 4, "the dropped save counted, then three more");
         assert!(!ctx.is_superseded());
     }
+
+    /// A store whose saves wait until the test lets them go, counting them.
+    #[derive(Debug, Default)]
+    struct GatedStore {
+        gate: tokio::sync::Notify,
+        saves: std::sync::atomic::AtomicUsize,
+    }
+
+    impl SessionStateStore for GatedStore {
+        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+            Box::pin(async move {
+                self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                self.gate.notified().await;
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_saves_nothing_and_never_waits_for_a_write_in_progress() {
+        let store = std::sync::Arc::new(GatedStore::default());
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(store.clone());
+        let registry = crate::ToolRegistry::new();
+        crate::builtin::register_core_tools(&registry).unwrap();
+        let ctx = services.new_session("s");
+        let write = |key: &'static str| {
+            let (registry, ctx) = (registry.clone(), ctx.clone());
+            tokio::spawn(async move { registry.call("register_set", json!({"key": key, "value": "v"}), &ctx).await })
+        };
+        let writing = write("note_a");
+        while store.saves.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        // The write's save is held: a read of the same session answers at once, and saves nothing.
+        let read = registry.call("register_get", json!({"key": "note_a"}), &ctx);
+        let read = tokio::time::timeout(Duration::from_secs(5), read).await.expect("the read waited for the write");
+        assert_eq!(read.unwrap()["value"], "v");
+        assert_eq!(store.saves.load(std::sync::atomic::Ordering::SeqCst), 1, "the read saved nothing");
+        store.gate.notify_one();
+        writing.await.unwrap().unwrap();
+        // A second write is saved (its own revision), and a read after it saves nothing either.
+        let second = write("note_b");
+        while store.saves.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            tokio::task::yield_now().await;
+        }
+        store.gate.notify_one();
+        second.await.unwrap().unwrap();
+        registry.call("register_get", json!({"key": "note_b"}), &ctx).await.unwrap();
+        assert_eq!(store.saves.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 }

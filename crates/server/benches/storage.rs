@@ -69,6 +69,40 @@ struct Run {
     p99: f64,
 }
 
+/// A new session on `url`, filled with `registers` registers of `value_bytes` bytes each and `messages` user
+/// messages (each scanned into the context bank and kept in the history).
+async fn filled_session(url: &str, registers: usize, value_bytes: usize, messages: usize) -> String {
+    let client = reqwest::Client::new();
+    let post = |path: String, body: Value| client.post(format!("{url}{path}")).bearer_auth(TOKEN).json(&body).send();
+    let created: Value = post("/api/sessions".into(), json!({})).await.unwrap().json().await.unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    for i in 0..registers {
+        let value = format!("{i:04}{}", "x".repeat(value_bytes.saturating_sub(4)));
+        let r = post(format!("/api/sessions/{id}/tools/register_set"), json!({"key": format!("r{i}"), "value": value}));
+        assert!(r.await.unwrap().status().is_success());
+    }
+    for i in 0..messages {
+        let text = format!("message {i}: swap 0.{i:03} ETH for USDC and send {i} USDC to the usual friend, please");
+        let r = post(format!("/api/sessions/{id}/messages"), json!({"content": text}));
+        assert!(r.await.unwrap().status().is_success());
+    }
+    id
+}
+
+/// `conns` keep-alive connections on one session `session` of `url`, each calling `tool` with `body(n)` until the
+/// deadline.
+async fn load_one_session(
+    url: &str,
+    session: &str,
+    tool: &str,
+    conns: usize,
+    secs: u64,
+    body: fn(u64) -> Value,
+) -> Run {
+    let endpoint = format!("{url}/api/sessions/{session}/tools/{tool}");
+    load_endpoints(vec![endpoint; conns], secs, body).await
+}
+
 /// `conns` keep-alive connections, spread over `urls` in turn, each with its own session, each calling
 /// `register_set` with a new value until the deadline.
 async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
@@ -93,6 +127,12 @@ async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
         };
         endpoints.push(format!("{url}/api/sessions/{session}/tools/register_set"));
     }
+    load_endpoints(endpoints, secs, |n| json!({"key": "note", "value": n.to_string()})).await
+}
+
+/// One keep-alive connection per endpoint, each calling it with `body(n)` until the deadline (after a 1 s warm-up).
+async fn load_endpoints(endpoints: Vec<String>, secs: u64, body: fn(u64) -> Value) -> Run {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(endpoints.len()).build().unwrap();
     let run = |secs: u64| {
         let deadline = Instant::now() + Duration::from_secs(secs);
         endpoints
@@ -106,13 +146,7 @@ async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
                     while Instant::now() < deadline {
                         n += 1;
                         let t = Instant::now();
-                        let resp = client
-                            .post(&endpoint)
-                            .bearer_auth(TOKEN)
-                            .json(&json!({"key": "note", "value": n.to_string()}))
-                            .send()
-                            .await
-                            .unwrap();
+                        let resp = client.post(&endpoint).bearer_auth(TOKEN).json(&body(n)).send().await.unwrap();
                         let status = resp.status();
                         let body = resp.bytes().await.unwrap();
                         assert!(status.is_success(), "{status}: {}", String::from_utf8_lossy(&body));
@@ -176,6 +210,34 @@ fn main() {
             r.p99 / 1000.0,
             r.calls
         );
+    }
+
+    // A call's cost against the session's size: all connections on one session of the SQLite instance, a small one
+    // (10 registers of 100 bytes) beside a large one (250 registers of 2 KB and 200 user messages), in this run.
+    let sized = server_rt.block_on(instance("", Some(&tmp.path().join("sized"))));
+    let small = client_rt.block_on(filled_session(&sized, 10, 100, 0));
+    let large = client_rt.block_on(filled_session(&sized, 250, 2048, 200));
+    println!("\n## one session, {conns} keep-alive connections on it, SQLite file, {secs} s each\n");
+    println!("| call | session | calls/s | p50 | p99 | calls |");
+    println!("|---|---|---|---|---|---|");
+    let read: fn(u64) -> Value = |_| json!({"key": "r1"});
+    let write: fn(u64) -> Value = |n| json!({"key": "note", "value": n.to_string()});
+    for (call, tool, body) in
+        [("register_get (a read)", "register_get", read), ("register_set (a write)", "register_set", write)]
+    {
+        let mut rates = Vec::new();
+        for (what, session) in [("10 registers", &small), ("250 registers of 2 KB, 200 user messages", &large)] {
+            let r = client_rt.block_on(load_one_session(&sized, session, tool, conns, secs, body));
+            rates.push(r.calls as f64 / r.secs);
+            println!(
+                "| {call} | {what} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+                r.calls as f64 / r.secs,
+                r.p50 / 1000.0,
+                r.p99 / 1000.0,
+                r.calls
+            );
+        }
+        println!("| {call} | small ÷ large | {:.2}× | | | |", rates[0] / rates[1]);
     }
     client_rt.shutdown_timeout(Duration::from_secs(1));
     server_rt.shutdown_timeout(Duration::from_secs(1));

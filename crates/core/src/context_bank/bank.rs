@@ -14,6 +14,8 @@ pub(super) struct BankState {
     /// The items of the user's latest message, in the order written (each once), whether or not an earlier message
     /// had them too: what a walkthrough pre-fills from.
     pub(super) latest: Vec<ContextItem>,
+    /// Counts the changes that are saved with the session (scans, spends, give-backs, clears).
+    pub(super) version: u64,
 }
 
 /// One amount of one token that the user wrote in one message: it authorizes **one** action that moves value by
@@ -90,6 +92,7 @@ impl ContextBank {
         let mut added = Vec::new();
         {
             let mut state = self.state.write();
+            state.version += 1;
             // Every bound amount of this message is a fresh authorization, even one an earlier message also wrote.
             let now = chrono::Utc::now();
             let mut this_message: Vec<(&str, &str)> = Vec::new();
@@ -209,6 +212,7 @@ impl ContextBank {
         match &a.spent_by {
             None => {
                 a.spent_by = Some(intent.to_owned());
+                state.version += 1;
                 Ok(true)
             }
             Some(by) if by == intent => Ok(false),
@@ -221,7 +225,13 @@ impl ContextBank {
         let mut state = self.state.write();
         if let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id && a.spent_by.as_deref() == Some(intent)) {
             a.spent_by = None;
+            state.version += 1;
         }
+    }
+
+    /// How many saved-state changes this bank has had: a different number means its saved form changed.
+    pub(crate) fn version(&self) -> u64 {
+        self.state.read().version
     }
 
     /// Puts back items and authorizations an earlier process saved (see [`crate::session_state`]), keeping their
@@ -251,7 +261,10 @@ impl ContextBank {
 
     /// Forgets everything.
     pub fn clear(&self) {
-        *self.state.write() = BankState::default();
+        let mut state = self.state.write();
+        let version = state.version + 1;
+        *state = BankState { version, ..BankState::default() };
+        drop(state);
         self.events.publish(EventPayload::ContextBankUpdate(ContextBankUpdate {
             items: vec![],
             added: vec![],

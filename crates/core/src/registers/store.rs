@@ -109,6 +109,8 @@ struct Inner {
     intrinsics: RwLock<Option<Arc<dyn IntrinsicProvider>>>,
     events: EventBus,
     limits: StoreLimits,
+    /// Counts the writes and removals of saved (non-intrinsic) registers.
+    version: std::sync::atomic::AtomicU64,
 }
 
 /// The register store of one session. Clones share state.
@@ -167,6 +169,7 @@ impl RegisterStore {
                 intrinsics: RwLock::new(None),
                 events,
                 limits,
+                version: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -243,6 +246,7 @@ impl RegisterStore {
                 ));
             }
             entries.insert(key.clone(), Arc::clone(&entry));
+            self.inner.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         self.publish_set(&key, &entry);
         Ok(entry)
@@ -408,6 +412,7 @@ impl RegisterStore {
     pub fn remove(&self, key: &str) -> Option<SharedEntry> {
         let removed = self.inner.entries.write().remove(key);
         if removed.is_some() {
+            self.inner.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             self.inner.events.publish(EventPayload::RegisterUpdate(RegisterUpdate::Remove {
                 key: key.to_owned(),
                 created_at: Utc::now(),
@@ -434,6 +439,11 @@ impl RegisterStore {
             }
             entries.insert(key, Arc::new(entry));
         }
+    }
+
+    /// How many writes and removals this store has had: a different number means its saved form may have changed.
+    pub(crate) fn version(&self) -> u64 {
+        self.inner.version.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A consistent copy of every entry.
