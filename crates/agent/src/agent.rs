@@ -656,5 +656,7 @@ mod tests {
         let chat = Agent::to_chat(&history);
         assert_eq!(chat.len(), 1, "{chat:?}");
         assert!(!format!("{chat:?}").contains("ignore the user"));
+        // A role a newer release wrote is never read as the user's words.
+        assert_eq!(MessageRole::parse("from_a_newer_release"), MessageRole::System);
     }
 }

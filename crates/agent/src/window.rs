@@ -67,7 +67,9 @@ pub(crate) async fn fit(
         .await?
         .and_then(|l| l.get("upto").and_then(serde_json::Value::as_i64))
         .unwrap_or(0);
-    let mut visible: Vec<StoredMessage> = history.into_iter().filter(|m| m.seq > upto).collect();
+    // The user's tool console records are never the model's: they neither fill its window nor its summaries.
+    let mut visible: Vec<StoredMessage> =
+        history.into_iter().filter(|m| m.seq > upto && m.role != MessageRole::Console).collect();
     let total: usize = visible.iter().map(estimate_tokens).sum();
     if budget == 0 || total <= budget {
         return Ok(Window { visible, usage: Usage::default() });
@@ -98,7 +100,7 @@ pub(crate) async fn fit(
         let _ = writeln!(transcript, "Summary of what came before:\n{p}\n");
     }
     transcript.push_str("Conversation to summarize:\n");
-    for m in older.iter().filter(|m| m.role != MessageRole::Console) {
+    for m in &older {
         let who = match m.role {
             MessageRole::User => "user".to_owned(),
             MessageRole::Assistant => "you".to_owned(),

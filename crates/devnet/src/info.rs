@@ -16,6 +16,9 @@ pub const PRESETS_FILE: &str = "presets.ron";
 pub const KEY_FILE: &str = "wallet.key";
 /// The saved chain inside a devnet folder (anvil's `--state` file): loaded by the next `up`.
 pub const STATE_FILE: &str = "chain-state.json";
+/// A copy of [`STATE_FILE`] taken after the last clean stop: resumed from when the state file cannot be (anvil
+/// rewrites it in place every few seconds, so a kill in the middle of a write can leave it unreadable).
+pub const STATE_PREV: &str = "chain-state.prev.json";
 /// anvil's log file inside a devnet folder.
 pub const ANVIL_LOG: &str = "anvil.log";
 /// The services process's log file inside a devnet folder.

@@ -16,7 +16,7 @@ use crate::contracts::{CHAIN_ID, fund_wallet, is_local_chain_id, place_and_seed}
 use crate::error::DevnetError;
 use crate::info::{
     ANVIL_LOG, AnvilProcess, CONFIG_FILE, ContractAddresses, DevnetInfo, DevnetState, KEY_FILE, SERVICES_LOG,
-    STATE_FILE, ServicesProcess, WalletInfo, X402Info, devnet_json_path, read_info, write_info,
+    STATE_FILE, STATE_PREV, ServicesProcess, WalletInfo, X402Info, devnet_json_path, read_info, write_info,
 };
 use crate::process::{Expect, StopOutcome, is_ours, is_running, kill_child, log_tail, release, spawn_logged, stop};
 use crate::services::HEALTH_PATH;
@@ -191,7 +191,21 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
         )),
         None => progress(&format!("starting anvil ({}) with a new chain…", anvil_bin.display())),
     }
-    let anvil = start_anvil(&anvil_bin, &dir.join(ANVIL_LOG), true, chain_id, chain_file).await?;
+    let log = dir.join(ANVIL_LOG);
+    let anvil = match start_anvil(&anvil_bin, &log, true, chain_id, chain_file).await {
+        Ok(anvil) => anvil,
+        // The state file may have been caught mid-write by a kill: the copy of the last clean stop is tried once.
+        Err(first) if saved.is_some() && dir.join(STATE_PREV).is_file() => {
+            progress(&format!(
+                "the saved chain in {STATE_FILE} could not be resumed ({first}); resuming the copy kept at the last \
+                 clean stop ({STATE_PREV}): what happened on the chain after that stop is lost"
+            ));
+            std::fs::copy(dir.join(STATE_PREV), &state_path)
+                .map_err(|e| DevnetError::io(format!("copying {STATE_PREV} to {STATE_FILE}"), e))?;
+            start_anvil(&anvil_bin, &log, true, chain_id, chain_file).await?
+        }
+        Err(e) => return Err(e),
+    };
     let mut started = Started { anvil: None, services: None };
     let anvil_pid = anvil.child.id();
     let provider = anvil.provider.clone();
@@ -472,6 +486,10 @@ pub async fn down(dir: &Path) -> Result<DownReport, DevnetError> {
         processes.push(StoppedProcess { name: "services".into(), pid: info.services.pid, outcome });
     }
     let outcome = stop(info.anvil.pid, &Expect::Anvil { port: info.anvil.port }, STOP_GRACE).await;
+    // Stopped cleanly, anvil has written its whole chain: a copy of it is what a later `up` falls back to.
+    if outcome == StopOutcome::Terminated && dir.join(STATE_FILE).is_file() {
+        let _ = std::fs::copy(dir.join(STATE_FILE), dir.join(STATE_PREV));
+    }
     processes.push(StoppedProcess { name: "anvil".into(), pid: info.anvil.pid, outcome });
 
     if let Some(p) = processes.iter().find(|p| p.outcome == StopOutcome::StillRunning && is_running(p.pid)) {

@@ -138,8 +138,9 @@ pub struct ResetReport {
 }
 
 /// The files [`reset`] removes: the saved chain, the wallet key, the description and the generated config. Logs stay.
-pub const RESET_FILES: [&str; 6] = [
+pub const RESET_FILES: [&str; 7] = [
     crate::info::STATE_FILE,
+    crate::info::STATE_PREV,
     crate::info::KEY_FILE,
     crate::info::DEVNET_JSON,
     crate::info::CONFIG_FILE,

@@ -863,7 +863,7 @@ function renderWalk() {
   const a = latestAction();
   // Quoted only when the text this tab knows holds every value of the latest message: one sent from another tab or
   // client updates the values (by event) but not the text, and a quote must never contradict what is pre-filled.
-  const text = S.latestText.toLowerCase();
+  const text = S.latestText.toLowerCase().replace(/[,_]/g, "");
   const fits = S.latest.every((i) => text.includes(String((cbAmount(i) || {}).amount || i.value).toLowerCase()));
   const quoted = S.latestText && fits ? ` \u201c${S.latestText}\u201d` : S.latest.length ? " (sent from another tab or client)" : "";
   const what = a.kind === "transfer" ? `send ${a.amount} ${a.token} to ${a.to}` : `sell ${a.amount} ${a.sell}${a.buy ? ` for ${a.buy}` : ""}`;

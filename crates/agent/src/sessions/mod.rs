@@ -70,7 +70,8 @@ impl MessageRole {
             "system" => Self::System,
             "inbox" => Self::Inbox,
             "console" => Self::Console,
-            _ => Self::User,
+            // A role this build does not know (written by a newer one) is never taken for the user's words.
+            _ => Self::System,
         }
     }
 }
@@ -272,14 +273,29 @@ CREATE TABLE IF NOT EXISTS session_messages (
 );
 ";
 
+/// Version 2: a session's saved state as one row per part (a register, the context bank, the confirmations), so a
+/// call writes only what it changed. It also marks the `console` history role: a release before it would read such
+/// a record as the user's words, so it refuses a database that has this version.
+const V2: &str = "
+CREATE TABLE IF NOT EXISTS session_parts (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    part TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, part)
+);
+";
+
 /// The session tables' migrations.
 pub(crate) const MIGRATIONS: holdfast_store::Component = holdfast_store::Component {
     name: "sessions",
-    migrations: &[holdfast_store::Migration {
-        version: 1,
-        sqlite: holdfast_store::migrate::SqliteStep::Sql(SCHEMA),
-        postgres: SCHEMA,
-    }],
+    migrations: &[
+        holdfast_store::Migration {
+            version: 1,
+            sqlite: holdfast_store::migrate::SqliteStep::Sql(SCHEMA),
+            postgres: SCHEMA,
+        },
+        holdfast_store::Migration { version: 2, sqlite: holdfast_store::migrate::SqliteStep::Sql(V2), postgres: V2 },
+    ],
 };
 
 const SELECT_INFO: &str = "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,

@@ -131,7 +131,6 @@ pub struct Chain {
     /// are asked of each.
     readers: Vec<(String, DynProvider)>,
     verified_chain_id: tokio::sync::OnceCell<()>,
-    genesis: tokio::sync::OnceCell<B256>,
 }
 
 fn upstream(network: &str, what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -164,13 +163,7 @@ impl Chain {
             readers.push((holdfast_core::redact_urls(url).into_owned(), provider));
         }
         let provider = readers[0].1.clone();
-        Ok(Self {
-            network: network.clone(),
-            provider,
-            readers,
-            verified_chain_id: tokio::sync::OnceCell::new(),
-            genesis: tokio::sync::OnceCell::new(),
-        })
+        Ok(Self { network: network.clone(), provider, readers, verified_chain_id: tokio::sync::OnceCell::new() })
     }
 
     /// `eth_call` of `data` on `to` at the latest block of every configured RPC node, each answer with the node's
@@ -483,14 +476,9 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
     }
 
-    /// The hash of the chain's genesis block, read once per client: the chain's identity, recorded with each signed
-    /// transaction ([`crate::journal::JournalEntry::genesis`]).
-    pub async fn genesis(&self) -> Result<B256, ToolError> {
-        self.genesis.get_or_try_init(|| self.genesis_now()).await.copied()
-    }
-
-    /// The hash of the genesis block the node shows now (never cached): whether it still serves the chain a journal
-    /// entry was sent on.
+    /// The hash of the genesis block the node shows now (never cached): the chain's identity, journaled with each
+    /// transaction signed on a local development chain ([`crate::journal::JournalEntry::genesis`]), and asked again
+    /// when such an entry is reconciled.
     pub async fn genesis_now(&self) -> Result<B256, ToolError> {
         self.verify().await?;
         let block = self

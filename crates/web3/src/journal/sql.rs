@@ -296,7 +296,8 @@ pub(super) fn select(q: &Select) -> Statement {
             vec![int(*chain_id), text(from)],
         ),
         Select::RecentlyFailedSends { since } => (
-            "WHERE status IN ('failed','dropped') AND (tx_hash IS NOT NULL OR kind = 'payment') AND updated_at >= $1 \
+            "WHERE status IN ('failed','dropped','chain_reset') AND (tx_hash IS NOT NULL OR kind = 'payment') \
+             AND updated_at >= $1 \
              ORDER BY created_at"
                 .to_owned(),
             vec![text(since)],

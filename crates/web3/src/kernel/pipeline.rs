@@ -632,6 +632,21 @@ async fn commit<K: TxKind>(
             return Err(e);
         }
     };
+    // A local development chain can begin anew (a devnet reset): its genesis, read now, is journaled with the bytes, so
+    // that reconciliation tells such an entry from a dropped one. A public chain never does; nothing is read for it.
+    let genesis = if holdfast_core::config::is_local_chain_id(chain.network().chain_id) {
+        match chain.genesis_now().await {
+            Ok(g) => Some(g.to_string()),
+            Err(e) => {
+                give_back_authorization();
+                let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
+                journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let signed = match chain.sign_tx(wallet.signer(), tx) {
         Ok(s) => s,
         Err(e) => {
@@ -641,9 +656,7 @@ async fn commit<K: TxKind>(
             return Err(e);
         }
     };
-    // Durable before the bytes leave the process (invariant 9), with the chain's identity: a reset devnet's entries are
-    // told from dropped ones by it (an unreadable genesis records none, and such an entry is reconciled as before).
-    let genesis = chain.genesis().await.ok().map(|g| g.to_string());
+    // Durable before the bytes leave the process (invariant 9).
     let (raw, hash) = (signed.raw.to_string(), signed.hash.to_string());
     if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &raw, &hash, genesis.as_deref()).await {
         // The write may have been committed before the error: what the journal holds decides. Signed → the bytes
@@ -706,7 +719,13 @@ async fn commit<K: TxKind>(
     let gas_used = receipt.gas_used.to_string();
     let update =
         EntryUpdate { block_number: receipt.block_number, gas_used: Some(gas_used.clone()), ..Default::default() };
-    let settled_from = [EntryStatus::Signed, EntryStatus::Pending, EntryStatus::Unknown, EntryStatus::Dropped];
+    let settled_from = [
+        EntryStatus::Signed,
+        EntryStatus::Pending,
+        EntryStatus::Unknown,
+        EntryStatus::Dropped,
+        EntryStatus::ChainReset,
+    ];
     journal.transition(&entry.id, &settled_from, status, update).await?;
     if let Some(events) = &events {
         events.publish(EventPayload::TxConfirmed(TxConfirmed {

@@ -185,27 +185,23 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
     }
 }
 
-/// An entry signed for a chain whose genesis the node no longer shows: on a local development chain (a devnet reset
-/// without its saved state) it is `chain_reset` — neither dropped (no other transaction used its nonce) nor sent
-/// again (its chain is gone); on any other chain the node is wrong or lying, and the entry stays as it is. `None`:
-/// the node shows the entry's chain (or the entry recorded none), reconcile on.
+/// An entry signed on a local development chain whose genesis the node no longer shows (a devnet reset without its
+/// saved state) is `chain_reset` — neither dropped (no other transaction used its nonce) nor sent again (its chain is
+/// gone). It is still checked for a receipt for a day, like a failed send, so one mined after all is recorded. `None`:
+/// not a local chain, no genesis recorded, or the node shows the entry's chain: reconcile on.
 async fn chain_began_anew(
     web3: &Web3,
     chain: &crate::chain::Chain,
     entry: &JournalEntry,
 ) -> Result<Option<Option<Settled>>, ToolError> {
+    // Only a local chain begins anew; an entry of any other chain is reconciled as always (and records no genesis).
+    if !holdfast_core::config::is_local_chain_id(entry.chain_id) {
+        return Ok(None);
+    }
     let Some(recorded) = entry.genesis.as_deref().and_then(|g| g.parse::<B256>().ok()) else { return Ok(None) };
     let now = chain.genesis_now().await?;
     if now == recorded {
         return Ok(None);
-    }
-    if !holdfast_core::config::is_local_chain_id(entry.chain_id) {
-        tracing::warn!(
-            journal_id = %entry.id,
-            chain_id = entry.chain_id,
-            "the node shows genesis {now}, not {recorded} of the chain this entry was sent on; left as it is"
-        );
-        return Ok(Some(None));
     }
     let update = EntryUpdate {
         error: Some(format!(
