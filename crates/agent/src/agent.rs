@@ -658,5 +658,15 @@ mod tests {
         assert!(!format!("{chat:?}").contains("ignore the user"));
         // A role a newer release wrote is never read as the user's words.
         assert_eq!(MessageRole::parse("from_a_newer_release"), MessageRole::System);
+        for role in [
+            MessageRole::User,
+            MessageRole::Assistant,
+            MessageRole::Tool,
+            MessageRole::System,
+            MessageRole::Inbox,
+            MessageRole::Console,
+        ] {
+            assert_eq!(MessageRole::parse(role.as_str()), role, "each role reads back as itself");
+        }
     }
 }

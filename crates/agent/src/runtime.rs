@@ -515,8 +515,8 @@ impl Runtime {
             return Ok(None);
         }
         let restored = match self.sessions.load_state(id).await? {
-            Some((revision, text)) => match holdfast_core::SessionState::from_json(&text) {
-                Ok(state) => self.services.restore_session_on(id, state, revision, events),
+            Some(stored) => match self.services.restore_stored_on(id, &stored, events) {
+                Ok(ctx) => ctx,
                 Err(e) => {
                     // Refuse rather than silently start empty: the saved state stays for an operator to inspect.
                     tracing::error!(session = id, "the saved state of this session cannot be read: {e}");

@@ -114,13 +114,38 @@ impl CoreServices {
         ctx.confirmations.restore(state.confirmations);
         // What was loaded counts as saved: a copy that changes nothing writes nothing (a new revision here would
         // refuse another instance's next save of the same session).
-        if let (Some(p), Ok(json)) = (&ctx.persistence, ctx.state().to_json())
+        ctx.registers.take_dirty();
+        if let Some(p) = &ctx.persistence
             && let Ok(mut saved) = p.saved.try_lock()
         {
-            saved.digest = Some((json.len(), digest(&json)));
+            saved.bank = ctx.context_bank.version();
+            saved.confirmations = ctx.confirmations.version();
             p.saved_version.store(ctx.state_version(), std::sync::atomic::Ordering::SeqCst);
         }
         ctx
+    }
+
+    /// [`CoreServices::restore_session_on`] for a state a store holds ([`crate::session_state::StoredState`]): a
+    /// whole state in the form before parts is restored too, and its every part written by the session's next save.
+    pub fn restore_stored_on(
+        &self,
+        session_id: &str,
+        stored: &crate::session_state::StoredState,
+        events: Option<EventBus>,
+    ) -> Result<ToolContext, crate::session_state::StateError> {
+        let (state, legacy) = SessionState::from_stored(stored)?;
+        let ctx = self.restore_session_on(session_id, state, stored.revision, events);
+        // A whole state of the form before parts: the first save that changes something writes every part. A copy
+        // that only reads writes nothing (a new revision would refuse another instance's next save).
+        if legacy {
+            ctx.registers.mark_all_dirty();
+            if let Some(p) = &ctx.persistence
+                && let Ok(mut saved) = p.saved.try_lock()
+            {
+                (saved.bank, saved.confirmations) = (UNSAVED, UNSAVED);
+            }
+        }
+        Ok(ctx)
     }
 
     /// A new, empty session publishing on `events` when given (the bus of an older copy of it: see
@@ -146,7 +171,7 @@ impl CoreServices {
             cancel: CancellationToken::new(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
-                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, digest: None })),
+                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, bank: 0, confirmations: 0 })),
                 superseded: Arc::new(std::sync::atomic::AtomicBool::new(false)),
                 saved_version: Arc::new(std::sync::atomic::AtomicU64::new(UNSAVED)),
             }),
@@ -238,8 +263,10 @@ impl fmt::Debug for Persistence {
 struct Saved {
     /// The revision of the last state the store accepted.
     revision: u64,
-    /// Length and hash of that state's JSON, to skip saving an unchanged state.
-    digest: Option<(usize, u64)>,
+    /// The context bank's version in that state ([`UNSAVED`]: its part is still to be written).
+    bank: u64,
+    /// The confirmations' version in that state ([`UNSAVED`]: their part is still to be written).
+    confirmations: u64,
 }
 
 impl ToolContext {
@@ -326,40 +353,59 @@ impl ToolContext {
         if p.saved_version.load(SeqCst) == self.state_version() {
             return Ok(None);
         }
-        // One save at a time per session, snapshot taken under the lock: when an earlier save already covers this
+        // One save at a time per session, changes taken under the lock: when an earlier save already covers this
         // caller's change, it has finished (and succeeded) before this returns. Waiting for the lock is cancel-safe.
         let mut saved = Arc::clone(&p.saved).lock_owned().await;
-        // Read before the snapshot: a change made after it is seen as unsaved by the next call.
+        // Read before the changes are taken: a change made after it is seen as unsaved by the next call.
         let version = self.state_version();
-        let json = self.state().to_json().map_err(|e| ToolError::internal(e.to_string()))?;
-        let digest = (json.len(), digest(&json));
-        if saved.digest == Some(digest) {
-            p.saved_version.store(version, SeqCst);
+        if p.saved_version.load(SeqCst) == version {
             return Ok(None);
         }
-        if p.superseded.load(std::sync::atomic::Ordering::SeqCst) {
+        if p.superseded.load(SeqCst) {
             return Err(superseded(&self.session_id));
+        }
+        // Only what changed since the last save: the registers written or removed, the bank and the confirmations
+        // when their versions moved. A call's write does not grow with the session.
+        let dirty = self.registers.take_dirty();
+        let (bank, confirmations) = (self.context_bank.version(), self.confirmations.version());
+        let delta = match self.delta(&dirty, bank != saved.bank, confirmations != saved.confirmations) {
+            Ok(delta) => delta,
+            Err(e) => {
+                self.registers.mark_dirty(dirty);
+                return Err(ToolError::internal(e.to_string()));
+            }
+        };
+        if delta.parts.is_empty() {
+            p.saved_version.store(version, SeqCst);
+            return Ok(None);
         }
         let revision = saved.revision + 1;
         // The write and the record of its outcome run to their end on a task of their own, whatever becomes of this
         // caller (an HTTP client that goes away drops it): the store may have written the revision, and this copy
         // must know it, or its next save would be refused as another process's.
-        let (store, id, superseded_flag, saved_version) = (
+        let (store, id, superseded_flag, saved_version, registers) = (
             Arc::clone(&p.store),
             self.session_id.to_string(),
             Arc::clone(&p.superseded),
             Arc::clone(&p.saved_version),
+            self.registers.clone(),
         );
         let write = tokio::spawn(async move {
-            let outcome = store.save_state(&id, revision, json).await;
+            // Unless the store wrote it (or another process's save made this copy stale), the registers this save
+            // carried go to the next one — after an error, a panic in the store or a cancelled task (the bank and
+            // the confirmations are still unsaved by their versions).
+            let mut requeue = Requeue { registers, dirty: Some(dirty) };
+            let outcome = store.save_state(&id, revision, delta).await;
             match &outcome {
                 Ok(()) => {
+                    requeue.dirty = None;
                     saved.revision = revision;
-                    saved.digest = Some(digest);
+                    (saved.bank, saved.confirmations) = (bank, confirmations);
                     saved_version.store(version, SeqCst);
                 }
                 Err(e) if e.code == crate::ErrorCode::SessionConflict => {
-                    superseded_flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    requeue.dirty = None;
+                    superseded_flag.store(true, SeqCst);
                 }
                 Err(_) => {}
             }
@@ -367,6 +413,32 @@ impl ToolContext {
         });
         write.await.map_err(|e| ToolError::internal(format!("saving the session's state: {e}")))??;
         Ok(Some(revision))
+    }
+
+    /// The parts a save writes: `dirty`'s registers (a removed or intrinsic one as gone), the bank and the
+    /// confirmations when asked.
+    fn delta(
+        &self,
+        dirty: &std::collections::HashSet<String>,
+        bank: bool,
+        confirmations: bool,
+    ) -> Result<crate::session_state::StateDelta, serde_json::Error> {
+        use crate::session_state::{BANK_PART, CONFIRMATIONS_PART, REGISTER_PART_PREFIX};
+        let mut parts = Vec::with_capacity(dirty.len() + 2);
+        for key in dirty {
+            let value = match self.registers.peek(key) {
+                Some(entry) if entry.origin() != Origin::Intrinsic => Some(serde_json::to_string(&*entry)?),
+                _ => None,
+            };
+            parts.push((format!("{REGISTER_PART_PREFIX}{key}"), value));
+        }
+        if bank {
+            parts.push((BANK_PART.to_owned(), Some(self.context_bank.saved_part()?)));
+        }
+        if confirmations {
+            parts.push((CONFIRMATIONS_PART.to_owned(), Some(serde_json::to_string(&self.confirmations.saved())?)));
+        }
+        Ok(crate::session_state::StateDelta { parts })
     }
 
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)
@@ -395,18 +467,25 @@ impl ToolContext {
     }
 }
 
+/// Puts a save's register keys back when dropped holding them (see [`ToolContext::persist_unannounced`]).
+struct Requeue {
+    registers: RegisterStore,
+    dirty: Option<std::collections::HashSet<String>>,
+}
+
+impl Drop for Requeue {
+    fn drop(&mut self) {
+        if let Some(keys) = self.dirty.take() {
+            self.registers.mark_dirty(keys);
+        }
+    }
+}
+
 fn superseded(id: &str) -> ToolError {
     ToolError::new(
         crate::ErrorCode::SessionConflict,
         format!("session {id} was saved by another holdfast process since this copy was loaded; open it again"),
     )
-}
-
-fn digest(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]

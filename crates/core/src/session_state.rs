@@ -30,7 +30,9 @@ use crate::tool::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The format version written with every saved state.
+/// The format version written with a whole saved state ([`SessionState::to_json`]). The parts a store keeps
+/// ([`StoredState`]) carry none: their format is guarded by the store's schema migrations, which a release that does
+/// not know a newer schema refuses.
 pub const STATE_VERSION: u32 = 1;
 
 /// A confirmation as saved: everything in [`Confirmation`] plus the fingerprint an approval is matched by.
@@ -74,6 +76,9 @@ pub enum StateError {
     /// Written by a newer holdfast.
     #[error("saved session state has version {0}; this holdfast reads version {STATE_VERSION}")]
     Version(u32),
+    /// A part this holdfast does not know (written by a newer one).
+    #[error("saved session state has a part {0:?} this holdfast does not know")]
+    Part(String),
 }
 
 impl SessionState {
@@ -92,17 +97,100 @@ impl SessionState {
     }
 }
 
-/// Where sessions' states are kept (the agent layer's session store implements it over SQLite).
+/// The part a saved state keeps its context bank in (its items, the latest message's, the authorizations).
+pub const BANK_PART: &str = "bank";
+/// The part a saved state keeps its confirmations in.
+pub const CONFIRMATIONS_PART: &str = "confirmations";
+/// The prefix of the part that keeps one register (`r:KEY`).
+pub const REGISTER_PART_PREFIX: &str = "r:";
+
+/// A session's saved state as its store holds it: one JSON text per part (each register, the context bank, the
+/// confirmations), so a save writes only the parts that changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredState {
+    /// The revision saved last.
+    pub revision: u64,
+    /// A whole state written by a release before parts ([`SessionState::to_json`]): read in its place until the
+    /// session's first save, which writes every part and drops it.
+    pub legacy: Option<String>,
+    /// Part name → its JSON.
+    pub parts: BTreeMap<String, String>,
+}
+
+/// What one save writes: each part that changed with its JSON, or `None` for a part that is gone (a register
+/// removed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateDelta {
+    /// The parts, each once.
+    pub parts: Vec<(String, Option<String>)>,
+}
+
+/// The context bank's part.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct BankPart {
+    #[serde(default)]
+    context_bank: Vec<ContextItem>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    latest_message: Vec<ContextItem>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    authorizations: Vec<Authorization>,
+}
+
+impl SessionState {
+    /// The state a store holds: its parts, or the whole state a release before parts wrote. `true` with it when it
+    /// was the latter (then every part is to be written by the next save).
+    pub fn from_stored(stored: &StoredState) -> Result<(Self, bool), StateError> {
+        if let Some(text) = &stored.legacy {
+            // A store writes parts only where it empties the whole state: both at once is not a state it wrote.
+            if !stored.parts.is_empty() {
+                return Err(StateError::Part("a whole state beside parts".into()));
+            }
+            return Ok((Self::from_json(text)?, true));
+        }
+        let mut state = Self { version: STATE_VERSION, ..Self::default() };
+        for (name, text) in &stored.parts {
+            if let Some(key) = name.strip_prefix(REGISTER_PART_PREFIX) {
+                state.registers.insert(key.to_owned(), serde_json::from_str(text)?);
+            } else if name == BANK_PART {
+                let bank: BankPart = serde_json::from_str(text)?;
+                state.context_bank = bank.context_bank;
+                state.latest_message = bank.latest_message;
+                state.authorizations = bank.authorizations;
+            } else if name == CONFIRMATIONS_PART {
+                state.confirmations = serde_json::from_str(text)?;
+            } else {
+                return Err(StateError::Part(name.clone()));
+            }
+        }
+        Ok((state, false))
+    }
+}
+
+/// The context bank's part as JSON.
+pub(crate) fn bank_part(
+    context_bank: &[ContextItem],
+    latest_message: &[ContextItem],
+    authorizations: &[Authorization],
+) -> serde_json::Result<String> {
+    let part = BankPart {
+        context_bank: context_bank.to_vec(),
+        latest_message: latest_message.to_vec(),
+        authorizations: authorizations.to_vec(),
+    };
+    serde_json::to_string(&part)
+}
+
+/// Where sessions' states are kept (the agent layer's session stores implement it over SQLite and PostgreSQL).
 pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
-    /// Saves `state` (JSON from [`SessionState::to_json`]) for `session_id` as revision `revision`, which must
-    /// follow the revision saved last (`revision - 1`; 1 when none is saved). Any other saved revision means another
+    /// Writes `delta`'s parts of `session_id`'s state as revision `revision`, which must follow the revision saved
+    /// last (`revision - 1`; 1 when none is saved), in one transaction. Any other saved revision means another
     /// process saved this session meanwhile: nothing is written and the answer is `session_conflict`. Returning `Ok`
-    /// promises the state survives a crash of the process (for a store on disk).
+    /// promises the parts survive a crash of the process (for a store on disk).
     fn save_state<'a>(
         &'a self,
         session_id: &'a str,
         revision: u64,
-        state: String,
+        delta: StateDelta,
     ) -> BoxFuture<'a, Result<(), ToolError>>;
 }
 
@@ -167,7 +255,7 @@ mod tests {
     }
 
     impl SessionStateStore for SlowStore {
-        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
             Box::pin(async move {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -201,7 +289,7 @@ mod tests {
     }
 
     impl SessionStateStore for DetachedStore {
-        fn save_state<'a>(&'a self, id: &'a str, revision: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state<'a>(&'a self, id: &'a str, revision: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
             let saved = std::sync::Arc::clone(&self.saved);
             let id = id.to_owned();
             let writer = tokio::spawn(async move {
@@ -237,6 +325,80 @@ mod tests {
         assert!(!ctx.is_superseded());
     }
 
+    /// A store that keeps what it is given, as a real one would, and each save's part names and bytes.
+    #[derive(Debug, Default)]
+    struct RecordingStore {
+        held: parking_lot::Mutex<StoredState>,
+        saves: parking_lot::Mutex<Vec<(Vec<String>, usize)>>,
+    }
+
+    impl SessionStateStore for RecordingStore {
+        fn save_state<'a>(
+            &'a self,
+            _: &'a str,
+            revision: u64,
+            delta: StateDelta,
+        ) -> BoxFuture<'a, Result<(), ToolError>> {
+            Box::pin(async move {
+                let mut held = self.held.lock();
+                assert_eq!(held.revision + 1, revision);
+                held.revision = revision;
+                let bytes = delta.parts.iter().map(|(n, v)| n.len() + v.as_ref().map_or(0, String::len)).sum();
+                self.saves.lock().push((delta.parts.iter().map(|(n, _)| n.clone()).collect(), bytes));
+                for (name, value) in delta.parts {
+                    match value {
+                        Some(v) => held.parts.insert(name, v),
+                        None => held.parts.remove(&name),
+                    };
+                }
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_save_writes_only_what_changed_whatever_the_sessions_size() {
+        let store = std::sync::Arc::new(RecordingStore::default());
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(store.clone());
+        let ctx = services.new_session("s");
+        for i in 0..250 {
+            let value = json!(format!("{i:04}{}", "x".repeat(2044)));
+            ctx.registers.set(RegisterWrite::new(format!("r{i}"), value, Origin::User, "register_set")).unwrap();
+        }
+        for i in 0..200 {
+            ctx.context_bank.scan_input(&format!("message {i}: swap 0.{i:03} ETH for USDC"));
+        }
+        ctx.persist().await.unwrap();
+        let first = store.saves.lock().last().cloned().unwrap();
+        assert_eq!(first.0.len(), 251, "every register and the bank: {:?}", &first.0[..3]);
+        assert!(first.1 > 500_000, "{} bytes", first.1);
+
+        // One register written: one part, about its own size.
+        ctx.registers.set(RegisterWrite::new("note", json!("v"), Origin::User, "register_set")).unwrap();
+        ctx.persist().await.unwrap();
+        let (names, bytes) = store.saves.lock().last().cloned().unwrap();
+        assert_eq!(names, ["r:note"]);
+        assert!(bytes < 400, "{bytes} bytes for one small register");
+        // A removal removes its part; a message rewrites the bank, not the registers.
+        ctx.registers.remove("r7");
+        ctx.persist().await.unwrap();
+        assert_eq!(store.saves.lock().last().unwrap().0, ["r:r7"]);
+        ctx.context_bank.scan_input("send 5 USDC");
+        ctx.persist().await.unwrap();
+        assert_eq!(store.saves.lock().last().unwrap().0, ["bank"]);
+        // Nothing changed: nothing written.
+        let count = store.saves.lock().len();
+        ctx.persist().await.unwrap();
+        assert_eq!(store.saves.lock().len(), count);
+
+        // What the parts add up to is the session.
+        let held = store.held.lock().clone();
+        let back = services.restore_stored_on("s", &held, None).unwrap();
+        assert_eq!(back.registers.keys().len(), 250, "249 of r0…r249 and note");
+        assert!(back.registers.get("r7").is_none() && back.registers.get("note").is_some());
+        assert!(back.context_bank.has_amount("5", "USDC") && back.context_bank.has_amount("0.199", "ETH"));
+    }
+
     /// A store whose saves wait until the test lets them go, counting them.
     #[derive(Debug, Default)]
     struct GatedStore {
@@ -245,7 +407,7 @@ mod tests {
     }
 
     impl SessionStateStore for GatedStore {
-        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: String) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
             Box::pin(async move {
                 self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 self.gate.notified().await;

@@ -14,6 +14,7 @@ pub use postgres::PgSessionStore;
 
 use crate::llm::Usage;
 use chrono::{DateTime, Utc};
+use holdfast_core::session_state::{StateDelta, StoredState};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{SessionStateStore, ToolError};
 use parking_lot::Mutex;
@@ -65,6 +66,7 @@ impl MessageRole {
 
     pub(crate) fn parse(s: &str) -> Self {
         match s {
+            "user" => Self::User,
             "assistant" => Self::Assistant,
             "tool" => Self::Tool,
             "system" => Self::System,
@@ -162,8 +164,8 @@ pub trait SessionStorage: SessionStateStore {
     fn link_merge<'a>(&'a self, key: &'a str, fields: Value) -> BoxFuture<'a, Result<(), ToolError>>;
     /// Forgets the object linked to `key`.
     fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>>;
-    /// The state saved last for `id` with its revision, if any.
-    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>>;
+    /// The state saved last for `id` (its revision and parts), if any.
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredState>, ToolError>>;
     /// Records a new session (an existing id is left as it is).
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>>;
     /// One session's row.
@@ -200,23 +202,40 @@ pub struct SqliteSessionStore {
     states: Arc<holdfast_store::GroupCommit<StateWrite>>,
 }
 
-/// One compare-and-set of a session's saved state.
+/// One compare-and-set of a session's saved state, with the parts it writes.
 struct StateWrite {
     id: String,
     revision: i64,
-    state: String,
+    delta: StateDelta,
     now: String,
 }
 
+/// The revision's compare-and-set (which drops a whole state of the form before parts: the session's first save in
+/// parts writes all of them), then the parts, only when it passed. Cached statements: this runs once per tool call.
 fn write_state(c: &Connection, w: &StateWrite) -> rusqlite::Result<usize> {
-    // Cached statements: this runs once per tool call.
     let sql = if w.revision == 1 {
-        "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, '', ?3)
          ON CONFLICT (session_id) DO NOTHING"
     } else {
-        "UPDATE session_state SET revision = ?2, state = ?3, saved_at = ?4 WHERE session_id = ?1 AND revision = ?2 - 1"
+        "UPDATE session_state SET revision = ?2, state = '', saved_at = ?3 WHERE session_id = ?1 AND revision = ?2 - 1"
     };
-    c.prepare_cached(sql)?.execute(params![w.id, w.revision, w.state, w.now])
+    let written = c.prepare_cached(sql)?.execute(params![w.id, w.revision, w.now])?;
+    if written == 1 {
+        for (part, value) in &w.delta.parts {
+            match value {
+                Some(value) => c
+                    .prepare_cached(
+                        "INSERT INTO session_parts (session_id, part, value) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (session_id, part) DO UPDATE SET value = excluded.value",
+                    )?
+                    .execute(params![w.id, part, value])?,
+                None => c
+                    .prepare_cached("DELETE FROM session_parts WHERE session_id = ?1 AND part = ?2")?
+                    .execute(params![w.id, part])?,
+            };
+        }
+    }
+    Ok(written)
 }
 
 impl std::fmt::Debug for SqliteSessionStore {
@@ -442,11 +461,11 @@ impl SqliteSessionStore {
 
     /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is
     /// 1); otherwise another process saved it meanwhile: `session_conflict`, nothing written.
-    pub async fn save_state(&self, session_id: &str, revision: u64, state: String) -> Result<(), ToolError> {
+    pub async fn save_state(&self, session_id: &str, revision: u64, delta: StateDelta) -> Result<(), ToolError> {
         let id = session_id.to_owned();
         let rev = i64::try_from(revision).map_err(db_err)?;
         let now = Utc::now().to_rfc3339();
-        let written = self.states.write(StateWrite { id: id.clone(), revision: rev, state, now }).await?;
+        let written = self.states.write(StateWrite { id: id.clone(), revision: rev, delta, now }).await?;
         if written == 0 {
             return Err(conflict(&id, revision));
         }
@@ -493,18 +512,28 @@ impl SqliteSessionStore {
         self.with(move |c| c.execute("DELETE FROM session_links WHERE key = ?1", params![key])).await.map(|_| ())
     }
 
-    /// The state saved last for `id`, with its revision.
-    pub async fn load_state(&self, id: &str) -> Result<Option<(u64, String)>, ToolError> {
+    /// The state saved last for `id`: its revision and parts (one read transaction).
+    pub async fn load_state(&self, id: &str) -> Result<Option<StoredState>, ToolError> {
         let id = id.to_owned();
-        let row = self
-            .with(move |c| {
-                c.query_row("SELECT revision, state FROM session_state WHERE session_id = ?1", params![id], |r| {
+        self.with(move |c| {
+            let tx = c.unchecked_transaction()?;
+            let row = tx
+                .query_row("SELECT revision, state FROM session_state WHERE session_id = ?1", params![id], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
                 })
-                .optional()
-            })
-            .await?;
-        Ok(row.map(|(rev, state)| (u64::try_from(rev).unwrap_or_default(), state)))
+                .optional()?;
+            let Some((revision, legacy)) = row else { return Ok(None) };
+            let mut stmt = tx.prepare_cached("SELECT part, value FROM session_parts WHERE session_id = ?1")?;
+            let parts = stmt.query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+            drop(stmt);
+            tx.finish()?;
+            Ok(Some(StoredState {
+                revision: u64::try_from(revision).unwrap_or_default(),
+                legacy: Some(legacy).filter(|l| !l.is_empty()),
+                parts,
+            }))
+        })
+        .await
     }
 
     /// A session's history, oldest first.
@@ -538,9 +567,9 @@ impl SessionStateStore for SqliteSessionStore {
         &'a self,
         session_id: &'a str,
         revision: u64,
-        state: String,
+        delta: StateDelta,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
-        Box::pin(SqliteSessionStore::save_state(self, session_id, revision, state))
+        Box::pin(SqliteSessionStore::save_state(self, session_id, revision, delta))
     }
 }
 
@@ -554,7 +583,7 @@ impl SessionStorage for SqliteSessionStore {
     fn link_delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(SqliteSessionStore::link_delete(self, key))
     }
-    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredState>, ToolError>> {
         Box::pin(SqliteSessionStore::load_state(self, id))
     }
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
@@ -585,7 +614,7 @@ impl SessionStorage for SqliteSessionStore {
 struct MemSession {
     info: Option<SessionInfo>,
     messages: Vec<StoredMessage>,
-    state: Option<(u64, String)>,
+    state: Option<StoredState>,
 }
 
 /// Sessions kept in memory, for a runtime without a data dir.
@@ -609,15 +638,23 @@ impl SessionStateStore for InMemorySessionStore {
         &'a self,
         session_id: &'a str,
         revision: u64,
-        state: String,
+        delta: StateDelta,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async move {
             let mut sessions = self.sessions.lock();
             let s = sessions.entry(session_id.to_owned()).or_default();
-            if s.state.as_ref().map_or(0, |(saved, _)| *saved) + 1 != revision {
+            if s.state.as_ref().map_or(0, |saved| saved.revision) + 1 != revision {
                 return Err(conflict(session_id, revision));
             }
-            s.state = Some((revision, state));
+            let state = s.state.get_or_insert_with(StoredState::default);
+            state.revision = revision;
+            state.legacy = None;
+            for (part, value) in delta.parts {
+                match value {
+                    Some(value) => state.parts.insert(part, value),
+                    None => state.parts.remove(&part),
+                };
+            }
             Ok(())
         })
     }
@@ -640,7 +677,7 @@ impl SessionStorage for InMemorySessionStore {
             Ok(())
         })
     }
-    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredState>, ToolError>> {
         Box::pin(async move { Ok(self.sessions.lock().get(id).and_then(|s| s.state.clone())) })
     }
     fn create<'a>(&'a self, id: &'a str, kind: &'a str) -> BoxFuture<'a, Result<SessionInfo, ToolError>> {
@@ -728,6 +765,16 @@ impl SessionStorage for InMemorySessionStore {
 mod tests {
     use super::*;
 
+    /// A save that writes one part, `note`, holding `text`.
+    fn note(text: &str) -> StateDelta {
+        StateDelta { parts: vec![("note".to_owned(), Some(text.to_owned()))] }
+    }
+
+    /// What a store holds after saves of `note` only: the revision and that part.
+    fn noted(revision: u64, text: &str) -> Option<StoredState> {
+        Some(StoredState { revision, legacy: None, parts: [("note".to_owned(), text.to_owned())].into() })
+    }
+
     async fn exercise(store: &dyn SessionStorage) {
         store.create("a", "http").await.unwrap();
         store.create("b", "mcp").await.unwrap();
@@ -744,15 +791,15 @@ mod tests {
         assert!(store.get("zzz").await.unwrap().is_none());
         assert!(store.append("zzz", NewMessage::text(MessageRole::User, "x")).await.is_err());
         let code = |r: Result<(), ToolError>| r.unwrap_err().code;
-        assert_eq!(code(store.save_state("a", 2, "two".into()).await), holdfast_core::ErrorCode::SessionConflict);
-        store.save_state("a", 1, "one".into()).await.unwrap();
-        store.save_state("a", 2, "two".into()).await.unwrap();
+        assert_eq!(code(store.save_state("a", 2, note("two")).await), holdfast_core::ErrorCode::SessionConflict);
+        store.save_state("a", 1, note("one")).await.unwrap();
+        store.save_state("a", 2, note("two")).await.unwrap();
         // Another process that loaded revision 1 saves its own revision 2: refused, the first one stays.
-        let other = store.save_state("a", 2, "two, from elsewhere".into()).await;
+        let other = store.save_state("a", 2, note("two, from elsewhere")).await;
         assert_eq!(code(other), holdfast_core::ErrorCode::SessionConflict);
-        assert_eq!(store.load_state("a").await.unwrap(), Some((2, "two".into())));
-        store.save_state("a", 3, "three".into()).await.unwrap();
-        assert_eq!(store.load_state("a").await.unwrap(), Some((3, "three".into())));
+        assert_eq!(store.load_state("a").await.unwrap(), noted(2, "two"));
+        store.save_state("a", 3, note("three")).await.unwrap();
+        assert_eq!(store.load_state("a").await.unwrap(), noted(3, "three"));
         assert_eq!(store.load_state("b").await.unwrap(), None);
         store.link_merge("mcp:x", serde_json::json!({"init": 1})).await.unwrap();
         store.link_merge("mcp:x", serde_json::json!({"session_id": "a"})).await.unwrap();
@@ -780,7 +827,7 @@ mod tests {
         let b = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
         a.create("s", "http").await.unwrap();
         a.append("s", NewMessage::text(MessageRole::User, "hello from a")).await.unwrap();
-        a.save_state("s", 1, "one".into()).await.unwrap();
+        a.save_state("s", 1, note("one")).await.unwrap();
         // b sees a's session and continues it; 20 concurrent appends from both keep one gapless sequence.
         let tasks: Vec<_> = (0..20)
             .map(|i| {
@@ -793,12 +840,12 @@ mod tests {
         }
         let seqs: Vec<i64> = b.history("s").await.unwrap().iter().map(|m| m.seq).collect();
         assert_eq!(seqs, (1..=21).collect::<Vec<_>>());
-        assert_eq!(b.load_state("s").await.unwrap(), Some((1, "one".into())));
+        assert_eq!(b.load_state("s").await.unwrap(), noted(1, "one"));
         // Both loaded revision 1: the first save of revision 2 wins, the other is a conflict.
-        b.save_state("s", 2, "two from b".into()).await.unwrap();
-        let lost = a.save_state("s", 2, "two from a".into()).await.unwrap_err();
+        b.save_state("s", 2, note("two from b")).await.unwrap();
+        let lost = a.save_state("s", 2, note("two from a")).await.unwrap_err();
         assert_eq!(lost.code, holdfast_core::ErrorCode::SessionConflict);
-        assert_eq!(a.load_state("s").await.unwrap(), Some((2, "two from b".into())));
+        assert_eq!(a.load_state("s").await.unwrap(), noted(2, "two from b"));
     }
 
     /// Saves batched together are each decided on their own: of two saves of one revision exactly one wins, the
@@ -811,7 +858,9 @@ mod tests {
         let race: Vec<_> = (0..SESSIONS * 2)
             .map(|n| {
                 let store = Arc::clone(&store);
-                tokio::spawn(async move { store.save_state(&format!("s{}", n / 2), 1, format!("one by {n}")).await })
+                tokio::spawn(
+                    async move { store.save_state(&format!("s{}", n / 2), 1, note(&format!("one by {n}"))).await },
+                )
             })
             .collect();
         let mut won = 0;
@@ -827,7 +876,7 @@ mod tests {
                 let store = Arc::clone(&store);
                 tokio::spawn(async move {
                     for rev in 2..=6 {
-                        store.save_state(&format!("s{i}"), rev, format!("s{i} at {rev}")).await.unwrap();
+                        store.save_state(&format!("s{i}"), rev, note(&format!("s{i} at {rev}"))).await.unwrap();
                     }
                 })
             })
@@ -838,7 +887,7 @@ mod tests {
         drop(store);
         let again = reopen().await;
         for i in 0..SESSIONS {
-            assert_eq!(again.load_state(&format!("s{i}")).await.unwrap(), Some((6, format!("s{i} at 6"))));
+            assert_eq!(again.load_state(&format!("s{i}")).await.unwrap(), noted(6, &format!("s{i} at 6")));
         }
     }
 
@@ -912,7 +961,7 @@ mod tests {
                 for (store, id) in [(a.clone(), i), (b.clone(), SESSIONS - 1 - i)] {
                     let name = if id == i { "a" } else { "b" };
                     tasks.push(tokio::spawn(async move {
-                        let r = store.save_state(&format!("s{id:02}"), rev, format!("{rev} by {name}")).await;
+                        let r = store.save_state(&format!("s{id:02}"), rev, note(&format!("{rev} by {name}"))).await;
                         (id, r)
                     }));
                 }
@@ -926,6 +975,62 @@ mod tests {
             }
             assert_eq!(wins, vec![1; SESSIONS], "revision {rev}: one winner per session");
         }
+    }
+
+    #[tokio::test]
+    async fn parts_are_written_and_removed_and_a_whole_state_of_the_release_before_is_upgraded_in_place() {
+        use holdfast_core::config::CoreConfig;
+        use holdfast_core::{CoreServices, Origin, RegisterWrite, SessionState};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holdfast.db");
+        // The file as the release before parts leaves it: sessions schema v1, the state one JSON text.
+        let old = CoreServices::new(CoreConfig::default()).unwrap().new_session("s1");
+        old.registers.set(RegisterWrite::new("note", serde_json::json!("kept"), Origin::User, "register_set")).unwrap();
+        old.registers.set(RegisterWrite::new("gone", serde_json::json!("x"), Origin::User, "register_set")).unwrap();
+        old.context_bank.scan_input("send 5 USDC");
+        let whole = old.state().to_json().unwrap();
+        {
+            let mut conn = holdfast_store::sqlite::open_file(&path).unwrap();
+            let v1 = holdfast_store::Component { name: "sessions", migrations: &MIGRATIONS.migrations[..1] };
+            holdfast_store::migrate::sqlite(&mut conn, &v1).unwrap();
+            let at = "2026-11-25T00:00:00Z";
+            conn.execute(
+                "INSERT INTO sessions (id, kind, created_at, updated_at) VALUES ('s1', 'http', ?1, ?1)",
+                params![at],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES ('s1', 4, ?1, ?2)",
+                params![whole, at],
+            )
+            .unwrap();
+        }
+        let store = Arc::new(SqliteSessionStore::open(&path).unwrap());
+        let stored = store.load_state("s1").await.unwrap().unwrap();
+        assert_eq!((stored.revision, stored.legacy.as_deref(), stored.parts.len()), (4, Some(whole.as_str()), 0));
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(store.clone());
+        let ctx = services.restore_stored_on("s1", &stored, None).unwrap();
+        assert_eq!(ctx.registers.get("note").unwrap().value, "kept");
+        assert!(ctx.context_bank.has_amount("5", "USDC"));
+        // The first save writes every part and drops the whole state; a removal removes its part.
+        ctx.registers.set(RegisterWrite::new("other", serde_json::json!("new"), Origin::User, "register_set")).unwrap();
+        ctx.registers.remove("gone");
+        ctx.persist().await.unwrap();
+        let after = store.load_state("s1").await.unwrap().unwrap();
+        assert_eq!((after.revision, after.legacy.as_deref()), (5, None));
+        let names: Vec<&str> = after.parts.keys().map(String::as_str).collect();
+        assert_eq!(names, ["bank", "confirmations", "r:note", "r:other"]);
+        let (state, legacy) = SessionState::from_stored(&after).unwrap();
+        assert!(!legacy);
+        assert_eq!(
+            (state.registers["note"].value.as_str(), state.registers["other"].value.as_str()),
+            (Some("kept"), Some("new"))
+        );
+        // Reopened on the same file, the session reads the same.
+        drop(ctx);
+        let again = SqliteSessionStore::open(&path).unwrap().load_state("s1").await.unwrap().unwrap();
+        let back = services.restore_stored_on("s1", &again, None).unwrap();
+        assert!(back.context_bank.has_amount("5", "USDC") && back.registers.get("gone").is_none());
     }
 
     #[tokio::test]

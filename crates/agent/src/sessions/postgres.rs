@@ -13,6 +13,7 @@
 use super::{MIGRATIONS, MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::llm::Usage;
 use chrono::Utc;
+use holdfast_core::session_state::{StateDelta, StoredState};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{SessionStateStore, ToolError};
 use holdfast_store::PgStore;
@@ -59,7 +60,7 @@ pub struct PgSessionStore {
 struct Save {
     id: String,
     revision: i64,
-    state: String,
+    delta: StateDelta,
     saved_at: String,
     reply: oneshot::Sender<Result<bool, ToolError>>,
 }
@@ -88,14 +89,14 @@ impl SessionStateStore for PgSessionStore {
         &'a self,
         session_id: &'a str,
         revision: u64,
-        state: String,
+        delta: StateDelta,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let save = Save {
                 id: session_id.to_owned(),
                 revision: i64::try_from(revision).map_err(db_err)?,
-                state,
+                delta,
                 saved_at: Utc::now().to_rfc3339(),
                 reply,
             };
@@ -159,16 +160,34 @@ impl SessionStorage for PgSessionStore {
         })
     }
 
-    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, String)>, ToolError>> {
+    fn load_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<StoredState>, ToolError>> {
         Box::pin(async move {
+            // One snapshot for the revision and its parts: a save committed between two reads cannot mix them.
+            let mut tx = self.store.pool().begin().await.map_err(db_err)?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
             let row = sqlx::query("SELECT revision, state FROM session_state WHERE session_id = $1")
                 .bind(id)
-                .fetch_optional(self.store.pool())
+                .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
             let Some(row) = row else { return Ok(None) };
             let rev: i64 = row.try_get(0).map_err(db_err)?;
-            Ok(Some((u64::try_from(rev).unwrap_or_default(), row.try_get(1).map_err(db_err)?)))
+            let legacy: String = row.try_get(1).map_err(db_err)?;
+            let parts: Vec<(String, String)> =
+                sqlx::query_as("SELECT part, value FROM session_parts WHERE session_id = $1")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(Some(StoredState {
+                revision: u64::try_from(rev).unwrap_or_default(),
+                legacy: Some(legacy).filter(|l| !l.is_empty()),
+                parts: parts.into_iter().collect(),
+            }))
         })
     }
 
@@ -389,26 +408,69 @@ async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>,
         }
         let ids: Vec<&str> = part.iter().map(|s| s.id.as_str()).collect();
         let revisions: Vec<i64> = part.iter().map(|s| s.revision).collect();
-        let states: Vec<&str> = part.iter().map(|s| s.state.as_str()).collect();
         let saved_at: Vec<&str> = part.iter().map(|s| s.saved_at.as_str()).collect();
+        // `state` is emptied: a whole state of the form before parts is replaced by the parts of the session's first
+        // save in parts, which writes all of them.
         let sql = if first {
             "INSERT INTO session_state (session_id, revision, state, saved_at)
-             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+             SELECT u.id, u.revision, '', u.saved_at FROM unnest($1::text[], $2::bigint[], $3::text[])
+                 AS u(id, revision, saved_at)
              ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
         } else {
-            "UPDATE session_state AS s SET revision = u.revision, state = u.state, saved_at = u.saved_at
-             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u(id, revision, state, saved_at)
+            "UPDATE session_state AS s SET revision = u.revision, state = '', saved_at = u.saved_at
+             FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(id, revision, saved_at)
              WHERE s.session_id = u.id AND s.revision = u.revision - 1 RETURNING s.session_id"
         };
         let rows: Vec<String> = sqlx::query_scalar(sql)
             .bind(ids)
             .bind(revisions)
-            .bind(states)
             .bind(saved_at)
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
         written.extend(rows);
+    }
+    // The parts of the saves whose revision passed: one statement for those written, one for those gone.
+    let (mut put_ids, mut put_parts, mut put_values, mut gone_ids, mut gone_parts) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for save in batch.iter().filter(|s| written.contains(&s.id)) {
+        for (part, value) in &save.delta.parts {
+            match value {
+                Some(value) => {
+                    put_ids.push(save.id.as_str());
+                    put_parts.push(part.as_str());
+                    put_values.push(value.as_str());
+                }
+                None => {
+                    gone_ids.push(save.id.as_str());
+                    gone_parts.push(part.as_str());
+                }
+            }
+        }
+    }
+    if !put_ids.is_empty() {
+        sqlx::query(
+            "INSERT INTO session_parts (session_id, part, value)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+             ON CONFLICT (session_id, part) DO UPDATE SET value = excluded.value",
+        )
+        .bind(put_ids)
+        .bind(put_parts)
+        .bind(put_values)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    }
+    if !gone_ids.is_empty() {
+        sqlx::query(
+            "DELETE FROM session_parts AS p USING unnest($1::text[], $2::text[]) AS g(id, part)
+             WHERE p.session_id = g.id AND p.part = g.part",
+        )
+        .bind(gone_ids)
+        .bind(gone_parts)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
     }
     tx.commit().await.map_err(db_err)?;
     Ok(written)

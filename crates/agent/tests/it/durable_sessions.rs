@@ -153,7 +153,8 @@ async fn an_unreadable_saved_state_is_an_error_not_an_empty_session() {
         info.id
     };
     let db = rusqlite::Connection::open(tmp.path().join("holdfast.db")).unwrap();
-    db.execute("UPDATE session_state SET state = '{not json' WHERE session_id = ?1", [&id]).unwrap();
+    let broken = db.execute("UPDATE session_parts SET value = '{not json' WHERE session_id = ?1", [&id]).unwrap();
+    assert!(broken > 0, "the saved state is in parts");
     drop(db);
     let rt = runtime(tmp.path()).await;
     let err = rt.session(&id).await.unwrap_err();

@@ -229,6 +229,13 @@ impl ContextBank {
         }
     }
 
+    /// The bank's saved part (its items, the latest message's, the authorizations) as JSON, taken under one lock so
+    /// that a message scanned meanwhile is in all of it or none.
+    pub(crate) fn saved_part(&self) -> serde_json::Result<String> {
+        let state = self.state.read();
+        crate::session_state::bank_part(&state.items, &state.latest, &state.authorizations)
+    }
+
     /// How many saved-state changes this bank has had: a different number means its saved form changed.
     pub(crate) fn version(&self) -> u64 {
         self.state.read().version

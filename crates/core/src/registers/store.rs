@@ -111,6 +111,8 @@ struct Inner {
     limits: StoreLimits,
     /// Counts the writes and removals of saved (non-intrinsic) registers.
     version: std::sync::atomic::AtomicU64,
+    /// The keys written or removed since the session's last save: what its next save writes.
+    dirty: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The register store of one session. Clones share state.
@@ -170,6 +172,7 @@ impl RegisterStore {
                 events,
                 limits,
                 version: std::sync::atomic::AtomicU64::new(0),
+                dirty: parking_lot::Mutex::default(),
             }),
         }
     }
@@ -246,6 +249,7 @@ impl RegisterStore {
                 ));
             }
             entries.insert(key.clone(), Arc::clone(&entry));
+            self.inner.dirty.lock().insert(key.clone());
             self.inner.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         self.publish_set(&key, &entry);
@@ -277,7 +281,7 @@ impl RegisterStore {
     }
 
     /// Reads an entry without resolving intrinsics.
-    fn peek(&self, key: &str) -> Option<SharedEntry> {
+    pub(crate) fn peek(&self, key: &str) -> Option<SharedEntry> {
         self.inner.entries.read().get(key).cloned()
     }
 
@@ -410,9 +414,14 @@ impl RegisterStore {
 
     /// Removes a register, returning its last entry.
     pub fn remove(&self, key: &str) -> Option<SharedEntry> {
-        let removed = self.inner.entries.write().remove(key);
+        let mut entries = self.inner.entries.write();
+        let removed = entries.remove(key);
         if removed.is_some() {
+            self.inner.dirty.lock().insert(key.to_owned());
             self.inner.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        drop(entries);
+        if removed.is_some() {
             self.inner.events.publish(EventPayload::RegisterUpdate(RegisterUpdate::Remove {
                 key: key.to_owned(),
                 created_at: Utc::now(),
@@ -439,6 +448,23 @@ impl RegisterStore {
             }
             entries.insert(key, Arc::new(entry));
         }
+    }
+
+    /// The keys written or removed since they were last taken: a save takes them and writes their entries (or their
+    /// removal).
+    pub(crate) fn take_dirty(&self) -> std::collections::HashSet<String> {
+        std::mem::take(&mut *self.inner.dirty.lock())
+    }
+
+    /// Puts keys back for the next save (the one that took them failed).
+    pub(crate) fn mark_dirty(&self, keys: impl IntoIterator<Item = String>) {
+        self.inner.dirty.lock().extend(keys);
+    }
+
+    /// Every key held is to be written by the next save (a state loaded in the older whole-state form).
+    pub(crate) fn mark_all_dirty(&self) {
+        let keys: Vec<String> = self.inner.entries.read().keys().cloned().collect();
+        self.mark_dirty(keys);
     }
 
     /// How many writes and removals this store has had: a different number means its saved form may have changed.
