@@ -8,7 +8,7 @@
 //!
 //! A devnet remembers: anvil keeps its chain in `DIR/chain-state.json` (saved every few seconds and when it stops),
 //! and the next `up` resumes that chain with the same wallet key, so balances and earlier transactions are still
-//! there. [`reset`] starts over.
+//! there. [`reset`](crate::reset) starts over.
 
 use crate::anvil::{ChainFile, anvil_path, free_port, start_anvil};
 use crate::config::write_config;

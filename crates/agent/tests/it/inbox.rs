@@ -208,6 +208,58 @@ async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_reminders_no_user_started_ends_at_the_hop_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("holdfast.toml");
+    std::fs::write(&config, "[memory]\nmax_hops = 3\nagent_cooldown_secs = 0\n").unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    // A model that, in every turn, reminds itself again a second later: forever, if nothing stopped it.
+    let again = |n: usize| {
+        vec![
+            Reply::Tools(vec![tool(
+                "schedule_reminder",
+                json!({"at": null, "in": "1s", "message": format!("again {n}"), "target": null}),
+            )]),
+            Reply::Text(String::new()),
+        ]
+    };
+    let scripted = Scripted::start(Wire::OpenAi, (0..20).flat_map(again).collect()).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
+    let cancel = CancelToken::new();
+    let _worker = holdfast_agent::inbox::spawn(agent, cancel.clone());
+
+    // The first reminder is the user's (scheduled in a turn the user started: no hop).
+    let due = chrono::Utc::now() + chrono::Duration::seconds(1);
+    runtime.agent.reminders.schedule("when", due, "start".to_owned(), None, 0).await.unwrap();
+    let session = eventually("the inbox session", async || inbox_session(&runtime).await).await;
+    let mut events = runtime.session(&session.id).await.unwrap().unwrap().events.subscribe();
+    // Each reminder turn's own reminder carries one hop more: hops 1 and 2 are scheduled, 3 is refused.
+    let history = eventually("the refused reminder", async || {
+        let h = runtime.sessions.history(&session.id).await.unwrap();
+        tool_results(&h).iter().any(|(_, code)| code == "rate_limited").then_some(h)
+    })
+    .await;
+    let results = tool_results(&history);
+    let codes: Vec<&str> = results.iter().map(|(_, code)| code.as_str()).collect();
+    assert_eq!(codes, ["ok", "ok", "rate_limited"], "{results:?}");
+    let event = eventually("the hop-limit event", async || {
+        while let Ok(e) = events.try_recv() {
+            if e.name() == names::MESSAGE_HOP_LIMIT {
+                return Some(e);
+            }
+        }
+        None
+    })
+    .await;
+    assert_eq!((event.data()["hops"].as_u64(), event.data()["target"].as_str()), (Some(3), Some("agent 'assistant'")));
+    // Nothing is left to fire, and no further turn starts: three turns of two model calls each.
+    assert!(runtime.agent.reminders.list(false).await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(scripted.requests.lock().len(), 6);
+    cancel.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_agent_cannot_make_the_agent_pay_or_swap() {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());

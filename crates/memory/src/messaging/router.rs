@@ -184,8 +184,9 @@ impl MessageRouter {
             return user::user_id(target.id.as_ref()).map(drop);
         }
         let id = target.required_id()?.to_owned();
-        let to_self = target.kind == TargetType::Agent && id == from.as_str();
-        if !to_self && hops >= self.inner.config.max_hops {
+        // Even a reminder to the agent itself: hops only grow along a chain no user started (a reminder scheduled in
+        // such a turn carries one more), so every such chain ends here.
+        if hops >= self.inner.config.max_hops {
             return Err(MemoryError::HopLimit { hops });
         }
         let (kind, from) = (target.kind, from.to_string());

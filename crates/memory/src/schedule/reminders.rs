@@ -10,8 +10,10 @@
 //!
 //! **Anti-loop.** A reminder keeps the hop count of the turn that scheduled it (`reminders_items.hops`), so a
 //! conversation between agents cannot restart its count by way of a reminder: one to another agent, a group or a
-//! channel is one more hop, refused at scheduling when the turn is at `[memory] max_hops` and, if the limit is
-//! reached by the time it fires, delivered to the scheduling agent itself with a note. An agent may have at most
+//! channel is one more hop when it fires, and one to the agent itself scheduled in a turn the user did not start
+//! carries one more hop than that turn (`schedule_reminder`), so a chain of reminders no user starts ends:
+//! scheduling is refused (with a `message.hop_limit` event) when the reminder's hops reach `[memory] max_hops`, and
+//! a reminder that reaches the limit by the time it fires is delivered to the scheduling agent itself with a note. An agent may have at most
 //! [`MAX_PENDING_REMINDERS`] pending reminders.
 //!
 //! **Several instances.** Reminders live in the router's store ([`crate::messaging::store`]). On PostgreSQL every
@@ -112,8 +114,8 @@ impl Reminders {
     }
 
     /// Schedules a reminder. `target` defaults to the agent itself; it must exist now. A time more than
-    /// [`PAST_GRACE_SECS`] in the past is refused (naming `field`). `hops` are those of the scheduling turn
-    /// (`SendOrigin::hops`); a target other than the agent itself must be under the hop limit. Past
+    /// [`PAST_GRACE_SECS`] in the past is refused (naming `field`). `hops` are those the reminder carries (the
+    /// scheduling turn's, one more in a turn the user did not start) and must be under the hop limit. Past
     /// [`MAX_PENDING_REMINDERS`] pending, the reminder is refused.
     pub async fn schedule(
         &self,

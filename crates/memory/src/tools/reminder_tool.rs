@@ -88,8 +88,28 @@ impl AiTool for ScheduleReminderTool {
                 return Err(MemoryError::invalid("at", "give `at` (RFC 3339 time) or `in` (e.g. \"20m\")").into());
             }
         };
-        let hops = SendOrigin::session(ctx).hops;
-        let reminder = handle.reminders.schedule(field, due, input.message, input.target, hops).await?;
+        // A reminder to the agent itself scheduled in a turn the user did not start (another agent's message, a
+        // reminder) is one more hop, as a reminder to anyone else is when it fires: a chain of reminders no user
+        // starts ends at `[memory] max_hops`.
+        let origin = SendOrigin::session(ctx);
+        let not_user = holdfast_core::confirm::TurnStarter::not_user(ctx).is_some();
+        let target = input.target.clone().unwrap_or_else(|| MessageTarget::agent(handle.agent_id.as_str()));
+        let to_self = target == MessageTarget::agent(handle.agent_id.as_str());
+        let hops = origin.hops + u32::from(not_user && to_self);
+        let reminder = match handle.reminders.schedule(field, due, input.message, Some(target.clone()), hops).await {
+            Ok(reminder) => reminder,
+            Err(e @ MemoryError::HopLimit { .. }) => {
+                ctx.events.publish(holdfast_core::event::EventPayload::MessageHopLimit(
+                    holdfast_core::event::MessageHopLimit {
+                        agent_id: handle.agent_id.to_string(),
+                        target: target.describe(),
+                        hops,
+                    },
+                ));
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let due_at = fmt_time(reminder.due_at);
         let to = if reminder.target == MessageTarget::agent(handle.agent_id.as_str()) {
             "you".to_owned()

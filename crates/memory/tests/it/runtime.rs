@@ -378,6 +378,7 @@ async fn a_reminder_to_the_user_reaches_the_attached_session() {
 fn inbox_turn_ctx(session: &str, hops: u32) -> holdfast_core::ToolContext {
     let c = ctx(session);
     c.extensions.insert(ConversationHops(hops));
+    c.extensions.insert(holdfast_core::confirm::TurnStarter::Other("a message from another agent".into()));
     c
 }
 
@@ -395,23 +396,24 @@ async fn a_reminder_carries_its_conversations_hops_and_cannot_restart_the_count(
     assert_eq!(err.code, ErrorCode::RateLimited, "{err}");
     assert!(a.reminders.list(false).await.unwrap().is_empty(), "nothing scheduled");
 
-    // A reminder to itself is allowed, and arrives with the count of the turn that scheduled it, not 0: the turn
-    // it starts is still at the limit.
-    ra.call("schedule_reminder", json!({"in": "1m", "message": "tell b again", "target": null}), &at_limit)
-        .await
-        .unwrap();
-    // One hop below the limit, a reminder to b is one more hop.
+    // A reminder to itself is refused at the limit too: scheduled in a turn the user did not start it carries one
+    // more hop, so a chain of reminders no user starts ends.
+    let to_self = json!({"in": "1m", "message": "tell b again", "target": null});
+    let err = ra.call("schedule_reminder", to_self.clone(), &at_limit).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::RateLimited, "{err}");
+    // Below it, a reminder to itself arrives one hop further, and one to b is one more hop when it fires.
+    ra.call("schedule_reminder", to_self.clone(), &inbox_turn_ctx("a-inbox", 1)).await.unwrap();
     ra.call("schedule_reminder", to_b, &inbox_turn_ctx("a-inbox", 2)).await.unwrap();
     f.clock.advance(chrono::Duration::minutes(1));
     assert_eq!(f.runtime.scheduler().fire_due().await.unwrap().len(), 2);
     let own = a.inbox().try_recv().await.unwrap().unwrap();
-    assert_eq!((own.content.as_str(), own.via.as_str(), own.hops), ("tell b again", "reminder", 3));
+    assert_eq!((own.content.as_str(), own.via.as_str(), own.hops), ("tell b again", "reminder", 2));
     let at_b = b.inbox().try_recv().await.unwrap().unwrap();
     assert_eq!((at_b.content.as_str(), at_b.hops), ("ping b", 3));
 
-    // The turn the self-reminder starts (hops 3) cannot message b; neither can b's turn answering the reminder.
-    let send = json!({"target": {"type": "agent", "id": "b"}, "content": "again", "metadata": null});
-    let err = ra.call("send_message", send, &inbox_turn_ctx("a-inbox", own.hops)).await.unwrap_err();
+    // The turn the self-reminder starts (hops 2) cannot remind itself once more; b's turn answering the reminder
+    // (hops 3) cannot message a.
+    let err = ra.call("schedule_reminder", to_self, &inbox_turn_ctx("a-inbox", own.hops)).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::RateLimited);
     let back = json!({"target": {"type": "agent", "id": "a"}, "content": "pong", "metadata": null});
     let err = rb.call("send_message", back, &inbox_turn_ctx("b-inbox", at_b.hops)).await.unwrap_err();
