@@ -151,12 +151,33 @@ async fn another_agents_message_is_answered_and_the_answer_goes_back() {
     cancel.cancel();
 }
 
-#[tokio::test]
-async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
+/// A runtime with `[memory] max_hops = 3` and no cooldown between agents (with the folder its config is in).
+async fn three_hops() -> (tempfile::TempDir, Arc<Runtime>) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("holdfast.toml");
     std::fs::write(&config, "[memory]\nmax_hops = 3\nagent_cooldown_secs = 0\n").unwrap();
     let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    (dir, runtime)
+}
+
+/// The next `message.hop_limit` event among `events`.
+async fn hop_limit_event(
+    events: &mut tokio::sync::broadcast::Receiver<Arc<holdfast_core::event::Event>>,
+) -> Arc<holdfast_core::event::Event> {
+    eventually("the hop-limit event", async || {
+        while let Ok(e) = events.try_recv() {
+            if e.name() == names::MESSAGE_HOP_LIMIT {
+                return Some(e);
+            }
+        }
+        None
+    })
+    .await
+}
+
+#[tokio::test]
+async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
+    let (_dir, runtime) = three_hops().await;
     // Every turn of the runtime's agent messages alice back with the send_message tool, as a chatty model would.
     let chatty = |n: usize| {
         vec![
@@ -182,15 +203,7 @@ async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
     alice.send(&runtime, "pong 1", first.hops).await.unwrap();
 
     // The agent's turn at hop 3 may not message alice again: refused, with an event, and nothing arrives.
-    let event = eventually("the hop-limit event", async || {
-        while let Ok(e) = events.try_recv() {
-            if e.name() == names::MESSAGE_HOP_LIMIT {
-                return Some(e);
-            }
-        }
-        None
-    })
-    .await;
+    let event = hop_limit_event(&mut events).await;
     assert_eq!(event.data()["hops"], 3);
     assert_eq!(event.data()["target"], "agent 'alice'");
     let history = eventually("the refused send in the history", async || {
@@ -209,10 +222,7 @@ async fn two_agents_answering_each_other_stop_at_the_hop_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_of_reminders_no_user_started_ends_at_the_hop_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("holdfast.toml");
-    std::fs::write(&config, "[memory]\nmax_hops = 3\nagent_cooldown_secs = 0\n").unwrap();
-    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    let (_dir, runtime) = three_hops().await;
     // A model that, in every turn, reminds itself again a second later: forever, if nothing stopped it.
     let again = |n: usize| {
         vec![
@@ -242,15 +252,7 @@ async fn a_chain_of_reminders_no_user_started_ends_at_the_hop_limit() {
     let results = tool_results(&history);
     let codes: Vec<&str> = results.iter().map(|(_, code)| code.as_str()).collect();
     assert_eq!(codes, ["ok", "ok", "rate_limited"], "{results:?}");
-    let event = eventually("the hop-limit event", async || {
-        while let Ok(e) = events.try_recv() {
-            if e.name() == names::MESSAGE_HOP_LIMIT {
-                return Some(e);
-            }
-        }
-        None
-    })
-    .await;
+    let event = hop_limit_event(&mut events).await;
     assert_eq!((event.data()["hops"].as_u64(), event.data()["target"].as_str()), (Some(3), Some("agent 'assistant'")));
     // Nothing is left to fire, and no further turn starts: three turns of two model calls each.
     assert!(runtime.agent.reminders.list(false).await.unwrap().is_empty());
