@@ -414,23 +414,57 @@ pub(crate) async fn deny(
     resolve(&state, &id, &cid, ConfirmDecision::Deny).await
 }
 
-#[utoipa::path(get, path = "/api/memory", tag = "memory", responses((status = 200, description = "Memory blocks", body = schema::MemoryList)))]
-pub(crate) async fn memory(State(state): State<Arc<AppState>>) -> ApiResult<MemoryList> {
-    let blocks = state.runtime.agent.memory.blocks().await.map_err(internal)?;
-    Ok(Json(MemoryList { blocks }))
+/// Whose memory, tasks or reminders.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct AgentQuery {
+    /// The agent (`GET /api/info` lists them); the default agent when absent.
+    agent: Option<String>,
 }
 
-#[utoipa::path(get, path = "/api/tasks", tag = "memory", responses((status = 200, description = "Tasks", body = schema::TaskList)))]
-pub(crate) async fn tasks(State(state): State<Arc<AppState>>) -> ApiResult<TaskList> {
-    let tasks =
-        state.runtime.agent.tasks.list(TaskFilter { status: None, include_done: true }).await.map_err(internal)?;
-    Ok(Json(TaskList { tasks }))
+/// The agent `q` names (the default one without a name), or `404 not_found`.
+fn agent_of(
+    state: &AppState,
+    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Arc<holdfast_agent::agents::AgentProfile>, ApiError> {
+    let axum::extract::Query(q) = q?;
+    let name = q.agent.as_deref().unwrap_or(holdfast_agent::AGENT_ID);
+    state.runtime.profile(name).ok_or_else(|| {
+        ApiError::Tool(ToolError::new(
+            ErrorCode::NotFound,
+            format!("no agent {:?} (GET /api/info lists them)", name.chars().take(64).collect::<String>()),
+        ))
+    })
 }
 
-#[utoipa::path(get, path = "/api/reminders", tag = "memory", responses((status = 200, description = "Reminders", body = schema::ReminderList)))]
-pub(crate) async fn reminders(State(state): State<Arc<AppState>>) -> ApiResult<ReminderList> {
-    let reminders = state.runtime.agent.reminders.list(true).await.map_err(internal)?;
-    Ok(Json(ReminderList { reminders }))
+#[utoipa::path(get, path = "/api/memory", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's memory blocks", body = schema::MemoryList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
+pub(crate) async fn memory(
+    State(state): State<Arc<AppState>>,
+    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<MemoryList> {
+    let agent = agent_of(&state, q)?;
+    let blocks = agent.handle.memory.blocks().await.map_err(internal)?;
+    Ok(Json(MemoryList { agent: agent.name.clone(), blocks }))
+}
+
+#[utoipa::path(get, path = "/api/tasks", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's tasks", body = schema::TaskList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
+pub(crate) async fn tasks(
+    State(state): State<Arc<AppState>>,
+    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<TaskList> {
+    let agent = agent_of(&state, q)?;
+    let tasks = agent.handle.tasks.list(TaskFilter { status: None, include_done: true }).await.map_err(internal)?;
+    Ok(Json(TaskList { agent: agent.name.clone(), tasks }))
+}
+
+#[utoipa::path(get, path = "/api/reminders", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's reminders", body = schema::ReminderList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
+pub(crate) async fn reminders(
+    State(state): State<Arc<AppState>>,
+    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<ReminderList> {
+    let agent = agent_of(&state, q)?;
+    let reminders = agent.handle.reminders.list(true).await.map_err(internal)?;
+    Ok(Json(ReminderList { agent: agent.name.clone(), reminders }))
 }
 
 /// Any `/api/*` path no route serves: `404 not_found` in the API's error shape.

@@ -215,6 +215,8 @@ pub(crate) enum Resolution {
 /// `GET /api/memory`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct MemoryList {
+    /// The agent whose memory this is.
+    pub agent: String,
     /// The agent's memory blocks.
     pub blocks: Vec<MemoryBlock>,
 }
@@ -222,6 +224,8 @@ pub(crate) struct MemoryList {
 /// `GET /api/tasks`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct TaskList {
+    /// The agent whose tasks these are.
+    pub agent: String,
     /// Every task, done ones included.
     pub tasks: Vec<Task>,
 }
@@ -229,6 +233,8 @@ pub(crate) struct TaskList {
 /// `GET /api/reminders`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ReminderList {
+    /// The agent whose reminders these are.
+    pub agent: String,
     /// Every reminder, fired ones included.
     pub reminders: Vec<Reminder>,
 }

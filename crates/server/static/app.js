@@ -228,8 +228,10 @@ function connectWs() {
 
 async function refreshAll() {
   moneyChanged();
+  // The session list first: it names the session's agent, whose memory, tasks and reminders are shown.
+  await loadSessions().catch(() => {});
   const tasks = [refreshRegisters(), refreshContextBank(), refreshPending(), refreshMemory(),
-    refreshTasks(), refreshReminders(), loadSessions()];
+    refreshTasks(), refreshReminders()];
   const results = await Promise.allSettled(tasks);
   const failed = results.filter((r) => r.status === "rejected");
   if (failed.length) toast("Refresh: " + failed[0].reason.message, true);
@@ -1013,12 +1015,27 @@ async function decide(c, approve) {
 function moneyChanged(session) {
   document.dispatchEvent(new CustomEvent("holdfast:money", { detail: { session: session || S.session } }));
 }
+/** The current session's agent: whose memory, tasks and reminders the tabs show. */
+function sessionAgent() {
+  const s = (S.sessions || []).find((x) => x.id === S.session);
+  return s && s.agent ? s.agent : null;
+}
+/** `GET path?agent=…` for the current session's agent; `{agent, …}` back. */
+async function ofAgent(path) {
+  const agent = sessionAgent();
+  return get(path + (agent ? "?agent=" + encodeURIComponent(agent) : ""));
+}
+/** With several agents, a caption naming whose list a tab shows. */
+function whose(agent) {
+  return S.info && (S.info.agents || []).length > 1 ? h("div", { class: "cm", testid: "pane-agent", data: { agent } }, "agent " + agent) : null;
+}
 async function refreshMemory() {
-  S.memory = (await get("/api/memory")).blocks || [];
+  const r = await ofAgent("/api/memory");
+  S.memory = r.blocks || [];
   $("n-memory").textContent = S.memory.length;
   const pane = $("pane-memory");
-  if (!S.memory.length) { pane.replaceChildren(h("div", { class: "empty" }, "No memory blocks. The agent keeps what persists across conversations here (update_memory).")); return; }
-  pane.replaceChildren(...S.memory.map((b) => h("div", { class: "card", testid: "memory-block", data: { label: b.label } },
+  if (!S.memory.length) { pane.replaceChildren(...[whose(r.agent), h("div", { class: "empty" }, "No memory blocks. The agent keeps what persists across conversations here (update_memory).")].filter(Boolean)); return; }
+  pane.replaceChildren(...[whose(r.agent)].filter(Boolean), ...S.memory.map((b) => h("div", { class: "card", testid: "memory-block", data: { label: b.label } },
     h("div", { class: "ch" }, h("span", { class: "ct mono" }, b.label), h("span", { class: "badge b-neutral" }, b.permission), b.pinned ? h("span", { class: "badge b-neutral" }, "pinned") : null,
       h("span", { class: "cm", style: "margin-left:auto" }, `${(b.value || "").length} / ${b.char_limit} chars · ${rel(b.updated_at)}`)),
     b.description ? h("div", { class: "cm" }, b.description) : null,
@@ -1026,11 +1043,12 @@ async function refreshMemory() {
     h("div", { class: "meter" }, h("div", { style: `width:${Math.min(100, 100 * (b.value || "").length / Math.max(1, b.char_limit))}%` })))));
 }
 async function refreshTasks() {
-  S.tasks = (await get("/api/tasks")).tasks || [];
+  const r = await ofAgent("/api/tasks");
+  S.tasks = r.tasks || [];
   $("n-tasks").textContent = S.tasks.filter((t) => t.status !== "done").length;
   const pane = $("pane-tasks");
-  if (!S.tasks.length) { pane.replaceChildren(h("div", { class: "empty" }, "No tasks. The agent tracks multi-step work here (track_task).")); return; }
-  pane.replaceChildren(...S.tasks.map((t) => h("div", { class: "card", testid: "task-item", data: { id: t.id, status: t.status } },
+  if (!S.tasks.length) { pane.replaceChildren(...[whose(r.agent), h("div", { class: "empty" }, "No tasks. The agent tracks multi-step work here (track_task).")].filter(Boolean)); return; }
+  pane.replaceChildren(...[whose(r.agent)].filter(Boolean), ...S.tasks.map((t) => h("div", { class: "card", testid: "task-item", data: { id: t.id, status: t.status } },
     h("div", { class: "ch" }, h("span", { class: "ct" }, "#" + t.id + " " + t.title), h("span", { class: "badge " + (t.status === "done" ? "b-ok" : t.status === "blocked" ? "b-err" : "b-neutral") }, t.status.replace(/_/g, " ")),
       h("span", { class: "badge " + (t.priority === "urgent" || t.priority === "high" ? "b-warn" : "b-neutral") }, t.priority),
       t.due_at ? h("span", { class: "cm" }, "due " + rel(t.due_at)) : null),
@@ -1038,11 +1056,12 @@ async function refreshTasks() {
     (t.steps || []).length ? h("ol", { class: "steps" }, ...t.steps.map((s) => h("li", { class: s.done ? "done" : "" }, s.text))) : null)));
 }
 async function refreshReminders() {
-  S.reminders = (await get("/api/reminders")).reminders || [];
+  const list = await ofAgent("/api/reminders");
+  S.reminders = list.reminders || [];
   $("n-reminders").textContent = S.reminders.filter((r) => !r.fired_at).length;
   const pane = $("pane-reminders");
-  if (!S.reminders.length) { pane.replaceChildren(h("div", { class: "empty" }, "No reminders (schedule_reminder).")); return; }
-  pane.replaceChildren(...S.reminders.map((r) => h("div", { class: "card", testid: "reminder-item", data: { id: r.id } },
+  if (!S.reminders.length) { pane.replaceChildren(...[whose(list.agent), h("div", { class: "empty" }, "No reminders (schedule_reminder).")].filter(Boolean)); return; }
+  pane.replaceChildren(...[whose(list.agent)].filter(Boolean), ...S.reminders.map((r) => h("div", { class: "card", testid: "reminder-item", data: { id: r.id } },
     h("div", { class: "ch" }, h("span", { class: "ct" }, r.message), r.fired_at ? h("span", { class: "badge b-ok" }, "delivered") : h("span", { class: "badge b-neutral" }, "due " + rel(r.due_at))),
     h("div", { class: "cm" }, "to " + (r.target ? r.target.type + (r.target.id ? " " + r.target.id : "") : "the agent") + " · " + r.due_at))));
 }

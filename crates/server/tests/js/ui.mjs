@@ -551,6 +551,21 @@ async function agentsScenario() {
     await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent === "I asked the assistant."),
       `${T("chat-msg")}[data-role="assistant"]`);
   });
+  await step("the memory, tasks and reminders tabs show the session's agent's own, and say whose", async () => {
+    await page.click(T("tab-memory"));
+    await page.waitForSelector(`${T("memory-list")} ${T("pane-agent")}[data-agent="researcher"]`);
+    // Asked outside the page (its console would log the 404 the last one is meant to get).
+    const get = async (q) => { const r = await page.request.get(`${base}/api/memory${q}`); return [r.status(), await r.json()]; };
+    const api = [await get("?agent=researcher"), await get(""), await get("?agent=nobody")];
+    if (api[0][0] !== 200 || api[0][1].agent !== "researcher") fail(`researcher's memory: ${JSON.stringify(api[0])}`);
+    if (api[1][1].agent !== "assistant") fail(`the default agent's: ${JSON.stringify(api[1])}`);
+    if (api[2][0] !== 404 || api[2][1].error.code !== "not_found") fail(`an unknown agent: ${JSON.stringify(api[2])}`);
+    for (const tab of ["tasks", "reminders"]) {
+      await page.click(T("tab-" + tab));
+      await page.waitForSelector(`${T(tab === "tasks" ? "task-list" : "reminder-list")} ${T("pane-agent")}[data-agent="researcher"]`);
+    }
+    await page.click(T("tab-journal"));
+  });
   await step("the message between the agents shows in the assistant's inbox session, with its answer", async () => {
     const inbox = `${T("session-item")}:has-text("Inbox · assistant")`;
     for (let i = 0; i < 40 && !(await page.locator(inbox).count()); i++) {
