@@ -17,7 +17,6 @@
 //! active. A bad frontmatter fails at load with the file, the line and the reason.
 
 use holdfast_core::{AiTool, ErrorCode, ToolContext, ToolError, ToolRegistry};
-use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -181,33 +180,31 @@ impl SkillSet {
     }
 }
 
-/// The skills active in a session (a [`ToolContext`] extension).
+/// The skills active in a session, kept in its notes ([`ToolContext::notes`]): saved with the session, so they stay
+/// active after a restart or an unload.
 #[derive(Debug, Default)]
-pub struct ActiveSkills(Mutex<Vec<String>>);
+pub struct ActiveSkills;
+
+/// The session note listing the active skills.
+const ACTIVE_SKILLS_NOTE: &str = "active_skills";
 
 impl ActiveSkills {
     /// The active skills of `ctx`, in activation order.
     pub fn of(ctx: &ToolContext) -> Vec<String> {
-        ctx.extensions.get::<ActiveSkills>().map(|a| a.0.lock().clone()).unwrap_or_default()
+        ctx.notes.get(ACTIVE_SKILLS_NOTE).and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
     }
 
     fn activate(ctx: &ToolContext, name: &str) -> bool {
-        let active = match ctx.extensions.get::<ActiveSkills>() {
-            Some(a) => a,
-            None => {
-                ctx.extensions.insert(ActiveSkills::default());
-                match ctx.extensions.get::<ActiveSkills>() {
-                    Some(a) => a,
-                    None => return false,
-                }
+        let mut newly = false;
+        ctx.notes.update(ACTIVE_SKILLS_NOTE, |slot| {
+            let mut list: Vec<String> = slot.take().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+            if !list.iter().any(|n| n == name) {
+                list.push(name.to_owned());
+                newly = true;
             }
-        };
-        let mut list = active.0.lock();
-        if list.iter().any(|n| n == name) {
-            return false;
-        }
-        list.push(name.to_owned());
-        true
+            *slot = Some(serde_json::json!(list));
+        });
+        newly
     }
 }
 

@@ -112,6 +112,7 @@ impl CoreServices {
         ctx.registers.restore(entries);
         ctx.context_bank.restore(state.context_bank, state.authorizations, state.latest_message);
         ctx.confirmations.restore(state.confirmations);
+        ctx.notes.restore(state.notes);
         // What was loaded counts as saved: a copy that changes nothing writes nothing (a new revision here would
         // refuse another instance's next save of the same session).
         ctx.registers.take_dirty();
@@ -120,6 +121,7 @@ impl CoreServices {
         {
             saved.bank = ctx.context_bank.version();
             saved.confirmations = ctx.confirmations.version();
+            saved.notes = ctx.notes.version();
             p.saved_version.store(ctx.state_version(), std::sync::atomic::Ordering::SeqCst);
         }
         ctx
@@ -142,7 +144,7 @@ impl CoreServices {
             if let Some(p) = &ctx.persistence
                 && let Ok(mut saved) = p.saved.try_lock()
             {
-                (saved.bank, saved.confirmations) = (UNSAVED, UNSAVED);
+                (saved.bank, saved.confirmations, saved.notes) = (UNSAVED, UNSAVED, UNSAVED);
             }
         }
         Ok(ctx)
@@ -165,13 +167,14 @@ impl CoreServices {
             registers: RegisterStore::new(Arc::clone(&self.declarations), events.clone()),
             context_bank: ContextBank::new(Arc::clone(&self.scanner), events.clone()),
             confirmations: Confirmations::new(events.clone()),
+            notes: crate::notes::SessionNotes::default(),
             events,
             config: Arc::clone(&self.config),
             extensions: Extensions::default(),
             cancel: CancellationToken::new(),
             persistence: self.state_store.as_ref().map(|store| Persistence {
                 store: Arc::clone(store),
-                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, bank: 0, confirmations: 0 })),
+                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, bank: 0, confirmations: 0, notes: 0 })),
                 superseded: Arc::new(std::sync::atomic::AtomicBool::new(false)),
                 saved_version: Arc::new(std::sync::atomic::AtomicU64::new(UNSAVED)),
             }),
@@ -230,6 +233,8 @@ pub struct ToolContext {
     pub config: Arc<CoreConfig>,
     /// Per-session state of other layers.
     pub extensions: Extensions,
+    /// Small values other layers keep with the session across restarts ([`crate::notes`]).
+    pub notes: crate::notes::SessionNotes,
     /// Cancels the call in flight: the front end's stop (the turn's token, given with [`ToolContext::with_cancel`]).
     /// A session's own context never cancels. Tools stop only where they have written nothing, through
     /// [`ToolContext::until_cancelled`] or [`ToolContext::check_cancelled`].
@@ -267,6 +272,8 @@ struct Saved {
     bank: u64,
     /// The confirmations' version in that state ([`UNSAVED`]: their part is still to be written).
     confirmations: u64,
+    /// The notes' version in that state ([`UNSAVED`]: their part is still to be written).
+    notes: u64,
 }
 
 impl ToolContext {
@@ -316,7 +323,11 @@ impl ToolContext {
     /// message scanned, an authorization spent or given back, a confirmation asked, decided or withdrawn): the sum
     /// of its parts' change counters, each only ever growing.
     pub fn state_version(&self) -> u64 {
-        self.registers.version().wrapping_add(self.context_bank.version()).wrapping_add(self.confirmations.version())
+        self.registers
+            .version()
+            .wrapping_add(self.context_bank.version())
+            .wrapping_add(self.confirmations.version())
+            .wrapping_add(self.notes.version())
     }
 
     /// The session's registers, context bank and confirmations as one value.
@@ -329,6 +340,7 @@ impl ToolContext {
             latest_message: self.context_bank.latest_message(),
             authorizations: self.context_bank.authorizations(),
             confirmations: self.confirmations.saved(),
+            notes: self.notes.all(),
         }
     }
 
@@ -367,8 +379,10 @@ impl ToolContext {
         // Only what changed since the last save: the registers written or removed, the bank and the confirmations
         // when their versions moved. A call's write does not grow with the session.
         let dirty = self.registers.take_dirty();
-        let (bank, confirmations) = (self.context_bank.version(), self.confirmations.version());
-        let delta = match self.delta(&dirty, bank != saved.bank, confirmations != saved.confirmations) {
+        let (bank, confirmations, notes) =
+            (self.context_bank.version(), self.confirmations.version(), self.notes.version());
+        let changed = [bank != saved.bank, confirmations != saved.confirmations, notes != saved.notes];
+        let delta = match self.delta(&dirty, changed) {
             Ok(delta) => delta,
             Err(e) => {
                 self.registers.mark_dirty(dirty);
@@ -400,7 +414,7 @@ impl ToolContext {
                 Ok(()) => {
                     requeue.dirty = None;
                     saved.revision = revision;
-                    (saved.bank, saved.confirmations) = (bank, confirmations);
+                    (saved.bank, saved.confirmations, saved.notes) = (bank, confirmations, notes);
                     saved_version.store(version, SeqCst);
                 }
                 Err(e) if e.code == crate::ErrorCode::SessionConflict => {
@@ -415,15 +429,14 @@ impl ToolContext {
         Ok(Some(revision))
     }
 
-    /// The parts a save writes: `dirty`'s registers (a removed or intrinsic one as gone), the bank and the
-    /// confirmations when asked.
+    /// The parts a save writes: `dirty`'s registers (a removed or intrinsic one as gone), and the bank, the
+    /// confirmations and the notes as `[bank, confirmations, notes]` asks.
     fn delta(
         &self,
         dirty: &std::collections::HashSet<String>,
-        bank: bool,
-        confirmations: bool,
+        [bank, confirmations, notes]: [bool; 3],
     ) -> Result<crate::session_state::StateDelta, serde_json::Error> {
-        use crate::session_state::{BANK_PART, CONFIRMATIONS_PART, REGISTER_PART_PREFIX};
+        use crate::session_state::{BANK_PART, CONFIRMATIONS_PART, NOTES_PART, REGISTER_PART_PREFIX};
         let mut parts = Vec::with_capacity(dirty.len() + 2);
         for key in dirty {
             let value = match self.registers.peek(key) {
@@ -437,6 +450,9 @@ impl ToolContext {
         }
         if confirmations {
             parts.push((CONFIRMATIONS_PART.to_owned(), Some(serde_json::to_string(&self.confirmations.saved())?)));
+        }
+        if notes {
+            parts.push((NOTES_PART.to_owned(), Some(self.notes.saved_part()?)));
         }
         Ok(crate::session_state::StateDelta { parts })
     }

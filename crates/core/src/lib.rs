@@ -23,6 +23,7 @@ pub mod context;
 pub mod context_bank;
 pub mod error;
 pub mod event;
+pub mod notes;
 pub mod preset;
 pub mod private_fs;
 pub mod registers;
@@ -38,6 +39,7 @@ pub use context::{CancellationToken, CoreServices, Extensions, SessionHook, Tool
 pub use context_bank::{ContextBank, ContextItem, ContextScanner, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};
 pub use event::{Event, EventBus, EventRelay, WeakEventBus};
+pub use notes::SessionNotes;
 pub use preset::PresetOrCustom;
 pub use registers::{Origin, RegisterStore, RegisterWrite};
 pub use registry::{RegistryError, ToolInfo, ToolRegistry};

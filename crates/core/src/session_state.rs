@@ -65,6 +65,9 @@ pub struct SessionState {
     /// Confirmations, oldest first.
     #[serde(default)]
     pub confirmations: Vec<SavedConfirmation>,
+    /// The session's notes ([`crate::notes`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub notes: BTreeMap<String, serde_json::Value>,
 }
 
 /// A saved state could not be read.
@@ -101,6 +104,8 @@ impl SessionState {
 pub const BANK_PART: &str = "bank";
 /// The part a saved state keeps its confirmations in.
 pub const CONFIRMATIONS_PART: &str = "confirmations";
+/// The part a saved state keeps the session's notes in ([`crate::notes`]).
+pub const NOTES_PART: &str = "notes";
 /// The prefix of the part that keeps one register (`r:KEY`).
 pub const REGISTER_PART_PREFIX: &str = "r:";
 
@@ -158,6 +163,8 @@ impl SessionState {
                 state.authorizations = bank.authorizations;
             } else if name == CONFIRMATIONS_PART {
                 state.confirmations = serde_json::from_str(text)?;
+            } else if name == NOTES_PART {
+                state.notes = serde_json::from_str(text)?;
             } else {
                 return Err(StateError::Part(name.clone()));
             }

@@ -216,10 +216,18 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     let result = async {
         let services_port = free_port()?;
         let services_url = format!("http://127.0.0.1:{services_port}");
-        let genesis = match &saved {
-            Some(s) => s.genesis,
-            None => genesis_hash(&provider).await?,
-        };
+        // The genesis the node shows now: anvil may give a resumed chain a new genesis block (it does not always
+        // save the one it loaded); the journal's entries signed before are then told apart by their receipts.
+        let genesis = genesis_hash(&provider).await?;
+        if let Some(s) = &saved
+            && s.genesis != genesis
+        {
+            progress(&format!(
+                "anvil shows the resumed chain with a new genesis block ({genesis}, saved {}); its state, key and \
+                 transactions are the saved ones",
+                s.genesis
+            ));
+        }
         let mut info = DevnetInfo {
             chain_id,
             rpc_url: rpc_url.clone(),

@@ -367,7 +367,6 @@ struct Web3SessionHook(Arc<Wallet>);
 
 impl SessionHook for Web3SessionHook {
     fn on_new_session(&self, ctx: &ToolContext) {
-        ctx.extensions.insert(kernel::inputs::SpentRegisters::default());
         ctx.registers.set_intrinsic_provider(Arc::new(WalletIntrinsics(Arc::clone(&self.0))));
     }
 }

@@ -144,6 +144,33 @@ async fn concurrent_requests_restore_one_session_object() {
 }
 
 #[tokio::test]
+async fn active_skills_and_spent_registers_stay_after_an_unload_and_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = {
+        let rt = runtime(tmp.path()).await;
+        let (info, ctx) = rt.open_session("http").await.unwrap();
+        rt.registry.call("use_skill", json!({"name": "swap"}), &ctx).await.unwrap();
+        // What the kernel does once a quote's transaction settled: the register cleared, its intent remembered.
+        rt.registry.call("register_set", json!({"key": "note", "value": "x"}), &ctx).await.unwrap();
+        holdfast_web3::kernel::inputs::spend(&ctx, "note", "intent-1");
+        ctx.persist().await.unwrap();
+        drop(ctx);
+        rt.unload_idle(Duration::ZERO).await;
+        let ctx = rt.session(&info.id).await.unwrap().unwrap();
+        assert_eq!(holdfast_agent::skills::ActiveSkills::of(&ctx), ["swap"], "after an unload");
+        // A second activation is not new.
+        let again = rt.registry.call("use_skill", json!({"name": "swap"}), &ctx).await.unwrap();
+        assert_eq!(again["newly_active"], false);
+        info.id
+    };
+    let rt = runtime(tmp.path()).await;
+    let ctx = rt.session(&id).await.unwrap().unwrap();
+    assert_eq!(holdfast_agent::skills::ActiveSkills::of(&ctx), ["swap"], "after a restart");
+    assert_eq!(holdfast_web3::kernel::inputs::spent_by(&ctx, "note").as_deref(), Some("intent-1"));
+    assert!(ctx.registers.get("note").is_none());
+}
+
+#[tokio::test]
 async fn an_unreadable_saved_state_is_an_error_not_an_empty_session() {
     let tmp = tempfile::tempdir().unwrap();
     let id = {

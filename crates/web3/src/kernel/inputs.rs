@@ -6,8 +6,6 @@ use alloy::primitives::{Address, U256, keccak256};
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::registers::{SharedEntry, ValueType};
 use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
-use parking_lot::Mutex;
-use std::collections::HashMap;
 
 /// The registers a swap (and its approval) is built from besides the quote: any of them typed by the model makes
 /// the action wait for the user.
@@ -180,20 +178,20 @@ pub(crate) fn shown(amount: U256, decimals: u8, symbol: &str) -> String {
     human(amount, decimals, symbol)
 }
 
-/// Per session: which intent spent a register the kernel cleared (a swap's quote, once its transaction settled), so
-/// that a retry on the now-empty register returns that transaction instead of `register_missing`.
-#[derive(Debug, Default)]
-pub struct SpentRegisters(Mutex<HashMap<String, String>>);
+/// The session note that names the intent which spent register `key` (see [`spend`]).
+fn spent_note(key: &str) -> String {
+    format!("spent_register:{key}")
+}
 
-/// Clears `key` after its intent settled on chain, remembering the intent for retries.
+/// Clears `key` after its intent settled on chain, remembering the intent in the session's notes (saved with the
+/// session, so after a restart too), so that a retry on the now-empty register returns that transaction instead of
+/// `register_missing`.
 pub fn spend(ctx: &ToolContext, key: &str, intent: &str) {
-    if let Some(spent) = ctx.extensions.get::<SpentRegisters>() {
-        spent.0.lock().insert(key.to_owned(), intent.to_owned());
-    }
+    ctx.notes.set(&spent_note(key), serde_json::Value::String(intent.to_owned()));
     ctx.registers.remove(key);
 }
 
 /// The intent that spent `key` in this session, if the kernel cleared it.
 pub fn spent_by(ctx: &ToolContext, key: &str) -> Option<String> {
-    ctx.extensions.get::<SpentRegisters>().and_then(|s| s.0.lock().get(key).cloned())
+    ctx.notes.get(&spent_note(key)).and_then(|v| v.as_str().map(str::to_owned))
 }
