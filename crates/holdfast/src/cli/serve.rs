@@ -227,6 +227,9 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         ),
         None => "messages and reminders wait (no LLM)".to_owned(),
     };
+    // Listening for SIGTERM and SIGINT before anything says the server is up: a supervisor that stops it at once
+    // still gets the clean stop (the devnet stopped with it), never the signal's default death.
+    let signals = shutdown_signals().context("listening for SIGTERM and SIGINT")?;
     outln!("holdfast serving on http://{addr}/");
     let again = if data_dir_is_default { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
     match &token {
@@ -278,7 +281,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     let stop = tokio_util::sync::CancellationToken::new();
     let on_signal = stop.clone();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signals.await;
         on_signal.cancel();
     });
     holdfast_agent::listen::serve(listener, holdfast_server::router(state, hosts), section.connections, stop)
@@ -300,20 +303,15 @@ fn net_note(chain_id: u64) -> &'static str {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// The first SIGTERM or SIGINT, listened for from the call on (the handlers are installed here, not when the future
+/// is first polled).
+fn shutdown_signals() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
+    })
 }

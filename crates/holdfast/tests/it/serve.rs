@@ -183,7 +183,8 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     assert_ne!(resumed["anvil"]["pid"], info_before["anvil"]["pid"]);
     assert_eq!(std::fs::read(data.join("devnet/wallet.key")).unwrap(), key_before, "the key is kept");
     Command::new("kill").args(["-TERM", &again.id().to_string()]).status().unwrap();
-    assert!(again.wait().unwrap().success());
+    let ended = again.wait_with_output().unwrap();
+    assert!(ended.status.success(), "{}: {}", ended.status, String::from_utf8_lossy(&ended.stderr));
 }
 
 /// Starts `serve --no-devnet` in `cwd` with `envs`, returns its first stdout lines (until `data:`), then kills it.
