@@ -1019,7 +1019,7 @@ mod tests {
         let after = store.load_state("s1").await.unwrap().unwrap();
         assert_eq!((after.revision, after.legacy.as_deref()), (5, None));
         let names: Vec<&str> = after.parts.keys().map(String::as_str).collect();
-        assert_eq!(names, ["bank", "confirmations", "r:note", "r:other"]);
+        assert_eq!(names, ["bank", "confirmations", "notes", "r:note", "r:other"]);
         let (state, legacy) = SessionState::from_stored(&after).unwrap();
         assert!(!legacy);
         assert_eq!(
