@@ -82,6 +82,9 @@ pub enum StateError {
     /// A part this holdfast does not know (written by a newer one).
     #[error("saved session state has a part {0:?} this holdfast does not know")]
     Part(String),
+    /// Both a whole state and parts: not a state any release writes (a save in parts empties the whole state).
+    #[error("saved session state holds both a whole state and parts; no release writes that")]
+    Mixed,
 }
 
 impl SessionState {
@@ -148,7 +151,7 @@ impl SessionState {
         if let Some(text) = &stored.legacy {
             // A store writes parts only where it empties the whole state: both at once is not a state it wrote.
             if !stored.parts.is_empty() {
-                return Err(StateError::Part("a whole state beside parts".into()));
+                return Err(StateError::Mixed);
             }
             return Ok((Self::from_json(text)?, true));
         }
@@ -404,6 +407,13 @@ mod tests {
         assert_eq!(back.registers.keys().len(), 250, "249 of r0…r249 and note");
         assert!(back.registers.get("r7").is_none() && back.registers.get("note").is_some());
         assert!(back.context_bank.has_amount("5", "USDC") && back.context_bank.has_amount("0.199", "ETH"));
+
+        // What no release writes is refused, never half read: a whole state beside parts, a part of a newer release.
+        let mixed = StoredState { legacy: Some(services.new_session("x").state().to_json().unwrap()), ..held.clone() };
+        assert!(matches!(SessionState::from_stored(&mixed), Err(StateError::Mixed)));
+        let mut newer = held;
+        newer.parts.insert("from_the_future".into(), "{}".into());
+        assert!(matches!(SessionState::from_stored(&newer), Err(StateError::Part(p)) if p == "from_the_future"));
     }
 
     /// A store whose saves wait until the test lets them go, counting them.

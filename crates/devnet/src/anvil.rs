@@ -18,7 +18,6 @@
 use crate::contracts::USDC;
 use crate::error::DevnetError;
 use crate::process::{kill_child, log_tail, spawn_logged};
-use alloy::primitives::B256;
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -456,10 +455,10 @@ pub const STATE_INTERVAL_SECS: u32 = 5;
 pub(crate) struct ChainFile<'a> {
     /// The state file (anvil's `--state`).
     pub path: &'a Path,
-    /// The saved chain's genesis block hash when resuming it (anvil must then answer with the devnet's contracts; the
-    /// genesis itself may change, see `start_on`); `None` starts a new chain, saved at `path` (a file already there
-    /// is removed first).
-    pub genesis: Option<B256>,
+    /// `true`: resume the chain saved at `path` (anvil must then answer with the devnet's contracts, not necessarily
+    /// with the saved genesis, see `start_on`); `false`: start a new chain, saved at `path` (a file already there is
+    /// removed first).
+    pub resume: bool,
 }
 
 /// Why one start attempt failed.
@@ -470,9 +469,10 @@ enum Attempt {
     Failed(DevnetError),
 }
 
-/// Starts anvil on a free port with its output in `log` and waits until it answers with `chain_id` and an empty
-/// USDC address (so it is really the fresh node we started, not someone else's on a recycled port). Retries with
-/// another port when the chosen one was taken meanwhile.
+/// Starts anvil on a free port with its output in `log`, keeping its chain in `chain_file`, and waits until it answers
+/// with `chain_id` and, for a new chain, an empty USDC address (so it is really the fresh node we started, not
+/// someone else's on a recycled port) or, for a resumed one, the devnet's USDC. Retries with another port when the
+/// chosen one was taken meanwhile.
 pub(crate) async fn start_anvil(
     bin: &Path,
     log: &Path,
@@ -480,7 +480,7 @@ pub(crate) async fn start_anvil(
     chain_id: u64,
     chain_file: ChainFile<'_>,
 ) -> Result<StartedAnvil, DevnetError> {
-    if chain_file.genesis.is_none() {
+    if !chain_file.resume {
         match std::fs::remove_file(chain_file.path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -572,7 +572,7 @@ async fn start_on(
             // A resumed chain must hold the devnet's contracts (the saved chain is checked further by the caller:
             // its key and account); a new one must be empty. (Not by its genesis: anvil does not always keep the
             // genesis block of a chain it loaded when it saves it again, and makes a new one on the next load.)
-            if chain_file.is_some_and(|c| c.genesis.is_some()) {
+            if chain_file.is_some_and(|c| c.resume) {
                 return match provider.get_code_at(USDC).await {
                     Ok(code) if !code.is_empty() => Ok(StartedAnvil { child, port, rpc_url, provider }),
                     Ok(_) => Err(fail(

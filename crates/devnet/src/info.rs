@@ -156,8 +156,9 @@ pub struct DevnetInfo {
     pub started_at: String,
     /// Lifecycle state.
     pub state: DevnetState,
-    /// The chain's genesis block hash; a devnet saved in [`STATE_FILE`] is resumed only when anvil answers with
-    /// this genesis. Absent in files written before devnets kept their chain (they start a new chain).
+    /// The chain's genesis block hash as anvil showed it at the last `up` (a resumed chain may show a new one: anvil
+    /// does not always keep the genesis block of a chain it loaded). Absent in files written before devnets kept
+    /// their chain, which start a new chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub genesis: Option<String>,
     /// Set by [`crate::up`] when the folder was already up and nothing was started (not stored in the file).

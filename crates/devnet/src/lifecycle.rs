@@ -182,7 +182,7 @@ pub async fn up(opts: UpOptions) -> Result<DevnetInfo, DevnetError> {
     }
     let anvil_bin = anvil_path(&*progress).await?;
     let state_path = dir.join(STATE_FILE);
-    let chain_file = ChainFile { path: &state_path, genesis: saved.as_ref().map(|s| s.genesis) };
+    let chain_file = ChainFile { path: &state_path, resume: saved.is_some() };
     match &saved {
         Some(s) => progress(&format!(
             "starting anvil ({}) with the chain saved in {STATE_FILE} (wallet {})…",
@@ -333,7 +333,7 @@ pub fn is_up(dir: &Path) -> Result<bool, DevnetError> {
 struct SavedChain {
     /// The devnet as it was last described.
     info: DevnetInfo,
-    /// Its chain's genesis block hash.
+    /// Its chain's genesis block hash as last recorded (anvil may show another after the resume).
     genesis: B256,
 }
 
