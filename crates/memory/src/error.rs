@@ -107,6 +107,15 @@ pub enum MemoryError {
     /// A reminder was already delivered (by another scheduler pass); this delivery is dropped.
     #[error("the reminder was already delivered")]
     AlreadyFired,
+    /// A reminder to other agents fired inside the anti-loop window of its agent and a recipient: it waits until
+    /// the window ends (its `not_before`), and the scheduler delivers it then.
+    #[error("the reminder waits for the anti-loop window to {to} to end, until {until}")]
+    Deferred {
+        /// The recipient whose window ends last.
+        to: String,
+        /// When it may fire ([`crate::clock::fmt_time`]).
+        until: String,
+    },
     /// A task, reminder or other record was not found.
     #[error("`{field}`: no {what} with id {id}")]
     RecordNotFound {
@@ -192,6 +201,7 @@ impl HasErrorCode for MemoryError {
             Self::RecordNotFound { .. } => ErrorCode::NotFound,
             Self::Upstream { .. } => ErrorCode::UpstreamError,
             Self::Storage(_) | Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,
+            Self::Deferred { .. } => ErrorCode::RateLimited,
             Self::Store(e) => e.code(),
         }
     }

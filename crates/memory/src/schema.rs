@@ -25,7 +25,15 @@ pub const TASKS: Component = Component {
 /// Messages between agents, inboxes, the outbox, groups, channels, the anti-loop windows and reminders.
 pub const MESSAGES: Component = Component {
     name: "messages",
-    migrations: &[Migration { version: 1, sqlite: SqliteStep::Code(messages_sqlite_v1), postgres: MESSAGES_POSTGRES }],
+    migrations: &[
+        Migration { version: 1, sqlite: SqliteStep::Code(messages_sqlite_v1), postgres: MESSAGES_POSTGRES },
+        // A reminder to other agents that fires inside the pair's anti-loop window waits until it ends.
+        Migration {
+            version: 2,
+            sqlite: SqliteStep::Sql("ALTER TABLE reminders_items ADD COLUMN not_before TEXT;"),
+            postgres: r#"ALTER TABLE reminders_items ADD COLUMN IF NOT EXISTS not_before TEXT COLLATE "C";"#,
+        },
+    ],
 };
 
 /// Every component, in the order they are applied.

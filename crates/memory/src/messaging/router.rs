@@ -143,7 +143,8 @@ impl MessageRouter {
         self.route(from, target, content, metadata, origin, rules).await
     }
 
-    /// Sends as the runtime (a reminder): exempt from the cooldown, and an agent may be its own target. `hops` are
+    /// Sends as the runtime (a reminder): an agent may be its own target, and one that reaches other agents inside
+    /// the anti-loop window of the pair waits until it ends ([`MemoryError::Deferred`]). `hops` are
     /// those of the turn that scheduled it, so a reminder carries a conversation's count on instead of restarting
     /// it: to another agent it is one more hop, under the hop limit. The reminder (`fires`: its row id and firing
     /// time) is marked fired in the same transaction.
@@ -241,11 +242,15 @@ impl MessageRouter {
         let reach = self.reach(target.kind, target_id.clone(), &sender).await?;
         // Longer than a century is forever; capped so the window's end is a time the store can write.
         let window = self.inner.config.agent_cooldown.min(MAX_WINDOW);
-        let cooldown = (rules.agent_send && !window.is_zero()).then_some(CooldownRule {
+        // A reminder that reaches other agents passes the pair's window too, or one turn could start many turns
+        // of another agent by way of reminders due at once; inside it, the reminder waits rather than being dropped.
+        let reminder = rules.fires.is_some();
+        let cooldown = ((rules.agent_send || (reminder && agent_hop)) && !window.is_zero()).then_some(CooldownRule {
             now,
             window,
             // A channel's webhook, or the user, still gets a message no inbox does.
             refuse_when_all_skipped: reach.webhook.is_none() && target.kind != TargetType::User,
+            defer: reminder,
         });
         let via = rules.via.map(str::to_owned).unwrap_or_else(|| match target.kind {
             TargetType::Agent | TargetType::User => "direct".to_owned(),

@@ -13,7 +13,10 @@
 //! channel is one more hop when it fires, and one to the agent itself scheduled in a turn the user did not start
 //! carries one more hop than that turn (`schedule_reminder`), so a chain of reminders no user starts ends:
 //! scheduling is refused (with a `message.hop_limit` event) when the reminder's hops reach `[memory] max_hops`, and
-//! a reminder that reaches the limit by the time it fires is delivered to the scheduling agent itself with a note. An agent may have at most
+//! a reminder that reaches the limit by the time it fires is delivered to the scheduling agent itself with a note. A
+//! reminder that reaches other agents also passes the anti-loop window between its agent and each recipient when it
+//! fires ([`crate::messaging`]): inside one it is deferred, not dropped — it waits (`not_before`) until the last
+//! window ends, and the scheduler sleeps until then. An agent may have at most
 //! [`MAX_PENDING_REMINDERS`] pending reminders.
 //!
 //! **Several instances.** Reminders live in the router's store ([`crate::messaging::store`]). On PostgreSQL every
@@ -255,6 +258,10 @@ impl ReminderScheduler {
         match sent {
             Ok(_) => Ok(true),
             Err(MemoryError::AlreadyFired) => Ok(false),
+            Err(MemoryError::Deferred { to, until }) => {
+                tracing::info!(reminder = %r.id, recipient = %to, until = %until, "reminder waits for the anti-loop window");
+                Ok(false)
+            }
             Err(e @ (MemoryError::Storage(_) | MemoryError::Store(_) | MemoryError::Internal(_))) => {
                 // The store failed, not the target: still due, the next pass tries again.
                 tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered; it stays due");

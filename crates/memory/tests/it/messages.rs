@@ -107,6 +107,30 @@ async fn scenario(store: Arc<dyn MessageStore>) {
     let reminder = got.iter().find(|m| m.via == "reminder").unwrap();
     assert_eq!(reminder.content, "water the plants", "{kind}");
     assert!(a.reminders.list(true).await.unwrap()[0].fired_at.is_some(), "{kind}");
+
+    // Reminders to another agent pass the pair's window when they fire: of two due at once, the second waits, not
+    // dropped, and the scheduler sleeps until the window ends instead of passing it again and again.
+    clock.advance(chrono::Duration::seconds(11));
+    b.inbox().drain().await.unwrap();
+    let now = clock.now();
+    let to_b = Some(MessageTarget::agent("b"));
+    let one = a.reminders.schedule("at", now, "one".into(), to_b.clone(), 0).await.unwrap();
+    let two = a.reminders.schedule("at", now, "two".into(), to_b, 0).await.unwrap();
+    let fired: Vec<String> = scheduler.fire_due().await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(fired, [one.id], "{kind}");
+    let reminded = |got: Vec<holdfast_memory::InboxMessage>| {
+        got.into_iter().filter(|m| m.via == "reminder").map(|m| m.content).collect::<Vec<_>>()
+    };
+    assert_eq!(reminded(b.inbox().drain().await.unwrap()), ["one"], "{kind}");
+    let next = scheduler.next_due().await.unwrap().unwrap();
+    assert!(next >= now + chrono::Duration::seconds(10), "{kind}: the next wake is the window's end, not {next}");
+    assert!(scheduler.fire_due().await.unwrap().is_empty(), "{kind}: still inside the window");
+    let pending: Vec<String> = a.reminders.list(false).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert!(pending.contains(&two.id), "{kind}: deferred, still pending: {pending:?}");
+    clock.advance(chrono::Duration::seconds(11));
+    let fired: Vec<String> = scheduler.fire_due().await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(fired, [two.id], "{kind}");
+    assert_eq!(reminded(b.inbox().drain().await.unwrap()), ["two"], "{kind}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

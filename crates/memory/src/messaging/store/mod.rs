@@ -70,6 +70,10 @@ pub struct CooldownRule {
     /// Refuse the send ([`MemoryError::Cooldown`]) when every recipient is inside its window (a channel with a
     /// webhook, or a message to the user, still goes out).
     pub refuse_when_all_skipped: bool,
+    /// A reminder's rule: when any recipient is inside its window, nothing is stored, the reminder (`fires`) waits
+    /// until the last of those windows ends (`reminders_items.not_before`), and the send fails with
+    /// [`MemoryError::Deferred`]. Deferred, never dropped, and never partly delivered.
+    pub defer: bool,
 }
 
 /// What storing a message did.
@@ -272,6 +276,16 @@ fn window_left(until: &str, now: DateTime<Utc>) -> Option<Duration> {
 }
 
 /// The error a send gets when every recipient was inside its window.
+/// The deferral of a reminder whose send found `skipped` recipients inside their windows: until the last window
+/// ends. `None` when the rule does not defer or nobody was skipped.
+pub(crate) fn deferral(rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<(String, DateTime<Utc>)> {
+    if !rule.defer {
+        return None;
+    }
+    let (to, left) = skipped.iter().max_by_key(|(_, d)| *d).cloned()?;
+    Some((to, rule.now + chrono::Duration::from_std(left).unwrap_or(chrono::TimeDelta::MAX)))
+}
+
 fn all_skipped(m: &NewMessage, rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<MemoryError> {
     let (to, retry_after) = skipped.iter().min_by_key(|(_, d)| *d).cloned()?;
     Some(MemoryError::Cooldown { from: m.sender.clone(), to, cooldown: rule.window, retry_after })

@@ -17,7 +17,7 @@ use super::adopt;
 use super::sqlite::{INBOX_SELECT, REMINDER_SELECT};
 use super::{
     HeldLock, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, StoredMessage,
-    all_skipped, window_left,
+    all_skipped, deferral, window_left,
 };
 use crate::clock::fmt_time;
 use crate::db::Database;
@@ -394,6 +394,20 @@ impl MessageStore for PgMessageStore {
                         let left = current.as_deref().and_then(|u| window_left(u, rule.now)).unwrap_or_default();
                         skipped.push((to, left));
                     }
+                    if let Some((to, until)) = deferral(rule, &skipped)
+                        && let Some((reminder, _)) = &m.fires
+                    {
+                        // Nothing of this send is kept (the windows it reserved, the claim): only the wait.
+                        tx.rollback().await.map_err(pg_err)?;
+                        let until = fmt_time(until);
+                        sqlx::query("UPDATE reminders_items SET not_before = $1 WHERE id = $2 AND fired_at IS NULL")
+                            .bind(&until)
+                            .bind(reminder)
+                            .execute(s.pool())
+                            .await
+                            .map_err(pg_err)?;
+                        return Err(MemoryError::Deferred { to, until });
+                    }
                     if delivered.is_empty()
                         && rule.refuse_when_all_skipped
                         && let Some(refused) = all_skipped(m, rule, &skipped)
@@ -593,7 +607,10 @@ impl MessageStore for PgMessageStore {
 
     fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
         self.run(|s| async move {
-            let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 ORDER BY due_at, id");
+            let sql = format!(
+                "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 AND (not_before IS NULL OR not_before <= $1)
+                 ORDER BY due_at, id"
+            );
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now).fetch_all(s.pool()).await.map_err(pg_err)?;
             rows.iter().map(reminder_row).collect()
         })
@@ -601,7 +618,7 @@ impl MessageStore for PgMessageStore {
 
     fn next_due(&self) -> Result<Option<String>> {
         self.run(|s| async move {
-            sqlx::query_scalar("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL")
+            sqlx::query_scalar("SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL")
                 .fetch_one(s.pool())
                 .await
                 .map_err(pg_err)

@@ -3,7 +3,7 @@
 
 use super::{
     CooldownRule, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, Reservation,
-    StoredMessage, all_skipped, window_left,
+    StoredMessage, all_skipped, deferral, window_left,
 };
 use crate::clock::fmt_time;
 use crate::db::Database;
@@ -191,6 +191,19 @@ impl MessageStore for SqliteMessageStore {
                 None => (m.recipients.clone(), Vec::new()),
             };
             if let Some(rule) = &m.cooldown
+                && let Some((to, until)) = deferral(rule, &skipped)
+                && let Some((reminder, _)) = &m.fires
+            {
+                // Nothing of this send is kept (the windows it reserved, the fired mark): only the wait.
+                drop(tx);
+                let until = fmt_time(until);
+                c.execute(
+                    "UPDATE reminders_items SET not_before = ?1 WHERE id = ?2 AND fired_at IS NULL",
+                    params![until, reminder],
+                )?;
+                return Err(MemoryError::Deferred { to, until });
+            }
+            if let Some(rule) = &m.cooldown
                 && delivered.is_empty()
                 && rule.refuse_when_all_skipped
                 && let Some(refused) = all_skipped(m, rule, &skipped)
@@ -336,7 +349,10 @@ impl MessageStore for SqliteMessageStore {
 
     fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
         self.db.with_conn(|c| {
-            let sql = format!("{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 ORDER BY due_at, id");
+            let sql = format!(
+                "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 AND (not_before IS NULL OR not_before <= ?1)
+                 ORDER BY due_at, id"
+            );
             let mut stmt = c.prepare_cached(&sql)?;
             Ok(stmt.query_map([now], reminder_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
         })
@@ -344,7 +360,11 @@ impl MessageStore for SqliteMessageStore {
 
     fn next_due(&self) -> Result<Option<String>> {
         self.db.with_conn(|c| {
-            Ok(c.query_row("SELECT min(due_at) FROM reminders_items WHERE fired_at IS NULL", [], |r| r.get(0))?)
+            Ok(c.query_row(
+                "SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL",
+                [],
+                |r| r.get(0),
+            )?)
         })
     }
 
