@@ -2,8 +2,11 @@
 //!
 //! A message to the agent — from another agent, a group, a channel — and a reminder that fires land in the agent's
 //! durable inbox (`holdfast_memory::messaging`). [`spawn`] watches that inbox and answers each message with a turn of
-//! its own ([`Agent::answer_message`]) in the agent's **inbox session** (kind `inbox`, one per agent, found again
-//! after a restart through the session link `inbox:<agent id>`). The final text of a turn that answers another
+//! its own ([`Agent::answer_message`]) in an **inbox session** (kind `inbox`) of that agent — one per sender
+//! ([`conversation`]: another agent, a group, a channel, or the agent's own reminders), titled by whom it talks with
+//! and found again after a restart through the session link `inbox:<agent id>/<sender>`. So each sender's exchange
+//! has its own history and summaries, and one sender's words never sit in another's context; the agent's memory
+//! stays one, as it is the agent's own. The final text of a turn that answers another
 //! agent's direct message is sent back to it as a `reply`, which that agent reads but does not answer.
 //!
 //! **What such a turn may do.** The message is shown to the model as what it is — who sent it and how — and never as
@@ -38,7 +41,7 @@ use serde_json::json;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// The kind of the session the inbox's turns run in (one per agent). Users' turns are refused there.
+/// The kind of the sessions the inbox's turns run in (one per agent and sender). Users' turns are refused there.
 pub const SESSION_KIND: &str = "inbox";
 
 /// The window of `[agent] inbox_turns_per_minute`.
@@ -96,6 +99,19 @@ async fn take_hold(inbox: &Inbox, cancel: &CancelToken) -> Option<InboxHold> {
 /// Starts answering `agent`'s inbox until `cancel` fires.
 pub fn spawn(agent: Agent, cancel: CancelToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { Worker { agent, recent: VecDeque::new() }.run(&cancel).await })
+}
+
+/// The conversation a message to agent `receiver` belongs to: one per sender — another agent (its direct messages,
+/// replies and the reminders it scheduled for `receiver`), a group, a channel, or `receiver`'s own reminders. Each
+/// has its own inbox session, so one sender's words never sit in another's history. Returns the key (part of the
+/// session link; ids have no `/`) and the session's title.
+pub fn conversation(m: &InboxMessage, receiver: &str) -> (String, String) {
+    match m.via.split_once(':') {
+        Some(("group", g)) => (format!("group:{g}"), format!("group '{g}'")),
+        Some(("channel", c)) => (format!("channel:{c}"), format!("channel '{c}'")),
+        _ if m.via == "reminder" && m.from == receiver => ("reminders".to_owned(), "your reminders".to_owned()),
+        _ => (format!("agent:{}", m.from), format!("agent '{}'", m.from)),
+    }
 }
 
 /// Who sent a message to agent `receiver` and how, as the model and the history show it.
@@ -159,7 +175,7 @@ impl Worker {
                 }
             };
             if let Some(wait) = self.wait_for_rate() {
-                if let Ok(ctx) = self.session().await {
+                if let Ok(ctx) = self.session(&message).await {
                     ctx.events.publish(EventPayload::AgentRateLimited(AgentRateLimited {
                         agent_id: inbox.agent().to_owned(),
                         message_id: message.message_id.clone(),
@@ -216,7 +232,7 @@ impl Worker {
             message.message_id
         );
         let runtime = self.agent.runtime();
-        if let Ok(ctx) = self.session().await
+        if let Ok(ctx) = self.session(message).await
             && let Err(e) = runtime
                 .sessions
                 .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note))
@@ -239,10 +255,17 @@ impl Worker {
         self.recent.front().map(|t| RATE_WINDOW.saturating_sub(now.duration_since(*t)))
     }
 
-    /// The agent's inbox session, created the first time.
-    async fn session(&self) -> Result<ToolContext, ToolError> {
+    /// The session link of the conversation `message` belongs to, and its title.
+    fn link(&self, message: &InboxMessage) -> (String, String) {
+        let agent = self.agent.profile().name.as_str();
+        let (sender, title) = conversation(message, agent);
+        (link_key(agent, Some(&sender)), title)
+    }
+
+    /// The inbox session of the conversation `message` belongs to, created the first time.
+    async fn session(&self, message: &InboxMessage) -> Result<ToolContext, ToolError> {
         let runtime = self.agent.runtime();
-        let key = link_key(self.agent.profile().name.as_str());
+        let (key, title) = self.link(message);
         let known = runtime.sessions.link_get(&key).await?;
         if let Some(id) = known.as_ref().and_then(|l| l.get("session_id")).and_then(|v| v.as_str())
             && let Some(ctx) = runtime.session(id).await?
@@ -250,18 +273,32 @@ impl Worker {
             return Ok(ctx);
         }
         let (info, ctx) = runtime.open_session_as(SESSION_KIND, &self.agent.profile().name).await?;
+        runtime.sessions.name_session(&info.id, &title).await?;
         runtime.sessions.link_merge(&key, json!({"session_id": info.id})).await?;
         Ok(ctx)
+    }
+
+    /// Whether a turn for `message` began before a restart: its conversation's link says so, or, for a turn begun
+    /// by a release that kept one inbox session per agent, that session's link.
+    async fn began(&self, key: &str, message: &InboxMessage) -> Result<bool, ToolError> {
+        let sessions = &self.agent.runtime().sessions;
+        let legacy = link_key(self.agent.profile().name.as_str(), None);
+        for key in [key, legacy.as_str()] {
+            let link = sessions.link_get(key).await?;
+            if link.as_ref().and_then(|l| l.get("answering")).and_then(|v| v.as_str()) == Some(&message.message_id) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Answers one message: a turn, then the reply to an agent's direct message. `Err` only when storage failed and
     /// the message should be looked at again; a failed model call ends the turn (recorded) and the message is taken.
     async fn handle(&mut self, message: &InboxMessage, cancel: &CancelToken) -> Result<(), ToolError> {
         let runtime = self.agent.runtime();
-        let key = link_key(self.agent.profile().name.as_str());
-        let ctx = self.session().await?;
-        let began = runtime.sessions.link_get(&key).await?;
-        if began.as_ref().and_then(|l| l.get("answering")).and_then(|v| v.as_str()) == Some(&message.message_id) {
+        let (key, _) = self.link(message);
+        let ctx = self.session(message).await?;
+        if self.began(&key, message).await? {
             tracing::warn!(message = %message.message_id, "a turn for this message began before a restart; not run twice");
             let note = format!(
                 "The turn answering {} was interrupted (the process stopped); it is not run again.",
@@ -317,9 +354,13 @@ impl Worker {
     }
 }
 
-/// The session link of an agent's inbox session.
-fn link_key(agent_id: &str) -> String {
-    format!("inbox:{agent_id}")
+/// The session link of an agent's inbox session with one sender (`None`: the one inbox session per agent that
+/// releases before conversations per sender kept).
+fn link_key(agent_id: &str, sender: Option<&str>) -> String {
+    match sender {
+        Some(sender) => format!("inbox:{agent_id}/{sender}"),
+        None => format!("inbox:{agent_id}"),
+    }
 }
 
 /// Sleeps `d`; `true` when cancelled first.

@@ -165,7 +165,7 @@ function renderSessions() {
   ul.replaceChildren(...S.sessions.map((s) => h("li", {
     class: s.id === S.session ? "active" : "", testid: "session-item", data: { id: s.id }, title: s.id,
     onclick: () => { if (s.id !== S.session) selectSession(s.id); },
-  }, h("div", { class: "st" }, s.kind === "inbox" ? "Inbox · " + s.agent : (s.title || "New session")),
+  }, h("div", { class: "st" }, s.kind === "inbox" ? "Inbox · " + s.agent + (s.title ? " · " + s.title : "") : (s.title || "New session")),
     h("div", { class: "sm" }, ((S.info && (S.info.agents || []).length > 1) ? s.agent + " · " : "") + (s.message_count || 0) + " msg · " + ((s.input_tokens || 0) + (s.output_tokens || 0)) + " tokens · " + rel(s.updated_at)))));
 }
 tid("session-new").addEventListener("click", async () => {

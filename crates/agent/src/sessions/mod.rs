@@ -182,6 +182,8 @@ pub trait SessionStorage: SessionStateStore {
     fn history<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, ToolError>>;
     /// Adds a model call's token usage to the session's totals.
     fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>>;
+    /// Titles a session that has no title yet (an inbox session, by whom it talks with); a titled one is left.
+    fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>>;
 }
 
 /// The session store `storage` names: the SQLite file (or memory without one), or PostgreSQL (migrated first).
@@ -459,6 +461,14 @@ impl SqliteSessionStore {
         .map(|_| ())
     }
 
+    /// Titles a session that has no title yet.
+    pub async fn name_session(&self, session_id: &str, title: &str) -> Result<(), ToolError> {
+        let (id, title) = (session_id.to_owned(), title.to_owned());
+        self.with(move |c| c.execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title]))
+            .await
+            .map(|_| ())
+    }
+
     /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is
     /// 1); otherwise another process saved it meanwhile: `session_conflict`, nothing written.
     pub async fn save_state(&self, session_id: &str, revision: u64, delta: StateDelta) -> Result<(), ToolError> {
@@ -608,6 +618,9 @@ impl SessionStorage for SqliteSessionStore {
     fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(SqliteSessionStore::add_usage(self, session_id, usage))
     }
+    fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(SqliteSessionStore::name_session(self, session_id, title))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -755,6 +768,14 @@ impl SessionStorage for InMemorySessionStore {
             if let Some(info) = self.sessions.lock().get_mut(session_id).and_then(|s| s.info.as_mut()) {
                 info.input_tokens += i64::try_from(usage.input_tokens).unwrap_or(i64::MAX);
                 info.output_tokens += i64::try_from(usage.output_tokens).unwrap_or(i64::MAX);
+            }
+            Ok(())
+        })
+    }
+    fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            if let Some(info) = self.sessions.lock().get_mut(session_id).and_then(|s| s.info.as_mut()) {
+                info.title.get_or_insert_with(|| title.to_owned());
             }
             Ok(())
         })

@@ -336,6 +336,18 @@ impl SessionStorage for PgSessionStore {
             Ok(())
         })
     }
+
+    fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            sqlx::query("UPDATE sessions SET title = $2 WHERE id = $1 AND title IS NULL")
+                .bind(session_id)
+                .bind(title)
+                .execute(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(())
+        })
+    }
 }
 
 /// Writes queued saves in batches until every handle on the store is dropped.

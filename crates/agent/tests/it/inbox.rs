@@ -435,3 +435,62 @@ async fn two_instances_answer_each_message_once_and_one_takes_over_from_the_othe
         cancel.cancel();
     }
 }
+
+/// Each sender has its own conversation with the agent: two agents' messages land in two inbox sessions, titled by
+/// whom they talk with, and neither one's words reach the model in the other's turn; the agent's own reminders have
+/// a session of their own. A message whose turn began under the one inbox session per agent of earlier releases is
+/// not run again.
+#[tokio::test]
+async fn each_sender_has_its_own_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("holdfast.toml");
+    let toml = format!("[storage]\ndata_dir = {:?}\n[memory]\nagent_cooldown_secs = 0\n", dir.path().join("data"));
+    std::fs::write(&config, toml).unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    let replies = ["to alice", "to bob", "to alice again", "reminded"].map(|t| Reply::Text(t.into())).into();
+    let scripted = Scripted::start(Wire::OpenAi, replies).await;
+    let (alice, bob) = (Peer::new(&runtime, "alice").await, Peer::new(&runtime, "bob").await);
+    let me = runtime.agent.agent_id.as_str().to_owned();
+
+    // A turn an earlier release began in the agent's one inbox session, cut by a crash.
+    bob.send(&runtime, "cut by a crash", 0).await.unwrap();
+    let cut = runtime.agent.inbox().pending().await.unwrap()[0].message_id.clone();
+    runtime.sessions.link_merge(&format!("inbox:{me}"), json!({"answering": cut})).await.unwrap();
+
+    alice.send(&runtime, "alice's secret plan", 0).await.unwrap();
+    bob.send(&runtime, "bob's question", 0).await.unwrap();
+    alice.send(&runtime, "alice again", 0).await.unwrap();
+    let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
+    let cancel = CancelToken::new();
+    let _worker = holdfast_agent::inbox::spawn(agent, cancel.clone());
+    eventually("three turns", async || (scripted.requests.lock().len() == 3).then_some(())).await;
+    let due = chrono::Utc::now();
+    runtime.agent.reminders.schedule("when", due, "check the gas price".into(), None, 0).await.unwrap();
+    eventually("the reminder's turn", async || (scripted.requests.lock().len() == 4).then_some(())).await;
+    eventually("every message taken", async || runtime.agent.inbox().pending().await.unwrap().is_empty().then_some(()))
+        .await;
+
+    let requests: Vec<String> = scripted.requests.lock().iter().map(|(_, r)| r["messages"].to_string()).collect();
+    assert!(requests[1].contains("bob's question") && !requests[1].contains("alice"), "{}", requests[1]);
+    assert!(requests[2].contains("alice's secret plan") && !requests[2].contains("bob"), "{}", requests[2]);
+    assert!(!requests[3].contains("alice") && !requests[3].contains("bob"), "{}", requests[3]);
+
+    let inbox: Vec<SessionInfo> =
+        runtime.sessions.list(50).await.unwrap().into_iter().filter(|s| s.kind == "inbox").collect();
+    let mut titles: Vec<&str> = inbox.iter().filter_map(|s| s.title.as_deref()).collect();
+    titles.sort_unstable();
+    assert_eq!(titles, ["agent 'alice'", "agent 'bob'", "your reminders"]);
+    let opened = async |title: &str| {
+        let s = inbox.iter().find(|s| s.title.as_deref() == Some(title)).unwrap();
+        let history = runtime.sessions.history(&s.id).await.unwrap();
+        let said: Vec<String> =
+            history.iter().filter(|m| m.role == MessageRole::Inbox).map(|m| m.content.clone()).collect();
+        (said, history)
+    };
+    assert_eq!(opened("agent 'alice'").await.0, ["alice's secret plan", "alice again"]);
+    let (bobs, history) = opened("agent 'bob'").await;
+    assert_eq!(bobs, ["bob's question"], "the message cut by a crash is not run again");
+    assert!(history.iter().any(|m| m.content.contains("interrupted") && m.content.contains(&cut)), "{history:?}");
+    assert_eq!(opened("your reminders").await.0, ["check the gas price"]);
+    cancel.cancel();
+}

@@ -566,8 +566,8 @@ async function agentsScenario() {
     }
     await page.click(T("tab-journal"));
   });
-  await step("the message between the agents shows in the assistant's inbox session, with its answer", async () => {
-    const inbox = `${T("session-item")}:has-text("Inbox · assistant")`;
+  await step("the message between the agents shows in the assistant's inbox session with the researcher, with its answer", async () => {
+    const inbox = `${T("session-item")}:has-text("Inbox · assistant · agent 'researcher'")`;
     for (let i = 0; i < 40 && !(await page.locator(inbox).count()); i++) {
       await page.waitForTimeout(250);
       await page.reload();
