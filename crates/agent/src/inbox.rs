@@ -9,6 +9,11 @@
 //! stays one, as it is the agent's own. The final text of a turn that answers another
 //! agent's direct message is sent back to it as a `reply`, which that agent reads but does not answer.
 //!
+//! **Stopping.** An inbox turn is registered in [`crate::turns::Turns`] like a user's, so `POST
+//! /api/sessions/{id}/cancel` and the UI's stop button stop it (a page that goes away does not: it did not start
+//! it). The turn ends as a stopped user's turn does ("Cancelled by the user."), the message is taken as answered
+//! with that stop and never run again, and the sender of a direct message is told in a reply.
+//!
 //! **What such a turn may do.** The message is shown to the model as what it is — who sent it and how — and never as
 //! the user's words: it does not feed the context bank. The turn has no user channel, so an action that needs the
 //! user's confirmation is left pending for the user to decide in the UI (`Runtime::decide`), whatever the message
@@ -33,9 +38,10 @@
 //! and a conversation stops at `[memory] max_hops` (a `message.hop_limit` event), so two agents answering each
 //! other cannot run forever.
 
-use crate::agent::{Agent, AgentError, CancelToken};
+use crate::agent::{Agent, AgentError, CancelToken, StopReason};
+use crate::turns::Started;
 use holdfast_core::event::{AgentInboxTurn, AgentRateLimited, EventPayload};
-use holdfast_core::{ToolContext, ToolError};
+use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use holdfast_memory::{ConversationHops, Inbox, InboxHold, InboxMessage, SendOrigin};
 use serde_json::json;
 use std::collections::VecDeque;
@@ -320,8 +326,24 @@ impl Worker {
             hops: message.hops,
         }));
         tracing::info!(message = %message.message_id, from = %message.from, via = %message.via, hops = message.hops, "inbox turn");
-        let outcome = match self.agent.answer_message(&ctx, &from, &message.message_id, &message.content, cancel).await
-        {
+        // A stop the user sends (`POST /api/sessions/{id}/cancel`, the UI's stop button) ends this turn the way a
+        // user's turn ends; the message is then taken as answered with that stop, never run again.
+        let user_stop = CancelToken::new();
+        let Some(_running) = runtime.turns.begin(&ctx.session_id, user_stop.clone(), Started::Inbox) else {
+            return Err(ToolError::new(ErrorCode::RateLimited, "a turn is already running in this inbox session"));
+        };
+        let answered = {
+            let answering = self.agent.answer_message(&ctx, &from, &message.message_id, &message.content, cancel);
+            tokio::pin!(answering);
+            tokio::select! {
+                r = &mut answering => r,
+                () = user_stop.cancelled() => {
+                    cancel.cancel();
+                    answering.await
+                }
+            }
+        };
+        let outcome = match answered {
             Ok(outcome) => outcome,
             Err(AgentError::Llm(e)) => {
                 // Recorded in the session; the message is not answered again (the model failed, not storage).
@@ -334,14 +356,25 @@ impl Worker {
             }
             Err(AgentError::Tool(e)) => return Err(e),
         };
-        if message.via == "direct" && outcome.stopped.is_none() && !outcome.text.trim().is_empty() {
+        let stopped_by_user = user_stop.is_cancelled() && outcome.stopped == Some(StopReason::Cancelled);
+        if stopped_by_user {
+            tracing::info!(message = %message.message_id, "the user stopped the inbox turn; the message is taken");
+        }
+        // The sender of a direct message is told: the answer, or that the user stopped it (it waits for nothing).
+        let reply = match outcome.stopped {
+            None if !outcome.text.trim().is_empty() => Some(outcome.text.clone()),
+            Some(StopReason::Cancelled) if stopped_by_user => Some(format!(
+                "My user stopped the turn answering your message {}; it will not be answered.",
+                message.message_id
+            )),
+            _ => None,
+        };
+        if message.via == "direct"
+            && let Some(reply) = reply
+        {
             let origin = SendOrigin::session(&ctx);
             let me = &self.agent.profile().handle;
-            let sent = me
-                .messages
-                .router()
-                .reply(&me.agent_id, &message.from, outcome.text.clone(), &message.message_id, origin)
-                .await;
+            let sent = me.messages.router().reply(&me.agent_id, &message.from, reply, &message.message_id, origin).await;
             if let Err(e) = sent {
                 let note = format!("The reply to {} was not sent: {e}", message.message_id);
                 runtime

@@ -14,6 +14,7 @@ pub mod llm;
 pub mod runtime;
 pub mod sessions;
 pub mod skills;
+pub mod turns;
 pub mod window;
 
 pub use agent::{

@@ -136,6 +136,8 @@ pub struct Runtime {
     pub agent: AgentHandle,
     /// Persisted sessions.
     pub sessions: Arc<dyn SessionStorage>,
+    /// The turns running in this process, whoever started them: what stops one.
+    pub turns: crate::turns::Turns,
     skills: Arc<SkillSet>,
     llm: LlmConfig,
     agent_config: AgentConfig,
@@ -370,6 +372,7 @@ impl Runtime {
             profiles,
             session_idle,
             live: Mutex::new(HashMap::new()),
+            turns: crate::turns::Turns::default(),
             restoring: tokio::sync::Mutex::new(()),
             storage,
             _scheduler: scheduler,

@@ -13,6 +13,7 @@ use axum::extract::OriginalUri;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use holdfast_agent::turns::Started;
 use holdfast_agent::{CancelToken, ConfirmDecision, Decided, MessageRole, NewMessage, TurnObserver};
 use holdfast_core::confirm::{CONFIRMATION_TTL, Confirmation, ConfirmationState};
 use holdfast_core::tool::BoxFuture;
@@ -129,7 +130,8 @@ pub(crate) async fn get_session(
         .await?
         .ok_or_else(|| ApiError::Tool(ToolError::new(ErrorCode::NotFound, format!("no session {id:?}"))))?;
     let history = state.runtime.sessions.history(&id).await?;
-    Ok(Json(SessionDetail { session: info, history }))
+    let turn_running = state.runtime.turns.is_running(&id);
+    Ok(Json(SessionDetail { session: info, history, turn_running }))
 }
 
 /// A new session.
@@ -201,25 +203,18 @@ pub(crate) async fn send_message(
         }));
     };
     let cancel = CancelToken::new();
-    {
-        let mut turns = state.turns.lock();
-        if turns.contains_key(&id) {
-            return Err(ApiError::Tool(ToolError::new(
-                ErrorCode::RateLimited,
-                "a turn is already running in this session",
-            )));
-        }
-        turns.insert(id.clone(), cancel.clone());
-    }
+    let Some(running) = state.runtime.turns.begin(&id, cancel.clone(), Started::User) else {
+        return Err(ApiError::Tool(ToolError::new(ErrorCode::RateLimited, "a turn is already running in this session")));
+    };
     // The turn runs on its own task: if this request's future is dropped mid-turn, the guard stops the turn (a tool
     // in flight gives way where it has written nothing) instead of the turn being dropped half-way through a step.
     let stop_if_dropped = cancel.clone().drop_guard();
     let turn = tokio::spawn({
-        let (state, ctx, id) = (Arc::clone(&state), ctx.clone(), id.clone());
+        let (state, ctx) = (Arc::clone(&state), ctx.clone());
         async move {
             let observer = ServerObserver(Arc::clone(&state), ctx.clone());
             let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
-            state.turns.lock().remove(&id);
+            drop(running);
             result
         }
     });
@@ -239,7 +234,7 @@ pub(crate) async fn send_message(
 
 #[utoipa::path(post, path = "/api/sessions/{id}/cancel", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Whether a running turn was cancelled", body = schema::Cancelled)))]
 pub(crate) async fn cancel(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> ApiResult<Cancelled> {
-    let cancelled = state.cancel_turn(&id);
+    let cancelled = state.runtime.turns.cancel(&id);
     Ok(Json(Cancelled { cancelled }))
 }
 
@@ -351,7 +346,7 @@ async fn waiting_turn(state: &AppState, session: &str, cid: &str) -> Option<ones
         if let Some(tx) = state.waiters.lock().remove(cid) {
             return Some(tx);
         }
-        if !state.turns.lock().contains_key(session) {
+        if !state.runtime.turns.is_running(session) {
             return None;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

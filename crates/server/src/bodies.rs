@@ -111,6 +111,8 @@ pub(crate) struct SessionDetail {
     pub session: SessionInfo,
     /// Its history, oldest first.
     pub history: Vec<StoredMessage>,
+    /// Whether a turn runs in it now (the user's, or the inbox's answering a message); `POST …/cancel` stops it.
+    pub turn_running: bool,
 }
 
 /// `POST /api/sessions/{id}/messages`: the agent's turn.

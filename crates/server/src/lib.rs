@@ -36,7 +36,7 @@ use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use holdfast_agent::access::{AccessToken, Credentials, Guard, HostPolicy, SignIn};
-use holdfast_agent::{Agent, CancelToken, ConfirmDecision, Runtime};
+use holdfast_agent::{Agent, ConfirmDecision, Runtime};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -70,7 +70,6 @@ pub struct AppState {
     agents: Vec<Agent>,
     token: Option<AccessToken>,
     sign_in: Arc<SignIn>,
-    turns: Mutex<HashMap<String, CancelToken>>,
     /// Per session, how many WebSocket clients watch it: when the last one closes, the session's running turn
     /// stops (the page that started it is gone).
     watchers: Mutex<HashMap<String, usize>>,
@@ -112,7 +111,6 @@ impl AppState {
             agents,
             token,
             sign_in,
-            turns: Mutex::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
             waiters: Mutex::new(HashMap::new()),
         })
@@ -126,11 +124,6 @@ impl AppState {
     /// Browser sign-in: one-time codes and session cookies.
     pub fn sign_in(&self) -> &Arc<SignIn> {
         &self.sign_in
-    }
-
-    /// Stops the turn running in session `id`, if any; true when there was one.
-    pub(crate) fn cancel_turn(&self, id: &str) -> bool {
-        self.turns.lock().get(id).map(CancelToken::cancel).is_some()
     }
 
     /// The agent session `ctx` belongs to, when it has a model.

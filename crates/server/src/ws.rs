@@ -122,7 +122,7 @@ async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>, b
             *count -= 1;
             if *count == 0 {
                 watchers.remove(&id);
-                if state.cancel_turn(&id) {
+                if state.runtime.turns.cancel_users(&id) {
                     tracing::info!(session = %id, "the last WebSocket watching the session closed: its turn stops");
                 }
             }

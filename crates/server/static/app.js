@@ -9,7 +9,7 @@ const S = {
   registers: new Map(), maxAge: new Map(), regTouched: new Map(), openRegs: new Set(), removed: [],
   contextBank: [], latest: [], latestText: "", pending: new Map(), memory: [], tasks: [], reminders: [],
   dialogId: null, dialogDone: false, consoleConfirm: null, dismissed: new Set(),
-  streamEl: null, turnRunning: false, toolRows: [], turnFinal: false, finalEl: null, finalTimer: null,
+  streamEl: null, turnRunning: false, remoteTurn: false, toolRows: [], turnFinal: false, finalEl: null, finalTimer: null,
 };
 const ORIGINS = [
   ["intrinsic", "computed by the runtime"], ["config", "operator's configuration"], ["user", "from your own message"],
@@ -180,11 +180,15 @@ async function selectSession(id) {
   sessionStorage.setItem("holdfast.session", id);
   S.registers.clear(); S.regTouched.clear(); S.removed = []; S.contextBank = []; S.latest = []; S.latestText = ""; S.pending.clear();
   S.streamEl = null; S.toolRows = [];
+  if (S.remoteTurn) { S.remoteTurn = false; setTurn(false); }
   renderSessions(); renderRegisters(); renderContextBank(); renderPending(); moneyChanged(id);
   $("chatlog").replaceChildren();
   try {
-    const { history } = await get("/api/sessions/" + sid());
+    const { history, turn_running } = await get("/api/sessions/" + sid());
     renderHistory(history || []);
+    // A turn this page did not start (the inbox's, or one from another tab): shown running, and stoppable.
+    S.remoteTurn = !!turn_running && !S.turnRunning;
+    if (S.remoteTurn) setTurn(true);
   } catch (e) { toast("History: " + e.message, true); }
   connectWs();
 }
@@ -248,7 +252,10 @@ function onEvent(msg) {
       if (d.tool === "track_task") refreshTasks().catch(() => {});
       if (d.tool === "schedule_reminder") refreshReminders().catch(() => {});
       break;
-    case "agent.message": onAgentMessage(d); break;
+    case "agent.message": onAgentMessage(d);
+      if (d.final && S.remoteTurn) { S.remoteTurn = false; setTurn(false); }
+      break;
+    case "agent.inbox_turn": S.remoteTurn = true; setTurn(true); break;
     case "confirmation.required":
       S.pending.set(d.id, d); renderPending(); openConfirm(d.id); break;
     case "confirmation.resolved":

@@ -494,3 +494,51 @@ async fn each_sender_has_its_own_conversation() {
     assert_eq!(opened("your reminders").await.0, ["check the gas price"]);
     cancel.cancel();
 }
+
+/// The user stops an inbox turn (what `POST /api/sessions/{id}/cancel` and the UI's stop button call): the turn
+/// ends as a user's turn would, the message is taken as answered with that stop and never run again, the sender of
+/// the direct message is told, and the next message gets its turn.
+#[tokio::test]
+async fn the_user_stops_an_inbox_turn_and_it_is_not_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("holdfast.toml");
+    let toml = format!("[storage]\ndata_dir = {:?}\n[memory]\nagent_cooldown_secs = 0\n", dir.path().join("data"));
+    std::fs::write(&config, toml).unwrap();
+    let slow = Reply::Delay(Duration::from_secs(120), Box::new(Reply::Text("too late".into())));
+    let scripted = Scripted::start(Wire::OpenAi, vec![slow, Reply::Text("Answered the next.".into())]).await;
+    {
+        let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+        let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
+        let cancel = CancelToken::new();
+        let worker = holdfast_agent::inbox::spawn(agent, cancel.clone());
+        let bob = Peer::new(&runtime, "bob").await;
+        bob.send(&runtime, "a long question", 0).await.unwrap();
+        eventually("the turn to reach the model", async || (!scripted.requests.lock().is_empty()).then_some(())).await;
+        let session = inbox_session(&runtime).await.unwrap();
+        assert!(runtime.turns.is_running(&session.id));
+        assert!(runtime.turns.cancel(&session.id), "a running inbox turn is stopped");
+
+        let told = bob.recv().await;
+        assert_eq!(told.via, "reply");
+        assert!(told.content.contains("stopped"), "{}", told.content);
+        eventually("the message taken", async || runtime.agent.inbox().pending().await.unwrap().is_empty().then_some(()))
+            .await;
+        let history = runtime.sessions.history(&session.id).await.unwrap();
+        assert!(history.iter().any(|m| m.content == "Cancelled by the user."), "{history:?}");
+        assert!(!runtime.turns.is_running(&session.id));
+        assert!(!runtime.turns.cancel(&session.id), "nothing left to stop");
+        cancel.cancel();
+        worker.await.unwrap();
+    }
+    // A restart does not run it again; the next message is answered.
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    assert!(runtime.agent.inbox().pending().await.unwrap().is_empty());
+    let agent = Agent::new(Arc::clone(&runtime), provider(&scripted));
+    let cancel = CancelToken::new();
+    let _worker = holdfast_agent::inbox::spawn(agent, cancel.clone());
+    let carol = Peer::new(&runtime, "carol").await;
+    carol.send(&runtime, "the next", 0).await.unwrap();
+    assert_eq!(carol.recv().await.content, "Answered the next.");
+    assert_eq!(scripted.requests.lock().len(), 2, "the stopped message was not asked again");
+    cancel.cancel();
+}

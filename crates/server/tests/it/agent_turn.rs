@@ -239,3 +239,60 @@ async fn closing_the_last_websocket_watching_a_session_stops_its_turn() {
     drop(ws);
     server.assert_stopped_cleanly(turn).await;
 }
+
+/// The stop button works for a turn the inbox started (another agent's message): the session says a turn runs,
+/// `POST …/cancel` stops it, and the message is taken as answered with that stop.
+#[tokio::test]
+async fn the_stop_button_stops_an_inbox_turn() {
+    use holdfast_memory::{AgentId, MessageSender, MessageTarget, SendOrigin};
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let slow = Reply::Delay(Duration::from_secs(120), Box::new(Reply::Text("too late".into())));
+    let scripted = Scripted::start(Wire::OpenAi, vec![slow]).await;
+    let agent = Agent::new(Arc::clone(&runtime), Arc::new(OpenAiProvider::new(&scripted.url, None, "scripted")));
+    let cancel = holdfast_agent::CancelToken::new();
+    let _worker = holdfast_agent::inbox::spawn(agent.clone(), cancel.clone());
+    let state = AppState::with_agent(Arc::clone(&runtime), Some(agent), Some(AccessToken::from_secret(TOKEN).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}");
+    tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state, HostPolicy::loopback(addr))).await });
+
+    let bob = AgentId::new("bob").unwrap();
+    let router = runtime.agent.messages.router().clone();
+    router.register_agent(&bob).await.unwrap();
+    let to = MessageTarget::agent(runtime.agent.agent_id.as_str());
+    MessageSender::new(bob, router).send(&to, "a long question".into(), None, SendOrigin::default()).await.unwrap();
+
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let (http, url) = (http.clone(), url.clone());
+        async move { api(&http, reqwest::Method::GET, format!("{url}{path}"), None).await }
+    };
+    let mut id = String::new();
+    for _ in 0..400 {
+        let sessions = get("/api/sessions".into()).await;
+        if let Some(s) = sessions["sessions"].as_array().unwrap().iter().find(|s| s["kind"] == "inbox")
+            && get(format!("/api/sessions/{}", s["id"].as_str().unwrap())).await["turn_running"] == true
+        {
+            id = s["id"].as_str().unwrap().to_owned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!id.is_empty(), "the inbox session shows its running turn");
+    let stopped = api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/cancel"), None).await;
+    assert_eq!(stopped["cancelled"], true, "{stopped}");
+    let mut detail = Value::Null;
+    for _ in 0..400 {
+        detail = get(format!("/api/sessions/{id}")).await;
+        if detail["turn_running"] == false {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(detail["turn_running"], false, "{detail}");
+    assert!(detail["history"].to_string().contains("Cancelled by the user."), "{detail}");
+    assert!(runtime.agent.inbox().pending().await.unwrap().is_empty(), "taken, not run again");
+    assert_eq!(scripted.requests.lock().len(), 1);
+    cancel.cancel();
+}
