@@ -374,7 +374,8 @@ impl Worker {
         {
             let origin = SendOrigin::session(&ctx);
             let me = &self.agent.profile().handle;
-            let sent = me.messages.router().reply(&me.agent_id, &message.from, reply, &message.message_id, origin).await;
+            let sent =
+                me.messages.router().reply(&me.agent_id, &message.from, reply, &message.message_id, origin).await;
             if let Err(e) = sent {
                 let note = format!("The reply to {} was not sent: {e}", message.message_id);
                 runtime

@@ -204,7 +204,10 @@ pub(crate) async fn send_message(
     };
     let cancel = CancelToken::new();
     let Some(running) = state.runtime.turns.begin(&id, cancel.clone(), Started::User) else {
-        return Err(ApiError::Tool(ToolError::new(ErrorCode::RateLimited, "a turn is already running in this session")));
+        return Err(ApiError::Tool(ToolError::new(
+            ErrorCode::RateLimited,
+            "a turn is already running in this session",
+        )));
     };
     // The turn runs on its own task: if this request's future is dropped mid-turn, the guard stops the turn (a tool
     // in flight gives way where it has written nothing) instead of the turn being dropped half-way through a step.

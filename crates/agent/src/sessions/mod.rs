@@ -464,9 +464,11 @@ impl SqliteSessionStore {
     /// Titles a session that has no title yet.
     pub async fn name_session(&self, session_id: &str, title: &str) -> Result<(), ToolError> {
         let (id, title) = (session_id.to_owned(), title.to_owned());
-        self.with(move |c| c.execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title]))
-            .await
-            .map(|_| ())
+        self.with(move |c| {
+            c.execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL", params![id, title])
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is

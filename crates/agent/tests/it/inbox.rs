@@ -521,8 +521,10 @@ async fn the_user_stops_an_inbox_turn_and_it_is_not_run_again() {
         let told = bob.recv().await;
         assert_eq!(told.via, "reply");
         assert!(told.content.contains("stopped"), "{}", told.content);
-        eventually("the message taken", async || runtime.agent.inbox().pending().await.unwrap().is_empty().then_some(()))
-            .await;
+        eventually("the message taken", async || {
+            runtime.agent.inbox().pending().await.unwrap().is_empty().then_some(())
+        })
+        .await;
         let history = runtime.sessions.history(&session.id).await.unwrap();
         assert!(history.iter().any(|m| m.content == "Cancelled by the user."), "{history:?}");
         assert!(!runtime.turns.is_running(&session.id));
@@ -540,5 +542,94 @@ async fn the_user_stops_an_inbox_turn_and_it_is_not_run_again() {
     carol.send(&runtime, "the next", 0).await.unwrap();
     assert_eq!(carol.recv().await.content, "Answered the next.");
     assert_eq!(scripted.requests.lock().len(), 2, "the stopped message was not asked again");
+    cancel.cancel();
+}
+
+/// Two agents with every tool, each with a model that in every turn messages the other, reminds the other and
+/// reminds itself — forever, if nothing stopped them. The hop limit, carried through messages and reminders (one
+/// more hop for a reminder to itself set in a turn no user started), and the pair cooldown that reminders pass too,
+/// end it: the run falls quiet with nothing pending, having made a bounded number of turns and stored a bounded
+/// number of messages, while both models still had replies left (the limits ended it, not the script).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_that_message_and_remind_forever_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("holdfast.toml");
+    let toml = "[agent]\ninbox_turns_per_minute = 1000\n[memory]\nmax_hops = 3\nagent_cooldown_secs = 1\n\
+                [agents.researcher]\npersona = \"You research.\"\n";
+    std::fs::write(&config, toml).unwrap();
+    let runtime = Arc::new(Runtime::load(Some(&config)).await.unwrap());
+    let forever = |other: &str| {
+        let turn = |n: usize| {
+            let to_other = json!({"type": "agent", "id": other});
+            vec![
+                Reply::Tools(vec![
+                    tool("send_message", json!({"target": to_other, "content": format!("ping {n}"), "metadata": null})),
+                    tool(
+                        "schedule_reminder",
+                        json!({"at": null, "in": "1s", "message": format!("nudge {n}"), "target": to_other}),
+                    ),
+                    tool(
+                        "schedule_reminder",
+                        json!({"at": null, "in": "1s", "message": format!("again {n}"), "target": null}),
+                    ),
+                ]),
+                Reply::Text(format!("done {n}")),
+            ]
+        };
+        (0..300).flat_map(turn).collect::<Vec<_>>()
+    };
+    let (a_model, r_model) = (
+        Scripted::start(Wire::OpenAi, forever("researcher")).await,
+        Scripted::start(Wire::OpenAi, forever("assistant")).await,
+    );
+    let cancel = CancelToken::new();
+    let mut handles = Vec::new();
+    for (name, model) in [("assistant", &a_model), ("researcher", &r_model)] {
+        let profile = runtime.profile(name).unwrap();
+        handles.push(profile.handle.clone());
+        let agent = Agent::for_profile(Arc::clone(&runtime), provider(model), profile);
+        drop(holdfast_agent::inbox::spawn(agent, cancel.clone()));
+    }
+    // What a user's turn on the assistant would do (hops 0): message the researcher, remind it and itself.
+    let (assistant, researcher) = (&handles[0], &handles[1]);
+    let to = MessageTarget::agent("researcher");
+    assistant.messages.send(&to, "start".into(), None, SendOrigin::default()).await.unwrap();
+    let soon = chrono::Utc::now() + chrono::Duration::seconds(1);
+    assistant.reminders.schedule("at", soon, "nudge".into(), Some(to), 0).await.unwrap();
+    assistant.reminders.schedule("at", soon, "again".into(), None, 0).await.unwrap();
+
+    // Quiet: no reminder pending, no message waiting, and no model call for 3 s; at most 90 s.
+    let asked = || a_model.requests.lock().len() + r_model.requests.lock().len();
+    let (mut last, mut quiet) = (usize::MAX, 0);
+    for _ in 0..180 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut pending = 0;
+        for h in &handles {
+            pending += h.reminders.list(false).await.unwrap().len() + h.inbox().pending().await.unwrap().len();
+        }
+        let now = asked();
+        quiet = if pending == 0 && now == last { quiet + 1 } else { 0 };
+        last = now;
+        if quiet == 6 {
+            break;
+        }
+    }
+    assert_eq!(quiet, 6, "the agents never fell quiet: {} model calls so far", asked());
+    assert!(a_model.remaining() > 0 && r_model.remaining() > 0, "the limits ended it, not the script");
+
+    // Bounded: each turn makes at most three sends, each one hop deeper (a reminder to itself too), and nothing
+    // goes past 3 hops: 1 + 3 + 9 + 27 = 40 turns at most; two model calls per turn.
+    let mut delivered = 0;
+    for s in runtime.sessions.list(500).await.unwrap().into_iter().filter(|s| s.kind == "inbox") {
+        let history = runtime.sessions.history(&s.id).await.unwrap();
+        delivered += history.iter().filter(|m| m.role == MessageRole::Inbox).count();
+    }
+    assert!((4..=40).contains(&delivered), "{delivered} inbox turns");
+    assert!(asked() <= 2 * 40, "{} model calls", asked());
+    let mut stored = 0;
+    for h in [assistant, researcher] {
+        stored += h.reminders.list(true).await.unwrap().len();
+    }
+    assert!(stored <= 2 + 2 * 40, "{stored} reminders stored");
     cancel.cancel();
 }

@@ -255,7 +255,9 @@ async fn the_stop_button_stops_an_inbox_turn() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}");
-    tokio::spawn(async move { axum::serve(listener, holdfast_server::router(state, HostPolicy::loopback(addr))).await });
+    tokio::spawn(
+        async move { axum::serve(listener, holdfast_server::router(state, HostPolicy::loopback(addr))).await },
+    );
 
     let bob = AgentId::new("bob").unwrap();
     let router = runtime.agent.messages.router().clone();
