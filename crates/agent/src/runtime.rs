@@ -310,18 +310,29 @@ impl Runtime {
             memory = memory.memory_store(Arc::new(store)).task_store(Arc::new(tasks)).message_store(Arc::new(messages));
         }
         let memory = memory.build().await?;
-        // A removed agent's reminders would start turns no agent answers: cancelled before the scheduler starts — on
-        // the SQLite file only, which one configuration owns (one process per data dir). A PostgreSQL database is
-        // shared by instances whose configurations may differ; there nothing is deleted on one instance's word.
-        if !on_postgres {
-            let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_keys().collect();
-            agents.push(AGENT_ID.to_owned());
+        // A removed agent's reminders would start turns no agent answers. On the SQLite file, which one
+        // configuration owns (one process per data dir), they are cancelled before the scheduler starts. A
+        // PostgreSQL database is shared by instances whose configurations may differ: nothing is deleted on one
+        // instance's word, but none of them fires here, and the count is logged. Either way the scheduler fires only
+        // the reminders of the agents this instance serves.
+        let mut agents: Vec<String> = crate::agents::specs(&doc)?.into_keys().collect();
+        agents.push(AGENT_ID.to_owned());
+        if on_postgres {
+            let others = memory.reminders_of_other_agents(&agents).await?;
+            if others > 0 {
+                tracing::warn!(
+                    pending = others,
+                    "reminders of agents this instance does not serve ([agents.NAME]) are left for the instances that \
+                     do; none fires here"
+                );
+            }
+        } else {
             let cancelled = memory.cancel_reminders_of_removed_agents(&agents).await?;
             if cancelled > 0 {
                 tracing::warn!(cancelled, "reminders of agents no longer configured ([agents.NAME]) were cancelled");
             }
         }
-        let scheduler = memory.start_scheduler();
+        let scheduler = memory.start_scheduler_for(agents);
         let agent = memory.agent(AGENT_ID).await?;
         let sessions = crate::sessions::open_sessions(&storage).await?;
 

@@ -282,6 +282,13 @@ impl AgentRuntime {
         self.inner.router.call(move |s| s.cancel_reminders_of_others(&agents)).await
     }
 
+    /// How many pending reminders agents not in `agents` have (on a shared database: those another instance may
+    /// serve).
+    pub async fn reminders_of_other_agents(&self, agents: &[String]) -> crate::error::Result<u64> {
+        let agents = agents.to_vec();
+        self.inner.router.call(move |s| s.count_reminders_of_others(&agents)).await
+    }
+
     /// The reminder scheduler (for one-off passes: [`ReminderScheduler::fire_due`]).
     pub fn scheduler(&self) -> ReminderScheduler {
         let i = &self.inner;
@@ -291,5 +298,10 @@ impl AgentRuntime {
     /// Starts the reminder scheduler task (overdue reminders are delivered at once). Keep the handle alive.
     pub fn start_scheduler(&self) -> SchedulerHandle {
         self.scheduler().start()
+    }
+
+    /// Starts a reminder scheduler that fires only the reminders `agents` scheduled (those this process serves).
+    pub fn start_scheduler_for(&self, agents: Vec<String>) -> SchedulerHandle {
+        self.scheduler().only(agents).start()
     }
 }

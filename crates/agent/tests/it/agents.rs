@@ -237,3 +237,41 @@ async fn a_removed_agents_pending_reminders_are_cancelled_at_start() {
     let rt = Arc::new(Runtime::load(Some(&path)).await.unwrap());
     assert!(rt.profile("helper").unwrap().handle.reminders.list(false).await.unwrap().is_empty());
 }
+
+/// On a PostgreSQL database that several instances share, an instance that does not serve an agent (removed from
+/// its configuration) never fires that agent's reminders and deletes none of them: they stay pending, and an
+/// instance that serves the agent fires them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_database_only_an_instance_serving_an_agent_fires_its_reminders() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let with_helper = "[agents.helper]\npersona = \"You help.\"\n";
+    let config = |name: &str, agents: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        let storage = format!("[storage]\ndata_dir = {:?}\nurl = {:?}\n", dir.path().join(name), url.expose());
+        std::fs::write(&path, format!("{storage}{agents}")).unwrap();
+        path
+    };
+    let (serving, not_serving) = (config("one", with_helper), config("two", ""));
+    let pending = async |rt: &Runtime| {
+        let store = Arc::clone(rt.agent.messages.router().store());
+        tokio::task::spawn_blocking(move || store.reminders("helper", false).unwrap()).await.unwrap()
+    };
+    {
+        let rt = Runtime::load(Some(&serving)).await.unwrap();
+        let (_, helper) = rt.open_session_as("test", "helper").await.unwrap();
+        let remind = json!({"at": null, "in": "1s", "message": "check the prices", "target": null});
+        // The scheduler of this instance would fire it: stopped first, with the instance.
+        rt.registry.call("schedule_reminder", remind, &helper).await.unwrap();
+    }
+    let rt = Runtime::load(Some(&not_serving)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(pending(&rt).await.len(), 1, "due, but not fired nor deleted by an instance without the helper");
+    drop(rt);
+
+    let rt = Runtime::load(Some(&serving)).await.unwrap();
+    let inbox = rt.profile("helper").unwrap().handle.inbox();
+    let got = eventually("the helper's reminder", async || inbox.pending().await.unwrap().into_iter().next()).await;
+    assert_eq!((got.via.as_str(), got.content.as_str()), ("reminder", "check the prices"));
+    assert!(pending(&rt).await.is_empty());
+}

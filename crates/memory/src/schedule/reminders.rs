@@ -182,12 +182,13 @@ impl Reminders {
     }
 }
 
-/// Delivers due reminders of every agent of a runtime.
+/// Delivers due reminders of the agents a runtime serves (every agent, unless [`ReminderScheduler::only`] says which).
 #[derive(Clone)]
 pub struct ReminderScheduler {
     router: MessageRouter,
     clock: SharedClock,
     wake: Arc<Notify>,
+    agents: Option<Arc<[String]>>,
 }
 
 impl std::fmt::Debug for ReminderScheduler {
@@ -218,13 +219,23 @@ impl Drop for SchedulerHandle {
 impl ReminderScheduler {
     /// A scheduler over `router`'s store, delivering through `router`.
     pub fn new(router: MessageRouter, clock: SharedClock, wake: Arc<Notify>) -> Self {
-        Self { router, clock, wake }
+        Self { router, clock, wake, agents: None }
+    }
+
+    /// Fires only the reminders that `agents` scheduled: those an instance serves. A reminder of an agent removed
+    /// from the configuration then never fires here, and on a shared database another instance that still serves
+    /// that agent fires it.
+    #[must_use]
+    pub fn only(mut self, agents: Vec<String>) -> Self {
+        self.agents = Some(agents.into());
+        self
     }
 
     /// Delivers every reminder due now that has not fired, each exactly once, oldest due first. Returns them.
     pub async fn fire_due(&self) -> Result<Vec<Reminder>> {
         let now = fmt_time(self.clock.now());
-        let rows = self.router.call(move |s| s.due_reminders(&now)).await?;
+        let agents = self.agents.clone();
+        let rows = self.router.call(move |s| s.due_reminders(&now, agents.as_deref())).await?;
         // A row this build cannot read is passed by (and logged), not allowed to stop every other reminder.
         let due = rows.into_iter().filter_map(|row| {
             let id = row.0;
@@ -286,7 +297,8 @@ impl ReminderScheduler {
 
     /// When the next pending reminder is due.
     pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        let next = self.router.call(|s| s.next_due()).await?;
+        let agents = self.agents.clone();
+        let next = self.router.call(move |s| s.next_due(agents.as_deref())).await?;
         Ok(next.as_deref().and_then(parse_time))
     }
 

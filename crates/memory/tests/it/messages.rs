@@ -131,6 +131,14 @@ async fn scenario(store: Arc<dyn MessageStore>) {
     let fired: Vec<String> = scheduler.fire_due().await.unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(fired, [two.id], "{kind}");
     assert_eq!(reminded(b.inbox().drain().await.unwrap()), ["two"], "{kind}");
+
+    // A scheduler that serves some agents fires only theirs, and does not wake for the others'.
+    c.reminders.schedule("at", clock.now(), "c's own".into(), None, 0).await.unwrap();
+    let only_a = rt.scheduler().only(vec!["a".into()]);
+    assert!(only_a.fire_due().await.unwrap().is_empty(), "{kind}");
+    assert_eq!(only_a.next_due().await.unwrap(), None, "{kind}");
+    assert_eq!(rt.reminders_of_other_agents(&["a".into(), "b".into()]).await.unwrap(), 1, "{kind}");
+    assert_eq!(rt.scheduler().fire_due().await.unwrap().len(), 1, "{kind}: every agent's");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -214,10 +214,13 @@ pub trait MessageStore: Send + Sync + 'static {
     fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool>;
     /// Deletes every pending reminder of an agent not in `agents` (removed from the configuration); how many.
     fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64>;
-    /// Every unfired reminder due at `now` or before, oldest due first.
-    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>>;
-    /// When the next unfired reminder is due.
-    fn next_due(&self) -> Result<Option<String>>;
+    /// How many pending reminders agents not in `agents` have.
+    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64>;
+    /// Every unfired reminder due at `now` or before (and past its `not_before`), oldest due first: of the agents in
+    /// `agents`, or of every agent (`None`).
+    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>>;
+    /// When the next unfired reminder (of `agents`, or of every agent) may fire.
+    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>>;
 
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;

@@ -605,23 +605,48 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
+    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+        let agents = agents.to_vec();
+        self.run(|s| async move {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM reminders_items WHERE fired_at IS NULL AND NOT (agent_id = ANY($1))",
+            )
+            .bind(agents)
+            .fetch_one(s.pool())
+            .await
+            .map_err(pg_err)?;
+            Ok(u64::try_from(n).unwrap_or_default())
+        })
+    }
+
+    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>> {
+        let agents = agents.map(<[String]>::to_vec);
         self.run(|s| async move {
             let sql = format!(
                 "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 AND (not_before IS NULL OR not_before <= $1)
-                 ORDER BY due_at, id"
+                 AND ($2::text[] IS NULL OR agent_id = ANY($2)) ORDER BY due_at, id"
             );
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now).fetch_all(s.pool()).await.map_err(pg_err)?;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(agents)
+                .fetch_all(s.pool())
+                .await
+                .map_err(pg_err)?;
             rows.iter().map(reminder_row).collect()
         })
     }
 
-    fn next_due(&self) -> Result<Option<String>> {
+    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>> {
+        let agents = agents.map(<[String]>::to_vec);
         self.run(|s| async move {
-            sqlx::query_scalar("SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL")
-                .fetch_one(s.pool())
-                .await
-                .map_err(pg_err)
+            sqlx::query_scalar(
+                "SELECT min(coalesce(not_before, due_at)) FROM reminders_items
+                 WHERE fired_at IS NULL AND ($1::text[] IS NULL OR agent_id = ANY($1))",
+            )
+            .bind(agents)
+            .fetch_one(s.pool())
+            .await
+            .map_err(pg_err)
         })
     }
 

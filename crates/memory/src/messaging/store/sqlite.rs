@@ -46,6 +46,25 @@ fn reminder_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReminderRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
 }
 
+/// `agent_id IN (…)` with one placeholder per agent from `?first` on — bound, so no agent name is ever part of the
+/// SQL text; every agent when `None`, none when empty.
+fn of(agents: Option<&[String]>, first: usize) -> String {
+    match agents {
+        None => "1 = 1".to_owned(),
+        Some([]) => "1 = 0".to_owned(),
+        Some(agents) => format!("agent_id IN ({})", marks(agents.len(), first)),
+    }
+}
+
+/// `agent_id NOT IN (…)`, as [`of`]: every agent when `agents` is empty.
+fn not_of(agents: &[String], first: usize) -> String {
+    if agents.is_empty() { "1 = 1".to_owned() } else { format!("agent_id NOT IN ({})", marks(agents.len(), first)) }
+}
+
+fn marks(n: usize, first: usize) -> String {
+    (first..first + n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Reserves the windows of `m`'s recipients in `tx`: the recipients it reached and those it skipped.
 fn reserve(tx: &Transaction<'_>, m: &NewMessage, rule: &CooldownRule) -> Result<Reservation> {
     let until = fmt_time(rule.now + chrono::Duration::from_std(rule.window).unwrap_or(chrono::TimeDelta::MAX));
@@ -335,36 +354,42 @@ impl MessageStore for SqliteMessageStore {
 
     fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
         self.db.with_conn(|c| {
-            // One placeholder per agent, bound: no agent name is ever part of the SQL text.
-            let marks = (1..=agents.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-            let sql = if agents.is_empty() {
-                "DELETE FROM reminders_items WHERE fired_at IS NULL".to_owned()
-            } else {
-                format!("DELETE FROM reminders_items WHERE fired_at IS NULL AND agent_id NOT IN ({marks})")
-            };
+            let sql = format!("DELETE FROM reminders_items WHERE fired_at IS NULL AND {}", not_of(agents, 1));
             let n = c.execute(&sql, rusqlite::params_from_iter(agents.iter()))?;
             Ok(u64::try_from(n).unwrap_or(u64::MAX))
         })
     }
 
-    fn due_reminders(&self, now: &str) -> Result<Vec<ReminderRow>> {
+    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
         self.db.with_conn(|c| {
-            let sql = format!(
-                "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 AND (not_before IS NULL OR not_before <= ?1)
-                 ORDER BY due_at, id"
-            );
-            let mut stmt = c.prepare_cached(&sql)?;
-            Ok(stmt.query_map([now], reminder_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+            let sql = format!("SELECT count(*) FROM reminders_items WHERE fired_at IS NULL AND {}", not_of(agents, 1));
+            let n: i64 = c.query_row(&sql, rusqlite::params_from_iter(agents.iter()), |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or_default())
         })
     }
 
-    fn next_due(&self) -> Result<Option<String>> {
+    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>> {
         self.db.with_conn(|c| {
-            Ok(c.query_row(
-                "SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL",
-                [],
-                |r| r.get(0),
-            )?)
+            let sql = format!(
+                "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 AND (not_before IS NULL OR not_before <= ?1)
+                 AND {} ORDER BY due_at, id",
+                of(agents, 2)
+            );
+            let params = std::iter::once(now).chain(agents.unwrap_or_default().iter().map(String::as_str));
+            let mut stmt = c.prepare_cached(&sql)?;
+            Ok(stmt
+                .query_map(rusqlite::params_from_iter(params), reminder_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>> {
+        self.db.with_conn(|c| {
+            let sql = format!(
+                "SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL AND {}",
+                of(agents, 1)
+            );
+            Ok(c.query_row(&sql, rusqlite::params_from_iter(agents.unwrap_or_default().iter()), |r| r.get(0))?)
         })
     }
 
