@@ -143,7 +143,7 @@ pub struct Runtime {
     agent_config: AgentConfig,
     profiles: BTreeMap<String, Arc<AgentProfile>>,
     session_idle: Duration,
-    live: Mutex<HashMap<String, Live>>,
+    live: Arc<Mutex<HashMap<String, Live>>>,
     /// Serializes restoring and unloading, so a restore never reads a state older than an unload just saved.
     restoring: tokio::sync::Mutex<()>,
     storage: holdfast_store::Storage,
@@ -370,6 +370,16 @@ impl Runtime {
             let profile = AgentProfile::from_spec(&name, handle, &spec, &agent_config);
             profiles.insert(name, Arc::new(profile));
         }
+        let live: Arc<Mutex<HashMap<String, Live>>> = Arc::default();
+        // A reminder to the user is announced on the session that scheduled it: its copy loaded here, or, on a
+        // shared database, whichever instance serves it, through the event relay.
+        memory.router().set_session_events({
+            let (loaded, services) = (Arc::downgrade(&live), services.clone());
+            Arc::new(move |id: &str| {
+                let here = loaded.upgrade().and_then(|l| l.lock().get(id).map(|l| l.ctx.events.clone()));
+                here.or_else(|| services.relayed_bus(id))
+            })
+        });
         Ok(Self {
             document: doc,
             services,
@@ -382,7 +392,7 @@ impl Runtime {
             agent_config,
             profiles,
             session_idle,
-            live: Mutex::new(HashMap::new()),
+            live,
             turns: crate::turns::Turns::default(),
             restoring: tokio::sync::Mutex::new(()),
             storage,

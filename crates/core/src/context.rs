@@ -156,6 +156,12 @@ impl CoreServices {
         self.open_on(session_id, 0, events)
     }
 
+    /// A bus for session `session_id` that reaches the other instances sharing the database (through the event
+    /// relay), for an event about a session this instance has not loaded; `None` without a relay.
+    pub fn relayed_bus(&self, session_id: &str) -> Option<EventBus> {
+        self.relay.as_ref().map(|relay| EventBus::new(session_id).with_relay(Arc::clone(relay)))
+    }
+
     fn open_on(&self, session_id: &str, revision: u64, events: Option<EventBus>) -> ToolContext {
         let events = match (events, &self.relay) {
             (Some(events), _) => events,

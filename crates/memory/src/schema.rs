@@ -33,6 +33,13 @@ pub const MESSAGES: Component = Component {
             sqlite: SqliteStep::Sql("ALTER TABLE reminders_items ADD COLUMN not_before TEXT;"),
             postgres: r#"ALTER TABLE reminders_items ADD COLUMN IF NOT EXISTS not_before TEXT COLLATE "C";"#,
         },
+        // The session that scheduled a reminder: a reminder to the user is announced there, on whichever instance
+        // serves it.
+        Migration {
+            version: 3,
+            sqlite: SqliteStep::Sql("ALTER TABLE reminders_items ADD COLUMN session_id TEXT;"),
+            postgres: "ALTER TABLE reminders_items ADD COLUMN IF NOT EXISTS session_id TEXT;",
+        },
     ],
 };
 

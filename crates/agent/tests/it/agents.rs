@@ -275,3 +275,47 @@ async fn on_a_shared_database_only_an_instance_serving_an_agent_fires_its_remind
     assert_eq!((got.via.as_str(), got.content.as_str()), ("reminder", "check the prices"));
     assert!(pending(&rt).await.is_empty());
 }
+
+/// A reminder to the user is announced on the session that scheduled it, on whichever instance serves that session:
+/// here the instance that fires it no longer holds the session (and has served another since), and the other
+/// instance's subscriber to that session gets the `message.outbox`, through the event relay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_to_the_user_reaches_its_session_on_another_instance() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        let storage = format!("[storage]\ndata_dir = {:?}\nurl = {:?}\n", dir.path().join(name), url.expose());
+        std::fs::write(&path, storage).unwrap();
+        path
+    };
+    let (one, two) =
+        (Runtime::load(Some(&config("one"))).await.unwrap(), Runtime::load(Some(&config("two"))).await.unwrap());
+    let (info, ctx) = one.open_session_as("http", "assistant").await.unwrap();
+    let remind =
+        json!({"at": null, "in": "3s", "message": "time to check the swap", "target": {"type": "user", "id": null}});
+    one.registry.call("schedule_reminder", remind, &ctx).await.unwrap();
+    // Instance one lets the session go and serves another one; instance two serves it now, with a client on it.
+    let (_, other) = one.open_session_as("http", "assistant").await.unwrap();
+    let mut elsewhere = other.events.subscribe();
+    drop(ctx);
+    one.close_session(&info.id);
+    assert_eq!(one.unload_idle(Duration::ZERO).await, 1, "only the scheduling session was free to go");
+    let there = two.session(&info.id).await.unwrap().unwrap();
+    let mut watching = there.events.subscribe();
+
+    let announced = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let event = watching.recv().await.unwrap();
+            if event.name() == holdfast_core::event::names::MESSAGE_OUTBOX {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("the reminder was not announced on its session's instance");
+    assert_eq!(announced.data()["content"], "time to check the swap");
+    while let Ok(event) = elsewhere.try_recv() {
+        assert_ne!(event.name(), holdfast_core::event::names::MESSAGE_OUTBOX, "announced on another session");
+    }
+}

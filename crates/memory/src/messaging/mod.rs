@@ -47,7 +47,7 @@ pub mod types;
 mod user;
 
 pub use inbox::Inbox;
-pub use router::MessageRouter;
+pub use router::{MessageRouter, SessionEvents};
 pub use store::{InboxHold, MessageStore, MessagesAdopted, PgMessageStore, SqliteMessageStore};
 pub use types::{
     ConversationHops, DEFAULT_AGENT_COOLDOWN, DEFAULT_MAX_HOPS, InboxMessage, MessageEndpoint, MessageTarget,

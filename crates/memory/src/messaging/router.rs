@@ -21,6 +21,9 @@ use tokio::sync::Notify;
 /// The longest anti-loop window the store keeps (a longer `agent_cooldown` is this one).
 const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// Finds the bus that reaches a session's clients ([`MessageRouter::set_session_events`]).
+pub type SessionEvents = Arc<dyn Fn(&str) -> Option<EventBus> + Send + Sync>;
+
 /// How a send is treated: an agent's own, or the runtime's (a reminder).
 #[derive(Debug, Clone)]
 struct SendRules {
@@ -46,6 +49,7 @@ struct RouterInner {
     http: reqwest::Client,
     notifiers: Mutex<HashMap<String, Arc<Notify>>>,
     sessions: RwLock<HashMap<String, EventBus>>,
+    session_events: RwLock<Option<SessionEvents>>,
     endpoints: RwLock<Vec<(TargetType, Arc<dyn MessageEndpoint>)>>,
 }
 
@@ -70,6 +74,7 @@ impl MessageRouter {
                 http,
                 notifiers: Mutex::new(HashMap::new()),
                 sessions: RwLock::new(HashMap::new()),
+                session_events: RwLock::new(None),
                 endpoints: RwLock::new(Vec::new()),
             }),
         })
@@ -120,6 +125,18 @@ impl MessageRouter {
         self.inner.sessions.read().get(agent).cloned()
     }
 
+    /// How to reach a session's clients without holding its context: the runtime that owns sessions says (its
+    /// loaded copy's bus, or a bus that reaches the other instances through the event relay). A reminder to the user
+    /// is announced on the session that scheduled it this way.
+    pub fn set_session_events(&self, find: SessionEvents) {
+        *self.inner.session_events.write() = Some(find);
+    }
+
+    /// The bus to reach session `id` on, if the runtime says.
+    pub(super) fn session_bus(&self, id: &str) -> Option<EventBus> {
+        self.inner.session_events.read().as_ref().and_then(|find| find(id))
+    }
+
     /// An agent's durable inbox.
     pub fn inbox(&self, agent: &AgentId) -> Inbox {
         Inbox::new(self.clone(), agent.to_string())
@@ -148,6 +165,7 @@ impl MessageRouter {
     /// those of the turn that scheduled it, so a reminder carries a conversation's count on instead of restarting
     /// it: to another agent it is one more hop, under the hop limit. The reminder (`fires`: its row id and firing
     /// time) is marked fired in the same transaction.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn send_reminder(
         &self,
         from: &AgentId,
@@ -156,8 +174,9 @@ impl MessageRouter {
         metadata: Option<Value>,
         hops: u32,
         fires: (i64, String),
+        session: Option<String>,
     ) -> Result<SendReceipt> {
-        let origin = SendOrigin { hops, ..SendOrigin::default() };
+        let origin = SendOrigin { hops, session_id: session, events: None };
         let rules = SendRules { agent_send: false, via: Some("reminder"), fires: Some(fires) };
         self.route(from, target, content, metadata, origin, rules).await
     }

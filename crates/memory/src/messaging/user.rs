@@ -19,10 +19,20 @@ pub(super) fn user_id(id: Option<&String>) -> Result<Option<String>> {
 }
 
 impl MessageRouter {
-    /// Publishes a stored message to the user on the sending session's bus, or, for a send without a session (a
-    /// reminder), on the bus [`MessageRouter::attach_session`] remembered for the agent.
+    /// Publishes a stored message to the user on the sending session's bus. A reminder has no bus but may name the
+    /// session that scheduled it: it is announced there, on whichever instance serves it
+    /// ([`MessageRouter::set_session_events`]); one without a session (scheduled before sessions were recorded) on
+    /// the bus [`MessageRouter::attach_session`] remembered for the agent on this instance.
     pub(super) fn announce_to_user(&self, m: &RoutedMessage, origin: &SendOrigin) {
-        let Some(bus) = origin.events.clone().or_else(|| self.attached_session(&m.from)) else { return };
+        let bus = match (&origin.events, &origin.session_id) {
+            (Some(bus), _) => Some(bus.clone()),
+            // Without a runtime that says where sessions are, the bus attached for the agent, if it is that session's.
+            (None, Some(session)) => self
+                .session_bus(session)
+                .or_else(|| self.attached_session(&m.from).filter(|bus| bus.session_id() == session.as_str())),
+            (None, None) => self.attached_session(&m.from),
+        };
+        let Some(bus) = bus else { return };
         bus.publish(EventPayload::MessageOutbox(MessageOutbox {
             message_id: m.message_id.clone(),
             agent_id: m.from.clone(),

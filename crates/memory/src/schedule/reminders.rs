@@ -74,7 +74,7 @@ pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
 
 /// A reminder row as the reminders list it.
 fn to_reminder(row: ReminderRow) -> Result<Reminder> {
-    let (id, agent_id, due, message, kind, target_id, created, fired, hops) = row;
+    let (id, agent_id, due, message, kind, target_id, created, fired, hops, _session) = row;
     let time = |s: &str| parse_time(s).ok_or_else(|| bad_time("reminders_items", s));
     let kind = TargetType::parse(&kind)
         .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
@@ -128,6 +128,20 @@ impl Reminders {
         target: Option<MessageTarget>,
         hops: u32,
     ) -> Result<Reminder> {
+        self.schedule_in(None, field, due_at, message, target, hops).await
+    }
+
+    /// [`Reminders::schedule`] from session `session`: a reminder to the user is announced there when it fires, on
+    /// whichever instance serves that session ([`crate::MessageRouter::set_session_events`]).
+    pub async fn schedule_in(
+        &self,
+        session: Option<&str>,
+        field: &'static str,
+        due_at: DateTime<Utc>,
+        message: String,
+        target: Option<MessageTarget>,
+        hops: u32,
+    ) -> Result<Reminder> {
         if message.trim().is_empty() {
             return Err(MemoryError::invalid("message", "must not be empty"));
         }
@@ -153,6 +167,7 @@ impl Reminders {
             target: target.clone(),
             created_at: fmt_time(now),
             hops,
+            session_id: session.map(str::to_owned),
         };
         let id = self.router.call(move |s| s.add_reminder(&new, MAX_PENDING_REMINDERS)).await?;
         self.wake.notify_one();
@@ -238,15 +253,16 @@ impl ReminderScheduler {
         let rows = self.router.call(move |s| s.due_reminders(&now, agents.as_deref())).await?;
         // A row this build cannot read is passed by (and logged), not allowed to stop every other reminder.
         let due = rows.into_iter().filter_map(|row| {
-            let id = row.0;
+            let (id, session) = (row.0, row.9.clone());
             to_reminder(row)
+                .map(|r| (r, session))
                 .map_err(|e| tracing::error!(reminder = id, error = %e, "unreadable reminder passed by"))
                 .ok()
         });
         let mut fired = Vec::new();
-        for mut reminder in due {
+        for (mut reminder, session) in due {
             let at = self.clock.now();
-            if self.deliver(&reminder, at).await? {
+            if self.deliver(&reminder, session, at).await? {
                 reminder.fired_at = Some(at);
                 fired.push(reminder);
             }
@@ -254,8 +270,9 @@ impl ReminderScheduler {
         Ok(fired)
     }
 
-    /// Delivers `r` and marks it fired at `at`, in one transaction; `false` when it had already fired.
-    async fn deliver(&self, r: &Reminder, at: DateTime<Utc>) -> Result<bool> {
+    /// Delivers `r` (scheduled in `session`) and marks it fired at `at`, in one transaction; `false` when it had
+    /// already fired.
+    async fn deliver(&self, r: &Reminder, session: Option<String>, at: DateTime<Utc>) -> Result<bool> {
         let fires = (parse_reminder_id("id", &r.id)?, fmt_time(at));
         let Ok(agent) = AgentId::new(&r.agent_id) else {
             tracing::warn!(reminder = %r.id, "reminder of an invalid agent id dropped");
@@ -264,7 +281,7 @@ impl ReminderScheduler {
         let metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
         let sent = self
             .router
-            .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), r.hops, fires.clone())
+            .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), r.hops, fires.clone(), session)
             .await;
         match sent {
             Ok(_) => Ok(true),
@@ -282,7 +299,7 @@ impl ReminderScheduler {
                 tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
                 let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
                 let own = MessageTarget::agent(agent.as_str());
-                match self.router.send_reminder(&agent, &own, note, Some(metadata), r.hops, fires).await {
+                match self.router.send_reminder(&agent, &own, note, Some(metadata), r.hops, fires, None).await {
                     Ok(_) => Ok(true),
                     Err(MemoryError::AlreadyFired) => Ok(false),
                     Err(e) => {

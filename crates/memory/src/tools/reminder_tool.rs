@@ -96,7 +96,9 @@ impl AiTool for ScheduleReminderTool {
         let target = input.target.clone().unwrap_or_else(|| MessageTarget::agent(handle.agent_id.as_str()));
         let to_self = target == MessageTarget::agent(handle.agent_id.as_str());
         let hops = origin.hops + u32::from(not_user && to_self);
-        let reminder = match handle.reminders.schedule(field, due, input.message, Some(target.clone()), hops).await {
+        let session = origin.session_id.as_deref();
+        let scheduled = handle.reminders.schedule_in(session, field, due, input.message, Some(target.clone()), hops);
+        let reminder = match scheduled.await {
             Ok(reminder) => reminder,
             Err(e @ MemoryError::HopLimit { .. }) => {
                 ctx.events.publish(holdfast_core::event::EventPayload::MessageHopLimit(

@@ -89,7 +89,7 @@ impl Local {
             })?,
             reminders: all(
                 c,
-                "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops
+                "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id
                  FROM reminders_items ORDER BY id",
                 |r| {
                     Ok((
@@ -102,6 +102,7 @@ impl Local {
                         r.get(6)?,
                         r.get(7)?,
                         r.get(8)?,
+                        r.get(9)?,
                     ))
                 },
             )?,
@@ -235,9 +236,10 @@ impl Local {
         .await?;
         let r = &self.reminders;
         sqlx::query(
-            "INSERT INTO reminders_items (id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops)
+            "INSERT INTO reminders_items
+                 (id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id)
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                                  $8::text[], $9::int[])",
+                                  $8::text[], $9::int[], $10::text[])",
         )
         .bind(column(r, |x| x.0))
         .bind(column(r, |x| x.1.clone()))
@@ -248,6 +250,7 @@ impl Local {
         .bind(column(r, |x| x.6.clone()))
         .bind(column(r, |x| x.7.clone()))
         .bind(column(r, |x| hops(x.8)))
+        .bind(column(r, |x| x.9.clone()))
         .execute(&mut *tx)
         .await?;
         for table in ["messages_log", "messages_inbox", "messages_outbox", "reminders_items"] {

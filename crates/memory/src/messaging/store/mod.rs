@@ -106,6 +106,8 @@ pub struct NewReminder {
     pub created_at: String,
     /// The scheduling turn's hops.
     pub hops: u32,
+    /// The scheduling session, if any.
+    pub session_id: Option<String>,
 }
 
 /// An inbox row as stored: inbox id, message id, sender, via, content, metadata, created_at, hops.
@@ -114,8 +116,10 @@ pub type InboxRow = (i64, i64, String, String, String, Option<String>, String, u
 /// An outbox row as stored: message id, agent, session, user, content, metadata, created_at.
 pub type OutboxRow = (i64, String, Option<String>, Option<String>, String, Option<String>, String);
 
-/// A reminder row as stored: id, agent, due_at, message, target type, target id, created_at, fired_at, hops.
-pub type ReminderRow = (i64, String, String, String, String, Option<String>, String, Option<String>, u32);
+/// A reminder row as stored: id, agent, due_at, message, target type, target id, created_at, fired_at, hops, the
+/// scheduling session.
+pub type ReminderRow =
+    (i64, String, String, String, String, Option<String>, String, Option<String>, u32, Option<String>);
 
 /// An exclusive hold on one agent's inbox: while it is held, no other instance reads that inbox. Dropping it lets
 /// another instance take it.

@@ -73,6 +73,7 @@ fn reminder_row(r: &PgRow) -> Result<ReminderRow> {
         r.try_get(6).map_err(pg_err)?,
         r.try_get(7).map_err(pg_err)?,
         hops_out(r.try_get(8).map_err(pg_err)?),
+        r.try_get(9).map_err(pg_err)?,
     ))
 }
 
@@ -554,8 +555,8 @@ impl MessageStore for PgMessageStore {
                 return Err(MemoryError::TooManyReminders { pending });
             }
             let id: i64 = sqlx::query_scalar(
-                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
             )
             .bind(&r.agent_id)
             .bind(&r.due_at)
@@ -564,6 +565,7 @@ impl MessageStore for PgMessageStore {
             .bind(&r.target.id)
             .bind(&r.created_at)
             .bind(hops_in(r.hops))
+            .bind(&r.session_id)
             .fetch_one(&mut *tx)
             .await
             .map_err(pg_err)?;

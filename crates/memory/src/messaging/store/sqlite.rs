@@ -39,11 +39,10 @@ fn inbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
 }
 
-pub(super) const REMINDER_SELECT: &str =
-    "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops FROM reminders_items";
+pub(super) const REMINDER_SELECT: &str = "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id FROM reminders_items";
 
 fn reminder_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReminderRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
 }
 
 /// `agent_id IN (…)` with one placeholder per agent from `?first` on — bound, so no agent name is ever part of the
@@ -324,9 +323,9 @@ impl MessageStore for SqliteMessageStore {
                 return Err(MemoryError::TooManyReminders { pending });
             }
             let id = tx.query_row(
-                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                params![r.agent_id, r.due_at, r.message, r.target.kind.as_str(), r.target.id, r.created_at, r.hops],
+                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+                params![r.agent_id, r.due_at, r.message, r.target.kind.as_str(), r.target.id, r.created_at, r.hops, r.session_id],
                 |row| row.get::<_, i64>(0),
             )?;
             tx.commit()?;
