@@ -42,9 +42,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{DEFAULT_DB_FILE, Database};
 pub use error::MemoryError;
 pub use messaging::{
-    ConversationHops, Inbox, InboxHold, InboxMessage, MessageEndpoint, MessageRouter, MessageStore, MessageTarget,
-    MessagesAdopted, PgMessageStore, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, SqliteMessageStore,
-    TargetType, UserMessage,
+    ConversationHops, Inbox, InboxHold, InboxMessage, InboxWake, MessageEndpoint, MessageRouter, MessageStore,
+    MessageTarget, MessagesAdopted, PgMessageStore, RoutedMessage, RouterConfig, SendOrigin, SendReceipt,
+    SessionEvents, SqliteMessageStore, TargetType, UserMessage,
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
 pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};

@@ -88,6 +88,16 @@ impl BlockingPg {
         Ok(futures::executor::block_on(tokio::task::unconstrained(query(self.store.clone()))))
     }
 
+    /// Runs `task` on this pool's runtime in the background (a listener that lives as long as the pool); it stops
+    /// when it returns or when the last handle on the pool goes.
+    pub fn spawn_background<F, Fut>(&self, task: F)
+    where
+        F: FnOnce(PgStore) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        drop(self.handle.spawn(task(self.store.clone())));
+    }
+
     /// Runs `query` as a task on this pool's runtime and awaits it (for async callers, such as migrations at start).
     pub async fn spawn<T, F, Fut>(&self, query: F) -> Result<T, StoreError>
     where

@@ -48,7 +48,7 @@ mod user;
 
 pub use inbox::Inbox;
 pub use router::{MessageRouter, SessionEvents};
-pub use store::{InboxHold, MessageStore, MessagesAdopted, PgMessageStore, SqliteMessageStore};
+pub use store::{InboxHold, InboxWake, MessageStore, MessagesAdopted, PgMessageStore, SqliteMessageStore};
 pub use types::{
     ConversationHops, DEFAULT_AGENT_COOLDOWN, DEFAULT_MAX_HOPS, InboxMessage, MessageEndpoint, MessageTarget,
     RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType, UserMessage,

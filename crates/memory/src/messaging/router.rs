@@ -48,6 +48,8 @@ struct RouterInner {
     config: RouterConfig,
     http: reqwest::Client,
     notifiers: Mutex<HashMap<String, Arc<Notify>>>,
+    /// What the store's inbox watch calls; the watch holds it weakly, so it stops with the router.
+    inbox_wake: Mutex<Option<super::store::InboxWake>>,
     sessions: RwLock<HashMap<String, EventBus>>,
     session_events: RwLock<Option<SessionEvents>>,
     endpoints: RwLock<Vec<(TargetType, Arc<dyn MessageEndpoint>)>>,
@@ -66,18 +68,32 @@ impl MessageRouter {
             .timeout(config.webhook_timeout)
             .build()
             .map_err(|e| MemoryError::internal(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self {
+        let router = Self {
             inner: Arc::new(RouterInner {
                 store,
                 clock,
                 config,
                 http,
                 notifiers: Mutex::new(HashMap::new()),
+                inbox_wake: Mutex::new(None),
                 sessions: RwLock::new(HashMap::new()),
                 session_events: RwLock::new(None),
                 endpoints: RwLock::new(Vec::new()),
             }),
-        })
+        };
+        // Messages other instances store wake this instance's readers of those inboxes.
+        let inner = Arc::downgrade(&router.inner);
+        let wake: super::store::InboxWake = Arc::new(move |agent: Option<&str>| {
+            let Some(inner) = inner.upgrade() else { return };
+            let notifiers = inner.notifiers.lock();
+            match agent {
+                Some(agent) => notifiers.get(agent).into_iter().for_each(|n| n.notify_one()),
+                None => notifiers.values().for_each(|n| n.notify_one()),
+            }
+        });
+        router.inner.store.watch_inboxes(Arc::clone(&wake))?;
+        *router.inner.inbox_wake.lock() = Some(wake);
+        Ok(router)
     }
 
     /// The store messages and reminders live in.

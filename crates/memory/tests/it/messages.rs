@@ -345,3 +345,26 @@ async fn a_store_failure_leaves_a_reminder_due_for_its_target() {
     assert_eq!(rt.scheduler().fire_due().await.unwrap().len(), 1);
     assert_eq!(b.inbox().pending().await.unwrap()[0].content, "for b");
 }
+
+/// A message stored on one instance is announced to the other's inbox watch (`LISTEN/NOTIFY`), on commit, naming
+/// the recipient; a store that only polls announces nothing to its watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_stored_on_one_instance_wakes_the_others_inbox_reader() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let clock = ManualClock::new(start_time());
+    let sender = runtime(pg_store(&url).await, &clock).await;
+    let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+    let wake: holdfast_memory::InboxWake = Arc::new(move |agent: Option<&str>| {
+        let _ = tx.send(agent.map(str::to_owned));
+    });
+    let watching = pg_store(&url).await;
+    watching.watch_inboxes(Arc::clone(&wake)).unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(30), woken.recv()).await.unwrap().unwrap();
+    assert_eq!(first, None, "listening from now: every reader looks once");
+
+    let (alice, _bob) = (sender.agent("alice").await.unwrap(), sender.agent("bob").await.unwrap());
+    send(&alice, MessageTarget::agent("bob"), "are you there?").await.unwrap();
+    let named = tokio::time::timeout(Duration::from_secs(30), woken.recv()).await.expect("no wake").unwrap();
+    assert_eq!(named.as_deref(), Some("bob"));
+    drop(wake);
+}

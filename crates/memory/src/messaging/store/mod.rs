@@ -121,6 +121,9 @@ pub type OutboxRow = (i64, String, Option<String>, Option<String>, String, Optio
 pub type ReminderRow =
     (i64, String, String, String, String, Option<String>, String, Option<String>, u32, Option<String>);
 
+/// What [`MessageStore::watch_inboxes`] calls: an agent whose inbox got a message, or `None` for every agent.
+pub type InboxWake = Arc<dyn Fn(Option<&str>) + Send + Sync>;
+
 /// An exclusive hold on one agent's inbox: while it is held, no other instance reads that inbox. Dropping it lets
 /// another instance take it.
 pub struct InboxHold(Box<dyn HeldLock>);
@@ -202,9 +205,16 @@ pub trait MessageStore: Send + Sync + 'static {
     /// Makes this process the only reader of `agent`'s inbox, waiting at most `wait`; `None` when another
     /// instance held it all that time.
     fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>>;
-    /// How often a reader should look at an inbox that other instances may write (their sends do not wake it);
-    /// `None` when every writer is in this process.
+    /// How often a reader should look at an inbox that other instances may write, in case their sends do not wake
+    /// it ([`MessageStore::watch_inboxes`]); `None` when every writer is in this process.
     fn poll_interval(&self) -> Option<Duration>;
+    /// Calls `wake` with an agent's id when another instance stores a message for that agent's inbox (and with
+    /// `None` when such news may have been missed: every reader looks again). Nothing to watch when every writer is
+    /// in this process.
+    fn watch_inboxes(&self, wake: InboxWake) -> Result<()> {
+        drop(wake);
+        Ok(())
+    }
 
     /// Messages `agent` sent to users, newest first.
     fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>>;

@@ -10,14 +10,15 @@
 //! - one instance at a time reads an agent's inbox, holding the session advisory lock `holdfast.inbox/<agent>` on a
 //!   connection of its own; the others wait for it, and take over when the holder's connection dies.
 //!
-//! Sends on another instance do not wake this one's inbox readers: they look again every
-//! [`MessageStore::poll_interval`].
+//! A send on another instance wakes this one's inbox readers: the transaction that stores a message notifies
+//! `holdfast_inbox` with each recipient's id (delivered on commit), and each instance listens on it
+//! ([`MessageStore::watch_inboxes`]); readers also look every [`MessageStore::poll_interval`] in case one was missed.
 
 use super::adopt;
 use super::sqlite::{INBOX_SELECT, REMINDER_SELECT};
 use super::{
-    HeldLock, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, StoredMessage,
-    all_skipped, deferral, window_left,
+    HeldLock, InboxHold, InboxRow, InboxWake, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow,
+    StoredMessage, all_skipped, deferral, window_left,
 };
 use crate::clock::fmt_time;
 use crate::db::Database;
@@ -26,15 +27,26 @@ use crate::messaging::types::TargetType;
 use holdfast_store::{BlockingPg, PgLock, PgStore};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// How often an inbox reader looks for messages other instances stored.
+/// How often an inbox reader looks for messages other instances stored, when they are not announced
+/// ([`PgMessageStore::poll_only`]).
 const POLL: Duration = Duration::from_secs(1);
+
+/// How often an inbox reader looks anyway when stores are announced (`LISTEN`): a safety net, since a listener that
+/// reconnects wakes every reader itself.
+const POLL_LISTENING: Duration = Duration::from_secs(15);
+
+/// The `LISTEN/NOTIFY` channel on which a stored message names the agents whose inbox got it.
+pub(super) const INBOX_CHANNEL: &str = "holdfast_inbox";
 
 /// Messages and reminders in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
 pub struct PgMessageStore {
     pg: BlockingPg,
+    /// Inbox readers are woken by `LISTEN` (false: they poll every [`POLL`] alone).
+    listen: bool,
 }
 
 fn pg_err(e: impl std::fmt::Display) -> MemoryError {
@@ -91,7 +103,15 @@ impl PgMessageStore {
     /// The store on `pg` (a pool for synchronous callers), migrated.
     pub async fn open(pg: BlockingPg) -> Result<Self> {
         pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MESSAGES).await }).await?;
-        Ok(Self { pg })
+        Ok(Self { pg, listen: true })
+    }
+
+    /// Inbox readers find other instances' messages by looking every second, without `LISTEN` (for a connection
+    /// pooler that does not keep `LISTEN`, such as PgBouncer in transaction mode; and the benchmark's baseline).
+    #[must_use]
+    pub fn poll_only(mut self) -> Self {
+        self.listen = false;
+        self
     }
 
     /// Runs `query` to completion on this thread.
@@ -443,6 +463,13 @@ impl MessageStore for PgMessageStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(pg_err)?;
+                // Sent when the transaction commits, and only then: every instance's readers of these inboxes look.
+                sqlx::query("SELECT pg_notify($1, a) FROM unnest($2::text[]) AS a")
+                    .bind(INBOX_CHANNEL)
+                    .bind(&delivered)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(pg_err)?;
             }
             if m.target_type == TargetType::User {
                 sqlx::query(
@@ -521,7 +548,52 @@ impl MessageStore for PgMessageStore {
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        Some(POLL)
+        Some(if self.listen { POLL_LISTENING } else { POLL })
+    }
+
+    fn watch_inboxes(&self, wake: InboxWake) -> Result<()> {
+        if !self.listen {
+            return Ok(());
+        }
+        // The payload only says where to look: a reader woken by it reads the table, so a notification another
+        // role sends (any role may NOTIFY) costs a read, never a message.
+        let wake = Arc::downgrade(&wake);
+        self.pg.spawn_background(|store| async move {
+            loop {
+                let mut listener = match sqlx::postgres::PgListener::connect_with(store.pool()).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "inbox listener: connect");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = listener.listen(INBOX_CHANNEL).await {
+                    tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "inbox listener: listen");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                // Listening from here: anything stored before may not have been announced to this instance.
+                let Some(w) = wake.upgrade() else { return };
+                w(None);
+                drop(w);
+                loop {
+                    let note = listener.try_recv().await;
+                    let Some(w) = wake.upgrade() else { return };
+                    match note {
+                        Ok(Some(note)) => w(Some(note.payload())),
+                        // Reconnected by the next call: what was sent meanwhile is lost, so every reader looks.
+                        Ok(None) => w(None),
+                        Err(e) => {
+                            tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "inbox listener");
+                            break;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        Ok(())
     }
 
     fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
