@@ -29,9 +29,10 @@
 //! **Several instances.** On a store several instances share (PostgreSQL), one instance at a time answers an
 //! agent's inbox: the worker first takes the inbox's hold (an advisory lock the database frees when the holder's
 //! connection dies; over TCP it notices within about 30 s), checks every 5 s that it still holds it, and cancels the
-//! turn it is in when it does not. An instance that takes the hold waits 15 s before reading — longer than the
-//! previous holder takes to notice and cancel — so it finds an interrupted turn's message as a restart would (above)
-//! instead of answering it a second time.
+//! turn it is in when it does not. An instance that takes the hold from a holder that did not let go cleanly (it
+//! died or lost its connection) waits 15 s before reading — longer than that holder takes to notice and cancel — so
+//! it finds an interrupted turn's message as a restart would (above) instead of answering it a second time. A holder
+//! that stops cleanly says so when it lets go (after its last turn ended), and the next holder reads at once.
 //!
 //! **Limits.** At most `[agent] inbox_turns_per_minute` turns per minute: more messages wait in the inbox (an
 //! `agent.rate_limited` event says how long), none is dropped. Messages between agents carry the router's hop count
@@ -62,10 +63,14 @@ const HOLD_CHECK: Duration = Duration::from_secs(5);
 /// holder needs to notice the loss and cancel its turn (a check, and its answer's timeout).
 const TAKEOVER_GRACE: Duration = Duration::from_secs(15);
 
-/// Checks `hold` every [`HOLD_CHECK`]; cancels `lost` when it is gone. Aborting the task lets the hold go.
-async fn watch(mut hold: InboxHold, lost: CancelToken) {
+/// Checks `hold` every [`HOLD_CHECK`]; cancels `lost` when it is gone (`None`). Gives the hold back when `stop`
+/// fires; aborting the task lets it go.
+async fn watch(mut hold: InboxHold, lost: CancelToken, stop: CancelToken) -> Option<InboxHold> {
     loop {
-        tokio::time::sleep(HOLD_CHECK).await;
+        tokio::select! {
+            () = tokio::time::sleep(HOLD_CHECK) => {}
+            () = stop.cancelled() => return Some(hold),
+        }
         let checked = tokio::task::spawn_blocking(move || {
             let held = hold.still_held();
             (hold, held)
@@ -75,7 +80,7 @@ async fn watch(mut hold: InboxHold, lost: CancelToken) {
             Ok((back, true)) => hold = back,
             _ => {
                 lost.cancel();
-                return;
+                return None;
             }
         }
     }
@@ -147,14 +152,20 @@ impl Worker {
         let inbox = self.agent.profile().handle.inbox();
         loop {
             let Some(hold) = take_hold(&inbox, cancel).await else { return };
-            let lost = CancelToken::new();
-            let watcher = tokio::spawn(watch(hold, lost.clone()));
             // An instance that lost the hold may still be in a turn: give it time to see the loss and stop, so
-            // its message is found interrupted here rather than answered twice.
-            let cancelled =
-                (inbox.is_shared() && pause(TAKEOVER_GRACE, cancel).await) || self.serve(&inbox, &lost, cancel).await;
-            watcher.abort();
+            // its message is found interrupted here rather than answered twice. One that let go cleanly (or never
+            // held it) runs no turn: no wait.
+            let grace = inbox.is_shared() && hold.previous_may_run();
+            let (lost, stop) = (CancelToken::new(), CancelToken::new());
+            let watcher = tokio::spawn(watch(hold, lost.clone(), stop.clone()));
+            let cancelled = (grace && pause(TAKEOVER_GRACE, cancel).await) || self.serve(&inbox, &lost, cancel).await;
+            stop.cancel();
+            let hold = watcher.await.ok().flatten();
             if cancelled {
+                // No turn runs any more: the next holder is told it need not wait.
+                if let Some(hold) = hold {
+                    let _ = tokio::task::spawn_blocking(move || hold.release()).await;
+                }
                 return;
             }
             tracing::warn!(agent = %inbox.agent(), "the hold on the inbox was lost; taking it again");

@@ -40,6 +40,17 @@ pub const MESSAGES: Component = Component {
             sqlite: SqliteStep::Sql("ALTER TABLE reminders_items ADD COLUMN session_id TEXT;"),
             postgres: "ALTER TABLE reminders_items ADD COLUMN IF NOT EXISTS session_id TEXT;",
         },
+        // Who held each agent's inbox last, and whether it let go cleanly (PostgreSQL only: on the SQLite file one
+        // process holds every inbox).
+        Migration {
+            version: 4,
+            sqlite: SqliteStep::Sql(""),
+            postgres: "CREATE TABLE IF NOT EXISTS messages_inbox_holds (
+                agent_id TEXT PRIMARY KEY,
+                holder   TEXT NOT NULL,
+                released BOOLEAN NOT NULL
+            );",
+        },
     ],
 };
 

@@ -633,3 +633,39 @@ async fn two_agents_that_message_and_remind_forever_stop() {
     assert!(stored <= 2 + 2 * 40, "{stored} reminders stored");
     cancel.cancel();
 }
+
+/// An inbox worker that stops cleanly on a shared database says so when it lets the inbox go, so the instance that
+/// takes over does not wait for a turn that cannot be running (it waits only after a holder that went away
+/// without saying so, as the takeover test shows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_stops_cleanly_lets_the_next_holder_read_at_once() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        let toml = format!(
+            "[storage]\ndata_dir = {:?}\nurl = {:?}\n[memory]\nagent_cooldown_secs = 0\n",
+            dir.path().join(name),
+            url.expose()
+        );
+        std::fs::write(&path, toml).unwrap();
+        path
+    };
+    let runtime = Arc::new(Runtime::load(Some(&config("one"))).await.unwrap());
+    let scripted = Scripted::start(Wire::OpenAi, vec![Reply::Text("held and answered".into())]).await;
+    let cancel = CancelToken::new();
+    let worker = holdfast_agent::inbox::spawn(Agent::new(Arc::clone(&runtime), provider(&scripted)), cancel.clone());
+    let bob = Peer::new(&runtime, "bob").await;
+    bob.send(&runtime, "are you holding your inbox?", 0).await.unwrap();
+    assert_eq!(bob.recv().await.content, "held and answered");
+    cancel.cancel();
+    worker.await.unwrap();
+
+    let other = Runtime::load(Some(&config("two"))).await.unwrap();
+    let store = Arc::clone(other.agent.messages.router().store());
+    let me = runtime.agent.agent_id.to_string();
+    let next = tokio::task::spawn_blocking(move || store.hold_inbox(&me, Duration::from_secs(10)).unwrap().unwrap())
+        .await
+        .unwrap();
+    assert!(!next.previous_may_run(), "the worker let go cleanly: no takeover wait");
+}

@@ -368,3 +368,27 @@ async fn a_message_stored_on_one_instance_wakes_the_others_inbox_reader() {
     assert_eq!(named.as_deref(), Some("bob"));
     drop(wake);
 }
+
+/// The hold on an inbox says whether its previous holder may still be in a turn: not when the inbox was never held,
+/// was let go cleanly, or was last held by the same instance; yes when another instance held it last and went away
+/// without saying so (its connection closed under it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbox_let_go_cleanly_needs_no_takeover_wait() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let (one, two) = (pg_store(&url).await, pg_store(&url).await);
+    tokio::task::spawn_blocking(move || {
+        let hold = |s: &Arc<dyn MessageStore>| s.hold_inbox("bob", Duration::from_secs(10)).unwrap().unwrap();
+        let first = hold(&one);
+        assert!(!first.previous_may_run(), "never held");
+        first.release();
+        let second = hold(&two);
+        assert!(!second.previous_may_run(), "let go cleanly");
+        drop(second); // gone without saying so
+        let third = hold(&one);
+        assert!(third.previous_may_run(), "another instance held it last and did not let go cleanly");
+        drop(third);
+        assert!(!hold(&one).previous_may_run(), "last held by this instance");
+    })
+    .await
+    .unwrap();
+}

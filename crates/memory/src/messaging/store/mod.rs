@@ -132,6 +132,13 @@ pub struct InboxHold(Box<dyn HeldLock>);
 pub trait HeldLock: Send {
     /// Whether the hold is still in force (a PostgreSQL connection that died has lost its lock). Blocks.
     fn still_held(&mut self) -> bool;
+    /// Whether the previous holder may still be in a turn: another instance held the inbox last and did not let it
+    /// go cleanly (it died, or lost its connection), so the new holder should give it time to notice and stop.
+    fn previous_may_run(&self) -> bool {
+        false
+    }
+    /// Lets go cleanly: no turn of this holder runs any more, and the next holder need not wait. Blocks.
+    fn release(&mut self) {}
 }
 
 impl InboxHold {
@@ -154,6 +161,18 @@ impl InboxHold {
     /// Whether it is still in force. Blocks (run it on the blocking pool).
     pub fn still_held(&mut self) -> bool {
         self.0.still_held()
+    }
+
+    /// Whether the previous holder may still be in a turn (it held the inbox last and did not let go cleanly): then
+    /// the new holder waits for it to notice before reading. `false` when the inbox was let go cleanly, never held,
+    /// or last held by this instance.
+    pub fn previous_may_run(&self) -> bool {
+        self.0.previous_may_run()
+    }
+
+    /// Lets go cleanly, saying so to the next holder (call it once no turn of this holder runs). Blocks.
+    pub fn release(mut self) {
+        self.0.release();
     }
 }
 

@@ -216,9 +216,35 @@ pub enum MessagesAdopted {
 struct PgHold {
     lock: Option<PgLock>,
     pg: BlockingPg,
+    agent: String,
+    /// Another instance held it last and did not let go cleanly.
+    previous_may_run: bool,
 }
 
 impl HeldLock for PgHold {
+    fn previous_may_run(&self) -> bool {
+        self.previous_may_run
+    }
+
+    fn release(&mut self) {
+        let Some(lock) = self.lock.take() else { return };
+        let agent = self.agent.clone();
+        let marked = self.pg.run(|s| async move {
+            // Marked while the lock is still held, then the lock goes with its connection.
+            let marked =
+                sqlx::query("UPDATE messages_inbox_holds SET released = true WHERE agent_id = $1 AND holder = $2")
+                    .bind(&agent)
+                    .bind(s.instance())
+                    .execute(s.pool())
+                    .await;
+            drop(lock);
+            marked
+        });
+        if let Err(e) | Ok(Err(e)) = marked.map_err(pg_err).map(|r| r.map_err(pg_err)) {
+            tracing::warn!(agent = %self.agent, error = %e, "the inbox was let go without saying so: the next holder waits");
+        }
+    }
+
     fn still_held(&mut self) -> bool {
         let Some(mut lock) = self.lock.take() else { return false };
         match self.pg.run(|_| async move {
@@ -543,8 +569,30 @@ impl MessageStore for PgMessageStore {
 
     fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>> {
         let key = format!("holdfast.inbox/{agent}");
-        let lock = self.run(|s| async move { s.lock_within(&key, wait).await.map_err(pg_err) })?;
-        Ok(lock.map(|lock| InboxHold::new(PgHold { lock: Some(lock), pg: self.pg.clone() })))
+        let taken = self.run(|s| async move {
+            let Some(lock) = s.lock_within(&key, wait).await.map_err(pg_err)? else { return Ok(None) };
+            // Under the lock: who held it last, and whether it let go cleanly; then this instance holds it.
+            let last: Option<(String, bool)> =
+                sqlx::query_as("SELECT holder, released FROM messages_inbox_holds WHERE agent_id = $1")
+                    .bind(agent)
+                    .fetch_optional(s.pool())
+                    .await
+                    .map_err(pg_err)?;
+            sqlx::query(
+                "INSERT INTO messages_inbox_holds (agent_id, holder, released) VALUES ($1, $2, false)
+                 ON CONFLICT (agent_id) DO UPDATE SET holder = excluded.holder, released = false",
+            )
+            .bind(agent)
+            .bind(s.instance())
+            .execute(s.pool())
+            .await
+            .map_err(pg_err)?;
+            let previous_may_run = last.is_some_and(|(holder, released)| !released && holder != s.instance());
+            Ok(Some((lock, previous_may_run)))
+        })?;
+        Ok(taken.map(|(lock, previous_may_run)| {
+            InboxHold::new(PgHold { lock: Some(lock), pg: self.pg.clone(), agent: agent.to_owned(), previous_may_run })
+        }))
     }
 
     fn poll_interval(&self) -> Option<Duration> {
