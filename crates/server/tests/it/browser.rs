@@ -247,6 +247,10 @@ impl ChatProvider for Replies {
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         // The researcher's inbox turn (the assistant's answer arrived) may ask before its user turn's last step: it is
         // answered by what it was shown, not by its place in the queue.
+        // A turn answering this never ends by itself: only a stop does.
+        if format!("{:?}", request.messages.last()).contains("please wait forever") {
+            return Box::pin(std::future::pending());
+        }
         if format!("{:?}", request.messages).contains("USDC is on Base.") {
             return Box::pin(async { Ok(Replies::text("The assistant says: Base.")) });
         }
@@ -273,9 +277,17 @@ async fn several_agents_and_the_messages_between_them_in_the_browser() {
             r#"{"target":{"type":"agent","id":"assistant"},"content":"Which network is USDC on?","metadata":null}"#
                 .into(),
     };
+    let wait = ToolCall {
+        id: "call_2".into(),
+        name: "send_message".into(),
+        arguments: r#"{"target":{"type":"agent","id":"assistant"},"content":"please wait forever","metadata":null}"#
+            .into(),
+    };
     let researcher_model = Replies::new(vec![
         ChatResponse { tool_calls: vec![ask], stop_reason: Some("tool_calls".into()), ..ChatResponse::default() },
         Replies::text("I asked the assistant."),
+        ChatResponse { tool_calls: vec![wait], stop_reason: Some("tool_calls".into()), ..ChatResponse::default() },
+        Replies::text("I asked again."),
     ]);
     let assistant_model = Replies::new(vec![Replies::text("USDC is on Base.")]);
     let agent = |name: &str, model: Arc<Replies>| {

@@ -580,6 +580,19 @@ async function agentsScenario() {
       `${T("chat-msg")}[data-role="assistant"]`);
     await shot("agents-1-inbox.png");
   });
+  await step("a turn the inbox started shows its stop button there, and the stop ends it", async () => {
+    await page.click(`${T("session-item")}:has-text("ask the assistant which network")`);
+    await page.fill(T("chat-input"), "ask the assistant to wait");
+    await page.click(T("chat-send"));
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent === "I asked again."),
+      `${T("chat-msg")}[data-role="assistant"]`);
+    await page.click(`${T("session-item")}:has-text("Inbox · assistant · agent 'researcher'")`);
+    await page.waitForSelector(`${T("chat-stop")}:not([hidden])`);
+    await page.click(T("chat-stop"));
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].some((m) => m.textContent.includes("Cancelled by the user.")),
+      `${T("chat-msg")}`);
+    await page.waitForSelector(`${T("chat-stop")}[hidden]`, { state: "attached" });
+  });
 }
 
 async function walkthroughScenario() {
