@@ -5,4 +5,5 @@ mod agents;
 mod builtin_tools;
 mod durable_sessions;
 mod inbox;
+mod upgrade;
 mod window;
