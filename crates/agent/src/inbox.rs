@@ -41,7 +41,7 @@
 
 use crate::agent::{Agent, AgentError, CancelToken, StopReason};
 use crate::turns::Started;
-use holdfast_core::event::{AgentInboxTurn, AgentRateLimited, EventPayload};
+use holdfast_core::event::{AgentInboxTurn, AgentMessage, AgentRateLimited, EventPayload};
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use holdfast_memory::{ConversationHops, Inbox, InboxHold, InboxMessage, SendOrigin};
 use serde_json::json;
@@ -325,6 +325,19 @@ impl Worker {
             runtime.sessions.append(&ctx.session_id, system).await?;
             return Ok(());
         }
+        // A stop the user sends (`POST /api/sessions/{id}/cancel`, the UI's stop button) ends this turn the way a
+        // user's turn ends; the message is then taken as answered with that stop, never run again. Registered
+        // before the turn is marked begun: a user's send racing into this session (refused there a moment later)
+        // is waited out, never taken for this message's turn.
+        let user_stop = CancelToken::new();
+        let _running = loop {
+            if let Some(running) = runtime.turns.begin(&ctx.session_id, user_stop.clone(), Started::Inbox) {
+                break running;
+            }
+            if pause(Duration::from_millis(100), cancel).await {
+                return Err(ToolError::new(ErrorCode::Cancelled, "stopped before the inbox turn began"));
+            }
+        };
         runtime.sessions.link_merge(&key, json!({"answering": message.message_id})).await?;
         self.recent.push_back(Instant::now());
 
@@ -337,12 +350,6 @@ impl Worker {
             hops: message.hops,
         }));
         tracing::info!(message = %message.message_id, from = %message.from, via = %message.via, hops = message.hops, "inbox turn");
-        // A stop the user sends (`POST /api/sessions/{id}/cancel`, the UI's stop button) ends this turn the way a
-        // user's turn ends; the message is then taken as answered with that stop, never run again.
-        let user_stop = CancelToken::new();
-        let Some(_running) = runtime.turns.begin(&ctx.session_id, user_stop.clone(), Started::Inbox) else {
-            return Err(ToolError::new(ErrorCode::RateLimited, "a turn is already running in this inbox session"));
-        };
         let answered = {
             let answering = self.agent.answer_message(&ctx, &from, &message.message_id, &message.content, cancel);
             tokio::pin!(answering);
@@ -361,8 +368,15 @@ impl Worker {
                 let note = format!("The model could not answer {}: {}", message.message_id, ToolError::from(e));
                 runtime
                     .sessions
-                    .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note))
+                    .append(&ctx.session_id, crate::NewMessage::text(crate::MessageRole::System, note.clone()))
                     .await?;
+                // The turn's end, as every turn says it (a page watching the session stops showing it running).
+                ctx.events.publish(EventPayload::AgentMessage(AgentMessage::Final {
+                    role: "system".into(),
+                    content: note,
+                    is_final: true,
+                    usage: Default::default(),
+                }));
                 return Ok(());
             }
             Err(AgentError::Tool(e)) => return Err(e),

@@ -373,11 +373,12 @@ impl Runtime {
         let live: Arc<Mutex<HashMap<String, Live>>> = Arc::default();
         // A reminder to the user is announced on the session that scheduled it: its copy loaded here, or, on a
         // shared database, whichever instance serves it, through the event relay.
+        // (Only the relay is held, not the services: they reach the router, which holds this.)
         memory.router().set_session_events({
-            let (loaded, services) = (Arc::downgrade(&live), services.clone());
+            let (loaded, relay) = (Arc::downgrade(&live), services.event_relay());
             Arc::new(move |id: &str| {
                 let here = loaded.upgrade().and_then(|l| l.lock().get(id).map(|l| l.ctx.events.clone()));
-                here.or_else(|| services.relayed_bus(id))
+                here.or_else(|| relay.clone().map(|r| holdfast_core::EventBus::new(id).with_relay(r)))
             })
         });
         Ok(Self {

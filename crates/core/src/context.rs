@@ -156,10 +156,11 @@ impl CoreServices {
         self.open_on(session_id, 0, events)
     }
 
-    /// A bus for session `session_id` that reaches the other instances sharing the database (through the event
-    /// relay), for an event about a session this instance has not loaded; `None` without a relay.
-    pub fn relayed_bus(&self, session_id: &str) -> Option<EventBus> {
-        self.relay.as_ref().map(|relay| EventBus::new(session_id).with_relay(Arc::clone(relay)))
+    /// The relay that carries events to the other instances sharing the database, if any: with it, a bus made
+    /// for a session this instance has not loaded (`EventBus::new(id).with_relay(relay)`) still reaches the
+    /// instances that have.
+    pub fn event_relay(&self) -> Option<Arc<dyn crate::event::EventRelay>> {
+        self.relay.clone()
     }
 
     fn open_on(&self, session_id: &str, revision: u64, events: Option<EventBus>) -> ToolContext {

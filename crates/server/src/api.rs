@@ -188,6 +188,15 @@ pub(crate) async fn send_message(
 ) -> ApiResult<TurnReply> {
     let Json(msg) = msg?;
     let ctx = session(&state, &id).await?;
+    // Refused before anything is registered or written: a user's message never lands in an agent's inbox session
+    // (the turn would refuse it too, but only after taking the session's turn slot from the inbox).
+    if state.runtime.sessions.get(&id).await?.is_some_and(|s| s.kind == holdfast_agent::inbox::SESSION_KIND) {
+        return Err(ApiError::Tool(ToolError::new(
+            ErrorCode::SessionConflict,
+            "this is the agent's inbox session, where it answers other agents and reminders; open a new session to \
+             talk to it (pending actions here can still be approved or denied)",
+        )));
+    }
     if msg.content.trim().is_empty() || msg.content.len() > 64 * 1024 {
         return Err(ApiError::Tool(ToolError::new(ErrorCode::InvalidParams, "`content`: 1 to 65536 bytes of text")));
     }

@@ -216,7 +216,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     };
     // Messages from other agents and reminders start turns of their own (in the agent's `inbox` session).
     let inbox = holdfast_agent::CancelToken::new();
-    let _inbox_workers: Vec<_> =
+    let inbox_workers: Vec<_> =
         state.agents().iter().map(|agent| holdfast_agent::inbox::spawn(agent.clone(), inbox.clone())).collect();
     let names: Vec<&str> = state.agents().iter().map(|a| a.profile().name.as_str()).collect();
     let inbox_line = match state.agents().first() {
@@ -288,6 +288,15 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
         .await
         .context("serving")?;
     inbox.cancel();
+    // Each worker ends its turn, if any, and lets its inbox go saying so, so another instance takes over at once.
+    let stopping = async {
+        for worker in inbox_workers {
+            let _ = worker.await;
+        }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(20), stopping).await.is_err() {
+        tracing::warn!("an inbox worker did not stop within 20 s; the next instance to take its inbox waits first");
+    }
     say!("holdfast: stopped; in-flight requests finished");
     Ok(())
 }

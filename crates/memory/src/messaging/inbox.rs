@@ -1,8 +1,10 @@
 //! One agent's durable inbox: messages stay queued, across restarts, until the agent takes them.
 //!
 //! On a store several instances share, one instance at a time reads an agent's inbox: the reader takes
-//! [`Inbox::hold`] first. Sends made on other instances do not wake it; it looks again every
-//! [`MessageStore::poll_interval`](super::store::MessageStore::poll_interval).
+//! [`Inbox::hold`] first. Sends made on other instances wake it too, when the store announces them
+//! ([`MessageStore::watch_inboxes`](super::store::MessageStore::watch_inboxes): `LISTEN/NOTIFY` on PostgreSQL); it
+//! also looks again every [`MessageStore::poll_interval`](super::store::MessageStore::poll_interval) in case an
+//! announcement was missed.
 
 use super::router::MessageRouter;
 use super::store::{InboxHold, to_inbox_message};
@@ -48,8 +50,9 @@ impl Inbox {
         self.router.call(move |s| s.inbox_first(&agent)).await?.map(to_inbox_message).transpose()
     }
 
-    /// Waits until a message may have been stored for the agent: a send in this process wakes it at once; one on
-    /// another instance sharing the store is seen within the store's poll interval.
+    /// Waits until a message may have been stored for the agent: a send in this process wakes it at once, one on
+    /// another instance sharing the store when the store announces it, and either way it looks again within the
+    /// store's poll interval.
     async fn wait(&self, notified: tokio::sync::futures::Notified<'_>) {
         match self.router.store().poll_interval() {
             Some(every) => {

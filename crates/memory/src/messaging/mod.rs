@@ -18,7 +18,8 @@
 //! recipients inside their window are skipped and named in `details`, and the send is refused only when every
 //! recipient was skipped. Messages to users are exempt. A reminder that reaches other agents passes the windows of
 //! its agent when it fires: inside any of them it is not delivered to anyone yet but waits (its `not_before`) until
-//! the last one ends, so reminders due at once cannot start many turns of another agent. The windows are kept in the store and taken
+//! the last one ends, so reminders due at once cannot start many turns of another agent. (A reminder to a group or
+//! channel waits for the last of its recipients' windows; only its own agent's sends renew them.) The windows are kept in the store and taken
 //! in the transaction that stores the message: a restart does not reset them, a refused send does not use one up,
 //! and on PostgreSQL every instance shares them.
 //!

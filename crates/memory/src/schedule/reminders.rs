@@ -20,7 +20,7 @@
 //! [`MAX_PENDING_REMINDERS`] pending reminders.
 //!
 //! **Several instances.** Reminders live in the router's store ([`crate::messaging::store`]). On PostgreSQL every
-//! instance runs a scheduler over the same table; the delivering transaction claims the reminder `FOR UPDATE SKIP
+//! instance runs a scheduler over the same table, for the agents it serves ([`ReminderScheduler::only`]); the delivering transaction claims the reminder `FOR UPDATE SKIP
 //! LOCKED`, so one instance fires it and the others pass it by. A reminder scheduled on one instance wakes that
 //! instance's scheduler; the others find it within [`MAX_NAP`].
 

@@ -282,6 +282,16 @@ async fn the_stop_button_stops_an_inbox_turn() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!id.is_empty(), "the inbox session shows its running turn");
+    // A user's message there is refused before it can take the turn's place, and the inbox turn goes on.
+    let refused = http
+        .post(format!("{url}/api/sessions/{id}/messages"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"content": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 409);
+    assert_eq!(get(format!("/api/sessions/{id}")).await["turn_running"], true);
     let stopped = api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/cancel"), None).await;
     assert_eq!(stopped["cancelled"], true, "{stopped}");
     let mut detail = Value::Null;

@@ -607,7 +607,8 @@ impl MessageStore for PgMessageStore {
         // role sends (any role may NOTIFY) costs a read, never a message.
         let wake = Arc::downgrade(&wake);
         self.pg.spawn_background(|store| async move {
-            loop {
+            // Until the router that asked is gone.
+            while wake.strong_count() > 0 {
                 let mut listener = match sqlx::postgres::PgListener::connect_with(store.pool()).await {
                     Ok(l) => l,
                     Err(e) => {
