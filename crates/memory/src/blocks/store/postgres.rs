@@ -270,14 +270,24 @@ impl MemoryStore for PgMemoryStore {
         let query = ts_query(terms);
         self.pg
             .run(|store| async move {
-                // The best `limit` blocks by rank first, then a snippet for those only.
-                let values = sqlx::query(
-                    "SELECT t.label, ts_headline('holdfast_english', t.value, q, $4), t.rank, t.updated_at
-                 FROM (SELECT b.label, b.value, ts_rank_cd(b.search, q) AS rank, b.updated_at, q
-                       FROM memory_blocks b, to_tsquery('holdfast_english', $2) q
-                       WHERE b.agent_id = $1 AND b.search @@ q
-                       ORDER BY rank DESC, b.label LIMIT $3) t
-                 ORDER BY t.rank DESC, t.label",
+                // One round trip: the best `limit` blocks by rank, then the best replaced value of each block whose
+                // current value did not match; a headline for those rows alone, after the limits.
+                let rows = sqlx::query(
+                    "WITH q AS (SELECT to_tsquery('holdfast_english', $2) AS q),
+                     v AS (SELECT b.label, b.value, ts_rank_cd(b.search, q.q) AS rank, b.updated_at AS at
+                           FROM memory_blocks b, q WHERE b.agent_id = $1 AND b.search @@ q.q
+                           ORDER BY rank DESC, b.label LIMIT $3),
+                     h AS (SELECT DISTINCT ON (h.label) h.label, h.old_value AS value, ts_rank_cd(h.search, q.q) AS rank, h.at
+                           FROM memory_history h, q
+                           WHERE h.agent_id = $1 AND h.search @@ q.q AND h.label NOT IN (SELECT label FROM v)
+                           ORDER BY h.label, rank DESC, h.id DESC),
+                     ht AS (SELECT * FROM h ORDER BY rank DESC, label LIMIT $3)
+                     SELECT v.label, ts_headline('holdfast_english', v.value, q.q, $4), v.rank, v.at, false AS old
+                       FROM v, q
+                     UNION ALL
+                     SELECT ht.label, ts_headline('holdfast_english', ht.value, q.q, $4), ht.rank, ht.at, true
+                       FROM ht, q
+                     ORDER BY 5, 3 DESC, 1",
                 )
                 .bind(agent)
                 .bind(&query)
@@ -286,26 +296,14 @@ impl MemoryStore for PgMemoryStore {
                 .fetch_all(store.pool())
                 .await
                 .map_err(pg_err)?;
-                let value_hits = values.iter().map(|r| hit(r, HitSource::Value)).collect::<Result<Vec<_>>>()?;
-                let matched: Vec<&str> = value_hits.iter().map(|h| h.label.as_str()).collect();
-                // The best replaced value per block whose current value did not match.
-                let history = sqlx::query(
-                    "SELECT t.label, ts_headline('holdfast_english', t.old_value, q, $5), t.rank, t.at
-                 FROM (SELECT DISTINCT ON (h.label) h.label, h.old_value, ts_rank_cd(h.search, q) AS rank, h.at, q
-                       FROM memory_history h, to_tsquery('holdfast_english', $2) q
-                       WHERE h.agent_id = $1 AND h.search @@ q AND NOT (h.label = ANY($3))
-                       ORDER BY h.label, rank DESC, h.id DESC) t
-                 ORDER BY t.rank DESC, t.label LIMIT $4",
-                )
-                .bind(agent)
-                .bind(&query)
-                .bind(&matched)
-                .bind(to_i64(limit))
-                .bind(HEADLINE)
-                .fetch_all(store.pool())
-                .await
-                .map_err(pg_err)?;
-                let history_hits = history.iter().map(|r| hit(r, HitSource::History)).collect::<Result<Vec<_>>>()?;
+                let (mut value_hits, mut history_hits) = (Vec::new(), Vec::new());
+                for r in &rows {
+                    if r.try_get::<bool, _>(4).map_err(pg_err)? {
+                        history_hits.push(hit(r, HitSource::History)?);
+                    } else {
+                        value_hits.push(hit(r, HitSource::Value)?);
+                    }
+                }
                 Ok(merge_hits(value_hits, history_hits, limit))
             })
             .map_err(pg_err)?

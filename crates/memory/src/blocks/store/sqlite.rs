@@ -200,11 +200,14 @@ impl MemoryStore for SqliteMemoryStore {
         }
         let query = fts_query(terms);
         self.db.with_conn(|c| {
+            // Ordered by FTS5's own `rank` column (bm25): FTS5 then hands rows over best first, so the snippets are
+            // made for the rows returned, not for every match (ordering by an alias of `bm25()` sorts after
+            // computing every result column, snippets included).
             let mut values = c.prepare_cached(
-                "SELECT b.label, snippet(memory_fts_values, 0, '[', ']', '…', 16), bm25(memory_fts_values) AS rank, b.updated_at
+                "SELECT b.label, snippet(memory_fts_values, 0, '[', ']', '…', 16), memory_fts_values.rank, b.updated_at
                  FROM memory_fts_values JOIN memory_blocks b ON b.id = memory_fts_values.rowid
                  WHERE memory_fts_values MATCH ?1 AND b.agent_id = ?2
-                 ORDER BY rank LIMIT ?3",
+                 ORDER BY memory_fts_values.rank LIMIT ?3",
             )?;
             let value_hits = values
                 .query_map(params![query, agent, to_i64(limit)], |r| hit(r, HitSource::Value))?
@@ -212,10 +215,10 @@ impl MemoryStore for SqliteMemoryStore {
             // Best history row per block (auxiliary functions cannot run under a window function, so the
             // grouping happens here), skipping blocks whose current value already matched.
             let mut ranked = c.prepare_cached(
-                "SELECT h.label, h.id, bm25(memory_fts_history) AS rank
+                "SELECT h.label, h.id
                  FROM memory_fts_history JOIN memory_history h ON h.id = memory_fts_history.rowid
                  WHERE memory_fts_history MATCH ?1 AND h.agent_id = ?2
-                 ORDER BY rank",
+                 ORDER BY memory_fts_history.rank",
             )?;
             let rows = ranked
                 .query_map(params![query, agent], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
