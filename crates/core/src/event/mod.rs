@@ -16,8 +16,8 @@ pub use payload::{
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::broadcast;
 
 /// Stable event names (see `interfaces.md`).
@@ -103,21 +103,30 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
 }
 
 /// A cheap-to-clone handle on one session's event stream.
+///
+/// The subscribers' buffer ([`EVENT_BUFFER`] events) is allocated when the first subscriber arrives: a session no
+/// one watches (most of them: an API client's, an idle one) costs a few words, not the buffer's tens of KiB.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    session_id: Arc<str>,
-    sender: broadcast::Sender<Arc<Event>>,
+    shared: Arc<Shared>,
     relay: Option<Arc<dyn EventRelay>>,
+}
+
+/// What every handle on one bus shares.
+#[derive(Debug)]
+struct Shared {
+    session_id: Arc<str>,
+    /// Made by the first [`EventBus::subscribe`].
+    sender: OnceLock<broadcast::Sender<Arc<Event>>>,
     /// Set when another instance's event for this session is delivered ([`EventBus::deliver`]).
-    remote: Arc<AtomicBool>,
+    remote: AtomicBool,
 }
 
 /// A handle on a bus that does not keep it open ([`EventBus::downgrade`]).
 #[derive(Debug, Clone)]
 pub struct WeakEventBus {
     session_id: Arc<str>,
-    sender: broadcast::WeakSender<Arc<Event>>,
-    remote: Arc<AtomicBool>,
+    shared: Weak<Shared>,
 }
 
 impl WeakEventBus {
@@ -128,13 +137,7 @@ impl WeakEventBus {
 
     /// The bus, while its session is open.
     pub fn upgrade(&self) -> Option<EventBus> {
-        let sender = self.sender.upgrade()?;
-        Some(EventBus {
-            session_id: Arc::clone(&self.session_id),
-            sender,
-            relay: None,
-            remote: Arc::clone(&self.remote),
-        })
+        Some(EventBus { shared: self.shared.upgrade()?, relay: None })
     }
 }
 
@@ -144,8 +147,8 @@ pub const EVENT_BUFFER: usize = 1024;
 impl EventBus {
     /// A bus for one session.
     pub fn new(session_id: impl Into<Arc<str>>) -> Self {
-        let (sender, _) = broadcast::channel(EVENT_BUFFER);
-        Self { session_id: session_id.into(), sender, relay: None, remote: Arc::default() }
+        let shared = Shared { session_id: session_id.into(), sender: OnceLock::new(), remote: AtomicBool::new(false) };
+        Self { shared: Arc::new(shared), relay: None }
     }
 
     /// This bus, handing every event it publishes to `relay` as well (and registered with it for other instances'
@@ -158,10 +161,14 @@ impl EventBus {
 
     /// A handle that does not keep the bus open.
     pub fn downgrade(&self) -> WeakEventBus {
-        WeakEventBus {
-            session_id: Arc::clone(&self.session_id),
-            sender: self.sender.downgrade(),
-            remote: Arc::clone(&self.remote),
+        WeakEventBus { session_id: Arc::clone(&self.shared.session_id), shared: Arc::downgrade(&self.shared) }
+    }
+
+    /// Hands `event` to this process's subscribers, if any.
+    fn send_local(&self, event: Arc<Event>) {
+        if let Some(sender) = self.shared.sender.get() {
+            // An error only means nobody is listening here.
+            let _ = sender.send(event);
         }
     }
 
@@ -173,19 +180,19 @@ impl EventBus {
     pub fn deliver(&self, event: Arc<Event>) {
         match event.payload {
             EventPayload::SessionSaved(_) => {
-                self.remote.store(true, Ordering::Release);
+                self.shared.remote.store(true, Ordering::Release);
                 return;
             }
-            EventPayload::ToolResult(_) => self.remote.store(true, Ordering::Release),
+            EventPayload::ToolResult(_) => self.shared.remote.store(true, Ordering::Release),
             _ => {}
         }
-        let _ = self.sender.send(event);
+        self.send_local(event);
     }
 
     /// Marks this instance's copy of the session as possibly older than what another instance saved, without an
     /// event: for a relay that may have missed events (its listening connection was lost and reconnected).
     pub fn mark_remote_activity(&self) {
-        self.remote.store(true, Ordering::Release);
+        self.shared.remote.store(true, Ordering::Release);
     }
 
     /// Tells the other instances (through the relay, never this instance's subscribers) that the session's state
@@ -193,53 +200,52 @@ impl EventBus {
     pub fn announce_save(&self, revision: u64) {
         if let Some(relay) = &self.relay {
             let payload = EventPayload::SessionSaved(SessionSaved { revision });
-            relay.relay(&Arc::new(Event { session_id: self.session_id.to_string(), payload, at: Utc::now() }));
+            relay.relay(&Arc::new(Event { session_id: self.session_id().to_owned(), payload, at: Utc::now() }));
         }
     }
 
     /// Whether another instance saved this session since the last call (which clears it): its `tool.result` or
     /// `session.saved` arrived, both published after the save, so a copy loaded here before it is older.
     pub fn take_remote_activity(&self) -> bool {
-        self.remote.swap(false, Ordering::AcqRel)
+        self.shared.remote.swap(false, Ordering::AcqRel)
     }
 
     /// [`EventBus::take_remote_activity`] without clearing it.
     pub fn has_remote_activity(&self) -> bool {
-        self.remote.load(Ordering::Acquire)
+        self.shared.remote.load(Ordering::Acquire)
     }
 
     /// The session this bus belongs to.
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        &self.shared.session_id
     }
 
     /// True when at least one subscriber of this process is listening (a relay's listeners elsewhere not counted).
     pub fn has_local_subscribers(&self) -> bool {
-        self.sender.receiver_count() > 0
+        self.shared.sender.get().is_some_and(|s| s.receiver_count() > 0)
     }
 
     /// True when at least one subscriber is listening, here or (through a relay) on another instance: lets
     /// publishers skip building payloads.
     pub fn has_subscribers(&self) -> bool {
-        self.sender.receiver_count() > 0 || self.relay.is_some()
+        self.has_local_subscribers() || self.relay.is_some()
     }
 
     /// Publishes an event. Never blocks; with no subscriber the event is dropped.
     pub fn publish(&self, payload: EventPayload) {
-        if self.sender.receiver_count() == 0 && self.relay.is_none() {
+        if !self.has_subscribers() {
             return;
         }
-        let event = Arc::new(Event { session_id: self.session_id.to_string(), payload, at: Utc::now() });
+        let event = Arc::new(Event { session_id: self.session_id().to_owned(), payload, at: Utc::now() });
         if let Some(relay) = &self.relay {
             relay.relay(&event);
         }
-        // An error only means nobody is listening here.
-        let _ = self.sender.send(event);
+        self.send_local(event);
     }
 
-    /// Subscribes to every event published from now on.
+    /// Subscribes to every event published from now on (the first subscriber allocates the bus's buffer).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.sender.subscribe()
+        self.shared.sender.get_or_init(|| broadcast::channel(EVENT_BUFFER).0).subscribe()
     }
 }
 
@@ -287,6 +293,19 @@ mod tests {
             (Some("a"), Some("remove"))
         );
         assert_eq!(rx.recv().await.unwrap().name(), "context_bank.update");
+    }
+
+    #[test]
+    fn the_buffer_is_allocated_when_the_first_subscriber_arrives() {
+        let bus = EventBus::new("s1");
+        bus.publish(started(0));
+        assert!(bus.shared.sender.get().is_none(), "no subscriber, no buffer");
+        let weak = bus.downgrade();
+        let rx = weak.upgrade().unwrap().subscribe();
+        assert!(bus.shared.sender.get().is_some() && bus.has_local_subscribers());
+        drop(rx);
+        drop(bus);
+        assert!(weak.upgrade().is_none(), "a weak handle does not keep the bus");
     }
 
     #[tokio::test]
