@@ -150,6 +150,8 @@ pub struct Runtime {
     _scheduler: SchedulerHandle,
     /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
     _fanout: Option<tokio_util::sync::DropGuard>,
+    /// The event relay to the other instances (PostgreSQL), for its counters.
+    relay: Option<Arc<holdfast_store::PgFanout>>,
     /// The data dir's lock, held while the runtime uses it (alone on SQLite, shared on PostgreSQL).
     data_dir_lock: Option<Arc<holdfast_store::DataDirLock>>,
     /// The wallet's lock, held while the runtime may sign for it.
@@ -253,11 +255,12 @@ impl Runtime {
             ),
             false => None,
         };
-        let mut fanout = None;
+        let (mut fanout, mut relay_handle) = (None, None);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
             // Every session's events reach the other instances' clients, and theirs reach ours.
             let cancel = tokio_util::sync::CancellationToken::new();
             let relay = holdfast_store::PgFanout::start(pg.clone(), cancel.clone()).await.map_err(ToolError::from)?;
+            relay_handle = Some(Arc::clone(&relay));
             services = services.with_event_relay(relay);
             fanout = Some(cancel.drop_guard());
         }
@@ -399,6 +402,7 @@ impl Runtime {
             storage,
             _scheduler: scheduler,
             _fanout: fanout,
+            relay: relay_handle,
             data_dir_lock,
             _wallet_lock: wallet_lock,
         })
@@ -673,6 +677,12 @@ impl Runtime {
                 Decided::Denied(confirmation)
             }
         })
+    }
+
+    /// Events not relayed to the other instances since the start because the relay's queue was full (each such
+    /// session was sent a reload hint instead); `None` without a relay (one instance).
+    pub fn relay_dropped_events(&self) -> Option<u64> {
+        self.relay.as_ref().map(|r| r.dropped_events())
     }
 
     /// Ids of the sessions open in this process.

@@ -89,6 +89,7 @@ pub(crate) async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> 
             .iter()
             .map(|s| SkillInfo { name: s.name.clone(), description: s.description.clone() })
             .collect(),
+        relay_dropped_events: rt.relay_dropped_events(),
     }))
 }
 

@@ -32,6 +32,9 @@ pub(crate) struct Info {
     pub registers: Vec<DeclarationInfo>,
     /// The loaded skills.
     pub skills: Vec<SkillInfo>,
+    /// On PostgreSQL: events not relayed to the other instances since the start (the relay's queue was full; each
+    /// such session was sent a reload hint instead). `null` with one instance.
+    pub relay_dropped_events: Option<u64>,
 }
 
 /// A configured network.

@@ -27,7 +27,7 @@ use crate::{PgStore, StoreError};
 use holdfast_core::event::{Event, EventBus, EventRelay, WeakEventBus};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -83,6 +83,9 @@ pub struct PgFanout {
     /// Events not relayed because the send queue was full (reaching this instance only), and when that was last
     /// logged: a full queue is logged at most once a second, with the count, never once per event.
     dropped: DropCounter,
+    /// The sessions some of whose events were dropped: each is sent one reload hint once the queue has room, so no
+    /// other instance keeps an older copy of it because its `tool.result` was among them.
+    missed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// Counts events dropped from a full queue and rate-limits the warning about them.
@@ -133,14 +136,16 @@ impl PgFanout {
         listener.listen(CHANNEL).await?;
         let (queue, rx) = mpsc::channel(QUEUE);
         let instance = store.instance().to_owned();
+        let missed = Arc::new(Mutex::new(HashSet::new()));
         let fanout = Arc::new(Self {
             instance,
             key: Arc::clone(&key),
             queue,
             buses: Mutex::new(HashMap::new()),
             dropped: DropCounter::default(),
+            missed: Arc::clone(&missed),
         });
-        tokio::spawn(send(store.clone(), key, rx, cancel.clone()));
+        tokio::spawn(send(store.clone(), key, rx, missed, cancel.clone()));
         let receiving = Arc::downgrade(&fanout);
         tokio::spawn(async move {
             loop {
@@ -235,9 +240,12 @@ impl PgFanout {
 
 impl EventRelay for PgFanout {
     fn relay(&self, event: &Arc<Event>) {
-        if self.queue.try_send(Arc::clone(event)).is_err()
-            && let Some(count) = self.dropped.drop_one()
-        {
+        if self.queue.try_send(Arc::clone(event)).is_err() {
+            self.missed.lock().insert(event.session_id.clone());
+        } else {
+            return;
+        }
+        if let Some(count) = self.dropped.drop_one() {
             tracing::warn!(
                 dropped = count,
                 dropped_total = self.dropped.total(),
@@ -254,8 +262,16 @@ impl EventRelay for PgFanout {
     }
 }
 
-/// Sends queued events in order, in batches, until `cancel`.
-async fn send(store: PgStore, key: Arc<str>, mut rx: mpsc::Receiver<Arc<Event>>, cancel: CancellationToken) {
+/// Sends queued events in order, in batches, until `cancel`. After a batch, the sessions whose events were dropped
+/// meanwhile get one reload hint each (a `session.saved`, which the other instances take as "reload it"), coalesced
+/// however many of their events were dropped.
+async fn send(
+    store: PgStore,
+    key: Arc<str>,
+    mut rx: mpsc::Receiver<Arc<Event>>,
+    missed: Arc<Mutex<HashSet<String>>>,
+    cancel: CancellationToken,
+) {
     let mut sender = Sender { store, key, spilled: 0, seq: 0 };
     let mut batch = Vec::with_capacity(BATCH);
     loop {
@@ -267,7 +283,20 @@ async fn send(store: PgStore, key: Arc<str>, mut rx: mpsc::Receiver<Arc<Event>>,
             tracing::warn!(error = %e, "event fan-out: some events not sent to the other instances");
         }
         batch.clear();
+        let sessions: Vec<String> = std::mem::take(&mut *missed.lock()).into_iter().collect();
+        for chunk in sessions.chunks(BATCH) {
+            let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
+            if let Err(e) = sender.notify(&hints).await {
+                tracing::warn!(error = %e, "event fan-out: reload hints not sent; those sessions reload at their next save");
+            }
+        }
     }
+}
+
+/// A `session.saved` for `session` with no revision of its own (0): "events of it were dropped; reload it".
+fn reload_hint(session: &str) -> Event {
+    let payload = holdfast_core::event::EventPayload::SessionSaved(holdfast_core::event::SessionSaved { revision: 0 });
+    Event { session_id: session.to_owned(), payload, at: chrono::Utc::now() }
 }
 
 struct Sender {

@@ -118,6 +118,9 @@ async fn two_instances_on_one_database_keep_the_cap_the_nonces_and_the_events() 
     for hash in &hashes {
         assert_eq!(by_hash.get(*hash), Some(&[1, 1]), "tx.confirmed of {hash} on a and on b: {by_hash:?}");
     }
+    for instance in [&a, &b] {
+        assert_eq!(instance.get("/api/info").await["relay_dropped_events"], 0, "nothing dropped by the relay");
+    }
     println!(
         "instances: {SWAPS} concurrent swaps at two instances on one PostgreSQL, cap for {FIT}: {} sent, {} refused, \
          {mined} mined, {} distinct nonces, every tx.confirmed seen on both",

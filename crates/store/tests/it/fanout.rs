@@ -102,3 +102,33 @@ async fn a_notification_not_signed_with_the_key_is_dropped() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(on_b.try_recv().is_err());
 }
+
+/// A burst larger than the send queue drops events (counted, never blocking the publisher); each session whose
+/// events were dropped gets one reload hint once the queue has room, so the other instance takes its copy of that
+/// session as older than the saved one even though the events that would have said so were lost.
+#[tokio::test(flavor = "current_thread")]
+async fn dropped_events_leave_one_reload_hint_per_session() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
+    let relay_a = PgFanout::start(a, cancel.clone()).await.unwrap();
+    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
+    let bus_b = EventBus::new("s").with_relay(relay_b);
+
+    // On one thread the sender cannot run while this loop does: what does not fit in the queue is dropped. None of
+    // these events would make b reload the session.
+    for i in 0..20_000 {
+        bus_a.publish(EventPayload::AgentMessage(AgentMessage::Delta { delta: format!("d{i}") }));
+    }
+    assert!(relay_a.dropped_events() > 0, "the queue overflowed");
+    assert!(!bus_b.has_remote_activity());
+    for _ in 0..400 {
+        if bus_b.has_remote_activity() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(bus_b.has_remote_activity(), "b was told to reload the session whose events were dropped");
+}
