@@ -21,6 +21,7 @@
 //! ```
 
 pub mod blocking;
+pub mod durability;
 pub mod fanout;
 pub mod group;
 pub mod lock;

@@ -3,6 +3,7 @@
 mod agent_loop;
 mod agents;
 mod builtin_tools;
+mod durability;
 mod durable_sessions;
 mod inbox;
 mod upgrade;
