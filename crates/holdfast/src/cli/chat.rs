@@ -164,8 +164,8 @@ pub(crate) async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()
     // Messages from other agents and reminders start turns of their own in the agent's `inbox` session; an action
     // one of them asks for waits for the user there (`holdfast serve` shows it).
     let inbox = CancelToken::new();
-    let _inbox_worker = holdfast_agent::inbox::spawn(agent.clone(), inbox.clone());
-    let _stop_inbox = StopOnDrop(inbox);
+    let inbox_worker = holdfast_agent::inbox::spawn(agent.clone(), inbox.clone());
+    let stop_inbox = StopOnDrop(inbox);
     let input = Arc::new(Input::start());
     if input.interactive {
         println!(
@@ -204,6 +204,11 @@ pub(crate) async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()
         }
         // Let event lines printed by the watcher land before the next prompt.
         tokio::task::yield_now().await;
+    }
+    // The inbox ends its turn, if any, and lets its inbox go saying so (another instance then takes over at once).
+    drop(stop_inbox);
+    if tokio::time::timeout(std::time::Duration::from_secs(20), inbox_worker).await.is_err() {
+        tracing::warn!("the inbox worker did not stop within 20 s; the next instance to take its inbox waits first");
     }
     Ok(())
 }
