@@ -229,6 +229,7 @@ impl Worker {
                         tracing::error!(error = %e, message = %message.message_id, "an answered message stays in the inbox");
                     }
                 }
+                Err(_) if cancel.is_cancelled() => return true,
                 Err(e) => {
                     // Storage failed before or while the turn ran: the message stays and is looked at again.
                     tracing::error!(error = %e, message = %message.message_id, "inbox turn failed");

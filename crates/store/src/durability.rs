@@ -62,8 +62,8 @@ pub const DECLARED: &[Durable] = &[
                   expired confirmations expired",
     },
     Durable {
-        data: "migrations (`holdfast_migrations`)",
-        tables: &["holdfast_migrations"],
+        data: "migrations (`holdfast_migrations`; `memory_migrations` in files of older releases, read once)",
+        tables: &["holdfast_migrations", "memory_migrations"],
         acknowledged: "at start, each step",
         promise: "a step and its record in one transaction: a start that dies half-way runs the step again, whole",
     },

@@ -18,7 +18,8 @@
 //!
 //! Events are what the UI shows, not what decides: nothing reads an event to move value. The one thing an event
 //! prompts is a reload: an instance replaces its copy of a session from the database when another instance's
-//! `tool.result` or `session.saved` for it arrives (both follow a save). A notification sent while a listener is
+//! `tool.result` or `session.saved` for it arrives (both follow a save; a `session.saved` of revision 0 is the
+//! reload hint sent for a session whose events a full queue dropped, after the next batch). A notification sent while a listener is
 //! reconnecting is lost to that listener, as an event is to a WebSocket client that lags; so on a reconnect every
 //! session loaded here is marked for reloading.
 
@@ -287,7 +288,9 @@ async fn send(
         for chunk in sessions.chunks(BATCH) {
             let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
             if let Err(e) = sender.notify(&hints).await {
-                tracing::warn!(error = %e, "event fan-out: reload hints not sent; those sessions reload at their next save");
+                // Kept for the next batch: a hint is sent or still owed, never forgotten.
+                tracing::warn!(error = %e, "event fan-out: reload hints not sent; tried again after the next batch");
+                missed.lock().extend(chunk.iter().cloned());
             }
         }
     }

@@ -279,9 +279,11 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     }
     outln!("  storage: {}", runtime.storage().describe());
     let stop = tokio_util::sync::CancellationToken::new();
-    let on_signal = stop.clone();
+    let (on_signal, inbox_on_signal) = (stop.clone(), inbox.clone());
     tokio::spawn(async move {
         signals.await;
+        // The inboxes stop with the listener, not after its drain: no inbox turn starts while requests finish.
+        inbox_on_signal.cancel();
         on_signal.cancel();
     });
     holdfast_agent::listen::serve(listener, holdfast_server::router(state, hosts), section.connections, stop)
