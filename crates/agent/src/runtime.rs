@@ -166,8 +166,8 @@ struct Live {
 
 /// What the table of loaded sessions has for an id.
 enum Loaded {
-    /// A copy to use.
-    Live(ToolContext),
+    /// A copy to use, and whether a turn or request already holds it.
+    Live(ToolContext, bool),
     /// An out-of-date copy: restore the saved state on its bus, then replace it.
     Stale(ToolContext),
     /// Nothing.
@@ -524,7 +524,9 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Loaded::Live(ctx) = self.loaded(id) {
+        if let Loaded::Live(ctx, busy) = self.loaded(id)
+            && (busy || !self.missed_a_save(&ctx).await?)
+        {
             return Ok(Some(ctx));
         }
         let _restoring = self.restoring.lock().await;
@@ -532,7 +534,8 @@ impl Runtime {
         // leaves it (still marked) for the next use to retry, and its bus, with this instance's subscribers on it,
         // is the one the replacement publishes on.
         let events = match self.loaded(id) {
-            Loaded::Live(ctx) => return Ok(Some(ctx)),
+            // Held by a turn or request meanwhile: used as it is, as any marked copy is (its mark stays).
+            Loaded::Live(ctx, _) => return Ok(Some(ctx)),
             Loaded::Absent => None,
             Loaded::Stale(older) => {
                 // Cleared before reading: an event that arrives during the reload marks the new copy again.
@@ -590,7 +593,24 @@ impl Runtime {
             return Loaded::Stale(entry.ctx.clone());
         }
         entry.last_used = Instant::now();
-        Loaded::Live(entry.ctx.clone())
+        let busy = entry.ctx.in_use();
+        Loaded::Live(entry.ctx.clone(), busy)
+    }
+
+    /// On a database other instances share: whether one of them saved `ctx`'s session since this copy was saved or
+    /// loaded, read from the stored revision — so a reload is not missed when the event that would have said so
+    /// was lost. Marks the copy for reloading when so. Never on the SQLite file: no other process writes it.
+    async fn missed_a_save(&self, ctx: &ToolContext) -> Result<bool, ToolError> {
+        if !matches!(self.storage, holdfast_store::Storage::Postgres(_)) {
+            return Ok(false);
+        }
+        let Some(mine) = ctx.saved_revision() else { return Ok(false) };
+        let missed = self.sessions.stored_revision(&ctx.session_id).await?.is_some_and(|stored| stored > mine);
+        if missed {
+            tracing::info!(session = %ctx.session_id, "another instance saved this session unannounced: reloading it");
+            ctx.events.mark_remote_activity();
+        }
+        Ok(missed)
     }
 
     /// Marks a session as no longer used by the client that owned it: the next [`Runtime::unload_idle`] pass

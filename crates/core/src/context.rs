@@ -484,6 +484,12 @@ impl ToolContext {
         !self.in_use() && !self.events.has_local_subscribers()
     }
 
+    /// The revision of the state this copy last saved or loaded; `None` without a store, or while a save of it is
+    /// under way.
+    pub fn saved_revision(&self) -> Option<u64> {
+        self.persistence.as_ref().and_then(|p| p.saved.try_lock().ok().map(|s| s.revision))
+    }
+
     /// True when a turn or request holds this session (a clone of it exists outside the runtime's table).
     pub fn in_use(&self) -> bool {
         Arc::strong_count(&self.session_id) > 1

@@ -184,6 +184,11 @@ pub trait SessionStorage: SessionStateStore {
     fn add_usage<'a>(&'a self, session_id: &'a str, usage: Usage) -> BoxFuture<'a, Result<(), ToolError>>;
     /// Titles a session that has no title yet (an inbox session, by whom it talks with); a titled one is left.
     fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>>;
+    /// The revision of the state saved last for `session_id`, if any (one indexed read: how an instance finds that
+    /// another saved the session since it loaded it, even when the event saying so never arrived).
+    fn stored_revision<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Option<u64>, ToolError>> {
+        Box::pin(async move { Ok(self.load_state(session_id).await?.map(|s| s.revision)) })
+    }
 }
 
 /// The session store `storage` names: the SQLite file (or memory without one), or PostgreSQL (migrated first).

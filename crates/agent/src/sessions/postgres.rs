@@ -337,6 +337,17 @@ impl SessionStorage for PgSessionStore {
         })
     }
 
+    fn stored_revision<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Option<u64>, ToolError>> {
+        Box::pin(async move {
+            let rev: Option<i64> = sqlx::query_scalar("SELECT revision FROM session_state WHERE session_id = $1")
+                .bind(session_id)
+                .fetch_optional(self.store.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(rev.map(|r| u64::try_from(r).unwrap_or_default()))
+        })
+    }
+
     fn name_session<'a>(&'a self, session_id: &'a str, title: &'a str) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async move {
             sqlx::query("UPDATE sessions SET title = $2 WHERE id = $1 AND title IS NULL")

@@ -228,6 +228,14 @@ async fn register_event(
     }
 }
 
+/// An instance on the PostgreSQL database `url`, with its own data dir under `tmp`.
+async fn instance(tmp: &tempfile::TempDir, url: &holdfast_core::config::DatabaseUrl, name: &str) -> Runtime {
+    let config = tmp.path().join(format!("{name}.toml"));
+    let toml = format!("[storage]\ndata_dir = {:?}\nurl = {:?}\n", tmp.path().join(name), url.expose());
+    std::fs::write(&config, toml).unwrap();
+    Runtime::load(Some(&config)).await.unwrap()
+}
+
 /// The value of register `note` in `runtime`'s copy of session `id`, once it is `want` (the change's last event
 /// travels between instances after the save); panics after 10 s.
 async fn note_becomes(runtime: &Runtime, id: &str, want: &str) -> holdfast_core::ToolContext {
@@ -250,13 +258,7 @@ async fn note_becomes(runtime: &Runtime, id: &str, want: &str) -> holdfast_core:
 async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subscribers_stay() {
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let open = async |name: &str| {
-        let config = tmp.path().join(format!("{name}.toml"));
-        let toml = format!("[storage]\ndata_dir = {:?}\nurl = {:?}\n", tmp.path().join(name), url.expose());
-        std::fs::write(&config, toml).unwrap();
-        Runtime::load(Some(&config)).await.unwrap()
-    };
-    let (one, two) = (open("one").await, open("two").await);
+    let (one, two) = (instance(&tmp, &url, "one").await, instance(&tmp, &url, "two").await);
     let (info, on_one) = one.open_session("http").await.unwrap();
     one.registry.call("register_set", json!({"key": "note", "value": "first"}), &on_one).await.unwrap();
     let mut seen_on_two = {
@@ -286,4 +288,34 @@ async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subsc
     two.registry.call("register_set", json!({"key": "note", "value": "fourth"}), &on_two).await.unwrap();
     drop(on_two);
     note_becomes(&one, &info.id, "fourth").await;
+}
+
+/// A save on one instance whose events the other never got (here: the other's mark of them cleared, as if the relay
+/// had lost them) is found from the stored revision at the other's next use of the session: its older copy is
+/// replaced, not used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_whose_event_was_lost_is_found_from_the_stored_revision() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (instance(&tmp, &url, "one").await, instance(&tmp, &url, "two").await);
+    let (info, on_one) = one.open_session("http").await.unwrap();
+    one.registry.call("register_set", json!({"key": "note", "value": "first"}), &on_one).await.unwrap();
+    let bus_on_two = {
+        let on_two = two.session(&info.id).await.unwrap().unwrap();
+        assert_eq!(on_two.registers.get("note").unwrap().value, json!("first"));
+        on_two.events.clone()
+    };
+    one.registry.call("register_set", json!({"key": "note", "value": "second"}), &on_one).await.unwrap();
+    // The save's events arrive, and are then forgotten: as if they had been lost on the way.
+    for _ in 0..200 {
+        if bus_on_two.has_remote_activity() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    bus_on_two.take_remote_activity();
+    drop(bus_on_two);
+    let current = two.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(current.registers.get("note").unwrap().value, json!("second"), "not the older copy");
 }
