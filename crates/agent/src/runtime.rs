@@ -162,11 +162,18 @@ pub struct Runtime {
 struct Live {
     ctx: ToolContext,
     last_used: Instant,
+    /// When the stored revision was last compared with this copy's ([`Runtime::missed_a_save`]).
+    revision_checked: Instant,
 }
+
+/// How often, at most, a session's use compares its stored revision with the loaded copy's (on a shared database):
+/// a save whose events were lost is found within this, at the cost of one read per session per period.
+const REVISION_CHECK: Duration = Duration::from_secs(1);
 
 /// What the table of loaded sessions has for an id.
 enum Loaded {
-    /// A copy to use, and whether a turn or request already holds it.
+    /// A copy to use, and whether to compare it with the stored revision now (no turn or request holds it, and
+    /// [`REVISION_CHECK`] has passed since the last comparison).
     Live(ToolContext, bool),
     /// An out-of-date copy: restore the saved state on its bus, then replace it.
     Stale(ToolContext),
@@ -176,7 +183,8 @@ enum Loaded {
 
 impl Live {
     fn new(ctx: ToolContext) -> Self {
-        Self { ctx, last_used: Instant::now() }
+        let now = Instant::now();
+        Self { ctx, last_used: now, revision_checked: now }
     }
 }
 
@@ -524,8 +532,8 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Loaded::Live(ctx, busy) = self.loaded(id)
-            && (busy || !self.missed_a_save(&ctx).await?)
+        if let Loaded::Live(ctx, check) = self.loaded(id)
+            && !(check && self.missed_a_save(&ctx).await?)
         {
             return Ok(Some(ctx));
         }
@@ -592,9 +600,13 @@ impl Runtime {
         if stale {
             return Loaded::Stale(entry.ctx.clone());
         }
-        entry.last_used = Instant::now();
-        let busy = entry.ctx.in_use();
-        Loaded::Live(entry.ctx.clone(), busy)
+        let now = Instant::now();
+        entry.last_used = now;
+        let check = !entry.ctx.in_use() && now.duration_since(entry.revision_checked) >= REVISION_CHECK;
+        if check {
+            entry.revision_checked = now;
+        }
+        Loaded::Live(entry.ctx.clone(), check)
     }
 
     /// On a database other instances share: whether one of them saved `ctx`'s session since this copy was saved or
