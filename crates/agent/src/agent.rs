@@ -340,14 +340,7 @@ impl Agent {
         observer: &dyn TurnObserver,
         cancel: &CancelToken,
     ) -> Result<TurnOutcome, AgentError> {
-        // The inbox session is the agent's own: a user's turn there could run beside an inbox turn and pass for it.
-        if self.runtime.sessions.get(&ctx.session_id).await?.is_some_and(|s| s.kind == crate::inbox::SESSION_KIND) {
-            return Err(AgentError::Tool(ToolError::new(
-                ErrorCode::SessionConflict,
-                "this is the agent's inbox session, where it answers other agents and reminders; open a new session \
-                 to talk to it (pending actions here can still be approved or denied)",
-            )));
-        }
+        crate::inbox::refuse_user_turn(self.runtime.sessions.as_ref(), &ctx.session_id).await?;
         self.check_owner(ctx)?;
         // Invariant 11: only the user's own words feed the context bank.
         ctx.scan_user_input(user_text).await?;

@@ -112,6 +112,20 @@ pub fn spawn(agent: Agent, cancel: CancelToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { Worker { agent, recent: VecDeque::new() }.run(&cancel).await })
 }
 
+/// Refuses a user's message in an inbox session: it is the agent's own, where it answers other agents and reminders,
+/// and a user's turn there could run beside an inbox turn and pass for it (`session_conflict`). The one check the
+/// turn and the API's send both make (the API before it takes the session's turn slot).
+pub async fn refuse_user_turn(sessions: &dyn crate::SessionStorage, session_id: &str) -> Result<(), ToolError> {
+    if sessions.get(session_id).await?.is_some_and(|s| s.kind == SESSION_KIND) {
+        return Err(ToolError::new(
+            ErrorCode::SessionConflict,
+            "this is the agent's inbox session, where it answers other agents and reminders; open a new session to \
+             talk to it (pending actions here can still be approved or denied)",
+        ));
+    }
+    Ok(())
+}
+
 /// The conversation a message to agent `receiver` belongs to: one per sender — another agent (its direct messages,
 /// replies and the reminders it scheduled for `receiver`), a group, a channel, or `receiver`'s own reminders. Each
 /// has its own inbox session, so one sender's words never sit in another's history. Returns the key (part of the

@@ -5,7 +5,7 @@ use crate::bodies::{
     RegisterView, Registers, ReminderList, Resolution, SessionDetail, SessionList, SessionRow, SkillInfo, TaskList,
     ToolOutput, TurnReply,
 };
-use crate::extract::OptionalJson;
+use crate::extract::{OptionalJson, QueryOf};
 use crate::openapi::schema;
 use crate::{ApiError, AppState};
 use axum::Json;
@@ -189,15 +189,8 @@ pub(crate) async fn send_message(
 ) -> ApiResult<TurnReply> {
     let Json(msg) = msg?;
     let ctx = session(&state, &id).await?;
-    // Refused before anything is registered or written: a user's message never lands in an agent's inbox session
-    // (the turn would refuse it too, but only after taking the session's turn slot from the inbox).
-    if state.runtime.sessions.get(&id).await?.is_some_and(|s| s.kind == holdfast_agent::inbox::SESSION_KIND) {
-        return Err(ApiError::Tool(ToolError::new(
-            ErrorCode::SessionConflict,
-            "this is the agent's inbox session, where it answers other agents and reminders; open a new session to \
-             talk to it (pending actions here can still be approved or denied)",
-        )));
-    }
+    // Refused before anything is registered or written: a user's message never lands in an agent's inbox session.
+    holdfast_agent::inbox::refuse_user_turn(state.runtime.sessions.as_ref(), &id).await?;
     if msg.content.trim().is_empty() || msg.content.len() > 64 * 1024 {
         return Err(ApiError::Tool(ToolError::new(ErrorCode::InvalidParams, "`content`: 1 to 65536 bytes of text")));
     }
@@ -288,7 +281,7 @@ fn outcome_record(tool: &str, params: Option<&Value>, outcome: &Result<Value, To
 pub(crate) async fn call_tool(
     State(state): State<Arc<AppState>>,
     Path((id, name)): Path<(String, String)>,
-    options: Result<axum::extract::Query<CallOptions>, axum::extract::rejection::QueryRejection>,
+    options: QueryOf<CallOptions>,
     OptionalJson(body): OptionalJson<Value>,
 ) -> ApiResult<ToolOutput> {
     let axum::extract::Query(options) = options?;
@@ -431,10 +424,7 @@ pub(crate) struct AgentQuery {
 }
 
 /// The agent `q` names (the default one without a name), or `404 not_found`.
-fn agent_of(
-    state: &AppState,
-    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Arc<holdfast_agent::agents::AgentProfile>, ApiError> {
+fn agent_of(state: &AppState, q: QueryOf<AgentQuery>) -> Result<Arc<holdfast_agent::agents::AgentProfile>, ApiError> {
     let axum::extract::Query(q) = q?;
     let name = q.agent.as_deref().unwrap_or(holdfast_agent::AGENT_ID);
     state.runtime.profile(name).ok_or_else(|| {
@@ -446,30 +436,21 @@ fn agent_of(
 }
 
 #[utoipa::path(get, path = "/api/memory", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's memory blocks", body = schema::MemoryList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
-pub(crate) async fn memory(
-    State(state): State<Arc<AppState>>,
-    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<MemoryList> {
+pub(crate) async fn memory(State(state): State<Arc<AppState>>, q: QueryOf<AgentQuery>) -> ApiResult<MemoryList> {
     let agent = agent_of(&state, q)?;
     let blocks = agent.handle.memory.blocks().await.map_err(internal)?;
     Ok(Json(MemoryList { agent: agent.name.clone(), blocks }))
 }
 
 #[utoipa::path(get, path = "/api/tasks", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's tasks", body = schema::TaskList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
-pub(crate) async fn tasks(
-    State(state): State<Arc<AppState>>,
-    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<TaskList> {
+pub(crate) async fn tasks(State(state): State<Arc<AppState>>, q: QueryOf<AgentQuery>) -> ApiResult<TaskList> {
     let agent = agent_of(&state, q)?;
     let tasks = agent.handle.tasks.list(TaskFilter { status: None, include_done: true }).await.map_err(internal)?;
     Ok(Json(TaskList { agent: agent.name.clone(), tasks }))
 }
 
 #[utoipa::path(get, path = "/api/reminders", tag = "memory", params(AgentQuery), responses((status = 200, description = "The agent's reminders", body = schema::ReminderList), (status = 404, description = "No such agent", body = schema::ErrorBody)))]
-pub(crate) async fn reminders(
-    State(state): State<Arc<AppState>>,
-    q: Result<axum::extract::Query<AgentQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<ReminderList> {
+pub(crate) async fn reminders(State(state): State<Arc<AppState>>, q: QueryOf<AgentQuery>) -> ApiResult<ReminderList> {
     let agent = agent_of(&state, q)?;
     let reminders = agent.handle.reminders.list(true).await.map_err(internal)?;
     Ok(Json(ReminderList { agent: agent.name.clone(), reminders }))

@@ -6,6 +6,10 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 
+/// A query string's parameters, or why they did not parse: the handler turns the rejection into the API's error
+/// shape (`400 invalid_params`) with `?`.
+pub(crate) type QueryOf<T> = Result<axum::extract::Query<T>, axum::extract::rejection::QueryRejection>;
+
 /// An optional JSON body: no body (or only whitespace) is `None`, whatever the `Content-Type` says — a client that
 /// sends `Content-Type: application/json` with nothing after it means "no options", as `{}` does. A body that is
 /// not JSON is `400`, JSON of the wrong shape `422` (`invalid_params` either way). The edge has already refused

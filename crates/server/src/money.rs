@@ -4,10 +4,10 @@
 //! Read-only: nothing here signs or moves anything. The figures come from [`holdfast_web3::report`], which reads the
 //! same journal sums the kernel reserves against.
 
+use crate::extract::QueryOf;
 use crate::openapi::schema;
 use crate::{ApiError, AppState};
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use holdfast_core::{ErrorCode, ToolError};
 use holdfast_web3::report::{NetworkMoney, TxPage};
@@ -75,7 +75,7 @@ pub(crate) async fn wallet(State(state): State<Arc<AppState>>) -> Result<Json<Wa
         (status = 400, description = "An unknown `kind`", body = schema::ErrorBody)))]
 pub(crate) async fn journal(
     State(state): State<Arc<AppState>>,
-    q: Result<Query<JournalQuery>, QueryRejection>,
+    q: QueryOf<JournalQuery>,
 ) -> Result<Json<JournalList>, ApiError> {
     let Query(q) = q?;
     let journal = state.runtime.web3.journal();
