@@ -62,8 +62,9 @@ impl AiTool for ScheduleReminderTool {
 
     fn description(&self) -> &str {
         "Schedule a reminder: give `at` (RFC 3339 time) or `in` (e.g. \"20m\", \"2h\", \"1 day\"), not both. When \
-         due it is delivered as a message to you (or to `target`: the user, an agent, a group or a channel). \
-         Reminders are persisted; one that came due while the runtime was down is delivered once at start-up."
+         due it is delivered as a message to you (or to `target`: the user, an agent, a group or a channel); one to \
+         other agents that falls inside your anti-loop cooldown with them waits until the cooldown ends. Reminders \
+         are persisted; one that came due while the runtime was down is delivered once at start-up."
     }
 
     fn examples(&self) -> Vec<serde_json::Value> {
