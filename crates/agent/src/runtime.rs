@@ -275,9 +275,14 @@ impl Runtime {
 
         let memory_config: MemoryConfig = doc.section_or_default("memory")?;
         let data_dir = services.config.data_dir.clone();
-        let db = match &data_dir {
-            Some(dir) => holdfast_memory::Database::open(dir.join(holdfast_memory::db::DEFAULT_DB_FILE))?,
-            None => holdfast_memory::Database::open_in_memory()?,
+        let db = match (&storage, &data_dir) {
+            // One handle on the file for every table's owner: the journal and sessions already use it.
+            (holdfast_store::Storage::Sqlite(db), _) => holdfast_memory::Database::on(db.clone())?,
+            // On PostgreSQL the data dir's file is read only for what an earlier run kept in it (adopted below).
+            (holdfast_store::Storage::Postgres(_), Some(dir)) => {
+                holdfast_memory::Database::open(dir.join(holdfast_memory::db::DEFAULT_DB_FILE))?
+            }
+            (holdfast_store::Storage::Postgres(_), None) => holdfast_memory::Database::open_in_memory()?,
         };
         let mut memory = AgentRuntime::builder(db.clone()).config(memory_config);
         if let holdfast_store::Storage::Postgres(pg) = &storage {

@@ -1,82 +1,58 @@
-//! The SQLite database: one file (WAL mode) that can be shared with other crates, so every table here is prefixed
-//! (`memory_*`, `messages_*`, `tasks_*`, `reminders_*`); its migrations ([`crate::schema`]) run through
-//! holdfast-store's one runner, recorded in `holdfast_migrations`.
+//! The SQLite database: the process's one handle on `holdfast.db` ([`holdfast_store::SqliteDb`], shared with the
+//! journal and sessions), so every table here is prefixed (`memory_*`, `messages_*`, `tasks_*`, `reminders_*`); its
+//! migrations ([`crate::schema`]) run through holdfast-store's one runner, recorded in `holdfast_migrations`.
 //!
-//! One connection behind a mutex serialises every statement of this crate; callers on the async runtime reach it
-//! through [`Database::call`], which runs the closure on tokio's blocking pool.
+//! Statements that change the file run on the writing connection, which serialises them with every other owner's
+//! ([`Database::with_conn`]; callers on the async runtime use [`Database::call`], which runs the closure on tokio's
+//! blocking pool); reads that need no consistency with a write of their own run on a read-only one
+//! ([`Database::read`]).
 
 use crate::error::{MemoryError, Result};
-use parking_lot::Mutex;
+use holdfast_store::SqliteDb;
 use rusqlite::Connection;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
 /// The file name [`crate::AgentRuntime::open_dir`] uses inside a data directory.
-pub const DEFAULT_DB_FILE: &str = "holdfast.db";
+pub const DEFAULT_DB_FILE: &str = holdfast_store::DB_FILE;
 
 /// A shared handle on the database. Clones share the connection.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Database {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    conn: Mutex<Connection>,
-    path: Option<PathBuf>,
-}
-
-impl std::fmt::Debug for Database {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("path", &self.inner.path).finish()
-    }
+    db: SqliteDb,
 }
 
 impl Database {
-    /// Opens (creating if needed) the database file at `path` in WAL mode and runs this crate's migrations. The
-    /// parent directory is created (mode 0700) when missing; the files are mode 0600.
+    /// Opens (creating if needed) the database file at `path` and runs this crate's migrations. The parent directory
+    /// is created (mode 0700) when missing; the files are mode 0600 (see [`holdfast_store::sqlite`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        // The directory is created 0700 and the file 0600 before SQLite sees it; its -wal/-shm follow that mode.
-        holdfast_core::private_fs::prepare_sqlite_file(path).map_err(|e| {
-            MemoryError::internal(format!("cannot create the database {} (mode 0600): {e}", path.display()))
-        })?;
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(MemoryError::internal(format!("{} refused WAL mode (got {mode})", path.display())));
-        }
-        // Every table holds something a caller was told is stored (a block, its history, a message, a task, a
-        // reminder; the search indexes change in the same transactions): a commit that returned is on disk, even
-        // across a power loss or an OS crash, not only a killed process. See docs/reliability.md.
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
-        holdfast_core::private_fs::restrict_sqlite_files(path)
-            .map_err(|e| MemoryError::internal(format!("cannot make {} private (mode 0600): {e}", path.display())))?;
-        Self::init(conn, Some(path.to_path_buf()))
+        Self::on(SqliteDb::open(path.as_ref())?)
     }
 
     /// An ephemeral database in memory (for tests and for runs without a data directory).
     pub fn open_in_memory() -> Result<Self> {
-        let conn = Connection::open_in_memory()?;
-        conn.execute_batch("PRAGMA foreign_keys = ON;")?;
-        Self::init(conn, None)
+        Self::on(SqliteDb::memory()?)
     }
 
-    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Self> {
-        migrate(&mut conn)?;
-        Ok(Self { inner: Arc::new(Inner { conn: Mutex::new(conn), path }) })
+    /// This crate's tables on the process's handle `db` (migrated first).
+    pub fn on(db: SqliteDb) -> Result<Self> {
+        migrate(&mut db.lock())?;
+        Ok(Self { db })
     }
 
     /// The file, when the database is one.
     pub fn path(&self) -> Option<&Path> {
-        self.inner.path.as_deref()
+        self.db.path()
     }
 
     /// Runs `f` on the connection, blocking the current thread. Use from blocking contexts only.
     pub fn with_conn<R>(&self, f: impl FnOnce(&mut Connection) -> Result<R>) -> Result<R> {
-        let mut conn = self.inner.conn.lock();
-        f(&mut conn)
+        f(&mut self.db.lock())
+    }
+
+    /// Runs a read on one of the read-only connections (in memory: the writing one), blocking the current thread: it
+    /// sees every write committed before it began and does not wait for the writer. Use from blocking contexts only.
+    pub fn read<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        self.db.read_blocking(f)
     }
 
     /// Runs `f` on the connection on tokio's blocking pool, so the async runtime never waits on SQLite.
@@ -85,10 +61,7 @@ impl Database {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
-        let db = self.clone();
-        tokio::task::spawn_blocking(move || db.with_conn(f))
-            .await
-            .map_err(|e| MemoryError::internal(format!("a database task failed: {e}")))?
+        self.db.write(f).await.map_err(|e| MemoryError::internal(e.to_string()))?
     }
 
     /// The journal mode in force (`wal` for files).

@@ -2,7 +2,8 @@
 //! `holdfast serve` instances share them.
 //!
 //! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
-//!   mode 0600) or, without a data dir, memory. One process per data dir: it holds the dir's [`DataDirLock`].
+//!   mode 0600) or, without a data dir, memory, opened once ([`SqliteDb`]: one writing connection that every table's
+//!   owner shares, and read-only ones beside it). One process per data dir: it holds the dir's [`DataDirLock`].
 //! - [`Storage::Postgres`] — selected by `[storage] url = "postgres://…"` or `HOLDFAST_DATABASE_URL`: a pool
 //!   ([`PgStore`]) that any number of instances share. What must be serialized across them — a wallet's nonce
 //!   choice, cap reservation and broadcast — is serialized by PostgreSQL's advisory locks ([`PgStore::lock`]);
@@ -38,9 +39,10 @@ pub use group::GroupCommit;
 pub use lock::{DataDirLock, Holder, ProcessLock, process_command};
 pub use migrate::{Component, Migration};
 pub use postgres::{PgLock, PgStore};
+pub use sqlite::SqliteDb;
 
 use holdfast_core::config::{DATABASE_URL_ENV, DatabaseUrl};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The SQLite file's name inside a data directory.
 pub const DB_FILE: &str = "holdfast.db";
@@ -48,11 +50,9 @@ pub const DB_FILE: &str = "holdfast.db";
 /// Where the shared state lives.
 #[derive(Debug, Clone)]
 pub enum Storage {
-    /// The embedded SQLite file `DATA_DIR/holdfast.db`, or memory when there is no data dir.
-    Sqlite {
-        /// The file; `None` keeps everything in memory (lost at exit).
-        path: Option<PathBuf>,
-    },
+    /// The embedded SQLite file `DATA_DIR/holdfast.db`, or memory when there is no data dir (lost at exit): the
+    /// process's one handle on it, which every table's owner shares.
+    Sqlite(SqliteDb),
     /// A PostgreSQL database, shared by every instance that names it.
     Postgres(PgStore),
 }
@@ -69,20 +69,22 @@ impl Storage {
         };
         match from_env.as_ref().or(url) {
             Some(url) => Ok(Self::Postgres(PgStore::connect(url).await?)),
-            None => Ok(Self::Sqlite { path: data_dir.map(|d| d.join(DB_FILE)) }),
+            None => Ok(Self::Sqlite(SqliteDb::open_or_memory(data_dir.map(|d| d.join(DB_FILE)).as_deref())?)),
         }
     }
 
     /// True when what is stored outlives the process (a file or a database, not memory).
     pub fn is_durable(&self) -> bool {
-        !matches!(self, Self::Sqlite { path: None })
+        !matches!(self, Self::Sqlite(db) if db.path().is_none())
     }
 
     /// What an operator may be shown: the file's path, or the database without its credentials.
     pub fn describe(&self) -> String {
         match self {
-            Self::Sqlite { path: Some(path) } => format!("sqlite {}", path.display()),
-            Self::Sqlite { path: None } => "memory (nothing survives the process)".to_owned(),
+            Self::Sqlite(db) => match db.path() {
+                Some(path) => format!("sqlite {}", path.display()),
+                None => "memory (nothing survives the process)".to_owned(),
+            },
             Self::Postgres(pg) => format!("postgres {}", pg.url()),
         }
     }

@@ -194,8 +194,8 @@ pub trait SessionStorage: SessionStateStore {
 /// The session store `storage` names: the SQLite file (or memory without one), or PostgreSQL (migrated first).
 pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn SessionStorage>, ToolError> {
     Ok(match storage {
-        holdfast_store::Storage::Sqlite { path: Some(path) } => Arc::new(SqliteSessionStore::open(path)?),
-        holdfast_store::Storage::Sqlite { path: None } => Arc::new(InMemorySessionStore::default()),
+        holdfast_store::Storage::Sqlite(db) if db.path().is_none() => Arc::new(InMemorySessionStore::default()),
+        holdfast_store::Storage::Sqlite(db) => Arc::new(SqliteSessionStore::on(db)?),
         holdfast_store::Storage::Postgres(pg) => Arc::new(PgSessionStore::open(pg.clone()).await?),
     })
 }
@@ -203,7 +203,9 @@ pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn 
 /// The SQLite session store. Clones share the connection.
 #[derive(Clone)]
 pub struct SqliteSessionStore {
-    conn: Arc<Mutex<Connection>>,
+    /// The process's handle on the file: statements that change it run on its writing connection, reads on its
+    /// read-only ones.
+    db: holdfast_store::SqliteDb,
     /// Saves of session state, group-committed: every tool call saves its session's state, and concurrent calls share
     /// one transaction (one fsync) instead of queueing for one each.
     states: Arc<holdfast_store::GroupCommit<StateWrite>>,
@@ -348,28 +350,37 @@ pub(crate) fn ts(s: String) -> DateTime<Utc> {
 impl SqliteSessionStore {
     /// Opens (or creates) the store in the SQLite file at `path` (directory mode 0700, files mode 0600; WAL with
     /// `synchronous = FULL`: an acknowledged message or state is on disk).
+    /// The file is opened on its own: a process that keeps other tables in it uses [`SqliteSessionStore::on`].
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        Self::init(holdfast_store::sqlite::open_file(path)?)
+        Self::on(&holdfast_store::SqliteDb::open(path)?)
     }
 
     /// A store in memory.
     pub fn in_memory() -> Result<Self, ToolError> {
-        Self::init(holdfast_store::sqlite::open_memory()?)
+        Self::on(&holdfast_store::SqliteDb::memory()?)
     }
 
-    fn init(mut conn: Connection) -> Result<Self, ToolError> {
-        holdfast_store::migrate::sqlite(&mut conn, &MIGRATIONS)?;
-        let conn = Arc::new(Mutex::new(conn));
-        let states = holdfast_store::GroupCommit::start("session-state", Arc::clone(&conn), write_state)?;
-        Ok(Self { conn, states: Arc::new(states) })
+    /// The store on the process's one handle on its SQLite database (its tables migrated first).
+    pub fn on(db: &holdfast_store::SqliteDb) -> Result<Self, ToolError> {
+        holdfast_store::migrate::sqlite(&mut db.lock(), &MIGRATIONS)?;
+        let states = holdfast_store::GroupCommit::start("session-state", db.writer(), write_state)?;
+        Ok(Self { db: db.clone(), states: Arc::new(states) })
     }
 
+    /// A statement that changes the file, on the writing connection.
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, ToolError> {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || f(&conn.lock())).await.map_err(db_err)?.map_err(db_err)
+        self.db.write(move |c| f(c)).await?.map_err(db_err)
+    }
+
+    /// A read, on a read-only connection (it sees every save acknowledged before it began).
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        self.db.read(f).await?.map_err(db_err)
     }
 
     /// Records a new session.
@@ -390,14 +401,14 @@ impl SqliteSessionStore {
     /// One session's row.
     pub async fn get(&self, id: &str) -> Result<Option<SessionInfo>, ToolError> {
         let id = id.to_owned();
-        self.with(move |c| c.query_row(&format!("{SELECT_INFO} WHERE s.id = ?1"), params![id], row_to_info).optional())
+        self.read(move |c| c.query_row(&format!("{SELECT_INFO} WHERE s.id = ?1"), params![id], row_to_info).optional())
             .await
     }
 
     /// Sessions, most recently active first.
     pub async fn list(&self, limit: usize) -> Result<Vec<SessionInfo>, ToolError> {
         let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
-        self.with(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare(&format!("{SELECT_INFO} ORDER BY s.updated_at DESC LIMIT ?1"))?;
             let rows = stmt.query_map(params![limit], row_to_info)?;
             rows.collect()
@@ -493,7 +504,7 @@ impl SqliteSessionStore {
     pub async fn link_get(&self, key: &str) -> Result<Option<Value>, ToolError> {
         let key = key.to_owned();
         let text = self
-            .with(move |c| {
+            .read(move |c| {
                 c.query_row("SELECT value FROM session_links WHERE key = ?1", params![key], |r| r.get::<_, String>(0))
                     .optional()
             })
@@ -532,7 +543,7 @@ impl SqliteSessionStore {
     /// The state saved last for `id`: its revision and parts (one read transaction).
     pub async fn load_state(&self, id: &str) -> Result<Option<StoredState>, ToolError> {
         let id = id.to_owned();
-        self.with(move |c| {
+        self.read(move |c| {
             let tx = c.unchecked_transaction()?;
             let row = tx
                 .query_row("SELECT revision, state FROM session_state WHERE session_id = ?1", params![id], |r| {
@@ -556,7 +567,7 @@ impl SqliteSessionStore {
     /// A session's history, oldest first.
     pub async fn history(&self, session_id: &str) -> Result<Vec<StoredMessage>, ToolError> {
         let id = session_id.to_owned();
-        self.with(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare(
                 "SELECT seq, role, content, tool_calls, tool_call_id, name, created_at
                  FROM session_messages WHERE session_id = ?1 ORDER BY seq",

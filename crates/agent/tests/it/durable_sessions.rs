@@ -321,3 +321,45 @@ async fn a_save_whose_event_was_lost_is_found_from_the_stored_revision() {
     let current = two.session(&info.id).await.unwrap().unwrap();
     assert_eq!(current.registers.get("note").unwrap().value, json!("second"), "not the older copy");
 }
+
+/// The file descriptors of this process open on `file` for writing (Linux: `/proc/self/fd` and its `fdinfo` flags).
+#[cfg(target_os = "linux")]
+fn writable_fds_on(file: &Path) -> usize {
+    let file = file.canonicalize().unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+        if target != file {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", entry.file_name().to_string_lossy()));
+        let Ok(info) = info else { continue };
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(str::trim).unwrap();
+        if u32::from_str_radix(flags, 8).unwrap() & 0o3 != 0 {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The journal, sessions and memory share the process's one writing connection on `holdfast.db`: no two
+/// connections of one process contend for the file's write lock (each owner used to open its own).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn one_process_writes_its_data_dir_file_through_one_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = runtime(tmp.path()).await;
+    let (info, ctx) = rt.open_session("http").await.unwrap();
+    rt.registry.call("register_set", json!({"key": "note", "value": "kept"}), &ctx).await.unwrap();
+    rt.registry.call("update_memory", json!({"label": "human", "value": "Prefers tea."}), &ctx).await.unwrap();
+    let file = tmp.path().join("holdfast.db");
+    assert_eq!(writable_fds_on(&file), 1, "the journal, sessions and memory each opened the file for writing");
+    // What each owner wrote is in the one file.
+    drop((ctx, rt));
+    let rt = runtime(tmp.path()).await;
+    let (_, ctx) = rt.open_session("http").await.unwrap();
+    let out = rt.registry.call("list_memories", json!({}), &ctx).await.unwrap();
+    let kept = rt.session(&info.id).await.unwrap().unwrap();
+    assert_eq!(kept.registers.get("note").unwrap().value, json!("kept"));
+    assert_eq!(out["blocks"][0]["label"], "human", "{out}");
+}

@@ -75,20 +75,22 @@ fn stored(update: EntryUpdate) -> StoredUpdate {
 
 impl Journal {
     /// Opens (or creates) the journal in the SQLite file at `path` (directory mode 0700, files mode 0600).
+    /// The file is opened on its own: a process that keeps other tables in it passes its one handle to
+    /// [`Journal::open_storage`] instead.
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(Some(path))?) })
+        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(&holdfast_store::SqliteDb::open(path)?)?) })
     }
 
     /// A journal that lives in memory (replay without configuration). The kernel refuses to move value with a
     /// persistent key over such a journal.
     pub fn in_memory() -> Result<Self, ToolError> {
-        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(None)?) })
+        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(&holdfast_store::SqliteDb::memory()?)?) })
     }
 
     /// The journal in `storage`: its SQLite file (or memory), or its PostgreSQL database (migrated first).
     pub async fn open_storage(storage: &Storage) -> Result<Self, ToolError> {
         match storage {
-            Storage::Sqlite { path } => Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(path.as_deref())?) }),
+            Storage::Sqlite(db) => Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(db)?) }),
             Storage::Postgres(pg) => Ok(Self { store: Arc::new(postgres::PgJournal::open(pg.clone()).await?) }),
         }
     }

@@ -1,4 +1,5 @@
-//! The journal in the embedded SQLite file: one connection behind a mutex, used from tokio's blocking pool; a
+//! The journal in the embedded SQLite file, on the process's one writing connection ([`holdfast_store::SqliteDb`],
+//! shared with the other tables' owners), used from tokio's blocking pool; a
 //! reservation is one `IMMEDIATE` transaction (the file's write lock: no other reservation, in this process or
 //! another on the same file, interleaves). The wallet lock is this process's: one process per file moves value.
 
@@ -11,7 +12,6 @@ use parking_lot::Mutex;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 fn db_err(e: impl std::fmt::Display) -> ToolError {
@@ -91,11 +91,10 @@ impl std::fmt::Debug for SqliteJournal {
 }
 
 impl SqliteJournal {
-    /// The journal in the file at `path`, or in memory.
-    pub(crate) fn open(path: Option<&Path>) -> Result<Self, ToolError> {
-        let mut conn = holdfast_store::sqlite::open(path).map_err(db_err)?;
-        holdfast_store::migrate::sqlite(&mut conn, &sql::MIGRATIONS).map_err(db_err)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), persistent: path.is_some(), wallets: Mutex::default() })
+    /// The journal in `db` (its tables migrated first).
+    pub(crate) fn open(db: &holdfast_store::SqliteDb) -> Result<Self, ToolError> {
+        holdfast_store::migrate::sqlite(&mut db.lock(), &sql::MIGRATIONS).map_err(db_err)?;
+        Ok(Self { conn: db.writer(), persistent: db.path().is_some(), wallets: Mutex::default() })
     }
 
     fn with<T: Send + 'static>(

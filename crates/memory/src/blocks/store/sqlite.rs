@@ -135,11 +135,11 @@ pub(crate) fn modify_on(conn: &mut Connection, agent: &str, label: &str, edit: E
 
 impl MemoryStore for SqliteMemoryStore {
     fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
-        self.db.with_conn(|c| Ok(get_block(c, agent, label)?.map(|(_, b)| b)))
+        self.db.read(|c| Ok(get_block(c, agent, label)?.map(|(_, b)| b)))
     }
 
     fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
-        self.db.with_conn(|c| {
+        self.db.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = ?1 ORDER BY label"
             ))?;
@@ -173,7 +173,7 @@ impl MemoryStore for SqliteMemoryStore {
     }
 
     fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
-        self.db.with_conn(|c| {
+        self.db.read(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, label, actor, op, old_value, new_value, at FROM memory_history
                  WHERE agent_id = ?1 AND label = ?2 ORDER BY id DESC LIMIT ?3",
@@ -199,7 +199,7 @@ impl MemoryStore for SqliteMemoryStore {
             return Ok(Vec::new());
         }
         let query = fts_query(terms);
-        self.db.with_conn(|c| {
+        self.db.read(|c| {
             // Ordered by FTS5's own `rank` column (bm25): FTS5 then hands rows over best first, so the snippets are
             // made for the rows returned, not for every match (ordering by an alias of `bm25()` sorts after
             // computing every result column, snippets included).
@@ -248,7 +248,7 @@ impl MemoryStore for SqliteMemoryStore {
     }
 
     fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
-        self.db.with_conn(|c| {
+        self.db.read(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT label, content_hash, vector FROM memory_embeddings WHERE agent_id = ?1 AND model = ?2",
             )?;
