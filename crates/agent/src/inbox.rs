@@ -71,17 +71,9 @@ async fn watch(mut hold: InboxHold, lost: CancelToken, stop: CancelToken) -> Opt
             () = tokio::time::sleep(HOLD_CHECK) => {}
             () = stop.cancelled() => return Some(hold),
         }
-        let checked = tokio::task::spawn_blocking(move || {
-            let held = hold.still_held();
-            (hold, held)
-        })
-        .await;
-        match checked {
-            Ok((back, true)) => hold = back,
-            _ => {
-                lost.cancel();
-                return None;
-            }
+        if !hold.still_held().await {
+            lost.cancel();
+            return None;
         }
     }
 }
@@ -178,7 +170,7 @@ impl Worker {
             if cancelled {
                 // No turn runs any more: the next holder is told it need not wait.
                 if let Some(hold) = hold {
-                    let _ = tokio::task::spawn_blocking(move || hold.release()).await;
+                    hold.release().await;
                 }
                 return;
             }

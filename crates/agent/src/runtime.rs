@@ -287,7 +287,8 @@ impl Runtime {
         let mut memory = AgentRuntime::builder(db.clone()).config(memory_config);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
             // Memory blocks, tasks, messages and reminders are shared by every instance.
-            let store = holdfast_memory::PgMemoryStore::open(pg.url().clone()).await?;
+            // Memory, tasks and messages run on the process's one pool, beside sessions and the journal.
+            let store = holdfast_memory::PgMemoryStore::on(pg.clone()).await?;
             if data_dir.is_some() {
                 // Memory an earlier run kept in this data dir's file moves to the shared database, once.
                 match store.adopt(&db).await? {
@@ -301,14 +302,14 @@ impl Runtime {
                     holdfast_memory::Adopted::Nothing => {}
                 }
             }
-            let tasks = holdfast_memory::PgTaskStore::open(store.pool().clone()).await?;
+            let tasks = holdfast_memory::PgTaskStore::open(pg.clone()).await?;
             if data_dir.is_some() {
                 let copied = tasks.adopt(&db).await?;
                 if copied > 0 {
                     tracing::info!(tasks = copied, "tasks: the data dir's tasks were copied into PostgreSQL");
                 }
             }
-            let messages = holdfast_memory::PgMessageStore::open(store.pool().clone()).await?;
+            let messages = holdfast_memory::PgMessageStore::open(pg.clone()).await?;
             if data_dir.is_some() {
                 match messages.adopt(&db).await? {
                     holdfast_memory::MessagesAdopted::Copied { rows } => tracing::info!(

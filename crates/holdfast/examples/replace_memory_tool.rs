@@ -11,6 +11,7 @@
 //! It calls `update_memory` through the registry by name and exits non-zero unless both the wrapper and the backend
 //! saw the writes.
 
+use holdfast::core::tool::BoxFuture;
 use holdfast::memory::error::Result as MemoryResult;
 use holdfast::memory::{
     BlockEdit, Database, InMemoryStore, MemoryStore, UpdateMemoryInput, UpdateMemoryOutput, UpdateMemoryTool,
@@ -28,36 +29,44 @@ struct AuditedStore {
 }
 
 impl MemoryStore for AuditedStore {
-    fn get(&self, agent: &str, label: &str) -> MemoryResult<Option<MemoryBlock>> {
+    fn get<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, MemoryResult<Option<MemoryBlock>>> {
         self.inner.get(agent, label)
     }
 
-    fn list(&self, agent: &str) -> MemoryResult<Vec<MemoryBlock>> {
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, MemoryResult<Vec<MemoryBlock>>> {
         self.inner.list(agent)
     }
 
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> MemoryResult<Modified> {
-        let modified = self.inner.modify(agent, label, edit)?;
-        if let Ok(mut audit) = self.audit.lock() {
-            audit.push(format!("{agent}/{label}: {modified:?}"));
-        }
-        Ok(modified)
+    fn modify<'a>(&'a self, agent: &'a str, label: &'a str, edit: EditFn) -> BoxFuture<'a, MemoryResult<Modified>> {
+        Box::pin(async move {
+            let modified = self.inner.modify(agent, label, edit).await?;
+            if let Ok(mut audit) = self.audit.lock() {
+                audit.push(format!("{agent}/{label}: {modified:?}"));
+            }
+            Ok(modified)
+        })
     }
 
-    fn delete(&self, agent: &str, label: &str) -> MemoryResult<bool> {
+    fn delete<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, MemoryResult<bool>> {
         self.inner.delete(agent, label)
     }
 
-    fn history(&self, agent: &str, label: &str, limit: usize) -> MemoryResult<Vec<BlockEdit>> {
+    fn history<'a>(
+        &'a self,
+        agent: &'a str,
+        label: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, MemoryResult<Vec<BlockEdit>>> {
         self.inner.history(agent, label, limit)
     }
 
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> MemoryResult<Vec<TextHit>> {
+    fn search<'a>(
+        &'a self,
+        agent: &'a str,
+        terms: &'a [String],
+        limit: usize,
+    ) -> BoxFuture<'a, MemoryResult<Vec<TextHit>>> {
         self.inner.search(agent, terms, limit)
-    }
-
-    fn is_blocking(&self) -> bool {
-        false
     }
 
     fn kind(&self) -> &'static str {

@@ -8,12 +8,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use holdfast_memory::{AgentRuntime, Database, MemoryConfig, MessageTarget, PgMessageStore, SendOrigin};
-use holdfast_store::BlockingPg;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 async fn instance(url: &holdfast_core::config::DatabaseUrl, poll_only: bool) -> AgentRuntime {
-    let store = PgMessageStore::open(BlockingPg::connect(url.clone()).await.unwrap()).await.unwrap();
+    let store = PgMessageStore::open(holdfast_store::PgStore::connect(url).await.unwrap()).await.unwrap();
     let store = if poll_only { store.poll_only() } else { store };
     let config = MemoryConfig { agent_cooldown_secs: 0, ..MemoryConfig::default() };
     AgentRuntime::builder(Database::open_in_memory().unwrap())

@@ -119,7 +119,7 @@ fn bench_search(c: &mut Criterion) {
     let query = format!("{} {}", word(1500), word(2200));
     let terms = query_terms(&query);
     let db = runtime.database().clone();
-    let store = runtime.memory_store().clone();
+    let store = holdfast_memory::SqliteMemoryStore::new(db.clone());
 
     let mut group = c.benchmark_group("search_memory_10k_blocks");
     group.bench_function("fts5_through_tool", |b| {
@@ -127,7 +127,9 @@ fn bench_search(c: &mut Criterion) {
             black_box(registry.call("search_memory", json!({"query": query, "limit": 10}), &ctx).await.unwrap());
         })
     });
-    group.bench_function("fts5_store_only", |b| b.iter(|| black_box(store.search("bench", &terms, 10).unwrap())));
+    group.bench_function("fts5_store_only", |b| {
+        b.iter(|| black_box(store.search_blocking("bench", &terms, 10).unwrap()))
+    });
     group.bench_function("naive_like_scan", |b| {
         b.iter(|| {
             // The baseline: scan every value with LIKE, then rank and snippet the matches in Rust.
@@ -157,7 +159,7 @@ fn bench_search(c: &mut Criterion) {
         })
     });
     group.bench_function("in_memory_store_naive_scan", |b| {
-        b.iter(|| black_box(in_memory_store.search("bench", &terms, 10).unwrap()))
+        b.iter(|| black_box(rt.block_on(in_memory_store.search("bench", &terms, 10)).unwrap()))
     });
     group.finish();
 }
@@ -200,9 +202,9 @@ fn bench_search_100k(c: &mut Criterion) {
     let db = Database::open(dir.path().join(holdfast_memory::DEFAULT_DB_FILE)).unwrap();
     // Loading is not what is measured: no fsync per block while it runs.
     db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = OFF")?)).unwrap();
-    let sqlite: Arc<dyn MemoryStore> = Arc::new(holdfast_memory::SqliteMemoryStore::new(db.clone()));
+    let sqlite = holdfast_memory::SqliteMemoryStore::new(db.clone());
     let values = values_n(N);
-    load(&rt, &sqlite, &values);
+    load(&rt, &(Arc::new(sqlite.clone()) as Arc<dyn MemoryStore>), &values);
     db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = FULL; PRAGMA optimize;")?)).unwrap();
     let postgres = rt.block_on(holdfast_testkit::postgres::fresh_database()).map(|url| {
         let store: Arc<dyn MemoryStore> = Arc::new(rt.block_on(holdfast_memory::PgMemoryStore::open(url)).unwrap());
@@ -213,11 +215,11 @@ fn bench_search_100k(c: &mut Criterion) {
     let terms = query_terms(&query);
 
     let mut group = c.benchmark_group("search_memory_100k_blocks");
-    group.bench_function("sqlite_fts5", |b| b.iter(|| black_box(sqlite.search("bench", &terms, 10).unwrap())));
+    group.bench_function("sqlite_fts5", |b| b.iter(|| black_box(sqlite.search_blocking("bench", &terms, 10).unwrap())));
     match &postgres {
         Some(pg) => {
             group.bench_function("postgres_text_search", |b| {
-                b.iter(|| black_box(pg.search("bench", &terms, 10).unwrap()))
+                b.iter(|| black_box(rt.block_on(pg.search("bench", &terms, 10)).unwrap()))
             });
         }
         None => eprintln!("search_memory_100k_blocks/postgres_text_search: skipped (no HOLDFAST_TEST_DATABASE_URL)"),

@@ -70,6 +70,25 @@ impl Database {
     }
 }
 
+/// Runs `f` on a clone of `store` on tokio's blocking pool, so the async runtime never waits on SQLite: how the
+/// SQLite stores answer their async traits. `what` names the store in the error a failed task gives.
+pub(crate) fn on_blocking_pool<'a, S, R>(
+    store: &S,
+    what: &'static str,
+    f: impl FnOnce(&S) -> Result<R> + Send + 'static,
+) -> holdfast_core::tool::BoxFuture<'a, Result<R>>
+where
+    S: Clone + Send + 'static,
+    R: Send + 'static,
+{
+    let store = store.clone();
+    Box::pin(async move {
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| MemoryError::internal(format!("a {what} task failed: {e}")))?
+    })
+}
+
 /// Applies this crate's migrations the file has not recorded ([`crate::schema`]).
 fn migrate(conn: &mut Connection) -> Result<()> {
     for component in &crate::schema::ALL {

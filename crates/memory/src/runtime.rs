@@ -279,14 +279,14 @@ impl AgentRuntime {
     /// answer it); how many were cancelled.
     pub async fn cancel_reminders_of_removed_agents(&self, agents: &[String]) -> crate::error::Result<u64> {
         let agents = agents.to_vec();
-        self.inner.router.call(move |s| s.cancel_reminders_of_others(&agents)).await
+        self.inner.router.store().cancel_reminders_of_others(&agents).await
     }
 
     /// How many pending reminders agents not in `agents` have (on a shared database: those another instance may
     /// serve).
     pub async fn reminders_of_other_agents(&self, agents: &[String]) -> crate::error::Result<u64> {
         let agents = agents.to_vec();
-        self.inner.router.call(move |s| s.count_reminders_of_others(&agents)).await
+        self.inner.router.store().count_reminders_of_others(&agents).await
     }
 
     /// The reminder scheduler (for one-off passes: [`ReminderScheduler::fire_due`]).

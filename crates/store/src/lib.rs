@@ -21,7 +21,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod blocking;
 pub mod durability;
 pub mod fanout;
 pub mod group;
@@ -32,7 +31,6 @@ pub mod sqlite;
 
 mod error;
 
-pub use blocking::BlockingPg;
 pub use error::StoreError;
 pub use fanout::PgFanout;
 pub use group::GroupCommit;

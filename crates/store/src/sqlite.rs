@@ -33,7 +33,7 @@ use std::time::Duration;
 /// Read-only connections beside the writer (a file only; in memory every statement uses the writer).
 const READERS: usize = 2;
 
-/// The process's handle on its SQLite database: one writing connection and, for a file, [`READERS`] read-only ones.
+/// The process's handle on its SQLite database: one writing connection and, for a file, two read-only ones.
 /// Clones share them.
 #[derive(Clone)]
 pub struct SqliteDb {

@@ -253,10 +253,7 @@ async fn on_a_shared_database_only_an_instance_serving_an_agent_fires_its_remind
         path
     };
     let (serving, not_serving) = (config("one", with_helper), config("two", ""));
-    let pending = async |rt: &Runtime| {
-        let store = Arc::clone(rt.agent.messages.router().store());
-        tokio::task::spawn_blocking(move || store.reminders("helper", false).unwrap()).await.unwrap()
-    };
+    let pending = async |rt: &Runtime| rt.agent.messages.router().store().reminders("helper", false).await.unwrap();
     {
         let rt = Runtime::load(Some(&serving)).await.unwrap();
         let (_, helper) = rt.open_session_as("test", "helper").await.unwrap();

@@ -662,10 +662,8 @@ async fn a_worker_that_stops_cleanly_lets_the_next_holder_read_at_once() {
     worker.await.unwrap();
 
     let other = Runtime::load(Some(&config("two"))).await.unwrap();
-    let store = Arc::clone(other.agent.messages.router().store());
+    let store = other.agent.messages.router().store();
     let me = runtime.agent.agent_id.to_string();
-    let next = tokio::task::spawn_blocking(move || store.hold_inbox(&me, Duration::from_secs(10)).unwrap().unwrap())
-        .await
-        .unwrap();
+    let next = store.hold_inbox(&me, Duration::from_secs(10)).await.unwrap().unwrap();
     assert!(!next.previous_may_run(), "the worker let go cleanly: no takeover wait");
 }

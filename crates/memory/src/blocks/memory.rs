@@ -164,44 +164,26 @@ impl Memory {
         if self.embedder.is_some() { SearchMode::Hybrid } else { SearchMode::Text }
     }
 
-    async fn run<R, F>(&self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&dyn MemoryStore, &str) -> Result<R> + Send + 'static,
-    {
-        let store = Arc::clone(&self.store);
-        let agent = self.agent.clone();
-        if store.is_blocking() {
-            tokio::task::spawn_blocking(move || f(store.as_ref(), agent.as_str()))
-                .await
-                .map_err(|e| MemoryError::internal(format!("a memory task failed: {e}")))?
-        } else {
-            f(store.as_ref(), agent.as_str())
-        }
-    }
-
     /// One block.
     pub async fn get(&self, label: &str) -> Result<Option<MemoryBlock>> {
-        let label = label.to_owned();
-        self.run(move |s, a| s.get(a, &label)).await
+        self.store.get(self.agent.as_str(), label).await
     }
 
     /// Every block, ordered by label.
     pub async fn blocks(&self) -> Result<Vec<MemoryBlock>> {
-        self.run(|s, a| s.list(a)).await
+        self.store.list(self.agent.as_str()).await
     }
 
     /// A block's history, newest first.
     pub async fn history(&self, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
-        let label = label.to_owned();
-        self.run(move |s, a| s.history(a, &label, limit)).await
+        self.store.history(self.agent.as_str(), label, limit).await
     }
 
     async fn labels(&self) -> Vec<String> {
         self.blocks().await.map(|b| b.into_iter().map(|b| b.label).collect()).unwrap_or_default()
     }
 
-    async fn edit(&self, label: &str, op: EditOp, edit: EditFn<'static>) -> Result<crate::blocks::block::Modified> {
+    async fn edit(&self, label: &str, op: EditOp, edit: EditFn) -> Result<crate::blocks::block::Modified> {
         let owned = label.to_owned();
         // Every write, whatever the store: no NUL character (PostgreSQL's text refuses it; no memory needs it). The
         // error names the parameter the text came in.
@@ -210,7 +192,7 @@ impl Memory {
             EditOp::Replace => "new",
             EditOp::Create | EditOp::Update | EditOp::System => "value",
         };
-        let edit: EditFn<'static> = Box::new(move |before| {
+        let edit: EditFn = Box::new(move |before| {
             let write = edit(before)?;
             if let Some(w) = &write {
                 if w.block.value.contains('\0') {
@@ -222,7 +204,7 @@ impl Memory {
             }
             Ok(write)
         });
-        let result = self.run(move |s, a| s.modify(a, &owned, edit)).await;
+        let result = self.store.modify(self.agent.as_str(), &owned, edit).await;
         match result {
             Err(MemoryError::BlockNotFound { label, .. }) => {
                 Err(MemoryError::BlockNotFound { label, existing: self.labels().await })
@@ -401,8 +383,7 @@ impl Memory {
 
     /// Deletes a block (runtime operation; its history is kept). Returns whether it existed.
     pub async fn delete_block(&self, label: &str) -> Result<bool> {
-        let label = label.to_owned();
-        self.run(move |s, a| s.delete(a, &label)).await
+        self.store.delete(self.agent.as_str(), label).await
     }
 
     /// Ranked search over block values and their history; hybrid when an embeddings endpoint is configured.
@@ -415,8 +396,7 @@ impl Memory {
         if limit == 0 || limit > MAX_SEARCH_LIMIT {
             return Err(MemoryError::invalid("limit", format!("must be between 1 and {MAX_SEARCH_LIMIT}")));
         }
-        let text_terms = terms.clone();
-        let text_hits = self.run(move |s, a| s.search(a, &text_terms, limit)).await?;
+        let text_hits = self.store.search(self.agent.as_str(), &terms, limit).await?;
         let Some(embedder) = &self.embedder else {
             return Ok(SearchResults { mode: SearchMode::Text, note: None, hits: text_only(text_hits) });
         };
@@ -443,8 +423,7 @@ impl Memory {
     ) -> Result<Vec<SearchHit>> {
         let model = embedder.config().model.clone();
         let blocks = self.blocks().await?;
-        let model_q = model.clone();
-        let cached = self.run(move |s, a| s.cached_embeddings(a, &model_q)).await?;
+        let cached = self.store.cached_embeddings(self.agent.as_str(), &model).await?;
         let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
         let cache: HashMap<&str, &CachedEmbedding> = cached.iter().map(|c| (c.label.as_str(), c)).collect();
         let mut stale = Vec::new();
@@ -466,8 +445,9 @@ impl Memory {
                 vectors.insert(label.clone(), vector.clone());
                 fresh.push(CachedEmbedding { label, content_hash: hash, vector });
             }
-            let model_s = model.clone();
-            self.run(move |s, a| fresh.into_iter().try_for_each(|e| s.store_embedding(a, &model_s, e))).await?;
+            for e in fresh {
+                self.store.store_embedding(self.agent.as_str(), &model, e).await?;
+            }
         }
         let query_vec = embedder.embed(&[query.to_owned()]).await?.into_iter().next().unwrap_or_default();
         let similarity: HashMap<&str, f64> = vectors.iter().map(|(l, v)| (l.as_str(), cosine(&query_vec, v))).collect();

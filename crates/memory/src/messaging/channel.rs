@@ -19,26 +19,23 @@ impl MessageRouter {
             }
         }
         let name = name.to_owned();
-        self.call(move |s| s.define_channel(&name, webhook_url.as_deref())).await
+        self.store().define_channel(&name, webhook_url.as_deref()).await
     }
 
     /// Subscribes an agent to a channel (the channel must exist).
     pub async fn subscribe(&self, channel: &str, agent: &AgentId) -> Result<()> {
-        let (channel, agent) = (channel.to_owned(), agent.to_string());
-        self.call(move |s| {
-            if s.subscribe(&channel, &agent)? {
-                Ok(())
-            } else {
-                Err(MemoryError::TargetNotFound { kind: "channel", id: channel, existing: s.channels()? })
-            }
-        })
-        .await
+        let (s, agent) = (self.store(), agent.to_string());
+        if s.subscribe(channel, &agent).await? {
+            Ok(())
+        } else {
+            Err(MemoryError::TargetNotFound { kind: "channel", id: channel.to_owned(), existing: s.channels().await? })
+        }
     }
 
     /// Unsubscribes an agent from a channel.
     pub async fn unsubscribe(&self, channel: &str, agent: &AgentId) -> Result<()> {
         let (channel, agent) = (channel.to_owned(), agent.to_string());
-        self.call(move |s| s.unsubscribe(&channel, &agent)).await
+        self.store().unsubscribe(&channel, &agent).await
     }
 
     /// POSTs a stored message to a channel's webhook as JSON; the HTTP status, or `upstream_error`.
@@ -59,15 +56,15 @@ impl MessageRouter {
 }
 
 /// A channel message reaches every subscriber but the sender, and the channel's webhook if it has one.
-pub(super) fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
-    let (webhook, subscribers) = info(s, id)?;
+pub(super) async fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
+    let (webhook, subscribers) = info(s, id).await?;
     Ok(Reach { recipients: subscribers.into_iter().filter(|s| s != sender).collect(), webhook })
 }
 
 /// A channel's webhook and subscribers; `target_not_found` (listing the channels) when it does not exist.
-pub(super) fn info(s: &dyn MessageStore, id: &str) -> Result<(Option<String>, Vec<String>)> {
-    s.channel(id)?.ok_or_else(|| match s.channels() {
-        Ok(existing) => MemoryError::TargetNotFound { kind: "channel", id: id.to_owned(), existing },
-        Err(e) => e,
-    })
+pub(super) async fn info(s: &dyn MessageStore, id: &str) -> Result<(Option<String>, Vec<String>)> {
+    match s.channel(id).await? {
+        Some(info) => Ok(info),
+        None => Err(MemoryError::TargetNotFound { kind: "channel", id: id.to_owned(), existing: s.channels().await? }),
+    }
 }

@@ -15,12 +15,12 @@ impl MessageRouter {
             validate_id("members", m)?;
         }
         let (name, members) = (name.to_owned(), members.to_vec());
-        self.call(move |s| s.define_group(&name, &members)).await
+        self.store().define_group(&name, &members).await
     }
 
     /// Every group with its members.
     pub async fn groups(&self) -> Result<BTreeMap<String, Vec<String>>> {
-        let pairs = self.call(|s| s.group_pairs()).await?;
+        let pairs = self.store().group_pairs().await?;
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (g, m) in pairs {
             out.entry(g).or_default().push(m);
@@ -30,8 +30,8 @@ impl MessageRouter {
 }
 
 /// A group message reaches every member but the sender; a group of the sender alone is refused.
-pub(super) fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
-    let members: Vec<String> = members(s, id)?.into_iter().filter(|m| m != sender).collect();
+pub(super) async fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reach> {
+    let members: Vec<String> = members(s, id).await?.into_iter().filter(|m| m != sender).collect();
     if members.is_empty() {
         return Err(MemoryError::invalid("target.id", format!("group `{id}` has no members besides you")));
     }
@@ -39,10 +39,10 @@ pub(super) fn reach(s: &dyn MessageStore, id: &str, sender: &str) -> Result<Reac
 }
 
 /// A group's members; `target_not_found` (listing the groups) when it has none.
-pub(super) fn members(s: &dyn MessageStore, id: &str) -> Result<Vec<String>> {
-    let members = s.group_members(id)?;
+pub(super) async fn members(s: &dyn MessageStore, id: &str) -> Result<Vec<String>> {
+    let members = s.group_members(id).await?;
     if members.is_empty() {
-        let mut existing: Vec<String> = s.group_pairs()?.into_iter().map(|(g, _)| g).collect();
+        let mut existing: Vec<String> = s.group_pairs().await?.into_iter().map(|(g, _)| g).collect();
         existing.dedup();
         return Err(MemoryError::TargetNotFound { kind: "group", id: id.to_owned(), existing });
     }

@@ -40,14 +40,14 @@ impl Inbox {
     /// Takes the oldest waiting message, if any (marking it delivered).
     pub async fn try_recv(&self) -> Result<Option<InboxMessage>> {
         let (agent, now) = (self.agent.clone(), fmt_time(self.router.now()));
-        self.router.call(move |s| s.inbox_take(&agent, &now)).await?.map(to_inbox_message).transpose()
+        self.router.store().inbox_take(&agent, &now).await?.map(to_inbox_message).transpose()
     }
 
     /// The oldest waiting message, without taking it: [`Inbox::ack`] takes it once it has been handled, so a
     /// message being handled when the process dies is handled again after a restart (at least once).
     pub async fn peek(&self) -> Result<Option<InboxMessage>> {
         let agent = self.agent.clone();
-        self.router.call(move |s| s.inbox_first(&agent)).await?.map(to_inbox_message).transpose()
+        self.router.store().inbox_first(&agent).await?.map(to_inbox_message).transpose()
     }
 
     /// Waits until a message may have been stored for the agent: a send in this process wakes it at once, one on
@@ -77,7 +77,7 @@ impl Inbox {
     /// Takes a message [`Inbox::peek`] returned: it is delivered and will not be returned again.
     pub async fn ack(&self, inbox_id: i64) -> Result<()> {
         let (agent, now) = (self.agent.clone(), fmt_time(self.router.now()));
-        self.router.call(move |s| s.inbox_ack(&agent, inbox_id, &now)).await
+        self.router.store().inbox_ack(&agent, inbox_id, &now).await
     }
 
     /// Waits for the next message and takes it.
@@ -95,7 +95,7 @@ impl Inbox {
     /// Waiting messages, oldest first, without taking them.
     pub async fn pending(&self) -> Result<Vec<InboxMessage>> {
         let agent = self.agent.clone();
-        self.router.call(move |s| s.inbox_pending(&agent)).await?.into_iter().map(to_inbox_message).collect()
+        self.router.store().inbox_pending(&agent).await?.into_iter().map(to_inbox_message).collect()
     }
 
     /// Takes every waiting message, oldest first.
@@ -118,6 +118,6 @@ impl Inbox {
     /// [`InboxHold::still_held`] before each message (a lost database connection loses it).
     pub async fn hold(&self, wait: Duration) -> Result<Option<InboxHold>> {
         let agent = self.agent.clone();
-        self.router.call(move |s| s.hold_inbox(&agent, wait)).await
+        self.router.store().hold_inbox(&agent, wait).await
     }
 }

@@ -3,7 +3,7 @@
 //! the anti-loop windows and store the message with its inbox rows in one transaction, then delivers by kind.
 
 use super::inbox::Inbox;
-use super::store::{CooldownRule, MessageStore, NewMessage, StoredMessage, call};
+use super::store::{CooldownRule, MessageStore, NewMessage, StoredMessage};
 use super::types::{MessageEndpoint, MessageTarget, RoutedMessage, RouterConfig, SendOrigin, SendReceipt, TargetType};
 use super::{Reach, agent, channel, group, metadata_text, msg_id, user};
 use crate::agent_id::AgentId;
@@ -99,15 +99,6 @@ impl MessageRouter {
     /// The store messages and reminders live in.
     pub fn store(&self) -> &Arc<dyn MessageStore> {
         &self.inner.store
-    }
-
-    /// Runs `f` on the store, on tokio's blocking pool.
-    pub(crate) async fn call<R, F>(&self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&dyn MessageStore) -> Result<R> + Send + 'static,
-    {
-        call(&self.inner.store, f).await
     }
 
     /// The configuration.
@@ -225,15 +216,14 @@ impl MessageRouter {
         if hops >= self.inner.config.max_hops {
             return Err(MemoryError::HopLimit { hops });
         }
-        let (kind, from) = (target.kind, from.to_string());
-        self.call(move |s| match kind {
+        let (s, from) = (self.store().as_ref(), from.to_string());
+        match target.kind {
             TargetType::Agent if id == from => Ok(()),
-            TargetType::Agent => agent::known_agent(s, &id),
-            TargetType::Group => group::members(s, &id).map(|_| ()),
-            TargetType::Channel => channel::info(s, &id).map(|_| ()),
+            TargetType::Agent => agent::known_agent(s, &id).await,
+            TargetType::Group => group::members(s, &id).await.map(|_| ()),
+            TargetType::Channel => channel::info(s, &id).await.map(|_| ()),
             TargetType::User => Ok(()),
-        })
-        .await
+        }
     }
 
     /// The one send path (see the module).
@@ -307,8 +297,7 @@ impl MessageRouter {
             fires: rules.fires.clone(),
             cooldown,
         };
-        let (StoredMessage { id, delivered: recipients, skipped }, new) =
-            self.call(move |s| s.store(&new).map(|stored| (stored, new))).await?;
+        let (StoredMessage { id, delivered: recipients, skipped }, new) = (self.store().store(&new).await?, new);
         let routed = RoutedMessage {
             message_id: msg_id(id),
             from: sender,
@@ -376,14 +365,13 @@ impl MessageRouter {
     /// Whom a target reaches, asked of its kind.
     async fn reach(&self, kind: TargetType, id: Option<String>, sender: &str) -> Result<Reach> {
         let Some(id) = id.filter(|_| kind != TargetType::User) else { return Ok(Reach::default()) };
-        let sender = sender.to_owned();
-        self.call(move |s| match kind {
-            TargetType::Agent => agent::reach(s, id, &sender),
-            TargetType::Group => group::reach(s, &id, &sender),
-            TargetType::Channel => channel::reach(s, &id, &sender),
+        let s = self.store().as_ref();
+        match kind {
+            TargetType::Agent => agent::reach(s, id, sender).await,
+            TargetType::Group => group::reach(s, &id, sender).await,
+            TargetType::Channel => channel::reach(s, &id, sender).await,
             TargetType::User => Ok(Reach::default()),
-        })
-        .await
+        }
     }
 
     /// Delivery by kind once stored, and the sentence saying where the message went.

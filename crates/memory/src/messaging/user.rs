@@ -46,7 +46,7 @@ impl MessageRouter {
     /// Messages an agent sent to users, newest first.
     pub async fn outbox(&self, agent: &AgentId, limit: usize) -> Result<Vec<UserMessage>> {
         let agent = agent.to_string();
-        let rows = self.call(move |s| s.outbox(&agent, limit)).await?;
+        let rows = self.store().outbox(&agent, limit).await?;
         rows.into_iter().map(to_user_message).collect()
     }
 }

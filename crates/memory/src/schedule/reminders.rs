@@ -169,7 +169,7 @@ impl Reminders {
             hops,
             session_id: session.map(str::to_owned),
         };
-        let id = self.router.call(move |s| s.add_reminder(&new, MAX_PENDING_REMINDERS)).await?;
+        let id = self.router.store().add_reminder(&new, MAX_PENDING_REMINDERS).await?;
         self.wake.notify_one();
         Ok(Reminder {
             id: format!("rem_{id}"),
@@ -186,14 +186,14 @@ impl Reminders {
     /// The agent's reminders, soonest first (fired ones only when asked).
     pub async fn list(&self, include_fired: bool) -> Result<Vec<Reminder>> {
         let agent = self.agent.to_string();
-        self.router.call(move |s| s.reminders(&agent, include_fired)).await?.into_iter().map(to_reminder).collect()
+        self.router.store().reminders(&agent, include_fired).await?.into_iter().map(to_reminder).collect()
     }
 
     /// Cancels a pending reminder. Returns whether one was cancelled.
     pub async fn cancel(&self, id: &str) -> Result<bool> {
         let n = parse_reminder_id("id", id)?;
         let agent = self.agent.to_string();
-        self.router.call(move |s| s.cancel_reminder(&agent, n)).await
+        self.router.store().cancel_reminder(&agent, n).await
     }
 }
 
@@ -250,7 +250,7 @@ impl ReminderScheduler {
     pub async fn fire_due(&self) -> Result<Vec<Reminder>> {
         let now = fmt_time(self.clock.now());
         let agents = self.agents.clone();
-        let rows = self.router.call(move |s| s.due_reminders(&now, agents.as_deref())).await?;
+        let rows = self.router.store().due_reminders(&now, agents.as_deref()).await?;
         // A row this build cannot read is passed by (and logged), not allowed to stop every other reminder.
         let due = rows.into_iter().filter_map(|row| {
             let (id, session) = (row.0, row.9.clone());
@@ -315,7 +315,7 @@ impl ReminderScheduler {
     /// When the next pending reminder is due.
     pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
         let agents = self.agents.clone();
-        let next = self.router.call(move |s| s.next_due(agents.as_deref())).await?;
+        let next = self.router.store().next_due(agents.as_deref()).await?;
         Ok(next.as_deref().and_then(parse_time))
     }
 

@@ -3,33 +3,34 @@
 //!
 //! A store is storage only; [`super::tasks::TaskList`] validates and decides. An edit is atomic: the store reads the
 //! task, calls the edit, and writes the result in one transaction (on PostgreSQL the row is locked `FOR UPDATE`, so
-//! two instances completing steps of one task each see the other's). Methods block; `TaskList` calls them on tokio's
-//! blocking pool.
+//! two instances completing steps of one task each see the other's). Methods are async: the SQLite store runs its
+//! statements on tokio's blocking pool, the PostgreSQL one on the process's pool.
 
 use super::task::Task;
 use crate::clock::{fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
-use holdfast_store::{BlockingPg, PgStore};
+use holdfast_core::tool::BoxFuture;
+use holdfast_store::PgStore;
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 /// An edit of one task inside its transaction: changes it, or fails (nothing is written). Returns a sentence for
 /// the caller.
-pub type TaskEdit<'a> = Box<dyn FnOnce(&mut Task) -> Result<String> + Send + 'a>;
+pub type TaskEdit = Box<dyn FnOnce(&mut Task) -> Result<String> + Send + 'static>;
 
 /// Storage for tasks, per agent.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task (its `id` is ignored) and returns the id it was given.
-    fn insert(&self, agent: &str, task: &Task) -> Result<u64>;
+    fn insert<'a>(&'a self, agent: &'a str, task: &'a Task) -> BoxFuture<'a, Result<u64>>;
     /// One task of `agent` (`not_found` when it is another agent's or does not exist).
-    fn get(&self, agent: &str, id: u64) -> Result<Task>;
+    fn get<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>>;
     /// Every task of `agent`, unordered.
-    fn list(&self, agent: &str) -> Result<Vec<Task>>;
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<Task>>>;
     /// Atomically: reads the task, applies `edit`, writes it back.
-    fn modify(&self, agent: &str, id: u64, edit: TaskEdit<'_>) -> Result<(Task, String)>;
+    fn modify<'a>(&'a self, agent: &'a str, id: u64, edit: TaskEdit) -> BoxFuture<'a, Result<(Task, String)>>;
     /// Deletes a task; returns it as it was.
-    fn delete(&self, agent: &str, id: u64) -> Result<Task>;
+    fn delete<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>>;
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
 }
@@ -124,35 +125,54 @@ fn load(c: &rusqlite::Connection, agent: &str, id: u64) -> Result<Task> {
 }
 
 impl TaskStore for SqliteTaskStore {
-    fn insert(&self, agent: &str, task: &Task) -> Result<u64> {
-        let c = columns(task)?;
-        let id: i64 = self.db.with_conn(|conn| {
-            Ok(conn.query_row(
-                "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
-                params![agent, c.title, c.notes, c.due_at, c.priority, c.status, c.steps, c.created_at, c.updated_at],
-                |r| r.get(0),
-            )?)
-        })?;
-        u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))
-    }
-
-    fn get(&self, agent: &str, id: u64) -> Result<Task> {
-        self.db.with_conn(|c| load(c, agent, id))
-    }
-
-    fn list(&self, agent: &str) -> Result<Vec<Task>> {
-        self.db.with_conn(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks_items WHERE agent_id = ?1"))?;
-            let rows = stmt.query_map([agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-            rows.into_iter().map(to_task).collect()
+    fn insert<'a>(&'a self, agent: &'a str, task: &'a Task) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            let (agent, c) = (agent.to_owned(), columns(task)?);
+            let id: i64 = self
+                .db
+                .call(move |conn| {
+                    Ok(conn.query_row(
+                        "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at,
+                             updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                        params![
+                            agent,
+                            c.title,
+                            c.notes,
+                            c.due_at,
+                            c.priority,
+                            c.status,
+                            c.steps,
+                            c.created_at,
+                            c.updated_at
+                        ],
+                        |r| r.get(0),
+                    )?)
+                })
+                .await?;
+            u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))
         })
     }
 
-    fn modify(&self, agent: &str, id: u64, edit: TaskEdit<'_>) -> Result<(Task, String)> {
-        self.db.with_conn(|conn| {
+    fn get<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>> {
+        let agent = agent.to_owned();
+        Box::pin(self.db.call(move |c| load(c, &agent, id)))
+    }
+
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<Task>>> {
+        let agent = agent.to_owned();
+        Box::pin(self.db.call(move |c| {
+            let mut stmt = c.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks_items WHERE agent_id = ?1"))?;
+            let rows = stmt.query_map([agent], read_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter().map(to_task).collect()
+        }))
+    }
+
+    fn modify<'a>(&'a self, agent: &'a str, id: u64, edit: TaskEdit) -> BoxFuture<'a, Result<(Task, String)>> {
+        let agent = agent.to_owned();
+        Box::pin(self.db.call(move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let mut task = load(&tx, agent, id)?;
+            let mut task = load(&tx, &agent, id)?;
             let said = edit(&mut task)?;
             let c = columns(&task)?;
             tx.execute(
@@ -173,17 +193,18 @@ impl TaskStore for SqliteTaskStore {
             )?;
             tx.commit()?;
             Ok((task, said))
-        })
+        }))
     }
 
-    fn delete(&self, agent: &str, id: u64) -> Result<Task> {
-        self.db.with_conn(|conn| {
+    fn delete<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>> {
+        let agent = agent.to_owned();
+        Box::pin(self.db.call(move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let task = load(&tx, agent, id)?;
+            let task = load(&tx, &agent, id)?;
             tx.execute("DELETE FROM tasks_items WHERE id = ?1 AND agent_id = ?2", params![row_id(id)?, agent])?;
             tx.commit()?;
             Ok(task)
-        })
+        }))
     }
 
     fn kind(&self) -> &'static str {
@@ -194,7 +215,7 @@ impl TaskStore for SqliteTaskStore {
 /// Tasks in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
 pub struct PgTaskStore {
-    pg: BlockingPg,
+    pg: PgStore,
 }
 
 fn pg_err(e: impl std::fmt::Display) -> MemoryError {
@@ -220,9 +241,9 @@ fn pg_row(r: &sqlx::postgres::PgRow) -> Result<Row> {
 }
 
 impl PgTaskStore {
-    /// The store on `pg` (a pool for synchronous callers), migrated.
-    pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::TASKS).await }).await?;
+    /// The store on `pg`, migrated.
+    pub async fn open(pg: PgStore) -> Result<Self> {
+        pg.migrate(&crate::schema::TASKS).await?;
         Ok(Self { pg })
     }
 
@@ -257,49 +278,47 @@ impl PgTaskStore {
             return Ok(0);
         }
         let count = rows.len();
-        let copied = self
-            .pg
-            .spawn(move |store| async move {
-                let mut tx = store.pool().begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.tasks/adopt', 0))")
-                    .execute(&mut *tx)
-                    .await?;
-                let any: bool =
-                    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks_items)").fetch_one(&mut *tx).await?;
-                if any {
-                    return Ok(false);
-                }
-                for (agent, r) in rows {
-                    // The same ids: what the agent noted about task 7 still names task 7.
-                    sqlx::query(
-                        "INSERT INTO tasks_items (agent_id, id, title, notes, due_at, priority, status, steps,
-                             created_at, updated_at, completed_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                    )
-                    .bind(agent)
-                    .bind(r.0)
-                    .bind(r.1)
-                    .bind(r.2)
-                    .bind(r.3)
-                    .bind(r.4)
-                    .bind(r.5)
-                    .bind(r.6)
-                    .bind(r.7)
-                    .bind(r.8)
-                    .bind(r.9)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                sqlx::query(
-                    "SELECT setval(pg_get_serial_sequence('tasks_items', 'id'), (SELECT max(id) FROM tasks_items))",
-                )
+        let store = &self.pg;
+        let copied = async move {
+            let mut tx = store.pool().begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.tasks/adopt', 0))")
                 .execute(&mut *tx)
                 .await?;
-                tx.commit().await?;
-                Ok(true)
-            })
-            .await
-            .map_err(pg_err)?;
+            let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks_items)").fetch_one(&mut *tx).await?;
+            if any {
+                return Ok(false);
+            }
+            for (agent, r) in rows {
+                // The same ids: what the agent noted about task 7 still names task 7.
+                sqlx::query(
+                    "INSERT INTO tasks_items (agent_id, id, title, notes, due_at, priority, status, steps,
+                             created_at, updated_at, completed_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(agent)
+                .bind(r.0)
+                .bind(r.1)
+                .bind(r.2)
+                .bind(r.3)
+                .bind(r.4)
+                .bind(r.5)
+                .bind(r.6)
+                .bind(r.7)
+                .bind(r.8)
+                .bind(r.9)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query(
+                "SELECT setval(pg_get_serial_sequence('tasks_items', 'id'), (SELECT max(id) FROM tasks_items))",
+            )
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(true)
+        }
+        .await
+        .map_err(pg_err)?;
         Ok(if copied { count } else { 0 })
     }
 }
@@ -319,98 +338,87 @@ async fn pg_load(tx: &mut sqlx::PgConnection, agent: &str, id: u64, lock: bool) 
 }
 
 impl TaskStore for PgTaskStore {
-    fn insert(&self, agent: &str, task: &Task) -> Result<u64> {
-        let c = columns(task)?;
-        let id: i64 = self
-            .pg
-            .run(|store| async move {
-                sqlx::query_scalar(
-                    "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at,
-                         updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-                )
-                .bind(agent)
-                .bind(c.title)
-                .bind(c.notes)
-                .bind(c.due_at)
-                .bind(c.priority)
-                .bind(c.status)
-                .bind(c.steps)
-                .bind(c.created_at)
-                .bind(c.updated_at)
-                .fetch_one(store.pool())
-                .await
-                .map_err(pg_err)
-            })
-            .map_err(pg_err)??;
-        u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))
+    fn insert<'a>(&'a self, agent: &'a str, task: &'a Task) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            let c = columns(task)?;
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at,
+                     updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            )
+            .bind(agent)
+            .bind(c.title)
+            .bind(c.notes)
+            .bind(c.due_at)
+            .bind(c.priority)
+            .bind(c.status)
+            .bind(c.steps)
+            .bind(c.created_at)
+            .bind(c.updated_at)
+            .fetch_one(self.pg.pool())
+            .await
+            .map_err(pg_err)?;
+            u64::try_from(id).map_err(|_| MemoryError::internal("negative task id"))
+        })
     }
 
-    fn get(&self, agent: &str, id: u64) -> Result<Task> {
-        self.pg
-            .run(|store| async move {
-                let mut conn = store.pool().acquire().await.map_err(pg_err)?;
-                pg_load(&mut conn, agent, id, false).await
-            })
-            .map_err(pg_err)?
+    fn get<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>> {
+        Box::pin(async move {
+            let mut conn = self.pg.pool().acquire().await.map_err(pg_err)?;
+            pg_load(&mut conn, agent, id, false).await
+        })
     }
 
-    fn list(&self, agent: &str) -> Result<Vec<Task>> {
-        self.pg
-            .run(|store| async move {
-                let sql = format!("SELECT {COLUMNS} FROM tasks_items WHERE agent_id = $1");
-                let rows =
-                    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(store.pool()).await.map_err(pg_err)?;
-                rows.iter().map(|r| pg_row(r).and_then(to_task)).collect()
-            })
-            .map_err(pg_err)?
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<Task>>> {
+        Box::pin(async move {
+            let sql = format!("SELECT {COLUMNS} FROM tasks_items WHERE agent_id = $1");
+            let rows =
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(self.pg.pool()).await.map_err(pg_err)?;
+            rows.iter().map(|r| pg_row(r).and_then(to_task)).collect()
+        })
     }
 
-    fn modify(&self, agent: &str, id: u64, edit: TaskEdit<'_>) -> Result<(Task, String)> {
-        self.pg
-            .run(|store| async move {
-                let mut tx = store.pool().begin().await.map_err(pg_err)?;
-                let mut task = pg_load(&mut tx, agent, id, true).await?;
-                let said = edit(&mut task)?;
-                let c = columns(&task)?;
-                sqlx::query(
-                    "UPDATE tasks_items SET title = $1, notes = $2, due_at = $3, priority = $4, status = $5, steps = $6,
-                     updated_at = $7, completed_at = $8 WHERE id = $9 AND agent_id = $10",
-                )
-                .bind(c.title)
-                .bind(c.notes)
-                .bind(c.due_at)
-                .bind(c.priority)
-                .bind(c.status)
-                .bind(c.steps)
-                .bind(c.updated_at)
-                .bind(c.completed_at)
+    fn modify<'a>(&'a self, agent: &'a str, id: u64, edit: TaskEdit) -> BoxFuture<'a, Result<(Task, String)>> {
+        Box::pin(async move {
+            let mut tx = self.pg.pool().begin().await.map_err(pg_err)?;
+            let mut task = pg_load(&mut tx, agent, id, true).await?;
+            let said = edit(&mut task)?;
+            let c = columns(&task)?;
+            sqlx::query(
+                "UPDATE tasks_items SET title = $1, notes = $2, due_at = $3, priority = $4, status = $5, steps = $6,
+                 updated_at = $7, completed_at = $8 WHERE id = $9 AND agent_id = $10",
+            )
+            .bind(c.title)
+            .bind(c.notes)
+            .bind(c.due_at)
+            .bind(c.priority)
+            .bind(c.status)
+            .bind(c.steps)
+            .bind(c.updated_at)
+            .bind(c.completed_at)
+            .bind(row_id(id)?)
+            .bind(agent)
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok((task, said))
+        })
+    }
+
+    fn delete<'a>(&'a self, agent: &'a str, id: u64) -> BoxFuture<'a, Result<Task>> {
+        Box::pin(async move {
+            let mut tx = self.pg.pool().begin().await.map_err(pg_err)?;
+            let task = pg_load(&mut tx, agent, id, true).await?;
+            sqlx::query("DELETE FROM tasks_items WHERE id = $1 AND agent_id = $2")
                 .bind(row_id(id)?)
                 .bind(agent)
                 .execute(&mut *tx)
                 .await
                 .map_err(pg_err)?;
-                tx.commit().await.map_err(pg_err)?;
-                Ok((task, said))
-            })
-            .map_err(pg_err)?
-    }
-
-    fn delete(&self, agent: &str, id: u64) -> Result<Task> {
-        self.pg
-            .run(|store| async move {
-                let mut tx = store.pool().begin().await.map_err(pg_err)?;
-                let task = pg_load(&mut tx, agent, id, true).await?;
-                sqlx::query("DELETE FROM tasks_items WHERE id = $1 AND agent_id = $2")
-                    .bind(row_id(id)?)
-                    .bind(agent)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(pg_err)?;
-                tx.commit().await.map_err(pg_err)?;
-                Ok(task)
-            })
-            .map_err(pg_err)?
+            tx.commit().await.map_err(pg_err)?;
+            Ok(task)
+        })
     }
 
     fn kind(&self) -> &'static str {

@@ -5,7 +5,7 @@
 use crate::agent_id::AgentId;
 use crate::clock::SharedClock;
 use crate::error::{MemoryError, Result};
-use crate::schedule::task_store::TaskStore;
+use crate::schedule::task_store::{TaskEdit, TaskStore};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
@@ -128,18 +128,6 @@ impl TaskList {
         Self { agent, store, clock }
     }
 
-    /// Runs `f` on the store off the async runtime (store methods block).
-    async fn run<R, F>(&self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&dyn TaskStore, &str) -> Result<R> + Send + 'static,
-    {
-        let (store, agent) = (Arc::clone(&self.store), self.agent.to_string());
-        tokio::task::spawn_blocking(move || f(store.as_ref(), &agent))
-            .await
-            .map_err(|e| MemoryError::internal(format!("a task store call failed: {e}")))?
-    }
-
     /// Now, on the runtime's clock.
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
@@ -167,13 +155,13 @@ impl TaskList {
             completed_at: None,
         };
         let t = task.clone();
-        task.id = self.run(move |store, agent| store.insert(agent, &t)).await?;
+        task.id = self.store.insert(self.agent.as_str(), &t).await?;
         Ok(task)
     }
 
     /// One task.
     pub async fn get(&self, id: u64) -> Result<Task> {
-        self.run(move |store, agent| store.get(agent, id)).await
+        self.store.get(self.agent.as_str(), id).await
     }
 
     /// Applies `f` to the task in the store's transaction, stamping it updated now.
@@ -183,18 +171,12 @@ impl TaskList {
         f: impl FnOnce(&mut Task, DateTime<Utc>) -> Result<String> + Send + 'static,
     ) -> Result<(Task, String)> {
         let now = self.clock.now();
-        self.run(move |store, agent| {
-            store.modify(
-                agent,
-                id,
-                Box::new(move |task| {
-                    let said = f(task, now)?;
-                    task.updated_at = now;
-                    Ok(said)
-                }),
-            )
-        })
-        .await
+        let edit: TaskEdit = Box::new(move |task| {
+            let said = f(task, now)?;
+            task.updated_at = now;
+            Ok(said)
+        });
+        self.store.modify(self.agent.as_str(), id, edit).await
     }
 
     /// Applies a patch. Setting the status to `done` records the completion time; any other status clears it.
@@ -267,7 +249,7 @@ impl TaskList {
 
     /// Tasks, open ones first, then by priority (urgent first), due time (soonest first, none last) and id.
     pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>> {
-        let mut tasks = self.run(|store, agent| store.list(agent)).await?;
+        let mut tasks = self.store.list(self.agent.as_str()).await?;
         tasks.retain(|t| match filter.status {
             Some(s) => t.status == s,
             None => filter.include_done || t.status != TaskStatus::Done,
@@ -289,7 +271,7 @@ impl TaskList {
 
     /// Deletes a task; returns it as it was.
     pub async fn delete(&self, id: u64) -> Result<Task> {
-        self.run(move |store, agent| store.delete(agent, id)).await
+        self.store.delete(self.agent.as_str(), id).await
     }
 }
 

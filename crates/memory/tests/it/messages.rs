@@ -11,7 +11,6 @@ use holdfast_memory::{
     AgentHandle, AgentRuntime, Clock, Database, ManualClock, MemoryConfig, MemoryError, MessageStore, MessageTarget,
     MessagesAdopted, PgMessageStore, SendOrigin, SqliteMessageStore,
 };
-use holdfast_store::BlockingPg;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +27,7 @@ async fn runtime(store: Arc<dyn MessageStore>, clock: &ManualClock) -> AgentRunt
 }
 
 async fn pg_store(url: &holdfast_core::config::DatabaseUrl) -> Arc<dyn MessageStore> {
-    Arc::new(PgMessageStore::open(BlockingPg::connect(url.clone()).await.unwrap()).await.unwrap())
+    Arc::new(PgMessageStore::open(holdfast_store::PgStore::connect(url).await.unwrap()).await.unwrap())
 }
 
 async fn send(from: &AgentHandle, to: MessageTarget, text: &str) -> Result<Vec<String>, MemoryError> {
@@ -251,7 +250,7 @@ async fn one_instance_reads_an_agents_inbox_and_the_other_takes_over() {
     // The holder's connection dies (a crashed process, a network cut): its hold is gone, the other takes it.
     let killed = holdfast_testkit::postgres::kill_advisory_lock_holders(&url).await;
     assert_eq!(killed, 1);
-    let held = tokio::task::spawn_blocking(move || hold.still_held()).await.unwrap();
+    let held = hold.still_held().await;
     assert!(!held, "a hold whose connection died is not held");
     assert!(bob_two.inbox().hold(Duration::from_secs(5)).await.unwrap().is_some(), "taken over");
 }
@@ -283,7 +282,7 @@ async fn messages_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
     .await
     .unwrap();
 
-    let pg = PgMessageStore::open(BlockingPg::connect(url.clone()).await.unwrap()).await.unwrap();
+    let pg = PgMessageStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
     assert_eq!(pg.adopt(&db).await.unwrap(), MessagesAdopted::Copied { rows: 4 }, "three messages and a reminder");
     assert_eq!(pg.adopt(&db).await.unwrap(), MessagesAdopted::AlreadyShared { waiting: 2 }, "once");
     let empty = Database::open(dir.path().join("empty.db")).unwrap();
@@ -376,19 +375,15 @@ async fn a_message_stored_on_one_instance_wakes_the_others_inbox_reader() {
 async fn an_inbox_let_go_cleanly_needs_no_takeover_wait() {
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
     let (one, two) = (pg_store(&url).await, pg_store(&url).await);
-    tokio::task::spawn_blocking(move || {
-        let hold = |s: &Arc<dyn MessageStore>| s.hold_inbox("bob", Duration::from_secs(10)).unwrap().unwrap();
-        let first = hold(&one);
-        assert!(!first.previous_may_run(), "never held");
-        first.release();
-        let second = hold(&two);
-        assert!(!second.previous_may_run(), "let go cleanly");
-        drop(second); // gone without saying so
-        let third = hold(&one);
-        assert!(third.previous_may_run(), "another instance held it last and did not let go cleanly");
-        drop(third);
-        assert!(!hold(&one).previous_may_run(), "last held by this instance");
-    })
-    .await
-    .unwrap();
+    let hold = async |s: &Arc<dyn MessageStore>| s.hold_inbox("bob", Duration::from_secs(10)).await.unwrap().unwrap();
+    let first = hold(&one).await;
+    assert!(!first.previous_may_run(), "never held");
+    first.release().await;
+    let second = hold(&two).await;
+    assert!(!second.previous_may_run(), "let go cleanly");
+    drop(second); // gone without saying so
+    let third = hold(&one).await;
+    assert!(third.previous_may_run(), "another instance held it last and did not let go cleanly");
+    drop(third);
+    assert!(!hold(&one).await.previous_may_run(), "last held by this instance");
 }

@@ -1,5 +1,4 @@
 //! holdfast-store's integration tests (one binary): what several instances on one PostgreSQL database see.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod blocking;
 mod fanout;

@@ -55,7 +55,7 @@ impl PgMemoryStore {
             return Ok(Adopted::Nothing);
         }
         let local = blocks.len();
-        let copied = self.pg.spawn(move |store| async move { copy_in(store, blocks, history).await }).await;
+        let copied = copy_in(self.pg.clone(), blocks, history).await;
         match copied.map_err(pg_err)? {
             true => Ok(Adopted::Copied { blocks: local }),
             false => Ok(Adopted::AlreadyShared { local }),

@@ -5,6 +5,7 @@ use super::{CachedEmbedding, EditFn, MemoryStore, edit_entry};
 use crate::blocks::block::{BlockEdit, MemoryBlock, Modified};
 use crate::error::{MemoryError, Result};
 use crate::search::query::{HitSource, TextHit, merge_hits, naive_score, naive_snippet};
+use holdfast_core::tool::BoxFuture;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -32,17 +33,17 @@ impl InMemoryStore {
     }
 }
 
-impl MemoryStore for InMemoryStore {
-    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
+impl InMemoryStore {
+    fn now_get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
         Ok(self.state.lock().blocks.get(&(agent.to_owned(), label.to_owned())).cloned())
     }
 
-    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
+    fn now_list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
         let state = self.state.lock();
         Ok(state.blocks.iter().filter(|((a, _), _)| a == agent).map(|(_, b)| b.clone()).collect())
     }
 
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified> {
+    fn now_modify(&self, agent: &str, label: &str, edit: EditFn) -> Result<Modified> {
         let mut state = self.state.lock();
         let key = (agent.to_owned(), label.to_owned());
         let before = state.blocks.get(&key).cloned();
@@ -59,13 +60,13 @@ impl MemoryStore for InMemoryStore {
         Ok(Modified { before, after: Some(write.block) })
     }
 
-    fn delete(&self, agent: &str, label: &str) -> Result<bool> {
+    fn now_delete(&self, agent: &str, label: &str) -> Result<bool> {
         let mut state = self.state.lock();
         state.embeddings.retain(|(a, _, l), _| !(a == agent && l == label));
         Ok(state.blocks.remove(&(agent.to_owned(), label.to_owned())).is_some())
     }
 
-    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
+    fn now_history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
         let state = self.state.lock();
         Ok(state
             .history
@@ -77,7 +78,7 @@ impl MemoryStore for InMemoryStore {
             .collect())
     }
 
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
+    fn now_search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
         let state = self.state.lock();
         let mut values = Vec::new();
         for ((a, _), block) in &state.blocks {
@@ -118,18 +119,49 @@ impl MemoryStore for InMemoryStore {
         Ok(merge_hits(values, history, limit))
     }
 
-    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
+    fn now_cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
         let state = self.state.lock();
         Ok(state.embeddings.iter().filter(|((a, m, _), _)| a == agent && m == model).map(|(_, e)| e.clone()).collect())
     }
 
-    fn store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
+    fn now_store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
         self.state.lock().embeddings.insert((agent.to_owned(), model.to_owned(), e.label.clone()), e);
         Ok(())
     }
+}
 
-    fn is_blocking(&self) -> bool {
-        false
+/// The store's work never waits on I/O: each future is ready at once.
+impl MemoryStore for InMemoryStore {
+    fn get<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<Option<MemoryBlock>>> {
+        Box::pin(std::future::ready(self.now_get(agent, label)))
+    }
+
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<MemoryBlock>>> {
+        Box::pin(std::future::ready(self.now_list(agent)))
+    }
+
+    fn modify<'a>(&'a self, agent: &'a str, label: &'a str, edit: EditFn) -> BoxFuture<'a, Result<Modified>> {
+        Box::pin(std::future::ready(self.now_modify(agent, label, edit)))
+    }
+
+    fn delete<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(std::future::ready(self.now_delete(agent, label)))
+    }
+
+    fn history<'a>(&'a self, agent: &'a str, label: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<BlockEdit>>> {
+        Box::pin(std::future::ready(self.now_history(agent, label, limit)))
+    }
+
+    fn search<'a>(&'a self, agent: &'a str, terms: &'a [String], limit: usize) -> BoxFuture<'a, Result<Vec<TextHit>>> {
+        Box::pin(std::future::ready(self.now_search(agent, terms, limit)))
+    }
+
+    fn cached_embeddings<'a>(&'a self, agent: &'a str, model: &'a str) -> BoxFuture<'a, Result<Vec<CachedEmbedding>>> {
+        Box::pin(std::future::ready(self.now_cached_embeddings(agent, model)))
+    }
+
+    fn store_embedding<'a>(&'a self, agent: &'a str, model: &'a str, e: CachedEmbedding) -> BoxFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.now_store_embedding(agent, model, e)))
     }
 
     fn kind(&self) -> &'static str {

@@ -19,10 +19,11 @@ pub use sqlite::SqliteMemoryStore;
 use crate::blocks::block::{BlockEdit, MemoryBlock, Modified, PendingWrite};
 use crate::error::Result;
 use crate::search::query::TextHit;
+use holdfast_core::tool::BoxFuture;
 
 /// The decision made inside an atomic edit: given the block as it is (absent: it does not exist), what to write
 /// (nothing: leave it), or an error that aborts the edit.
-pub type EditFn<'a> = Box<dyn FnOnce(Option<&MemoryBlock>) -> Result<Option<PendingWrite>> + Send + 'a>;
+pub type EditFn = Box<dyn FnOnce(Option<&MemoryBlock>) -> Result<Option<PendingWrite>> + Send + 'static>;
 
 /// A cached embedding of a block's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,44 +36,44 @@ pub struct CachedEmbedding {
     pub vector: Vec<f32>,
 }
 
-/// Storage for memory blocks, per agent. Methods are blocking; [`crate::Memory`] calls them off the async runtime
-/// when [`MemoryStore::is_blocking`] says so.
+/// Storage for memory blocks, per agent. Methods are async: the SQLite store runs its statements on tokio's blocking
+/// pool, the PostgreSQL one on the process's pool.
 pub trait MemoryStore: Send + Sync + 'static {
     /// One block.
-    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>>;
+    fn get<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<Option<MemoryBlock>>>;
 
     /// Every block of an agent, ordered by label.
-    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>>;
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<MemoryBlock>>>;
 
     /// Atomically: reads the block, calls `edit`, and when it returns a write, stores the new block and appends one
-    /// history entry (old value → new value, actor, op, time). No other edit of the same store interleaves.
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified>;
+    /// history entry (old value → new value, actor, op, time). No other edit of the same block interleaves.
+    fn modify<'a>(&'a self, agent: &'a str, label: &'a str, edit: EditFn) -> BoxFuture<'a, Result<Modified>>;
 
     /// Deletes a block (its history stays). Returns whether it existed.
-    fn delete(&self, agent: &str, label: &str) -> Result<bool>;
+    fn delete<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<bool>>;
 
     /// A block's history, newest first, at most `limit` entries.
-    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>>;
+    fn history<'a>(&'a self, agent: &'a str, label: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<BlockEdit>>>;
 
     /// Text search over the agent's block values and their history (see [`crate::search::query`]): one hit per block,
     /// best first, at most `limit`. `terms` are [`crate::search::query::query_terms`] (never empty).
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>>;
+    fn search<'a>(&'a self, agent: &'a str, terms: &'a [String], limit: usize) -> BoxFuture<'a, Result<Vec<TextHit>>>;
 
     /// Cached embeddings of the agent's block values for `model` (stores without a cache return none).
-    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
+    fn cached_embeddings<'a>(&'a self, agent: &'a str, model: &'a str) -> BoxFuture<'a, Result<Vec<CachedEmbedding>>> {
         let _ = (agent, model);
-        Ok(Vec::new())
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Caches an embedding (stores without a cache ignore it).
-    fn store_embedding(&self, agent: &str, model: &str, embedding: CachedEmbedding) -> Result<()> {
+    fn store_embedding<'a>(
+        &'a self,
+        agent: &'a str,
+        model: &'a str,
+        embedding: CachedEmbedding,
+    ) -> BoxFuture<'a, Result<()>> {
         let _ = (agent, model, embedding);
-        Ok(())
-    }
-
-    /// True when calls block on I/O and should run on the blocking pool.
-    fn is_blocking(&self) -> bool {
-        true
+        Box::pin(async { Ok(()) })
     }
 
     /// A short name for documentation and diagnostics (`sqlite`, `postgres`, `in_memory`).

@@ -15,14 +15,15 @@
 //! exist yet — waits (at most [`LOCK_WAIT`]), then reads what the first wrote. Edits of different blocks run in
 //! parallel.
 //!
-//! The [`MemoryStore`] trait is synchronous; queries run through [`BlockingPg`] (a pool on a runtime of its own).
+//! Queries run on the process's pool ([`PgStore`]), which the journal, sessions, tasks and messages share.
 
 use super::{CachedEmbedding, EditFn, MemoryStore, edit_entry};
 use crate::blocks::block::{BlockEdit, EditOp, MemoryBlock, Modified, Permission};
 use crate::clock::{fmt_time, parse_time};
 use crate::error::{MemoryError, Result};
 use crate::search::query::{HitSource, TextHit, merge_hits};
-use holdfast_store::{BlockingPg, PgStore};
+use holdfast_core::tool::BoxFuture;
+use holdfast_store::PgStore;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -37,7 +38,7 @@ const HEADLINE: &str = "StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragm
 /// Memory blocks in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
 pub struct PgMemoryStore {
-    pub(super) pg: BlockingPg,
+    pub(super) pg: PgStore,
 }
 
 pub(super) fn pg_err(e: impl std::fmt::Display) -> MemoryError {
@@ -107,172 +108,172 @@ async fn lock_block(tx: &mut sqlx::PgConnection, agent: &str, label: &str) -> Re
 }
 
 impl PgMemoryStore {
-    /// The pool (for other synchronous stores on the same database, such as [`crate::PgTaskStore`]).
-    pub fn pool(&self) -> &BlockingPg {
+    /// The pool (shared with the other stores on the same database, such as [`crate::PgTaskStore`]).
+    pub fn pool(&self) -> &PgStore {
         &self.pg
     }
 
-    /// The store in `url`'s database (its own pool), migrated.
+    /// The store in `url`'s database (a pool of its own), migrated. A process that already has a pool on the
+    /// database uses [`PgMemoryStore::on`].
     pub async fn open(url: holdfast_core::config::DatabaseUrl) -> Result<Self> {
-        let pg = BlockingPg::connect(url).await.map_err(pg_err)?;
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MEMORY).await }).await?;
+        Self::on(PgStore::connect(&url).await?).await
+    }
+
+    /// The store on `pg`'s pool, migrated.
+    pub async fn on(pg: PgStore) -> Result<Self> {
+        pg.migrate(&crate::schema::MEMORY).await?;
         Ok(Self { pg })
     }
 }
 
 impl MemoryStore for PgMemoryStore {
-    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
-        self.pg
-            .run(|store| async move {
-                let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(agent)
-                    .bind(label)
-                    .fetch_optional(store.pool())
-                    .await
-                    .map_err(pg_err)?;
-                row.as_ref().map(block).transpose()
-            })
-            .map_err(pg_err)?
+    fn get<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<Option<MemoryBlock>>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(agent)
+                .bind(label)
+                .fetch_optional(store.pool())
+                .await
+                .map_err(pg_err)?;
+            row.as_ref().map(block).transpose()
+        })
     }
 
-    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
-        self.pg
-            .run(|store| async move {
-                let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 ORDER BY label");
-                let rows =
-                    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(store.pool()).await.map_err(pg_err)?;
-                rows.iter().map(block).collect()
-            })
-            .map_err(pg_err)?
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<MemoryBlock>>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 ORDER BY label");
+            let rows =
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(store.pool()).await.map_err(pg_err)?;
+            rows.iter().map(block).collect()
+        })
     }
 
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified> {
-        self.pg
-            .run(|store| async move {
-                let mut tx = store.pool().begin().await.map_err(pg_err)?;
-                lock_block(&mut tx, agent, label).await?;
-                let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(agent)
-                    .bind(label)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(pg_err)?;
-                let before = row.as_ref().map(block).transpose()?;
-                let Some(write) = edit(before.as_ref())? else {
-                    return Ok(Modified { before, after: None });
-                };
-                if write.block.label != label {
-                    return Err(MemoryError::internal("an edit may not rename a block"));
-                }
-                let b = &write.block;
-                sqlx::query(
-                    "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned,
+    fn modify<'a>(&'a self, agent: &'a str, label: &'a str, edit: EditFn) -> BoxFuture<'a, Result<Modified>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let mut tx = store.pool().begin().await.map_err(pg_err)?;
+            lock_block(&mut tx, agent, label).await?;
+            let sql = format!("SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = $1 AND label = $2");
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(agent)
+                .bind(label)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(pg_err)?;
+            let before = row.as_ref().map(block).transpose()?;
+            let Some(write) = edit(before.as_ref())? else {
+                return Ok(Modified { before, after: None });
+            };
+            if write.block.label != label {
+                return Err(MemoryError::internal("an edit may not rename a block"));
+            }
+            let b = &write.block;
+            sqlx::query(
+                "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned,
                      created_at, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                  ON CONFLICT (agent_id, label) DO UPDATE SET
                      value = excluded.value, description = excluded.description, permission = excluded.permission,
                      char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at",
-                )
-                .bind(agent)
-                .bind(&b.label)
-                .bind(&b.value)
-                .bind(&b.description)
-                .bind(b.permission.as_str())
-                .bind(to_i64(b.char_limit))
-                .bind(b.pinned)
-                .bind(fmt_time(b.created_at))
-                .bind(fmt_time(b.updated_at))
-                .execute(&mut *tx)
-                .await
-                .map_err(pg_err)?;
-                let entry = edit_entry(0, before.as_ref(), &write);
-                sqlx::query(
-                    "INSERT INTO memory_history (agent_id, label, actor, op, old_value, new_value, at)
+            )
+            .bind(agent)
+            .bind(&b.label)
+            .bind(&b.value)
+            .bind(&b.description)
+            .bind(b.permission.as_str())
+            .bind(to_i64(b.char_limit))
+            .bind(b.pinned)
+            .bind(fmt_time(b.created_at))
+            .bind(fmt_time(b.updated_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            let entry = edit_entry(0, before.as_ref(), &write);
+            sqlx::query(
+                "INSERT INTO memory_history (agent_id, label, actor, op, old_value, new_value, at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(agent)
-                .bind(&entry.label)
-                .bind(&entry.actor)
-                .bind(entry.op.as_str())
-                .bind(&entry.old)
-                .bind(&entry.new)
-                .bind(fmt_time(entry.at))
-                .execute(&mut *tx)
-                .await
-                .map_err(pg_err)?;
-                tx.commit().await.map_err(pg_err)?;
-                Ok(Modified { before, after: Some(write.block) })
-            })
-            .map_err(pg_err)?
+            )
+            .bind(agent)
+            .bind(&entry.label)
+            .bind(&entry.actor)
+            .bind(entry.op.as_str())
+            .bind(&entry.old)
+            .bind(&entry.new)
+            .bind(fmt_time(entry.at))
+            .execute(&mut *tx)
+            .await
+            .map_err(pg_err)?;
+            tx.commit().await.map_err(pg_err)?;
+            Ok(Modified { before, after: Some(write.block) })
+        })
     }
 
-    fn delete(&self, agent: &str, label: &str) -> Result<bool> {
-        self.pg
-            .run(|store| async move {
-                let mut tx = store.pool().begin().await.map_err(pg_err)?;
-                lock_block(&mut tx, agent, label).await?;
-                let deleted = sqlx::query("DELETE FROM memory_blocks WHERE agent_id = $1 AND label = $2")
-                    .bind(agent)
-                    .bind(label)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(pg_err)?
-                    .rows_affected();
-                sqlx::query("DELETE FROM memory_embeddings WHERE agent_id = $1 AND label = $2")
-                    .bind(agent)
-                    .bind(label)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(pg_err)?;
-                tx.commit().await.map_err(pg_err)?;
-                Ok(deleted > 0)
-            })
-            .map_err(pg_err)?
-    }
-
-    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
-        self.pg
-            .run(|store| async move {
-                let rows = sqlx::query(
-                    "SELECT id, label, actor, op, old_value, new_value, at FROM memory_history
-                 WHERE agent_id = $1 AND label = $2 ORDER BY id DESC LIMIT $3",
-                )
+    fn delete<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let mut tx = store.pool().begin().await.map_err(pg_err)?;
+            lock_block(&mut tx, agent, label).await?;
+            let deleted = sqlx::query("DELETE FROM memory_blocks WHERE agent_id = $1 AND label = $2")
                 .bind(agent)
                 .bind(label)
-                .bind(to_i64(limit))
-                .fetch_all(store.pool())
+                .execute(&mut *tx)
+                .await
+                .map_err(pg_err)?
+                .rows_affected();
+            sqlx::query("DELETE FROM memory_embeddings WHERE agent_id = $1 AND label = $2")
+                .bind(agent)
+                .bind(label)
+                .execute(&mut *tx)
                 .await
                 .map_err(pg_err)?;
-                rows.iter()
-                    .map(|r| {
-                        let op: String = r.try_get(3).map_err(pg_err)?;
-                        Ok(BlockEdit {
-                            id: r.try_get(0).map_err(pg_err)?,
-                            label: r.try_get(1).map_err(pg_err)?,
-                            actor: r.try_get(2).map_err(pg_err)?,
-                            op: EditOp::parse(&op).unwrap_or(EditOp::System),
-                            old: r.try_get(4).map_err(pg_err)?,
-                            new: r.try_get(5).map_err(pg_err)?,
-                            at: time(&r.try_get::<String, _>(6).map_err(pg_err)?)?,
-                        })
-                    })
-                    .collect()
-            })
-            .map_err(pg_err)?
+            tx.commit().await.map_err(pg_err)?;
+            Ok(deleted > 0)
+        })
     }
 
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
-        if terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let query = ts_query(terms);
-        self.pg
-            .run(|store| async move {
-                // One round trip: the best `limit` blocks by rank, then the best replaced value of each block whose
-                // current value did not match; a headline for those rows alone, after the limits.
-                let rows = sqlx::query(
+    fn history<'a>(&'a self, agent: &'a str, label: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<BlockEdit>>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let rows = sqlx::query(
+                "SELECT id, label, actor, op, old_value, new_value, at FROM memory_history
+                 WHERE agent_id = $1 AND label = $2 ORDER BY id DESC LIMIT $3",
+            )
+            .bind(agent)
+            .bind(label)
+            .bind(to_i64(limit))
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            rows.iter()
+                .map(|r| {
+                    let op: String = r.try_get(3).map_err(pg_err)?;
+                    Ok(BlockEdit {
+                        id: r.try_get(0).map_err(pg_err)?,
+                        label: r.try_get(1).map_err(pg_err)?,
+                        actor: r.try_get(2).map_err(pg_err)?,
+                        op: EditOp::parse(&op).unwrap_or(EditOp::System),
+                        old: r.try_get(4).map_err(pg_err)?,
+                        new: r.try_get(5).map_err(pg_err)?,
+                        at: time(&r.try_get::<String, _>(6).map_err(pg_err)?)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn search<'a>(&'a self, agent: &'a str, terms: &'a [String], limit: usize) -> BoxFuture<'a, Result<Vec<TextHit>>> {
+        Box::pin(async move {
+            if terms.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let query = ts_query(terms);
+            let store = &self.pg;
+            // One round trip: the best `limit` blocks by rank, then the best replaced value of each block whose
+            // current value did not match; a headline for those rows alone, after the limits.
+            let rows = sqlx::query(
                     "WITH q AS (SELECT to_tsquery('holdfast_english', $2) AS q),
                      v AS (SELECT b.label, b.value, ts_rank_cd(b.search, q.q) AS rank, b.updated_at AS at
                            FROM memory_blocks b, q WHERE b.agent_id = $1 AND b.search @@ q.q
@@ -296,47 +297,46 @@ impl MemoryStore for PgMemoryStore {
                 .fetch_all(store.pool())
                 .await
                 .map_err(pg_err)?;
-                let (mut value_hits, mut history_hits) = (Vec::new(), Vec::new());
-                for r in &rows {
-                    if r.try_get::<bool, _>(4).map_err(pg_err)? {
-                        history_hits.push(hit(r, HitSource::History)?);
-                    } else {
-                        value_hits.push(hit(r, HitSource::Value)?);
-                    }
+            let (mut value_hits, mut history_hits) = (Vec::new(), Vec::new());
+            for r in &rows {
+                if r.try_get::<bool, _>(4).map_err(pg_err)? {
+                    history_hits.push(hit(r, HitSource::History)?);
+                } else {
+                    value_hits.push(hit(r, HitSource::Value)?);
                 }
-                Ok(merge_hits(value_hits, history_hits, limit))
-            })
-            .map_err(pg_err)?
+            }
+            Ok(merge_hits(value_hits, history_hits, limit))
+        })
     }
 
-    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
-        self.pg
-            .run(|store| async move {
-                let rows = sqlx::query(
-                    "SELECT label, content_hash, vector FROM memory_embeddings WHERE agent_id = $1 AND model = $2",
-                )
-                .bind(agent)
-                .bind(model)
-                .fetch_all(store.pool())
-                .await
-                .map_err(pg_err)?;
-                rows.iter()
-                    .map(|r| {
-                        let bytes: Vec<u8> = r.try_get(2).map_err(pg_err)?;
-                        Ok(CachedEmbedding {
-                            label: r.try_get(0).map_err(pg_err)?,
-                            content_hash: r.try_get(1).map_err(pg_err)?,
-                            vector: super::sqlite::decode_vector(&bytes),
-                        })
+    fn cached_embeddings<'a>(&'a self, agent: &'a str, model: &'a str) -> BoxFuture<'a, Result<Vec<CachedEmbedding>>> {
+        Box::pin(async move {
+            let store = &self.pg;
+            let rows = sqlx::query(
+                "SELECT label, content_hash, vector FROM memory_embeddings WHERE agent_id = $1 AND model = $2",
+            )
+            .bind(agent)
+            .bind(model)
+            .fetch_all(store.pool())
+            .await
+            .map_err(pg_err)?;
+            rows.iter()
+                .map(|r| {
+                    let bytes: Vec<u8> = r.try_get(2).map_err(pg_err)?;
+                    Ok(CachedEmbedding {
+                        label: r.try_get(0).map_err(pg_err)?,
+                        content_hash: r.try_get(1).map_err(pg_err)?,
+                        vector: super::sqlite::decode_vector(&bytes),
                     })
-                    .collect()
-            })
-            .map_err(pg_err)?
+                })
+                .collect()
+        })
     }
 
-    fn store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
+    fn store_embedding<'a>(&'a self, agent: &'a str, model: &'a str, e: CachedEmbedding) -> BoxFuture<'a, Result<()>> {
         let bytes = super::sqlite::encode_vector(&e.vector);
-        self.pg.run(|store| async move {
+        Box::pin(async move {
+            let store = &self.pg;
             sqlx::query(
                 "INSERT INTO memory_embeddings (agent_id, label, model, content_hash, vector) VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (agent_id, label, model)
@@ -351,7 +351,7 @@ impl MemoryStore for PgMemoryStore {
             .await
             .map_err(pg_err)?;
             Ok(())
-        }).map_err(pg_err)?
+        })
     }
 
     fn kind(&self) -> &'static str {

@@ -8,6 +8,7 @@ use crate::clock::{fmt_time, parse_time};
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use crate::search::query::{HitSource, TextHit, fts_query, merge_hits};
+use holdfast_core::tool::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
 
@@ -83,7 +84,7 @@ fn to_i64(n: usize) -> i64 {
 }
 
 /// Applies one atomic edit on an open connection (shared by the store and by runtime set-up code).
-pub(crate) fn modify_on(conn: &mut Connection, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified> {
+pub(crate) fn modify_on(conn: &mut Connection, agent: &str, label: &str, edit: EditFn) -> Result<Modified> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let existing = get_block(&tx, agent, label)?;
     let before = existing.as_ref().map(|(_, b)| b.clone());
@@ -133,12 +134,13 @@ pub(crate) fn modify_on(conn: &mut Connection, agent: &str, label: &str, edit: E
     Ok(Modified { before, after: Some(write.block) })
 }
 
-impl MemoryStore for SqliteMemoryStore {
-    fn get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
+/// The statements, run on the current thread (a blocking context).
+impl SqliteMemoryStore {
+    fn now_get(&self, agent: &str, label: &str) -> Result<Option<MemoryBlock>> {
         self.db.read(|c| Ok(get_block(c, agent, label)?.map(|(_, b)| b)))
     }
 
-    fn list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
+    fn now_list(&self, agent: &str) -> Result<Vec<MemoryBlock>> {
         self.db.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {BLOCK_COLUMNS} FROM memory_blocks WHERE agent_id = ?1 ORDER BY label"
@@ -148,11 +150,11 @@ impl MemoryStore for SqliteMemoryStore {
         })
     }
 
-    fn modify(&self, agent: &str, label: &str, edit: EditFn<'_>) -> Result<Modified> {
+    fn now_modify(&self, agent: &str, label: &str, edit: EditFn) -> Result<Modified> {
         self.db.with_conn(|c| modify_on(c, agent, label, edit))
     }
 
-    fn delete(&self, agent: &str, label: &str) -> Result<bool> {
+    fn now_delete(&self, agent: &str, label: &str) -> Result<bool> {
         self.db.with_conn(|c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let id: Option<i64> = tx
@@ -172,7 +174,7 @@ impl MemoryStore for SqliteMemoryStore {
         })
     }
 
-    fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
+    fn now_history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<BlockEdit>> {
         self.db.read(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, label, actor, op, old_value, new_value, at FROM memory_history
@@ -194,7 +196,9 @@ impl MemoryStore for SqliteMemoryStore {
         })
     }
 
-    fn search(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
+    /// [`MemoryStore::search`] on the current thread (a blocking context: it waits for SQLite). The async method
+    /// runs this on tokio's blocking pool.
+    pub fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -247,7 +251,7 @@ impl MemoryStore for SqliteMemoryStore {
         })
     }
 
-    fn cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
+    fn now_cached_embeddings(&self, agent: &str, model: &str) -> Result<Vec<CachedEmbedding>> {
         self.db.read(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT label, content_hash, vector FROM memory_embeddings WHERE agent_id = ?1 AND model = ?2",
@@ -260,7 +264,7 @@ impl MemoryStore for SqliteMemoryStore {
         })
     }
 
-    fn store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
+    fn now_store_embedding(&self, agent: &str, model: &str, e: CachedEmbedding) -> Result<()> {
         let bytes = encode_vector(&e.vector);
         self.db.with_conn(|c| {
             c.execute(
@@ -270,6 +274,56 @@ impl MemoryStore for SqliteMemoryStore {
             )?;
             Ok(())
         })
+    }
+
+    /// Runs `f` on tokio's blocking pool: the async runtime never waits on SQLite.
+    fn blocking<'a, R: Send + 'static>(
+        &'a self,
+        f: impl FnOnce(&Self) -> Result<R> + Send + 'static,
+    ) -> BoxFuture<'a, Result<R>> {
+        crate::db::on_blocking_pool(self, "memory", f)
+    }
+}
+
+impl MemoryStore for SqliteMemoryStore {
+    fn get<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<Option<MemoryBlock>>> {
+        let (agent, label) = (agent.to_owned(), label.to_owned());
+        self.blocking(move |s| s.now_get(&agent, &label))
+    }
+
+    fn list<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<MemoryBlock>>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_list(&agent))
+    }
+
+    fn modify<'a>(&'a self, agent: &'a str, label: &'a str, edit: EditFn) -> BoxFuture<'a, Result<Modified>> {
+        let (agent, label) = (agent.to_owned(), label.to_owned());
+        self.blocking(move |s| s.now_modify(&agent, &label, edit))
+    }
+
+    fn delete<'a>(&'a self, agent: &'a str, label: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let (agent, label) = (agent.to_owned(), label.to_owned());
+        self.blocking(move |s| s.now_delete(&agent, &label))
+    }
+
+    fn history<'a>(&'a self, agent: &'a str, label: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<BlockEdit>>> {
+        let (agent, label) = (agent.to_owned(), label.to_owned());
+        self.blocking(move |s| s.now_history(&agent, &label, limit))
+    }
+
+    fn search<'a>(&'a self, agent: &'a str, terms: &'a [String], limit: usize) -> BoxFuture<'a, Result<Vec<TextHit>>> {
+        let (agent, terms) = (agent.to_owned(), terms.to_vec());
+        self.blocking(move |s| s.search_blocking(&agent, &terms, limit))
+    }
+
+    fn cached_embeddings<'a>(&'a self, agent: &'a str, model: &'a str) -> BoxFuture<'a, Result<Vec<CachedEmbedding>>> {
+        let (agent, model) = (agent.to_owned(), model.to_owned());
+        self.blocking(move |s| s.now_cached_embeddings(&agent, &model))
+    }
+
+    fn store_embedding<'a>(&'a self, agent: &'a str, model: &'a str, e: CachedEmbedding) -> BoxFuture<'a, Result<()>> {
+        let (agent, model) = (agent.to_owned(), model.to_owned());
+        self.blocking(move |s| s.now_store_embedding(&agent, &model, e))
     }
 
     fn kind(&self) -> &'static str {

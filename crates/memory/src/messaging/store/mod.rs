@@ -13,7 +13,8 @@
 //!   file one process owns; a session-level advisory lock on PostgreSQL, freed by the server if the holder dies).
 //!
 //! Times are stored as the text [`crate::clock::fmt_time`] writes (fixed width, so text order is time order).
-//! Methods block: the router, the inbox and the reminders run them on tokio's blocking pool.
+//! Methods are async: the SQLite store runs its statements on tokio's blocking pool, the PostgreSQL one on the
+//! process's pool.
 
 mod adopt;
 mod postgres;
@@ -27,6 +28,7 @@ use super::{msg_id, parse_metadata};
 use crate::clock::parse_time;
 use crate::error::{MemoryError, Result};
 use chrono::{DateTime, Utc};
+use holdfast_core::tool::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,6 +123,9 @@ pub type OutboxRow = (i64, String, Option<String>, Option<String>, String, Optio
 pub type ReminderRow =
     (i64, String, String, String, String, Option<String>, String, Option<String>, u32, Option<String>);
 
+/// A channel as stored: its webhook and its subscribers (by id).
+pub type ChannelRow = (Option<String>, Vec<String>);
+
 /// What [`MessageStore::watch_inboxes`] calls: an agent whose inbox got a message, or `None` for every agent.
 pub type InboxWake = Arc<dyn Fn(Option<&str>) + Send + Sync>;
 
@@ -130,15 +135,17 @@ pub struct InboxHold(Box<dyn HeldLock>);
 
 /// What an [`InboxHold`] holds.
 pub trait HeldLock: Send {
-    /// Whether the hold is still in force (a PostgreSQL connection that died has lost its lock). Blocks.
-    fn still_held(&mut self) -> bool;
+    /// Whether the hold is still in force (a PostgreSQL connection that died has lost its lock).
+    fn still_held(&mut self) -> BoxFuture<'_, bool>;
     /// Whether the previous holder may still be in a turn: another instance held the inbox last and did not let it
     /// go cleanly (it died, or lost its connection), so the new holder should give it time to notice and stop.
     fn previous_may_run(&self) -> bool {
         false
     }
-    /// Lets go cleanly: no turn of this holder runs any more, and the next holder need not wait. Blocks.
-    fn release(&mut self) {}
+    /// Lets go cleanly: no turn of this holder runs any more, and the next holder need not wait.
+    fn release(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 impl InboxHold {
@@ -151,16 +158,16 @@ impl InboxHold {
     pub fn sole() -> Self {
         struct Sole;
         impl HeldLock for Sole {
-            fn still_held(&mut self) -> bool {
-                true
+            fn still_held(&mut self) -> BoxFuture<'_, bool> {
+                Box::pin(std::future::ready(true))
             }
         }
         Self::new(Sole)
     }
 
-    /// Whether it is still in force. Blocks (run it on the blocking pool).
-    pub fn still_held(&mut self) -> bool {
-        self.0.still_held()
+    /// Whether it is still in force.
+    pub async fn still_held(&mut self) -> bool {
+        self.0.still_held().await
     }
 
     /// Whether the previous holder may still be in a turn (it held the inbox last and did not let go cleanly): then
@@ -170,9 +177,9 @@ impl InboxHold {
         self.0.previous_may_run()
     }
 
-    /// Lets go cleanly, saying so to the next holder (call it once no turn of this holder runs). Blocks.
-    pub fn release(mut self) {
-        self.0.release();
+    /// Lets go cleanly, saying so to the next holder (call it once no turn of this holder runs).
+    pub async fn release(mut self) {
+        self.0.release().await;
     }
 }
 
@@ -185,45 +192,45 @@ impl std::fmt::Debug for InboxHold {
 /// Storage for messages between agents, inboxes, the outbox, the anti-loop windows and reminders.
 pub trait MessageStore: Send + Sync + 'static {
     /// Makes `agent` known (idempotent).
-    fn register_agent(&self, agent: &str, at: &str) -> Result<()>;
+    fn register_agent<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<()>>;
     /// Every known agent, by id.
-    fn agents(&self) -> Result<Vec<String>>;
+    fn agents<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>>;
     /// Whether `agent` is known.
-    fn agent_known(&self, agent: &str) -> Result<bool>;
+    fn agent_known<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<bool>>;
 
     /// Defines (or redefines) a group with exactly these members.
-    fn define_group(&self, name: &str, members: &[String]) -> Result<()>;
+    fn define_group<'a>(&'a self, name: &'a str, members: &'a [String]) -> BoxFuture<'a, Result<()>>;
     /// Every (group, member) pair, by group then member.
-    fn group_pairs(&self) -> Result<Vec<(String, String)>>;
+    fn group_pairs<'a>(&'a self) -> BoxFuture<'a, Result<Vec<(String, String)>>>;
     /// A group's members, by id (empty: no such group).
-    fn group_members(&self, name: &str) -> Result<Vec<String>>;
+    fn group_members<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
 
     /// Defines (or redefines) a channel and its webhook.
-    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()>;
+    fn define_channel<'a>(&'a self, name: &'a str, webhook_url: Option<&'a str>) -> BoxFuture<'a, Result<()>>;
     /// Every channel, by name.
-    fn channels(&self) -> Result<Vec<String>>;
+    fn channels<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>>;
     /// A channel's webhook and subscribers (by id); `None` when it does not exist.
-    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>>;
+    fn channel<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ChannelRow>>>;
     /// Subscribes `agent`; `false` when the channel does not exist.
-    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool>;
+    fn subscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// Unsubscribes `agent`.
-    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()>;
+    fn unsubscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<()>>;
 
     /// Stores a message: the anti-loop windows, a reminder's firing, the log row and its inbox (or outbox) rows, in
     /// one transaction (see the module).
-    fn store(&self, message: &NewMessage) -> Result<StoredMessage>;
+    fn store<'a>(&'a self, message: &'a NewMessage) -> BoxFuture<'a, Result<StoredMessage>>;
 
     /// The oldest waiting message of `agent`.
-    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>>;
+    fn inbox_first<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>>;
     /// Takes the oldest waiting message of `agent` (marks it delivered at `at`).
-    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>>;
+    fn inbox_take<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>>;
     /// Marks one waiting message of `agent` delivered at `at`.
-    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()>;
+    fn inbox_ack<'a>(&'a self, agent: &'a str, inbox_id: i64, at: &'a str) -> BoxFuture<'a, Result<()>>;
     /// Every waiting message of `agent`, oldest first.
-    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>>;
+    fn inbox_pending<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<InboxRow>>>;
     /// Makes this process the only reader of `agent`'s inbox, waiting at most `wait`; `None` when another
     /// instance held it all that time.
-    fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>>;
+    fn hold_inbox<'a>(&'a self, agent: &'a str, wait: Duration) -> BoxFuture<'a, Result<Option<InboxHold>>>;
     /// How often a reader should look at an inbox that other instances may write, in case their sends do not wake
     /// it ([`MessageStore::watch_inboxes`]); `None` when every writer is in this process.
     fn poll_interval(&self) -> Option<Duration>;
@@ -236,39 +243,31 @@ pub trait MessageStore: Send + Sync + 'static {
     }
 
     /// Messages `agent` sent to users, newest first.
-    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>>;
+    fn outbox<'a>(&'a self, agent: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<OutboxRow>>>;
 
     /// Inserts a reminder unless `agent` already has `max_pending` pending ([`MemoryError::TooManyReminders`]);
     /// counted and inserted atomically. Returns its row id.
-    fn add_reminder(&self, reminder: &NewReminder, max_pending: u32) -> Result<i64>;
+    fn add_reminder<'a>(&'a self, reminder: &'a NewReminder, max_pending: u32) -> BoxFuture<'a, Result<i64>>;
     /// `agent`'s reminders, soonest first (fired ones only when asked).
-    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>>;
+    fn reminders<'a>(&'a self, agent: &'a str, include_fired: bool) -> BoxFuture<'a, Result<Vec<ReminderRow>>>;
     /// Deletes a pending reminder of `agent`; whether one was.
-    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool>;
+    fn cancel_reminder<'a>(&'a self, agent: &'a str, id: i64) -> BoxFuture<'a, Result<bool>>;
     /// Deletes every pending reminder of an agent not in `agents` (removed from the configuration); how many.
-    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64>;
+    fn cancel_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>>;
     /// How many pending reminders agents not in `agents` have.
-    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64>;
+    fn count_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>>;
     /// Every unfired reminder due at `now` or before (and past its `not_before`), oldest due first: of the agents in
     /// `agents`, or of every agent (`None`).
-    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>>;
+    fn due_reminders<'a>(
+        &'a self,
+        now: &'a str,
+        agents: Option<&'a [String]>,
+    ) -> BoxFuture<'a, Result<Vec<ReminderRow>>>;
     /// When the next unfired reminder (of `agents`, or of every agent) may fire.
-    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>>;
+    fn next_due<'a>(&'a self, agents: Option<&'a [String]>) -> BoxFuture<'a, Result<Option<String>>>;
 
     /// `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
-}
-
-/// Runs `f` on a store, on tokio's blocking pool.
-pub(crate) async fn call<R, F>(store: &Arc<dyn MessageStore>, f: F) -> Result<R>
-where
-    R: Send + 'static,
-    F: FnOnce(&dyn MessageStore) -> Result<R> + Send + 'static,
-{
-    let store = Arc::clone(store);
-    tokio::task::spawn_blocking(move || f(store.as_ref()))
-        .await
-        .map_err(|e| MemoryError::internal(format!("a message store call failed: {e}")))?
 }
 
 /// A stored time the tables cannot have written.

@@ -17,14 +17,15 @@
 use super::adopt;
 use super::sqlite::{INBOX_SELECT, REMINDER_SELECT};
 use super::{
-    HeldLock, InboxHold, InboxRow, InboxWake, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow,
-    StoredMessage, all_skipped, deferral, window_left,
+    ChannelRow, HeldLock, InboxHold, InboxRow, InboxWake, MessageStore, NewMessage, NewReminder, OutboxRow,
+    ReminderRow, StoredMessage, all_skipped, deferral, window_left,
 };
 use crate::clock::fmt_time;
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use crate::messaging::types::TargetType;
-use holdfast_store::{BlockingPg, PgLock, PgStore};
+use holdfast_core::tool::BoxFuture;
+use holdfast_store::{PgLock, PgStore};
 use sqlx::Row as _;
 use sqlx::postgres::PgRow;
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub(super) const INBOX_CHANNEL: &str = "holdfast_inbox";
 /// Messages and reminders in PostgreSQL. Clones share the pool.
 #[derive(Debug, Clone)]
 pub struct PgMessageStore {
-    pg: BlockingPg,
+    pg: PgStore,
     /// Inbox readers are woken by `LISTEN` (false: they poll every [`POLL`] alone).
     listen: bool,
 }
@@ -100,9 +101,9 @@ async fn xact_lock(tx: &mut sqlx::PgConnection, key: &str) -> Result<()> {
 }
 
 impl PgMessageStore {
-    /// The store on `pg` (a pool for synchronous callers), migrated.
-    pub async fn open(pg: BlockingPg) -> Result<Self> {
-        pg.spawn(|store: PgStore| async move { store.migrate(&crate::schema::MESSAGES).await }).await?;
+    /// The store on `pg`'s pool, migrated.
+    pub async fn open(pg: PgStore) -> Result<Self> {
+        pg.migrate(&crate::schema::MESSAGES).await?;
         Ok(Self { pg, listen: true })
     }
 
@@ -114,35 +115,22 @@ impl PgMessageStore {
         self
     }
 
-    /// Runs `query` to completion on this thread.
-    fn run<T, F, Fut>(&self, query: F) -> Result<T>
-    where
-        F: FnOnce(PgStore) -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
-    {
-        self.pg.run(query).map_err(pg_err)?
-    }
-
     /// Runs `sql` with text arguments.
-    fn exec(&self, sql: &'static str, args: &[Option<&str>]) -> Result<u64> {
-        self.run(|s| async move {
-            let mut query = sqlx::query(sql);
-            for arg in args {
-                query = query.bind(*arg);
-            }
-            Ok(query.execute(s.pool()).await.map_err(pg_err)?.rows_affected())
-        })
+    async fn exec(&self, sql: &'static str, args: &[Option<&str>]) -> Result<u64> {
+        let mut query = sqlx::query(sql);
+        for arg in args {
+            query = query.bind(*arg);
+        }
+        Ok(query.execute(self.pg.pool()).await.map_err(pg_err)?.rows_affected())
     }
 
     /// The first column of every row of `sql`, with text arguments.
-    fn texts(&self, sql: &'static str, args: &[&str]) -> Result<Vec<String>> {
-        self.run(|s| async move {
-            let mut query = sqlx::query_scalar(sql);
-            for arg in args {
-                query = query.bind(*arg);
-            }
-            query.fetch_all(s.pool()).await.map_err(pg_err)
-        })
+    async fn texts(&self, sql: &'static str, args: &[&str]) -> Result<Vec<String>> {
+        let mut query = sqlx::query_scalar(sql);
+        for arg in args {
+            query = query.bind(*arg);
+        }
+        query.fetch_all(self.pg.pool()).await.map_err(pg_err)
     }
 
     /// Copies the messages, inboxes, outbox, directory, anti-loop windows and reminders an instance kept in its
@@ -152,40 +140,36 @@ impl PgMessageStore {
         if !db.call(adopt::Local::any).await? {
             return Ok(MessagesAdopted::Nothing);
         }
-        let shared = |store: PgStore| async move {
-            let any: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
-            )
-            .fetch_one(store.pool())
-            .await?;
-            Ok(any)
-        };
-        if self.pg.spawn(shared).await.map_err(pg_err)? {
+        let shared: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)")
+                .fetch_one(self.pg.pool())
+                .await
+                .map_err(pg_err)?;
+        if shared {
             return Ok(MessagesAdopted::AlreadyShared { waiting: db.call(adopt::Local::waiting).await? });
         }
         let local = db.call(adopt::Local::read).await?.without_nul();
         let rows = local.log.len() + local.reminders.len();
-        let copied = self
-            .pg
-            .spawn(move |store| async move {
-                let mut tx = store.pool().begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.messages/adopt', 0))")
-                    .execute(&mut *tx)
-                    .await?;
-                let any: bool = sqlx::query_scalar(
-                    "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
-                )
-                .fetch_one(&mut *tx)
+        let store = &self.pg;
+        let copied = async move {
+            let mut tx = store.pool().begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.messages/adopt', 0))")
+                .execute(&mut *tx)
                 .await?;
-                if any {
-                    return Ok(false);
-                }
-                local.write(&mut tx).await?;
-                tx.commit().await?;
-                Ok(true)
-            })
-            .await
-            .map_err(pg_err)?;
+            let any: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            if any {
+                return Ok(false);
+            }
+            local.write(&mut tx).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(true)
+        }
+        .await
+        .map_err(pg_err)?;
         if copied {
             Ok(MessagesAdopted::Copied { rows })
         } else {
@@ -212,10 +196,10 @@ pub enum MessagesAdopted {
     Nothing,
 }
 
-/// The lock an [`InboxHold`] holds on PostgreSQL, checked on the pool's runtime.
+/// The lock an [`InboxHold`] holds on PostgreSQL.
 struct PgHold {
     lock: Option<PgLock>,
-    pg: BlockingPg,
+    pg: PgStore,
     agent: String,
     /// Another instance held it last and did not let go cleanly.
     previous_may_run: bool,
@@ -226,55 +210,55 @@ impl HeldLock for PgHold {
         self.previous_may_run
     }
 
-    fn release(&mut self) {
-        let Some(lock) = self.lock.take() else { return };
-        let agent = self.agent.clone();
-        let marked = self.pg.run(|s| async move {
+    fn release(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(lock) = self.lock.take() else { return };
             // Marked while the lock is still held, then the lock goes with its connection.
             let marked =
                 sqlx::query("UPDATE messages_inbox_holds SET released = true WHERE agent_id = $1 AND holder = $2")
-                    .bind(&agent)
-                    .bind(s.instance())
-                    .execute(s.pool())
+                    .bind(&self.agent)
+                    .bind(self.pg.instance())
+                    .execute(self.pg.pool())
                     .await;
             drop(lock);
-            marked
-        });
-        if let Err(e) | Ok(Err(e)) = marked.map_err(pg_err).map(|r| r.map_err(pg_err)) {
-            tracing::warn!(agent = %self.agent, error = %e, "the inbox was let go without saying so: the next holder waits");
-        }
+            if let Err(e) = marked {
+                let e = pg_err(e);
+                tracing::warn!(agent = %self.agent, error = %e, "the inbox was let go without saying so: the next holder waits");
+            }
+        })
     }
 
-    fn still_held(&mut self) -> bool {
-        let Some(mut lock) = self.lock.take() else { return false };
-        match self.pg.run(|_| async move {
-            let held = lock.is_held().await;
-            (lock, held)
-        }) {
-            Ok((lock, true)) => {
-                self.lock = Some(lock);
-                true
+    fn still_held(&mut self) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            let Some(lock) = self.lock.as_mut() else { return false };
+            if lock.is_held().await {
+                return true;
             }
-            _ => false,
-        }
+            self.lock = None;
+            false
+        })
     }
 }
 
 impl MessageStore for PgMessageStore {
-    fn register_agent(&self, agent: &str, at: &str) -> Result<()> {
-        self.exec(
-            "INSERT INTO messages_agents (agent_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            &[Some(agent), Some(at)],
-        )
-        .map(drop)
+    fn register_agent<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.exec(
+                "INSERT INTO messages_agents (agent_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[Some(agent), Some(at)],
+            )
+            .await
+            .map(drop)
+        })
     }
 
-    fn agents(&self) -> Result<Vec<String>> {
-        self.texts("SELECT agent_id FROM messages_agents ORDER BY agent_id", &[])
+    fn agents<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move { self.texts("SELECT agent_id FROM messages_agents ORDER BY agent_id", &[]).await })
     }
 
-    fn agent_known(&self, agent: &str) -> Result<bool> {
-        self.run(|s| async move {
+    fn agent_known<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let s = &self.pg;
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_agents WHERE agent_id = $1)")
                 .bind(agent)
                 .fetch_one(s.pool())
@@ -283,8 +267,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn define_group(&self, name: &str, members: &[String]) -> Result<()> {
-        self.run(|s| async move {
+    fn define_group<'a>(&'a self, name: &'a str, members: &'a [String]) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let mut tx = s.pool().begin().await.map_err(pg_err)?;
             // Instances starting together redefine the same groups: one after the other.
             xact_lock(&mut tx, &format!("holdfast.messages/group/{name}")).await?;
@@ -306,8 +291,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn group_pairs(&self) -> Result<Vec<(String, String)>> {
-        self.run(|s| async move {
+    fn group_pairs<'a>(&'a self) -> BoxFuture<'a, Result<Vec<(String, String)>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             sqlx::query_as("SELECT name, member FROM messages_groups ORDER BY name, member")
                 .fetch_all(s.pool())
                 .await
@@ -315,25 +301,31 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn group_members(&self, name: &str) -> Result<Vec<String>> {
-        self.texts("SELECT member FROM messages_groups WHERE name = $1 ORDER BY member", &[name])
+    fn group_members<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move {
+            self.texts("SELECT member FROM messages_groups WHERE name = $1 ORDER BY member", &[name]).await
+        })
     }
 
-    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
-        self.exec(
-            "INSERT INTO messages_channels (name, webhook_url) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
-            &[Some(name), webhook_url],
-        )
-        .map(drop)
+    fn define_channel<'a>(&'a self, name: &'a str, webhook_url: Option<&'a str>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.exec(
+                "INSERT INTO messages_channels (name, webhook_url) VALUES ($1, $2)
+                 ON CONFLICT (name) DO UPDATE SET webhook_url = excluded.webhook_url",
+                &[Some(name), webhook_url],
+            )
+            .await
+            .map(drop)
+        })
     }
 
-    fn channels(&self) -> Result<Vec<String>> {
-        self.texts("SELECT name FROM messages_channels ORDER BY name", &[])
+    fn channels<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move { self.texts("SELECT name FROM messages_channels ORDER BY name", &[]).await })
     }
 
-    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>> {
-        self.run(|s| async move {
+    fn channel<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ChannelRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let webhook: Option<Option<String>> =
                 sqlx::query_scalar("SELECT webhook_url FROM messages_channels WHERE name = $1")
                     .bind(name)
@@ -351,8 +343,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool> {
-        self.run(|s| async move {
+    fn subscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let done = sqlx::query(
                 "INSERT INTO messages_subscriptions (channel, agent_id)
                  SELECT name, $2 FROM messages_channels WHERE name = $1 ON CONFLICT DO NOTHING",
@@ -373,25 +366,30 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM messages_subscriptions WHERE channel = $1 AND agent_id = $2",
-            &[Some(channel), Some(agent)],
-        )
-        .map(drop)
+    fn unsubscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.exec(
+                "DELETE FROM messages_subscriptions WHERE channel = $1 AND agent_id = $2",
+                &[Some(channel), Some(agent)],
+            )
+            .await
+            .map(drop)
+        })
     }
 
-    fn store(&self, m: &NewMessage) -> Result<StoredMessage> {
-        self.run(|s| async move {
+    fn store<'a>(&'a self, m: &'a NewMessage) -> BoxFuture<'a, Result<StoredMessage>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let mut tx = s.pool().begin().await.map_err(pg_err)?;
             if let Some((reminder, at)) = &m.fires {
                 // Claimed here, or passed by: another instance delivering it holds the row.
-                let claimed: Option<i64> =
-                    sqlx::query_scalar("SELECT id FROM reminders_items WHERE id = $1 AND fired_at IS NULL FOR UPDATE SKIP LOCKED")
-                        .bind(reminder)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(pg_err)?;
+                let claimed: Option<i64> = sqlx::query_scalar(
+                    "SELECT id FROM reminders_items WHERE id = $1 AND fired_at IS NULL FOR UPDATE SKIP LOCKED",
+                )
+                .bind(reminder)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(pg_err)?;
                 if claimed.is_none() {
                     return Err(MemoryError::AlreadyFired);
                 }
@@ -514,8 +512,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>> {
-        self.run(|s| async move {
+    fn inbox_first<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let sql = format!("{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
             let row =
                 sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_optional(s.pool()).await.map_err(pg_err)?;
@@ -523,8 +522,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>> {
-        self.run(|s| async move {
+    fn inbox_take<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let mut tx = s.pool().begin().await.map_err(pg_err)?;
             let sql = format!(
                 "{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1
@@ -544,8 +544,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()> {
-        self.run(|s| async move {
+    fn inbox_ack<'a>(&'a self, agent: &'a str, inbox_id: i64, at: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let s = &self.pg;
             sqlx::query(
                 "UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2 AND agent_id = $3 AND delivered_at IS NULL",
             )
@@ -559,17 +560,19 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>> {
-        self.run(|s| async move {
+    fn inbox_pending<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<InboxRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let sql = format!("{INBOX_SELECT} WHERE i.agent_id = $1 AND i.delivered_at IS NULL ORDER BY i.id");
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(s.pool()).await.map_err(pg_err)?;
             rows.iter().map(inbox_row).collect()
         })
     }
 
-    fn hold_inbox(&self, agent: &str, wait: Duration) -> Result<Option<InboxHold>> {
-        let key = format!("holdfast.inbox/{agent}");
-        let taken = self.run(|s| async move {
+    fn hold_inbox<'a>(&'a self, agent: &'a str, wait: Duration) -> BoxFuture<'a, Result<Option<InboxHold>>> {
+        Box::pin(async move {
+            let s = &self.pg;
+            let key = format!("holdfast.inbox/{agent}");
             let Some(lock) = s.lock_within(&key, wait).await.map_err(pg_err)? else { return Ok(None) };
             // Under the lock: who held it last, and whether it let go cleanly; then this instance holds it.
             let last: Option<(String, bool)> =
@@ -588,11 +591,13 @@ impl MessageStore for PgMessageStore {
             .await
             .map_err(pg_err)?;
             let previous_may_run = last.is_some_and(|(holder, released)| !released && holder != s.instance());
-            Ok(Some((lock, previous_may_run)))
-        })?;
-        Ok(taken.map(|(lock, previous_may_run)| {
-            InboxHold::new(PgHold { lock: Some(lock), pg: self.pg.clone(), agent: agent.to_owned(), previous_may_run })
-        }))
+            Ok(Some(InboxHold::new(PgHold {
+                lock: Some(lock),
+                pg: self.pg.clone(),
+                agent: agent.to_owned(),
+                previous_may_run,
+            })))
+        })
     }
 
     fn poll_interval(&self) -> Option<Duration> {
@@ -606,7 +611,10 @@ impl MessageStore for PgMessageStore {
         // The payload only says where to look: a reader woken by it reads the table, so a notification another
         // role sends (any role may NOTIFY) costs a read, never a message.
         let wake = Arc::downgrade(&wake);
-        self.pg.spawn_background(|store| async move {
+        let store = self.pg.clone();
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| MemoryError::internal("watching the inboxes needs a Tokio runtime"))?;
+        runtime.spawn(async move {
             // Until the router that asked is gone.
             while wake.strong_count() > 0 {
                 let mut listener = match sqlx::postgres::PgListener::connect_with(store.pool()).await {
@@ -645,8 +653,9 @@ impl MessageStore for PgMessageStore {
         Ok(())
     }
 
-    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
-        self.run(|s| async move {
+    fn outbox<'a>(&'a self, agent: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<OutboxRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             sqlx::query_as(
                 "SELECT l.id, o.agent_id, o.session_id, o.user_id, l.content, l.metadata, l.created_at
                  FROM messages_outbox o JOIN messages_log l ON l.id = o.message_id
@@ -660,8 +669,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn add_reminder(&self, r: &NewReminder, max_pending: u32) -> Result<i64> {
-        self.run(|s| async move {
+    fn add_reminder<'a>(&'a self, r: &'a NewReminder, max_pending: u32) -> BoxFuture<'a, Result<i64>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let mut tx = s.pool().begin().await.map_err(pg_err)?;
             // Counted and inserted under one lock per agent: instances cannot pass the cap together.
             xact_lock(&mut tx, &format!("holdfast.reminders/{}", r.agent_id)).await?;
@@ -695,8 +705,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>> {
-        self.run(|s| async move {
+    fn reminders<'a>(&'a self, agent: &'a str, include_fired: bool) -> BoxFuture<'a, Result<Vec<ReminderRow>>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
             let sql = format!("{REMINDER_SELECT} WHERE agent_id = $1{filter} ORDER BY due_at, id");
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(agent).fetch_all(s.pool()).await.map_err(pg_err)?;
@@ -704,8 +715,9 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool> {
-        self.run(|s| async move {
+    fn cancel_reminder<'a>(&'a self, agent: &'a str, id: i64) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let s = &self.pg;
             let done = sqlx::query("DELETE FROM reminders_items WHERE id = $1 AND agent_id = $2 AND fired_at IS NULL")
                 .bind(id)
                 .bind(agent)
@@ -716,9 +728,10 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+    fn cancel_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>> {
         let agents = agents.to_vec();
-        self.run(|s| async move {
+        Box::pin(async move {
+            let s = &self.pg;
             let done = sqlx::query("DELETE FROM reminders_items WHERE fired_at IS NULL AND NOT (agent_id = ANY($1))")
                 .bind(agents)
                 .execute(s.pool())
@@ -728,9 +741,10 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+    fn count_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>> {
         let agents = agents.to_vec();
-        self.run(|s| async move {
+        Box::pin(async move {
+            let s = &self.pg;
             let n: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM reminders_items WHERE fired_at IS NULL AND NOT (agent_id = ANY($1))",
             )
@@ -742,9 +756,14 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>> {
+    fn due_reminders<'a>(
+        &'a self,
+        now: &'a str,
+        agents: Option<&'a [String]>,
+    ) -> BoxFuture<'a, Result<Vec<ReminderRow>>> {
         let agents = agents.map(<[String]>::to_vec);
-        self.run(|s| async move {
+        Box::pin(async move {
+            let s = &self.pg;
             let sql = format!(
                 "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= $1 AND (not_before IS NULL OR not_before <= $1)
                  AND ($2::text[] IS NULL OR agent_id = ANY($2)) ORDER BY due_at, id"
@@ -759,9 +778,10 @@ impl MessageStore for PgMessageStore {
         })
     }
 
-    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>> {
+    fn next_due<'a>(&'a self, agents: Option<&'a [String]>) -> BoxFuture<'a, Result<Option<String>>> {
         let agents = agents.map(<[String]>::to_vec);
-        self.run(|s| async move {
+        Box::pin(async move {
+            let s = &self.pg;
             sqlx::query_scalar(
                 "SELECT min(coalesce(not_before, due_at)) FROM reminders_items
                  WHERE fired_at IS NULL AND ($1::text[] IS NULL OR agent_id = ANY($1))",

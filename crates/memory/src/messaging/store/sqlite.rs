@@ -2,13 +2,14 @@
 //! owns the file: every statement goes through its one connection, and the inbox needs no hold.
 
 use super::{
-    CooldownRule, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow, Reservation,
-    StoredMessage, all_skipped, deferral, window_left,
+    ChannelRow, CooldownRule, InboxHold, InboxRow, MessageStore, NewMessage, NewReminder, OutboxRow, ReminderRow,
+    Reservation, StoredMessage, all_skipped, deferral, window_left,
 };
 use crate::clock::fmt_time;
 use crate::db::Database;
 use crate::error::{MemoryError, Result};
 use crate::messaging::types::TargetType;
+use holdfast_core::tool::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::time::Duration;
 
@@ -90,8 +91,9 @@ fn reserve(tx: &Transaction<'_>, m: &NewMessage, rule: &CooldownRule) -> Result<
     Ok((delivered, skipped))
 }
 
-impl MessageStore for SqliteMessageStore {
-    fn register_agent(&self, agent: &str, at: &str) -> Result<()> {
+/// The statements, run on the current thread (a blocking context).
+impl SqliteMessageStore {
+    fn now_register_agent(&self, agent: &str, at: &str) -> Result<()> {
         self.db.with_conn(|c| {
             c.execute(
                 "INSERT OR IGNORE INTO messages_agents (agent_id, created_at) VALUES (?1, ?2)",
@@ -101,11 +103,11 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn agents(&self) -> Result<Vec<String>> {
+    fn now_agents(&self) -> Result<Vec<String>> {
         self.db.with_conn(|c| strings(c, "SELECT agent_id FROM messages_agents ORDER BY agent_id", []))
     }
 
-    fn agent_known(&self, agent: &str) -> Result<bool> {
+    fn now_agent_known(&self, agent: &str) -> Result<bool> {
         self.db.with_conn(|c| {
             Ok(c.query_row("SELECT 1 FROM messages_agents WHERE agent_id = ?1", [agent], |_| Ok(()))
                 .optional()?
@@ -113,7 +115,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn define_group(&self, name: &str, members: &[String]) -> Result<()> {
+    fn now_define_group(&self, name: &str, members: &[String]) -> Result<()> {
         self.db.with_conn(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM messages_groups WHERE name = ?1", [name])?;
@@ -125,7 +127,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn group_pairs(&self) -> Result<Vec<(String, String)>> {
+    fn now_group_pairs(&self) -> Result<Vec<(String, String)>> {
         self.db.with_conn(|c| {
             let mut stmt = c.prepare_cached("SELECT name, member FROM messages_groups ORDER BY name, member")?;
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -133,11 +135,11 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn group_members(&self, name: &str) -> Result<Vec<String>> {
+    fn now_group_members(&self, name: &str) -> Result<Vec<String>> {
         self.db.with_conn(|c| strings(c, "SELECT member FROM messages_groups WHERE name = ?1 ORDER BY member", [name]))
     }
 
-    fn define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
+    fn now_define_channel(&self, name: &str, webhook_url: Option<&str>) -> Result<()> {
         self.db.with_conn(|c| {
             c.execute(
                 "INSERT INTO messages_channels (name, webhook_url) VALUES (?1, ?2)
@@ -148,11 +150,11 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn channels(&self) -> Result<Vec<String>> {
+    fn now_channels(&self) -> Result<Vec<String>> {
         self.db.with_conn(|c| strings(c, "SELECT name FROM messages_channels ORDER BY name", []))
     }
 
-    fn channel(&self, name: &str) -> Result<Option<(Option<String>, Vec<String>)>> {
+    fn now_channel(&self, name: &str) -> Result<Option<ChannelRow>> {
         self.db.with_conn(|c| {
             let webhook: Option<Option<String>> = c
                 .query_row("SELECT webhook_url FROM messages_channels WHERE name = ?1", [name], |r| r.get(0))
@@ -164,7 +166,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn subscribe(&self, channel: &str, agent: &str) -> Result<bool> {
+    fn now_subscribe(&self, channel: &str, agent: &str) -> Result<bool> {
         self.db.with_conn(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if tx
@@ -183,7 +185,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
+    fn now_unsubscribe(&self, channel: &str, agent: &str) -> Result<()> {
         self.db.with_conn(|c| {
             c.execute(
                 "DELETE FROM messages_subscriptions WHERE channel = ?1 AND agent_id = ?2",
@@ -193,7 +195,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn store(&self, m: &NewMessage) -> Result<StoredMessage> {
+    fn now_store(&self, m: &NewMessage) -> Result<StoredMessage> {
         self.db.with_conn(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some((reminder, at)) = &m.fires
@@ -251,14 +253,14 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>> {
+    fn now_inbox_first(&self, agent: &str) -> Result<Option<InboxRow>> {
         self.db.with_conn(|c| {
             let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
             Ok(c.prepare_cached(&sql)?.query_row([agent], inbox_row).optional()?)
         })
     }
 
-    fn inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>> {
+    fn now_inbox_take(&self, agent: &str, at: &str) -> Result<Option<InboxRow>> {
         self.db.with_conn(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id LIMIT 1");
@@ -269,7 +271,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()> {
+    fn now_inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<()> {
         self.db.with_conn(|c| {
             c.execute(
                 "UPDATE messages_inbox SET delivered_at = ?1 WHERE id = ?2 AND agent_id = ?3 AND delivered_at IS NULL",
@@ -279,7 +281,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>> {
+    fn now_inbox_pending(&self, agent: &str) -> Result<Vec<InboxRow>> {
         self.db.with_conn(|c| {
             let sql = format!("{INBOX_SELECT} WHERE i.agent_id = ?1 AND i.delivered_at IS NULL ORDER BY i.id");
             let mut stmt = c.prepare_cached(&sql)?;
@@ -287,15 +289,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn hold_inbox(&self, _agent: &str, _wait: Duration) -> Result<Option<InboxHold>> {
-        Ok(Some(InboxHold::sole()))
-    }
-
-    fn poll_interval(&self) -> Option<Duration> {
-        None
-    }
-
-    fn outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
+    fn now_outbox(&self, agent: &str, limit: usize) -> Result<Vec<OutboxRow>> {
         self.db.with_conn(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT l.id, o.agent_id, o.session_id, o.user_id, l.content, l.metadata, l.created_at
@@ -310,7 +304,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn add_reminder(&self, r: &NewReminder, max_pending: u32) -> Result<i64> {
+    fn now_add_reminder(&self, r: &NewReminder, max_pending: u32) -> Result<i64> {
         self.db.with_conn(|c| {
             // Counted and inserted in one write transaction: concurrent calls cannot pass the cap together.
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -333,7 +327,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>> {
+    fn now_reminders(&self, agent: &str, include_fired: bool) -> Result<Vec<ReminderRow>> {
         self.db.with_conn(|c| {
             let filter = if include_fired { "" } else { " AND fired_at IS NULL" };
             let mut stmt =
@@ -342,7 +336,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn cancel_reminder(&self, agent: &str, id: i64) -> Result<bool> {
+    fn now_cancel_reminder(&self, agent: &str, id: i64) -> Result<bool> {
         self.db.with_conn(|c| {
             Ok(c.execute(
                 "DELETE FROM reminders_items WHERE id = ?1 AND agent_id = ?2 AND fired_at IS NULL",
@@ -351,7 +345,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+    fn now_cancel_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
         self.db.with_conn(|c| {
             let sql = format!("DELETE FROM reminders_items WHERE fired_at IS NULL AND {}", not_of(agents, 1));
             let n = c.execute(&sql, rusqlite::params_from_iter(agents.iter()))?;
@@ -359,7 +353,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn count_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
+    fn now_count_reminders_of_others(&self, agents: &[String]) -> Result<u64> {
         self.db.with_conn(|c| {
             let sql = format!("SELECT count(*) FROM reminders_items WHERE fired_at IS NULL AND {}", not_of(agents, 1));
             let n: i64 = c.query_row(&sql, rusqlite::params_from_iter(agents.iter()), |r| r.get(0))?;
@@ -367,7 +361,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>> {
+    fn now_due_reminders(&self, now: &str, agents: Option<&[String]>) -> Result<Vec<ReminderRow>> {
         self.db.with_conn(|c| {
             let sql = format!(
                 "{REMINDER_SELECT} WHERE fired_at IS NULL AND due_at <= ?1 AND (not_before IS NULL OR not_before <= ?1)
@@ -382,7 +376,7 @@ impl MessageStore for SqliteMessageStore {
         })
     }
 
-    fn next_due(&self, agents: Option<&[String]>) -> Result<Option<String>> {
+    fn now_next_due(&self, agents: Option<&[String]>) -> Result<Option<String>> {
         self.db.with_conn(|c| {
             let sql = format!(
                 "SELECT min(coalesce(not_before, due_at)) FROM reminders_items WHERE fired_at IS NULL AND {}",
@@ -390,6 +384,146 @@ impl MessageStore for SqliteMessageStore {
             );
             Ok(c.query_row(&sql, rusqlite::params_from_iter(agents.unwrap_or_default().iter()), |r| r.get(0))?)
         })
+    }
+
+    /// Runs `f` on tokio's blocking pool: the async runtime never waits on SQLite.
+    fn blocking<'a, R: Send + 'static>(
+        &'a self,
+        f: impl FnOnce(&Self) -> Result<R> + Send + 'static,
+    ) -> BoxFuture<'a, Result<R>> {
+        crate::db::on_blocking_pool(self, "message store", f)
+    }
+}
+
+impl MessageStore for SqliteMessageStore {
+    fn register_agent<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<()>> {
+        let (agent, at) = (agent.to_owned(), at.to_owned());
+        self.blocking(move |s| s.now_register_agent(&agent, &at))
+    }
+
+    fn agents<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>> {
+        self.blocking(move |s| s.now_agents())
+    }
+
+    fn agent_known<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_agent_known(&agent))
+    }
+
+    fn define_group<'a>(&'a self, name: &'a str, members: &'a [String]) -> BoxFuture<'a, Result<()>> {
+        let (name, members) = (name.to_owned(), members.to_vec());
+        self.blocking(move |s| s.now_define_group(&name, &members))
+    }
+
+    fn group_pairs<'a>(&'a self) -> BoxFuture<'a, Result<Vec<(String, String)>>> {
+        self.blocking(move |s| s.now_group_pairs())
+    }
+
+    fn group_members<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        let name = name.to_owned();
+        self.blocking(move |s| s.now_group_members(&name))
+    }
+
+    fn define_channel<'a>(&'a self, name: &'a str, webhook_url: Option<&'a str>) -> BoxFuture<'a, Result<()>> {
+        let (name, webhook_url) = (name.to_owned(), webhook_url.map(str::to_owned));
+        self.blocking(move |s| s.now_define_channel(&name, webhook_url.as_deref()))
+    }
+
+    fn channels<'a>(&'a self) -> BoxFuture<'a, Result<Vec<String>>> {
+        self.blocking(move |s| s.now_channels())
+    }
+
+    fn channel<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Option<ChannelRow>>> {
+        let name = name.to_owned();
+        self.blocking(move |s| s.now_channel(&name))
+    }
+
+    fn subscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let (channel, agent) = (channel.to_owned(), agent.to_owned());
+        self.blocking(move |s| s.now_subscribe(&channel, &agent))
+    }
+
+    fn unsubscribe<'a>(&'a self, channel: &'a str, agent: &'a str) -> BoxFuture<'a, Result<()>> {
+        let (channel, agent) = (channel.to_owned(), agent.to_owned());
+        self.blocking(move |s| s.now_unsubscribe(&channel, &agent))
+    }
+
+    fn store<'a>(&'a self, m: &'a NewMessage) -> BoxFuture<'a, Result<StoredMessage>> {
+        let m = m.clone();
+        self.blocking(move |s| s.now_store(&m))
+    }
+
+    fn inbox_first<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_inbox_first(&agent))
+    }
+
+    fn inbox_take<'a>(&'a self, agent: &'a str, at: &'a str) -> BoxFuture<'a, Result<Option<InboxRow>>> {
+        let (agent, at) = (agent.to_owned(), at.to_owned());
+        self.blocking(move |s| s.now_inbox_take(&agent, &at))
+    }
+
+    fn inbox_ack<'a>(&'a self, agent: &'a str, inbox_id: i64, at: &'a str) -> BoxFuture<'a, Result<()>> {
+        let (agent, at) = (agent.to_owned(), at.to_owned());
+        self.blocking(move |s| s.now_inbox_ack(&agent, inbox_id, &at))
+    }
+
+    fn inbox_pending<'a>(&'a self, agent: &'a str) -> BoxFuture<'a, Result<Vec<InboxRow>>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_inbox_pending(&agent))
+    }
+
+    fn hold_inbox<'a>(&'a self, _agent: &'a str, _wait: Duration) -> BoxFuture<'a, Result<Option<InboxHold>>> {
+        // One process owns the file: its inboxes need no hold.
+        Box::pin(std::future::ready(Ok(Some(InboxHold::sole()))))
+    }
+
+    fn outbox<'a>(&'a self, agent: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<OutboxRow>>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_outbox(&agent, limit))
+    }
+
+    fn add_reminder<'a>(&'a self, r: &'a NewReminder, max_pending: u32) -> BoxFuture<'a, Result<i64>> {
+        let r = r.clone();
+        self.blocking(move |s| s.now_add_reminder(&r, max_pending))
+    }
+
+    fn reminders<'a>(&'a self, agent: &'a str, include_fired: bool) -> BoxFuture<'a, Result<Vec<ReminderRow>>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_reminders(&agent, include_fired))
+    }
+
+    fn cancel_reminder<'a>(&'a self, agent: &'a str, id: i64) -> BoxFuture<'a, Result<bool>> {
+        let agent = agent.to_owned();
+        self.blocking(move |s| s.now_cancel_reminder(&agent, id))
+    }
+
+    fn cancel_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>> {
+        let agents = agents.to_vec();
+        self.blocking(move |s| s.now_cancel_reminders_of_others(&agents))
+    }
+
+    fn count_reminders_of_others<'a>(&'a self, agents: &'a [String]) -> BoxFuture<'a, Result<u64>> {
+        let agents = agents.to_vec();
+        self.blocking(move |s| s.now_count_reminders_of_others(&agents))
+    }
+
+    fn due_reminders<'a>(
+        &'a self,
+        now: &'a str,
+        agents: Option<&'a [String]>,
+    ) -> BoxFuture<'a, Result<Vec<ReminderRow>>> {
+        let (now, agents) = (now.to_owned(), agents.map(<[String]>::to_vec));
+        self.blocking(move |s| s.now_due_reminders(&now, agents.as_deref()))
+    }
+
+    fn next_due<'a>(&'a self, agents: Option<&'a [String]>) -> BoxFuture<'a, Result<Option<String>>> {
+        let agents = agents.map(<[String]>::to_vec);
+        self.blocking(move |s| s.now_next_due(agents.as_deref()))
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        None
     }
 
     fn kind(&self) -> &'static str {
