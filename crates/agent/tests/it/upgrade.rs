@@ -1,7 +1,8 @@
 //! Upgrades in place: a data dir written by an earlier release (committed under `tests/fixtures/`) opens with this
 //! one, and everything in it is there — a session's history, registers and context bank, an agent's memory, tasks,
-//! a pending reminder and a message waiting in another agent's inbox. The fixture is made by [`write_fixture`] run
-//! on that release (see its comment); make one at each release that changes a table.
+//! a pending reminder and a message waiting in another agent's inbox. The same for a PostgreSQL database of that
+//! release (a `pg_dump` of it, restored with `psql`). The fixtures are made by [`write_fixture`] run on that release
+//! (see its comment); make them at each release that changes a table.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use holdfast_agent::{MessageRole, NewMessage, Runtime};
@@ -21,7 +22,9 @@ fn config(dir: &Path, data: &Path) -> std::path::PathBuf {
 
 /// Writes the fixture: `HOLDFAST_WRITE_FIXTURE=DIR cargo test -p holdfast-agent --test it upgrade::write_fixture --
 /// --ignored` writes a data dir to `DIR/data`; commit its `holdfast.db` (the wallet key is not needed) as
-/// `tests/fixtures/data-<release>/holdfast.db`.
+/// `tests/fixtures/data-<release>/holdfast.db`. With `HOLDFAST_DATABASE_URL` set to an empty database it writes
+/// there instead; commit `pg_dump --no-owner --no-privileges --inserts URL` of it as
+/// `tests/fixtures/data-<release>/postgres.sql`.
 #[tokio::test]
 #[ignore = "run by hand at a release to make a fixture"]
 async fn write_fixture() {
@@ -63,7 +66,33 @@ async fn a_data_dir_of_an_earlier_release_opens_in_place_with_everything_in_it()
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     std::fs::copy(&fixture, data.join("holdfast.db")).unwrap();
-    let rt = Runtime::load(Some(&config(dir.path(), &data))).await.unwrap();
+    everything_is_there(&config(dir.path(), &data)).await;
+}
+
+/// The PostgreSQL database of 2026-11-26 (before the same three steps of the messages tables) is migrated in place
+/// when an instance of this release starts on it, and nothing in it is lost.
+#[tokio::test]
+async fn a_postgres_database_of_an_earlier_release_is_migrated_in_place_with_everything_in_it() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data-2026-11-26/postgres.sql");
+    let restored = std::process::Command::new("psql")
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url.expose(), "-f"])
+        .arg(&dump)
+        .output()
+        .expect("psql (PostgreSQL's client, installed by scripts/test.sh)");
+    assert!(restored.status.success(), "psql: {}", String::from_utf8_lossy(&restored.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let path = dir.path().join("holdfast.toml");
+    let url_line = format!("url = {:?}\n", url.expose());
+    std::fs::write(&path, format!("[storage]\ndata_dir = {data:?}\n{url_line}{CONFIG}")).unwrap();
+    everything_is_there(&path).await;
+}
+
+/// Opens the configuration `path` names, finds everything [`write_fixture`] wrote, changes a register, and finds it
+/// again after a restart.
+async fn everything_is_there(path: &Path) {
+    let rt = Runtime::load(Some(path)).await.unwrap();
 
     // The session: its title, history, registers and context bank.
     let sessions = rt.sessions.list(10).await.unwrap();
@@ -93,7 +122,7 @@ async fn a_data_dir_of_an_earlier_release_opens_in_place_with_everything_in_it()
     rt.registry.call("register_set", json!({"key": "after", "value": "upgraded"}), &ctx).await.unwrap();
     ctx.persist().await.unwrap();
     drop((ctx, rt));
-    let rt = Runtime::load(Some(&config(dir.path(), &data))).await.unwrap();
+    let rt = Runtime::load(Some(path)).await.unwrap();
     let ctx = rt.session(&info.id).await.unwrap().unwrap();
     assert_eq!(ctx.registers.get("after").unwrap().value, "upgraded");
     assert_eq!(ctx.registers.get("note").unwrap().value, "kept across upgrades");
