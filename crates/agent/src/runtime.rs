@@ -723,6 +723,18 @@ impl Runtime {
         self.relay.as_ref().map(|r| r.dropped_events())
     }
 
+    /// Whether another instance has a subscriber of `session_id` (its announcement reached this one): only then does
+    /// this instance send it the session's events. `false` with one instance.
+    pub fn watched_elsewhere(&self, session_id: &str) -> bool {
+        self.relay.as_ref().is_some_and(|r| r.watched_elsewhere(session_id))
+    }
+
+    /// Events not sent to the other instances since the start because none of them watched the session (a save
+    /// among them went as a reload hint); `None` without a relay (one instance).
+    pub fn relay_unwatched_events(&self) -> Option<u64> {
+        self.relay.as_ref().map(|r| r.unwatched_events())
+    }
+
     /// Ids of the sessions open in this process.
     pub fn live_sessions(&self) -> Vec<String> {
         self.live.lock().keys().cloned().collect()

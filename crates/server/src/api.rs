@@ -90,6 +90,7 @@ pub(crate) async fn info(State(state): State<Arc<AppState>>) -> ApiResult<Info> 
             .map(|s| SkillInfo { name: s.name.clone(), description: s.description.clone() })
             .collect(),
         relay_dropped_events: rt.relay_dropped_events(),
+        relay_unwatched_events: rt.relay_unwatched_events(),
     }))
 }
 

@@ -16,6 +16,14 @@
 //! read notifications but not forge one (a notification without a valid MAC is dropped with a warning). Keccak has
 //! no length extension, so the keyed hash is a MAC as it stands.
 //!
+//! **Only what someone watches.** An instance sends another instance's subscribers only the events of sessions they
+//! watch: a subscriber's arrival ([`EventRelay::watch`]) is announced on the channel at once, every instance renews
+//! its announcements every [`RENEW_EVERY`] (they lapse after [`WATCH_TTL`]), and one that starts or reconnects asks
+//! the others to renew theirs. Events of a session nobody elsewhere watches are not sent (counted in
+//! [`PgFanout::unwatched_events`]); for those that follow a save (`tool.result`, `session.saved`) a reload hint is
+//! sent instead, one per session however many saves, at most every [`HINT_EVERY`], so every instance holding a copy
+//! still learns that it is older.
+//!
 //! Events are what the UI shows, not what decides: nothing reads an event to move value. The one thing an event
 //! prompts is a reload: an instance replaces its copy of a session from the database when another instance's
 //! `tool.result` or `session.saved` for it arrives (both follow a save; a `session.saved` of revision 0 is the
@@ -25,12 +33,14 @@
 
 use crate::migrate::{Component, Migration, SqliteStep};
 use crate::{PgStore, StoreError};
-use holdfast_core::event::{Event, EventBus, EventRelay, WeakEventBus};
+use holdfast_core::event::{Event, EventBus, EventPayload, EventRelay, WeakEventBus};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// The `LISTEN/NOTIFY` channel.
@@ -44,6 +54,18 @@ const QUEUE: usize = 8_192;
 
 /// Most events sent in one statement.
 pub const BATCH: usize = 512;
+
+/// How long another instance's announcement that it watches a session holds unless renewed.
+pub const WATCH_TTL: Duration = Duration::from_secs(30);
+
+/// How often an instance renews its announcements (every session with a subscriber here).
+pub const RENEW_EVERY: Duration = Duration::from_secs(10);
+
+/// The shortest time between two rounds of reload hints: the saves of that time are coalesced, one hint per session.
+pub const HINT_EVERY: Duration = Duration::from_millis(10);
+
+/// Most sessions named in one announcement (a notification's payload is limited).
+const WATCH_CHUNK: usize = 100;
 
 /// The spill table (PostgreSQL only).
 pub const MIGRATIONS: Component = Component {
@@ -73,6 +95,53 @@ struct Envelope {
     /// The sender's sequence number: keeps two equal events of one batch distinct.
     #[serde(default)]
     n: u64,
+    /// An announcement: the sender has subscribers of these sessions (send it their events).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    w: Vec<String>,
+    /// The sender started listening (or listens again): every instance renews its announcements now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    h: bool,
+}
+
+/// What the sender owes the other instances besides queued events.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Sessions saved here whose `tool.result` or `session.saved` was not sent in full, or whose events a full queue
+    /// dropped: one reload hint each.
+    hints: HashSet<String>,
+    /// Sessions that got a subscriber here: announced.
+    watch: HashSet<String>,
+    /// Renew every announcement (the timer, or another instance said hello).
+    renew: bool,
+    /// Say hello (this instance started, or its listener reconnected and may have missed announcements).
+    hello: bool,
+}
+
+/// What the relay and its sender task share.
+#[derive(Debug, Default)]
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Notify,
+    /// Every local session's buses (an event of another instance goes to those of its session).
+    buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
+}
+
+impl Shared {
+    /// Records what is owed and wakes the sender.
+    fn owe(&self, f: impl FnOnce(&mut Pending)) {
+        f(&mut self.pending.lock());
+        self.wake.notify_one();
+    }
+
+    /// The sessions with a subscriber in this process.
+    fn watched_here(&self) -> Vec<String> {
+        let buses = self.buses.lock();
+        buses
+            .iter()
+            .filter(|(_, list)| list.iter().filter_map(WeakEventBus::upgrade).any(|b| b.has_local_subscribers()))
+            .map(|(session, _)| session.clone())
+            .collect()
+    }
 }
 
 /// The PostgreSQL event relay of one instance.
@@ -80,13 +149,16 @@ pub struct PgFanout {
     instance: String,
     key: Arc<str>,
     queue: mpsc::Sender<Arc<Event>>,
-    buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
+    shared: Arc<Shared>,
     /// Events not relayed because the send queue was full (reaching this instance only), and when that was last
-    /// logged: a full queue is logged at most once a second, with the count, never once per event.
+    /// logged: a full queue is logged at most once a second, with the count, never once per event. Each session
+    /// some of whose events were dropped is sent one reload hint, so no other instance keeps an older copy of it
+    /// because its `tool.result` was among them.
     dropped: DropCounter,
-    /// The sessions some of whose events were dropped: each is sent one reload hint once the queue has room, so no
-    /// other instance keeps an older copy of it because its `tool.result` was among them.
-    missed: Arc<Mutex<HashSet<String>>>,
+    /// Events not sent because no other instance watches their session.
+    unwatched: AtomicU64,
+    /// The sessions other instances watch, and until when (renewed by their announcements).
+    watched: Mutex<HashMap<String, Instant>>,
 }
 
 /// Counts events dropped from a full queue and rate-limits the warning about them.
@@ -137,16 +209,19 @@ impl PgFanout {
         listener.listen(CHANNEL).await?;
         let (queue, rx) = mpsc::channel(QUEUE);
         let instance = store.instance().to_owned();
-        let missed = Arc::new(Mutex::new(HashSet::new()));
+        let shared = Arc::new(Shared::default());
+        // Listening from here on: the others are asked to say what they watch.
+        shared.owe(|p| p.hello = true);
         let fanout = Arc::new(Self {
             instance,
             key: Arc::clone(&key),
             queue,
-            buses: Mutex::new(HashMap::new()),
+            shared: Arc::clone(&shared),
             dropped: DropCounter::default(),
-            missed: Arc::clone(&missed),
+            unwatched: AtomicU64::new(0),
+            watched: Mutex::new(HashMap::new()),
         });
-        tokio::spawn(send(store.clone(), key, rx, missed, cancel.clone()));
+        tokio::spawn(send(store.clone(), key, rx, shared, cancel.clone()));
         let receiving = Arc::downgrade(&fanout);
         tokio::spawn(async move {
             loop {
@@ -162,6 +237,7 @@ impl PgFanout {
                     Ok(None) => {
                         tracing::warn!("event fan-out: the listening connection was lost; reconnecting");
                         fanout.mark_all_remote();
+                        fanout.shared.owe(|p| p.hello = true);
                     }
                     Err(e) => {
                         tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "event fan-out: listen");
@@ -193,6 +269,18 @@ impl PgFanout {
         if envelope.o == self.instance {
             return;
         }
+        if !envelope.w.is_empty() {
+            let until = Instant::now() + WATCH_TTL;
+            let mut watched = self.watched.lock();
+            let now = Instant::now();
+            watched.retain(|_, t| *t > now);
+            for session in envelope.w {
+                watched.insert(session, until);
+            }
+        }
+        if envelope.h {
+            self.shared.owe(|p| p.renew = true);
+        }
         let event = match (envelope.e, envelope.s) {
             (Some(event), _) => event,
             (None, Some(id)) => {
@@ -209,7 +297,7 @@ impl PgFanout {
             (None, None) => return,
         };
         let live: Vec<EventBus> = {
-            let mut buses = self.buses.lock();
+            let mut buses = self.shared.buses.lock();
             let Some(list) = buses.get_mut(&event.session_id) else { return };
             list.retain(|b| b.upgrade().is_some());
             let live = list.iter().filter_map(WeakEventBus::upgrade).collect();
@@ -231,9 +319,20 @@ impl PgFanout {
         self.dropped.total()
     }
 
+    /// Events not sent to the other instances since the start because none of them watched their session (a save
+    /// among them was sent as a reload hint).
+    pub fn unwatched_events(&self) -> u64 {
+        self.unwatched.load(Ordering::Relaxed)
+    }
+
+    /// Whether another instance has announced, within [`WATCH_TTL`], that it watches `session`.
+    pub fn watched_elsewhere(&self, session: &str) -> bool {
+        self.watched.lock().get(session).is_some_and(|until| *until > Instant::now())
+    }
+
     /// Marks every attached session as possibly changed by another instance ([`EventBus::mark_remote_activity`]).
     fn mark_all_remote(&self) {
-        for bus in self.buses.lock().values().flatten().filter_map(WeakEventBus::upgrade) {
+        for bus in self.shared.buses.lock().values().flatten().filter_map(WeakEventBus::upgrade) {
             bus.mark_remote_activity();
         }
     }
@@ -241,11 +340,21 @@ impl PgFanout {
 
 impl EventRelay for PgFanout {
     fn relay(&self, event: &Arc<Event>) {
-        if self.queue.try_send(Arc::clone(event)).is_err() {
-            self.missed.lock().insert(event.session_id.clone());
-        } else {
+        if !self.watched_elsewhere(&event.session_id) {
+            self.unwatched.fetch_add(1, Ordering::Relaxed);
+            if matches!(event.payload, EventPayload::ToolResult(_) | EventPayload::SessionSaved(_)) {
+                self.shared.owe(|p| {
+                    p.hints.insert(event.session_id.clone());
+                });
+            }
             return;
         }
+        if self.queue.try_send(Arc::clone(event)).is_ok() {
+            return;
+        }
+        self.shared.owe(|p| {
+            p.hints.insert(event.session_id.clone());
+        });
         if let Some(count) = self.dropped.drop_one() {
             tracing::warn!(
                 dropped = count,
@@ -256,41 +365,87 @@ impl EventRelay for PgFanout {
     }
 
     fn attach(&self, bus: &EventBus) {
-        let mut buses = self.buses.lock();
+        let mut buses = self.shared.buses.lock();
         let list = buses.entry(bus.session_id().to_owned()).or_default();
         list.retain(|b| b.upgrade().is_some());
         list.push(bus.downgrade());
     }
+
+    fn watch(&self, session_id: &str) {
+        self.shared.owe(|p| {
+            p.watch.insert(session_id.to_owned());
+        });
+    }
 }
 
-/// Sends queued events in order, in batches, until `cancel`. After a batch, the sessions whose events were dropped
-/// meanwhile get one reload hint each (a `session.saved`, which the other instances take as "reload it"), coalesced
-/// however many of their events were dropped.
+/// Sends queued events in order, in batches, until `cancel`. After a batch: the reload hints owed (one per session,
+/// coalesced however many of its saves or dropped events there were, at most every [`HINT_EVERY`]), then the
+/// announcements (the sessions that got a subscriber here; every watched one when renewing) and a hello.
 async fn send(
     store: PgStore,
     key: Arc<str>,
     mut rx: mpsc::Receiver<Arc<Event>>,
-    missed: Arc<Mutex<HashSet<String>>>,
+    shared: Arc<Shared>,
     cancel: CancellationToken,
 ) {
     let mut sender = Sender { store, key, spilled: 0, seq: 0 };
     let mut batch = Vec::with_capacity(BATCH);
+    let mut renew = tokio::time::interval(RENEW_EVERY);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_hints = Instant::now().checked_sub(HINT_EVERY).unwrap_or_else(Instant::now);
+    let mut hints_waiting = false;
     loop {
+        let hints_at = tokio::time::Instant::from_std(last_hints + HINT_EVERY);
         tokio::select! {
             () = cancel.cancelled() => return,
             n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
+            () = shared.wake.notified() => {}
+            _ = renew.tick() => shared.pending.lock().renew = true,
+            () = tokio::time::sleep_until(hints_at), if hints_waiting => {}
         }
-        if let Err(e) = sender.notify(&batch).await {
-            tracing::warn!(error = %e, "event fan-out: some events not sent to the other instances");
+        if !batch.is_empty() {
+            if let Err(e) = sender.notify(&batch).await {
+                tracing::warn!(error = %e, "event fan-out: some events not sent to the other instances");
+            }
+            batch.clear();
         }
-        batch.clear();
-        let sessions: Vec<String> = std::mem::take(&mut *missed.lock()).into_iter().collect();
-        for chunk in sessions.chunks(BATCH) {
-            let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
-            if let Err(e) = sender.notify(&hints).await {
-                // Kept for the next batch: a hint is sent or still owed, never forgotten.
-                tracing::warn!(error = %e, "event fan-out: reload hints not sent; tried again after the next batch");
-                missed.lock().extend(chunk.iter().cloned());
+        let (hints, watch, hello) = {
+            let mut pending = shared.pending.lock();
+            let hints =
+                if last_hints.elapsed() >= HINT_EVERY { std::mem::take(&mut pending.hints) } else { HashSet::new() };
+            hints_waiting = !pending.hints.is_empty();
+            let mut watch = std::mem::take(&mut pending.watch);
+            if std::mem::take(&mut pending.renew) {
+                drop(pending);
+                watch.extend(shared.watched_here());
+                pending = shared.pending.lock();
+            }
+            (hints, watch, std::mem::take(&mut pending.hello))
+        };
+        if !hints.is_empty() {
+            last_hints = Instant::now();
+            let sessions: Vec<String> = hints.into_iter().collect();
+            for chunk in sessions.chunks(BATCH) {
+                let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
+                if let Err(e) = sender.notify(&hints).await {
+                    // Kept for the next round: a hint is sent or still owed, never forgotten.
+                    tracing::warn!(error = %e, "event fan-out: reload hints not sent; tried again after the next batch");
+                    shared.owe(|p| p.hints.extend(chunk.iter().cloned()));
+                }
+            }
+        }
+        let watch: Vec<String> = watch.into_iter().collect();
+        let mut control: Vec<(Vec<String>, bool)> = watch.chunks(WATCH_CHUNK).map(|c| (c.to_vec(), false)).collect();
+        if hello {
+            control.push((Vec::new(), true));
+        }
+        for (sessions, hello) in control {
+            if let Err(e) = sender.control(sessions.clone(), hello).await {
+                tracing::warn!(error = %e, "event fan-out: an announcement was not sent; sent again with the next");
+                shared.owe(|p| {
+                    p.watch.extend(sessions);
+                    p.hello |= hello;
+                });
             }
         }
     }
@@ -335,6 +490,15 @@ impl Sender {
         failed.map_or(Ok(()), Err)
     }
 
+    /// Sends an announcement (the sessions watched here) or a hello.
+    async fn control(&mut self, sessions: Vec<String>, hello: bool) -> Result<(), StoreError> {
+        self.seq += 1;
+        let o = self.store.instance().to_owned();
+        let body = serde_json::to_string(&Envelope { o, e: None, s: None, n: self.seq, w: sessions, h: hello })
+            .map_err(|e| StoreError::Query(e.to_string()))?;
+        self.send(&[sign(&self.key, &body)]).await
+    }
+
     async fn send(&self, payloads: &[String]) -> Result<(), StoreError> {
         // A function scan yields the array's elements in order, and the projection calls pg_notify row by row.
         sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS t(p)")
@@ -349,7 +513,7 @@ impl Sender {
     async fn payload(&mut self, event: &Event) -> Result<String, StoreError> {
         self.seq += 1;
         let o = self.store.instance().to_owned();
-        let inline = Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq };
+        let inline = Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq, w: Vec::new(), h: false };
         let payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
         if payload.len() <= INLINE_MAX {
             return Ok(sign(&self.key, &payload));
@@ -370,7 +534,7 @@ impl Sender {
                 tracing::warn!(error = %StoreError::from(e), "event fan-out: old spill rows not pruned");
             }
         }
-        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq })
+        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq, w: Vec::new(), h: false })
             .map(|payload| sign(&self.key, &payload))
             .map_err(|e| StoreError::Query(e.to_string()))
     }

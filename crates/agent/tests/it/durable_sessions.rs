@@ -266,6 +266,14 @@ async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subsc
         assert_eq!(on_two.registers.get("note").unwrap().value, json!("first"));
         on_two.events.subscribe()
     };
+    // The subscriber on two is announced to one; from then on one sends two the session's events.
+    for _ in 0..200 {
+        if one.watched_elsewhere(&info.id) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(one.watched_elsewhere(&info.id), "two's subscriber was announced");
 
     one.registry.call("register_set", json!({"key": "note", "value": "second"}), &on_one).await.unwrap();
     register_event(&mut seen_on_two).await;

@@ -100,6 +100,11 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
     /// Registers a new session's bus for the events other instances publish for that session. A relay keeps only a
     /// [`WeakEventBus`]: a session closed here stops receiving.
     fn attach(&self, bus: &EventBus);
+    /// A bus of this process got a subscriber ([`EventBus::subscribe`]): a relay that sends other instances only the
+    /// events someone there watches asks them for this session's. Does nothing by default.
+    fn watch(&self, session_id: &str) {
+        let _ = session_id;
+    }
 }
 
 /// A cheap-to-clone handle on one session's event stream.
@@ -243,9 +248,15 @@ impl EventBus {
         self.send_local(event);
     }
 
-    /// Subscribes to every event published from now on (the first subscriber allocates the bus's buffer).
+    /// Subscribes to every event published from now on (the first subscriber allocates the bus's buffer). With a
+    /// relay, other instances are asked for this session's events too ([`EventRelay::watch`]); theirs arrive once
+    /// the request has reached them.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.shared.sender.get_or_init(|| broadcast::channel(EVENT_BUFFER).0).subscribe()
+        let receiver = self.shared.sender.get_or_init(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
+        if let Some(relay) = &self.relay {
+            relay.watch(self.session_id());
+        }
+        receiver
     }
 }
 

@@ -342,6 +342,7 @@ async fn errors_carry_tool_codes_and_statuses() {
     assert_eq!(status, 200);
     assert!(info["wallet_address"].as_str().unwrap().starts_with("0x"));
     assert!(info["relay_dropped_events"].is_null(), "one instance: no relay");
+    assert!(info["relay_unwatched_events"].is_null(), "one instance: no relay");
     let (_, tools) = s.req(reqwest::Method::GET, "/api/tools", None).await;
     assert!(tools.as_array().unwrap().iter().any(|t| t["name"] == "web3_tx"));
 

@@ -8,6 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Waits until `relay` has heard that another instance watches `session` (its subscriber's announcement arrived).
+async fn until_watched(relay: &PgFanout, session: &str) {
+    for _ in 0..200 {
+        if relay.watched_elsewhere(session) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the other instance's subscriber of {session} was never announced");
+}
+
 fn text(event: &holdfast_core::event::Event) -> String {
     match &event.payload {
         EventPayload::AgentMessage(AgentMessage::Delta { delta }) => delta.clone(),
@@ -26,10 +37,11 @@ async fn a_burst_reaches_the_other_instance_whole_and_in_order() {
     }
     let relay_a = PgFanout::start(a, cancel.clone()).await.unwrap();
     let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
-    let bus_a = EventBus::new("s").with_relay(relay_a);
+    let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(Arc::clone(&relay_b) as _);
     let other = EventBus::new("t").with_relay(relay_b);
     let (mut on_a, mut on_b, mut on_other) = (bus_a.subscribe(), bus_b.subscribe(), other.subscribe());
+    until_watched(&relay_a, "s").await;
 
     let large = "x".repeat(20_000);
     let mut sent: Vec<String> =
@@ -116,6 +128,8 @@ async fn dropped_events_leave_one_reload_hint_per_session() {
     let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(relay_b);
+    let _watching = bus_b.subscribe();
+    until_watched(&relay_a, "s").await;
 
     // On one thread the sender cannot run while this loop does: what does not fit in the queue is dropped. None of
     // these events would make b reload the session.
@@ -131,4 +145,51 @@ async fn dropped_events_leave_one_reload_hint_per_session() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(bus_b.has_remote_activity(), "b was told to reload the session whose events were dropped");
+}
+
+/// Events of a session no other instance watches are not sent at all, yet an instance holding a copy of the session
+/// still learns that a save made it older: 1,000 `tool.call`s and 10 saves cost a few reload hints on the wire, not
+/// 1,010 notifications. Once the other instance subscribes, the session's events reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_watched_sessions_events_are_sent_and_saves_still_reach_every_copy() {
+    use holdfast_core::event::{ToolCallFinished, ToolCallStarted};
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
+    let relay_a = PgFanout::start(a.clone(), cancel.clone()).await.unwrap();
+    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
+    let bus_b = EventBus::new("s").with_relay(Arc::clone(&relay_b) as _);
+    // What goes over the channel, counted by a listener of the test's own.
+    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
+    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the two hellos and their answers pass
+    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+
+    let call =
+        || EventPayload::ToolCall(ToolCallStarted { tool: "register_get".into(), params: serde_json::json!({}) });
+    let ok = serde_json::json!({"ok": true});
+    for i in 0..1_010 {
+        if i % 101 == 100 {
+            bus_a.publish(EventPayload::ToolResult(ToolCallFinished::new("register_set", &Ok(ok.clone()))));
+        } else {
+            bus_a.publish(call());
+        }
+    }
+    let mut heard = 0;
+    while tokio::time::timeout(Duration::from_millis(500), wire.recv()).await.is_ok() {
+        heard += 1;
+    }
+    assert!((1..=10).contains(&heard), "{heard} notifications for 1,010 events of a session nobody else watches");
+    assert_eq!(relay_a.unwatched_events(), 1_010);
+    assert!(bus_b.has_remote_activity(), "b holds a copy of the session: the saves' hint told it to reload");
+
+    // b's subscriber is announced; from then on a's events of the session reach it.
+    let mut on_b = bus_b.subscribe();
+    until_watched(&relay_a, "s").await;
+    bus_a.publish(EventPayload::AgentMessage(AgentMessage::Delta { delta: "seen".into() }));
+    let got = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await.expect("delivered").unwrap();
+    assert_eq!(text(&got), "seen");
+    assert!(!relay_b.watched_elsewhere("s"), "a has no subscriber of its own to announce");
 }
