@@ -26,6 +26,42 @@ use std::time::{Duration, Instant};
 
 const TOKEN: &str = "bench0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
 
+/// Bytes of log written so far, at `serve`'s default level (warnings), counted instead of printed.
+static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The log's writer: counts what it is given.
+struct CountingWriter;
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGGED.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logged() -> u64 {
+    LOGGED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The instances' relay counters summed: (dropped, unwatched), `None` without a relay.
+async fn relay_counts(urls: &[String]) -> Option<(u64, u64)> {
+    let client = reqwest::Client::new();
+    let mut sum: Option<(u64, u64)> = None;
+    for url in urls {
+        let Ok(resp) = client.get(format!("{url}/api/info")).bearer_auth(TOKEN).send().await else { continue };
+        let Ok(info) = resp.json::<Value>().await else { continue };
+        if let (Some(d), Some(u)) = (info["relay_dropped_events"].as_u64(), info["relay_unwatched_events"].as_u64()) {
+            let (sd, su) = sum.unwrap_or_default();
+            sum = Some((sd + d, su + u));
+        }
+    }
+    sum
+}
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -173,6 +209,7 @@ async fn load_endpoints(endpoints: Vec<String>, secs: u64, body: fn(u64) -> Valu
 }
 
 fn main() {
+    tracing_subscriber::fmt().with_env_filter("warn").with_writer(|| CountingWriter).init();
     let secs = env_or("STORAGE_SECS", 5);
     let conns = env_or("STORAGE_CONNS", 32) as usize;
     let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -192,8 +229,8 @@ fn main() {
     let pg_b = server_rt.block_on(instance(&pg_config, Some(&tmp.path().join("pg-b"))));
 
     println!("\n## tool calls that write the session's state, {conns} keep-alive connections, {secs} s each\n");
-    println!("| server | calls/s | p50 | p99 | calls |");
-    println!("|---|---|---|---|---|");
+    println!("| server | calls/s | p50 | p99 | calls | relay: dropped / not watched | log |");
+    println!("|---|---|---|---|---|---|---|");
     let runs: [(&str, Vec<String>, bool); 5] = [
         ("floor: bare axum handler, same JSON in and out", vec![floor], false),
         ("holdfast, one instance, no data dir (state in memory: the path without storage)", vec![memory], true),
@@ -202,13 +239,19 @@ fn main() {
         ("holdfast, two instances, one PostgreSQL (connections split)", vec![pg_a, pg_b], true),
     ];
     for (name, urls, holdfast) in runs {
+        let (log_before, relay_before) = (logged(), client_rt.block_on(relay_counts(&urls)));
         let r = client_rt.block_on(load(&urls, conns, secs, holdfast));
+        let relay = match (relay_before, client_rt.block_on(relay_counts(&urls))) {
+            (Some((d0, u0)), Some((d1, u1))) => format!("{} / {}", d1 - d0, u1 - u0),
+            _ => "no relay".to_owned(),
+        };
         println!(
-            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {} | {relay} | {} bytes |",
             r.calls as f64 / r.secs,
             r.p50 / 1000.0,
             r.p99 / 1000.0,
-            r.calls
+            r.calls,
+            logged() - log_before
         );
     }
 

@@ -31,7 +31,7 @@
 //! reconnecting is lost to that listener, as an event is to a WebSocket client that lags; so on a reconnect every
 //! session loaded here is marked for reloading.
 
-use crate::migrate::{Component, Migration, SqliteStep};
+use crate::migrate::Component;
 use crate::{PgStore, StoreError};
 use holdfast_core::event::{Event, EventBus, EventPayload, EventRelay, WeakEventBus};
 use parking_lot::Mutex;
@@ -67,20 +67,8 @@ pub const HINT_EVERY: Duration = Duration::from_millis(10);
 /// Most sessions named in one announcement (a notification's payload is limited).
 const WATCH_CHUNK: usize = 100;
 
-/// The spill table (PostgreSQL only).
-pub const MIGRATIONS: Component = Component {
-    name: "events",
-    migrations: &[Migration {
-        version: 1,
-        sqlite: SqliteStep::Sql(""),
-        postgres: "CREATE TABLE IF NOT EXISTS holdfast_event_spill (
-            id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
-        CREATE TABLE IF NOT EXISTS holdfast_event_key (id INT PRIMARY KEY CHECK (id = 1), key TEXT NOT NULL);
-        INSERT INTO holdfast_event_key (id, key)
-            VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))
-            ON CONFLICT (id) DO NOTHING",
-    }],
-};
+/// The spill table and the signing key (PostgreSQL only): [`crate::schema::EVENTS`].
+pub const MIGRATIONS: Component = crate::schema::EVENTS;
 
 #[derive(Serialize, Deserialize)]
 struct Envelope {

@@ -9,9 +9,9 @@
 //!   choice, cap reservation and broadcast — is serialized by PostgreSQL's advisory locks ([`PgStore::lock`]);
 //!   events reach every instance through `LISTEN/NOTIFY` ([`fanout`]).
 //!
-//! Each table's owner (the journal in `holdfast-web3`, sessions in `holdfast-agent`) declares its versioned
-//! migrations for both dialects as a [`Component`]; one runner ([`migrate`]) applies them, recording each in
-//! `holdfast_migrations`.
+//! Every table's schema lives here, as SQL migration files per dialect ([`schema`]: the journal's, sessions',
+//! memory's, tasks', messages' and the relay's); one runner ([`migrate`]) applies them, recording each in
+//! `holdfast_migrations`; what each table's acknowledgement promises is declared beside them ([`durability`]).
 //!
 //! ```
 //! # async fn demo() -> Result<(), holdfast_store::StoreError> {
@@ -27,6 +27,7 @@ pub mod group;
 pub mod lock;
 pub mod migrate;
 pub mod postgres;
+pub mod schema;
 pub mod sqlite;
 
 mod error;

@@ -267,65 +267,6 @@ pub(crate) fn conflict(id: &str, revision: u64) -> ToolError {
     )
 }
 
-/// The session tables, version 1 (valid SQLite and PostgreSQL alike).
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    title TEXT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL DEFAULT 0,
-    output_tokens BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS session_state (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
-    revision BIGINT NOT NULL,
-    state TEXT NOT NULL,
-    saved_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_links (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_messages (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    seq BIGINT NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    tool_calls TEXT,
-    tool_call_id TEXT,
-    name TEXT,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-";
-
-/// Version 2: a session's saved state as one row per part (a register, the context bank, the confirmations), so a
-/// call writes only what it changed. It also marks the `console` history role: a release before it would read such
-/// a record as the user's words, so it refuses a database that has this version.
-const V2: &str = "
-CREATE TABLE IF NOT EXISTS session_parts (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    part TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (session_id, part)
-);
-";
-
-/// The session tables' migrations.
-pub(crate) const MIGRATIONS: holdfast_store::Component = holdfast_store::Component {
-    name: "sessions",
-    migrations: &[
-        holdfast_store::Migration {
-            version: 1,
-            sqlite: holdfast_store::migrate::SqliteStep::Sql(SCHEMA),
-            postgres: SCHEMA,
-        },
-        holdfast_store::Migration { version: 2, sqlite: holdfast_store::migrate::SqliteStep::Sql(V2), postgres: V2 },
-    ],
-};
-
 const SELECT_INFO: &str = "SELECT s.id, s.kind, s.title, s.created_at, s.updated_at,
         (SELECT COUNT(*) FROM session_messages m WHERE m.session_id = s.id), s.input_tokens, s.output_tokens
     FROM sessions s";
@@ -362,7 +303,7 @@ impl SqliteSessionStore {
 
     /// The store on the process's one handle on its SQLite database (its tables migrated first).
     pub fn on(db: &holdfast_store::SqliteDb) -> Result<Self, ToolError> {
-        holdfast_store::migrate::sqlite(&mut db.lock(), &MIGRATIONS)?;
+        holdfast_store::migrate::sqlite(&mut db.lock(), &holdfast_store::schema::SESSIONS)?;
         let states = holdfast_store::GroupCommit::start("session-state", db.writer(), write_state)?;
         Ok(Self { db: db.clone(), states: Arc::new(states) })
     }
@@ -1030,7 +971,10 @@ mod tests {
         let whole = old.state().to_json().unwrap();
         {
             let mut conn = holdfast_store::sqlite::open_file(&path).unwrap();
-            let v1 = holdfast_store::Component { name: "sessions", migrations: &MIGRATIONS.migrations[..1] };
+            let v1 = holdfast_store::Component {
+                name: "sessions",
+                migrations: &holdfast_store::schema::SESSIONS.migrations[..1],
+            };
             holdfast_store::migrate::sqlite(&mut conn, &v1).unwrap();
             let at = "2026-11-25T00:00:00Z";
             conn.execute(

@@ -10,7 +10,7 @@
 //! PostgreSQL broke anyway, a lost connection), nothing of it was committed and each of its saves is tried again
 //! alone, so one bad save fails only its own call; none is acknowledged unless its row was written.
 
-use super::{MIGRATIONS, MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
+use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::llm::Usage;
 use chrono::Utc;
 use holdfast_core::session_state::{StateDelta, StoredState};
@@ -68,7 +68,7 @@ struct Save {
 impl PgSessionStore {
     /// The store in `store`'s database, migrated.
     pub async fn open(store: PgStore) -> Result<Self, ToolError> {
-        store.migrate(&MIGRATIONS).await?;
+        store.migrate(&holdfast_store::schema::SESSIONS).await?;
         let (saves, rx) = mpsc::unbounded_channel();
         tokio::spawn(write_saves(store.clone(), rx));
         Ok(Self { store, saves })

@@ -81,7 +81,7 @@ pub(crate) struct PgJournal {
 impl PgJournal {
     /// The journal in `store`'s database, migrated.
     pub(crate) async fn open(store: PgStore) -> Result<Self, ToolError> {
-        store.migrate(&sql::MIGRATIONS).await.map_err(db_err)?;
+        store.migrate(&holdfast_store::schema::JOURNAL).await.map_err(db_err)?;
         Ok(Self { store })
     }
 }

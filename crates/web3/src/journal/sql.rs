@@ -1,11 +1,11 @@
 //! The journal's SQL, one text for both backends: statements are written with PostgreSQL's `$n` parameters, which
 //! [`for_sqlite`] turns into SQLite's `?n` (same numbers, so a parameter used twice stays one); parameters are
-//! [`Param`]s each backend binds. Also: the table's migrations, and the reading of a row.
+//! [`Param`]s each backend binds. Also: the reading of a row. (The table's migrations are holdfast-store's
+//! [`holdfast_store::schema::JOURNAL`].)
 
 use super::entry::{EntryKind, EntryStatus, JournalEntry, NewEntry};
 use super::store::Select;
 use chrono::{DateTime, Utc};
-use holdfast_store::migrate::{Component, Migration, SqliteStep};
 use serde_json::Value;
 
 /// Statuses that count against caps and block a second send of the same action or intent.
@@ -15,87 +15,6 @@ pub(super) const LIVE: &str = "('reserved','signed','pending','unknown','confirm
 pub(super) const COLUMNS: &str = "id, session_id, kind, network, chain_id, from_address, to_address, nonce, value, \
                                   asset, asset_symbol, amount, fingerprint, raw_tx, tx_hash, status, block_number, \
                                   gas_used, error, summary, created_at, updated_at, intent, genesis";
-
-/// The table as version 1 creates it (an older SQLite file's table, made before migrations were recorded, is
-/// brought to the same shape by [`sqlite_v1`]). A macro, so that PostgreSQL's step can be the same text (`concat!`).
-macro_rules! table {
-    () => {
-        "
-CREATE TABLE IF NOT EXISTS journal (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    network TEXT NOT NULL,
-    chain_id BIGINT NOT NULL,
-    from_address TEXT NOT NULL,
-    to_address TEXT NOT NULL,
-    nonce BIGINT,
-    value TEXT NOT NULL,
-    asset TEXT NOT NULL,
-    asset_symbol TEXT NOT NULL,
-    amount TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    raw_tx TEXT,
-    tx_hash TEXT,
-    status TEXT NOT NULL,
-    block_number BIGINT,
-    gas_used TEXT,
-    error TEXT,
-    summary TEXT NOT NULL,
-    day TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    intent TEXT
-);
-CREATE INDEX IF NOT EXISTS journal_status ON journal (status);
-CREATE INDEX IF NOT EXISTS journal_fingerprint ON journal (fingerprint);
-CREATE INDEX IF NOT EXISTS journal_session ON journal (session_id);
-"
-    };
-}
-
-/// Indexes that need the `intent` column; the unique one allows one live entry per intent, whoever writes it.
-macro_rules! intent_indexes {
-    () => {
-        "
-CREATE INDEX IF NOT EXISTS journal_spend ON journal (chain_id, from_address, asset, day);
-CREATE UNIQUE INDEX IF NOT EXISTS journal_intent ON journal (intent)
-    WHERE intent IS NOT NULL AND status NOT IN ('failed', 'refused');
-"
-    };
-}
-
-/// Version 1 on SQLite: the table, with the `intent` column added to a file that predates it.
-fn sqlite_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(table!())?;
-    let has_intent = tx.prepare("SELECT 1 FROM pragma_table_info('journal') WHERE name = 'intent'")?.exists([])?;
-    if !has_intent {
-        tx.execute_batch("ALTER TABLE journal ADD COLUMN intent TEXT;")?;
-    }
-    tx.execute_batch(intent_indexes!())
-}
-
-/// Version 2: the user authorization an entry's action spent (`au_…`), so that no other action runs by itself on it.
-/// (`authorization` is a reserved word in PostgreSQL.)
-const V2: &str = "
-ALTER TABLE journal ADD COLUMN user_authorization TEXT;
-CREATE INDEX IF NOT EXISTS journal_user_authorization ON journal (user_authorization)
-    WHERE user_authorization IS NOT NULL;
-";
-
-/// Version 3: the genesis block hash of the chain a transaction was signed for, so that reconciliation tells a chain
-/// that began anew (a devnet reset) from a transaction that was dropped.
-const V3: &str = "ALTER TABLE journal ADD COLUMN genesis TEXT;";
-
-/// The journal's migrations.
-pub(super) const MIGRATIONS: Component = Component {
-    name: "journal",
-    migrations: &[
-        Migration { version: 1, sqlite: SqliteStep::Code(sqlite_v1), postgres: concat!(table!(), intent_indexes!()) },
-        Migration { version: 2, sqlite: SqliteStep::Sql(V2), postgres: V2 },
-        Migration { version: 3, sqlite: SqliteStep::Sql(V3), postgres: V3 },
-    ],
-};
 
 /// `$n` → `?n`. (No statement here has a `$` inside a string literal.)
 pub(super) fn for_sqlite(sql: &str) -> String {

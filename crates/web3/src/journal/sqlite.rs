@@ -93,7 +93,7 @@ impl std::fmt::Debug for SqliteJournal {
 impl SqliteJournal {
     /// The journal in `db` (its tables migrated first).
     pub(crate) fn open(db: &holdfast_store::SqliteDb) -> Result<Self, ToolError> {
-        holdfast_store::migrate::sqlite(&mut db.lock(), &sql::MIGRATIONS).map_err(db_err)?;
+        holdfast_store::migrate::sqlite(&mut db.lock(), &holdfast_store::schema::JOURNAL).map_err(db_err)?;
         Ok(Self { conn: db.writer(), persistent: db.path().is_some(), wallets: Mutex::default() })
     }
 

@@ -1,0 +1,1 @@
+ALTER TABLE reminders_items ADD COLUMN IF NOT EXISTS not_before TEXT COLLATE "C";

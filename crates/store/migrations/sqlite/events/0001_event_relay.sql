@@ -1,0 +1,1 @@
+-- PostgreSQL only: the event relay runs between instances on one PostgreSQL database.

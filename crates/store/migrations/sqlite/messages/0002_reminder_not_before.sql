@@ -1,0 +1,1 @@
+ALTER TABLE reminders_items ADD COLUMN not_before TEXT;

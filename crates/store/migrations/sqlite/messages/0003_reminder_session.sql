@@ -1,0 +1,1 @@
+ALTER TABLE reminders_items ADD COLUMN session_id TEXT;

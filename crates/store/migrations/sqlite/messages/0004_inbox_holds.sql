@@ -1,0 +1,1 @@
+-- PostgreSQL only: on the SQLite file one process holds every inbox.
