@@ -241,13 +241,9 @@ impl Runtime {
             core.data_dir = data_dir;
         }
         let mut services = CoreServices::new(core)?;
-        let storage =
-            holdfast_store::Storage::open(services.config.data_dir.as_deref(), services.config.database_url.as_ref())
-                .await
-                .map_err(ToolError::from)?;
         // The process holds its data dir before anything in it is opened, and its wallet before anything is signed:
         // alone on the SQLite file, shared with the other instances on PostgreSQL (`holdfast_store::lock`).
-        let on_postgres = matches!(storage, holdfast_store::Storage::Postgres(_));
+        let on_postgres = holdfast_store::Storage::names_postgres(services.config.database_url.as_ref());
         let command = holdfast_store::process_command();
         let data_dir_lock = match services.config.data_dir.as_deref() {
             Some(dir) => {
@@ -255,6 +251,10 @@ impl Runtime {
             }
             None => None,
         };
+        let storage =
+            holdfast_store::Storage::open(services.config.data_dir.as_deref(), services.config.database_url.as_ref())
+                .await
+                .map_err(ToolError::from)?;
         let web3 = Web3::from_storage(&doc, Arc::clone(&services.config), &storage).await?;
         let wallet_lock = match storage.is_durable() {
             true => Some(

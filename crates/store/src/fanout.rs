@@ -67,6 +67,12 @@ pub const HINT_EVERY: Duration = Duration::from_millis(10);
 /// Most sessions named in one announcement (a notification's payload is limited).
 const WATCH_CHUNK: usize = 100;
 
+/// The longest wait before the sender tries again after a round in which a send failed (it doubles from 100 ms).
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Another instance's hello is answered at most this often (a replayed one costs nothing more).
+const RENEW_AT_MOST: Duration = Duration::from_secs(1);
+
 /// The spill table and the signing key (PostgreSQL only): [`crate::schema::EVENTS`].
 pub const MIGRATIONS: Component = crate::schema::EVENTS;
 
@@ -89,6 +95,9 @@ struct Envelope {
     /// The sender started listening (or listens again): every instance renews its announcements now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     h: bool,
+    /// When an announcement or hello was sent (Unix seconds): one older than [`WATCH_TTL`] is a replay, ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<i64>,
 }
 
 /// What the sender owes the other instances besides queued events.
@@ -121,6 +130,12 @@ impl Shared {
         self.wake.notify_one();
     }
 
+    /// Records what is owed without waking the sender: what a failed send gives back waits for the next round (after
+    /// the back-off), instead of being retried at once in a loop.
+    fn owe_later(&self, f: impl FnOnce(&mut Pending)) {
+        f(&mut self.pending.lock());
+    }
+
     /// The sessions with a subscriber in this process.
     fn watched_here(&self) -> Vec<String> {
         let buses = self.buses.lock();
@@ -147,6 +162,8 @@ pub struct PgFanout {
     unwatched: AtomicU64,
     /// The sessions other instances watch, and until when (renewed by their announcements).
     watched: Mutex<HashMap<String, Instant>>,
+    /// When another instance's hello was last answered ([`RENEW_AT_MOST`]).
+    renewed: Mutex<Option<Instant>>,
 }
 
 /// Counts events dropped from a full queue and rate-limits the warning about them.
@@ -208,6 +225,7 @@ impl PgFanout {
             dropped: DropCounter::default(),
             unwatched: AtomicU64::new(0),
             watched: Mutex::new(HashMap::new()),
+            renewed: Mutex::new(None),
         });
         tokio::spawn(send(store.clone(), key, rx, shared, cancel.clone()));
         let receiving = Arc::downgrade(&fanout);
@@ -225,7 +243,14 @@ impl PgFanout {
                     Ok(None) => {
                         tracing::warn!("event fan-out: the listening connection was lost; reconnecting");
                         fanout.mark_all_remote();
+                        // The others renew what they watch on hello. The listener listens again only at its next
+                        // receive, so a second hello a second later covers answers the first one's may have lost.
                         fanout.shared.owe(|p| p.hello = true);
+                        let shared = Arc::clone(&fanout.shared);
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            shared.owe(|p| p.hello = true);
+                        });
                     }
                     Err(e) => {
                         tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "event fan-out: listen");
@@ -257,6 +282,13 @@ impl PgFanout {
         if envelope.o == self.instance {
             return;
         }
+        let is_control = !envelope.w.is_empty() || envelope.h;
+        let sent = envelope.t.unwrap_or_default();
+        let fresh = (chrono::Utc::now().timestamp() - sent).unsigned_abs() <= WATCH_TTL.as_secs();
+        if is_control && !fresh {
+            // A replay of an old announcement or hello (any role that can LISTEN has seen them): ignored.
+            return;
+        }
         if !envelope.w.is_empty() {
             let until = Instant::now() + WATCH_TTL;
             let mut watched = self.watched.lock();
@@ -267,7 +299,11 @@ impl PgFanout {
             }
         }
         if envelope.h {
-            self.shared.owe(|p| p.renew = true);
+            let mut renewed = self.renewed.lock();
+            if renewed.is_none_or(|at| at.elapsed() >= RENEW_AT_MOST) {
+                *renewed = Some(Instant::now());
+                self.shared.owe(|p| p.renew = true);
+            }
         }
         let event = match (envelope.e, envelope.s) {
             (Some(event), _) => event,
@@ -330,7 +366,7 @@ impl EventRelay for PgFanout {
     fn relay(&self, event: &Arc<Event>) {
         if !self.watched_elsewhere(&event.session_id) {
             self.unwatched.fetch_add(1, Ordering::Relaxed);
-            if matches!(event.payload, EventPayload::ToolResult(_) | EventPayload::SessionSaved(_)) {
+            if is_save(event) {
                 self.shared.owe(|p| {
                     p.hints.insert(event.session_id.clone());
                 });
@@ -382,7 +418,16 @@ async fn send(
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_hints = Instant::now().checked_sub(HINT_EVERY).unwrap_or_else(Instant::now);
     let mut hints_waiting = false;
+    let mut backoff = Duration::ZERO;
+    let mut warned: Option<Instant> = None;
     loop {
+        if !backoff.is_zero() {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(backoff) => {}
+            }
+        }
+        let mut failed: Option<StoreError> = None;
         let hints_at = tokio::time::Instant::from_std(last_hints + HINT_EVERY);
         tokio::select! {
             () = cancel.cancelled() => return,
@@ -393,7 +438,10 @@ async fn send(
         }
         if !batch.is_empty() {
             if let Err(e) = sender.notify(&batch).await {
-                tracing::warn!(error = %e, "event fan-out: some events not sent to the other instances");
+                // A save among them still reaches every copy elsewhere: its session is owed a hint.
+                let saved = batch.iter().filter(|e| is_save(e)).map(|e| e.session_id.clone());
+                shared.owe_later(|p| p.hints.extend(saved));
+                failed = Some(e);
             }
             batch.clear();
         }
@@ -417,8 +465,8 @@ async fn send(
                 let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
                 if let Err(e) = sender.notify(&hints).await {
                     // Kept for the next round: a hint is sent or still owed, never forgotten.
-                    tracing::warn!(error = %e, "event fan-out: reload hints not sent; tried again after the next batch");
-                    shared.owe(|p| p.hints.extend(chunk.iter().cloned()));
+                    shared.owe_later(|p| p.hints.extend(chunk.iter().cloned()));
+                    failed = Some(e);
                 }
             }
         }
@@ -429,14 +477,31 @@ async fn send(
         }
         for (sessions, hello) in control {
             if let Err(e) = sender.control(sessions.clone(), hello).await {
-                tracing::warn!(error = %e, "event fan-out: an announcement was not sent; sent again with the next");
-                shared.owe(|p| {
+                shared.owe_later(|p| {
                     p.watch.extend(sessions);
                     p.hello |= hello;
                 });
+                failed = Some(e);
+            }
+        }
+        match failed {
+            None => backoff = Duration::ZERO,
+            Some(e) => {
+                // Sent again after a back-off (100 ms, doubling to 5 s), not in a loop; logged at most once a second.
+                backoff = (backoff * 2).clamp(Duration::from_millis(100), MAX_BACKOFF);
+                if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    warned = Some(Instant::now());
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
+                        "event fan-out: not everything was sent to the other instances; what is owed is sent again");
+                }
             }
         }
     }
+}
+
+/// Whether `event` follows a save (another instance's copy of its session is older once it happened).
+fn is_save(event: &Event) -> bool {
+    matches!(event.payload, EventPayload::ToolResult(_) | EventPayload::SessionSaved(_))
 }
 
 /// A `session.saved` for `session` with no revision of its own (0): "events of it were dropped; reload it".
@@ -482,7 +547,8 @@ impl Sender {
     async fn control(&mut self, sessions: Vec<String>, hello: bool) -> Result<(), StoreError> {
         self.seq += 1;
         let o = self.store.instance().to_owned();
-        let body = serde_json::to_string(&Envelope { o, e: None, s: None, n: self.seq, w: sessions, h: hello })
+        let t = Some(chrono::Utc::now().timestamp());
+        let body = serde_json::to_string(&Envelope { o, e: None, s: None, n: self.seq, w: sessions, h: hello, t })
             .map_err(|e| StoreError::Query(e.to_string()))?;
         self.send(&[sign(&self.key, &body)]).await
     }
@@ -501,7 +567,8 @@ impl Sender {
     async fn payload(&mut self, event: &Event) -> Result<String, StoreError> {
         self.seq += 1;
         let o = self.store.instance().to_owned();
-        let inline = Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq, w: Vec::new(), h: false };
+        let inline =
+            Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq, w: Vec::new(), h: false, t: None };
         let payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
         if payload.len() <= INLINE_MAX {
             return Ok(sign(&self.key, &payload));
@@ -522,7 +589,7 @@ impl Sender {
                 tracing::warn!(error = %StoreError::from(e), "event fan-out: old spill rows not pruned");
             }
         }
-        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq, w: Vec::new(), h: false })
+        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq, w: Vec::new(), h: false, t: None })
             .map(|payload| sign(&self.key, &payload))
             .map_err(|e| StoreError::Query(e.to_string()))
     }

@@ -72,6 +72,12 @@ impl Storage {
         }
     }
 
+    /// Whether [`Storage::open`] with `url` selects PostgreSQL (`url`, or `HOLDFAST_DATABASE_URL`, names a database),
+    /// known before anything is opened.
+    pub fn names_postgres(url: Option<&DatabaseUrl>) -> bool {
+        url.is_some() || std::env::var(DATABASE_URL_ENV).is_ok_and(|text| !text.trim().is_empty())
+    }
+
     /// True when what is stored outlives the process (a file or a database, not memory).
     pub fn is_durable(&self) -> bool {
         !matches!(self, Self::Sqlite(db) if db.path().is_none())

@@ -371,3 +371,20 @@ async fn one_process_writes_its_data_dir_file_through_one_connection() {
     assert_eq!(kept.registers.get("note").unwrap().value, json!("kept"));
     assert_eq!(out["blocks"][0]["label"], "human", "{out}");
 }
+
+/// A data dir another process holds is refused before anything in it is opened: its database is not created,
+/// changed or waited on (the SQLite file used to be opened first, the lock taken after).
+#[tokio::test]
+async fn a_held_data_dir_is_refused_before_its_database_is_touched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another process's lock, as flock(2) sees it: this file description, not this process's lock table.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    let other = options.open(dir.join("holdfast.lock")).unwrap();
+    other.try_lock().unwrap();
+    let err = Runtime::from_document_with_data_dir(ConfigDocument::empty(), Some(dir.clone())).await.unwrap_err();
+    assert!(err.to_string().contains("another holdfast process is using the data dir"), "{err}");
+    assert!(!dir.join("holdfast.db").exists(), "the held data dir's database was opened");
+}

@@ -19,6 +19,14 @@ async fn until_watched(relay: &PgFanout, session: &str) {
     panic!("the other instance's subscriber of {session} was never announced");
 }
 
+/// keccak-256(key ‖ 0x00 ‖ body), hex: the MAC a notification carries, made here as another role would.
+fn mac(key: &str, body: &str) -> String {
+    let mut bytes = key.as_bytes().to_vec();
+    bytes.push(0);
+    bytes.extend_from_slice(body.as_bytes());
+    alloy_primitives::hex::encode(alloy_primitives::keccak256(&bytes))
+}
+
 fn text(event: &holdfast_core::event::Event) -> String {
     match &event.payload {
         EventPayload::AgentMessage(AgentMessage::Delta { delta }) => delta.clone(),
@@ -87,12 +95,6 @@ async fn a_notification_not_signed_with_the_key_is_dropped() {
         at: chrono::Utc::now(),
     };
     let body = |delta: &str| serde_json::json!({"o": "i_attacker", "e": event(delta), "n": 1}).to_string();
-    let mac = |key: &str, body: &str| {
-        let mut bytes = key.as_bytes().to_vec();
-        bytes.push(0);
-        bytes.extend_from_slice(body.as_bytes());
-        alloy_primitives::hex::encode(alloy_primitives::keccak256(&bytes))
-    };
     let key: String =
         sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(attacker.pool()).await.unwrap();
     assert_eq!(key.len(), 64, "two random UUIDs' hex digits");
@@ -192,4 +194,31 @@ async fn only_watched_sessions_events_are_sent_and_saves_still_reach_every_copy(
     let got = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await.expect("delivered").unwrap();
     assert_eq!(text(&got), "seen");
     assert!(!relay_b.watched_elsewhere("s"), "a has no subscriber of its own to announce");
+}
+
+/// An announcement is signed and dated: a replayed one (any role that can `LISTEN` has seen them; here one sent
+/// with the key but dated a minute ago) marks nothing as watched, a fresh one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_announcement_marks_nothing_as_watched() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let a = PgStore::connect(&url).await.unwrap();
+    let relay_a = PgFanout::start(a.clone(), cancel.clone()).await.unwrap();
+    let key: String = sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(a.pool()).await.unwrap();
+    let announce = async |session: &str, t: i64| {
+        let body = serde_json::json!({"o": "i_other", "n": 1, "w": [session], "t": t}).to_string();
+        let signed = format!("{}.{body}", mac(&key, &body));
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(holdfast_store::fanout::CHANNEL)
+            .bind(signed)
+            .execute(a.pool())
+            .await
+            .unwrap();
+    };
+    let now = chrono::Utc::now().timestamp();
+    announce("old", now - 60).await;
+    announce("new", now).await;
+    until_watched(&relay_a, "new").await;
+    assert!(!relay_a.watched_elsewhere("old"), "a replayed announcement was taken");
 }

@@ -204,6 +204,8 @@ impl SqliteMemoryStore {
         }
         let query = fts_query(terms);
         self.db.read(|c| {
+            // One read transaction: the values, the history's ranking and its snippets from one snapshot.
+            let c = &c.unchecked_transaction()?;
             // Ordered by FTS5's own `rank` column (bm25): FTS5 then hands rows over best first, so the snippets are
             // made for the rows returned, not for every match (ordering by an alias of `bm25()` sorts after
             // computing every result column, snippets included).
