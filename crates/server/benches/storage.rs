@@ -62,6 +62,34 @@ async fn relay_counts(urls: &[String]) -> Option<(u64, u64)> {
     sum
 }
 
+/// What a row writes: the bytes this process sent to the storage layer (`/proc/self/io`'s `write_bytes`, counted
+/// when pages are dirtied; the SQLite file and its WAL), or the PostgreSQL server's WAL bytes (`pg_stat_wal`).
+#[derive(Clone, Copy)]
+enum Meter {
+    None,
+    Disk,
+    Wal,
+}
+
+fn disk_written() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    io.lines().find_map(|l| l.strip_prefix("write_bytes:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+async fn wal_written(db: &holdfast_core::config::DatabaseUrl) -> u64 {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(db.expose()).await.unwrap();
+    sqlx::query_scalar::<_, i64>("SELECT wal_bytes::bigint FROM pg_stat_wal").fetch_one(&mut conn).await.unwrap() as u64
+}
+
+async fn written(meter: Meter, db: &holdfast_core::config::DatabaseUrl) -> u64 {
+    match meter {
+        Meter::None => 0,
+        Meter::Disk => disk_written(),
+        Meter::Wal => wal_written(db).await,
+    }
+}
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -103,6 +131,15 @@ struct Run {
     secs: f64,
     p50: f64,
     p99: f64,
+    /// What the measured part wrote, by the row's meter.
+    written: u64,
+}
+
+/// The meter a row reads before and after its measured part (not its warm-up).
+#[derive(Clone, Copy)]
+struct Metered<'a> {
+    meter: Meter,
+    db: &'a holdfast_core::config::DatabaseUrl,
 }
 
 /// A new session on `url`, filled with `registers` registers of `value_bytes` bytes each and `messages` user
@@ -131,17 +168,17 @@ async fn load_one_session(
     url: &str,
     session: &str,
     tool: &str,
-    conns: usize,
-    secs: u64,
+    (conns, secs): (usize, u64),
     body: fn(u64) -> Value,
+    metered: Metered<'_>,
 ) -> Run {
     let endpoint = format!("{url}/api/sessions/{session}/tools/{tool}");
-    load_endpoints(vec![endpoint; conns], secs, body).await
+    load_endpoints(vec![endpoint; conns], secs, body, metered).await
 }
 
 /// `conns` keep-alive connections, spread over `urls` in turn, each with its own session, each calling
 /// `register_set` with a new value until the deadline.
-async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
+async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool, metered: Metered<'_>) -> Run {
     let client = reqwest::Client::builder().pool_max_idle_per_host(conns).build().unwrap();
     let mut endpoints = Vec::new();
     for i in 0..conns {
@@ -163,11 +200,11 @@ async fn load(urls: &[String], conns: usize, secs: u64, holdfast: bool) -> Run {
         };
         endpoints.push(format!("{url}/api/sessions/{session}/tools/register_set"));
     }
-    load_endpoints(endpoints, secs, |n| json!({"key": "note", "value": n.to_string()})).await
+    load_endpoints(endpoints, secs, |n| json!({"key": "note", "value": n.to_string()}), metered).await
 }
 
 /// One keep-alive connection per endpoint, each calling it with `body(n)` until the deadline (after a 1 s warm-up).
-async fn load_endpoints(endpoints: Vec<String>, secs: u64, body: fn(u64) -> Value) -> Run {
+async fn load_endpoints(endpoints: Vec<String>, secs: u64, body: fn(u64) -> Value, metered: Metered<'_>) -> Run {
     let client = reqwest::Client::builder().pool_max_idle_per_host(endpoints.len()).build().unwrap();
     let run = |secs: u64| {
         let deadline = Instant::now() + Duration::from_secs(secs);
@@ -196,16 +233,18 @@ async fn load_endpoints(endpoints: Vec<String>, secs: u64, body: fn(u64) -> Valu
     for h in run(1) {
         h.await.unwrap(); // warm-up: connections open, sessions loaded
     }
+    let written_before = written(metered.meter, metered.db).await;
     let started = Instant::now();
     let mut all = Vec::new();
     for h in run(secs) {
         all.extend(h.await.unwrap());
     }
     let secs = started.elapsed().as_secs_f64();
+    let written = written(metered.meter, metered.db).await.saturating_sub(written_before);
     all.sort_by(f64::total_cmp);
     let at =
         |q: f64| all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0.0);
-    Run { calls: all.len(), secs, p50: at(0.5), p99: at(0.99) }
+    Run { calls: all.len(), secs, p50: at(0.5), p99: at(0.99), written }
 }
 
 fn main() {
@@ -229,24 +268,35 @@ fn main() {
     let pg_b = server_rt.block_on(instance(&pg_config, Some(&tmp.path().join("pg-b"))));
 
     println!("\n## tool calls that write the session's state, {conns} keep-alive connections, {secs} s each\n");
-    println!("| server | calls/s | p50 | p99 | calls | relay: dropped / not watched | log |");
-    println!("|---|---|---|---|---|---|---|");
-    let runs: [(&str, Vec<String>, bool); 5] = [
-        ("floor: bare axum handler, same JSON in and out", vec![floor], false),
-        ("holdfast, one instance, no data dir (state in memory: the path without storage)", vec![memory], true),
-        ("holdfast, one instance, SQLite file (WAL, synchronous = FULL)", vec![sqlite], true),
-        ("holdfast, one instance, PostgreSQL", vec![pg_one], true),
-        ("holdfast, two instances, one PostgreSQL (connections split)", vec![pg_a, pg_b], true),
+    println!("| server | calls/s | p50 | p99 | calls | relay: dropped / not watched | log | written per call |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let runs: [(&str, Vec<String>, bool, Meter); 5] = [
+        ("floor: bare axum handler, same JSON in and out", vec![floor], false, Meter::None),
+        (
+            "holdfast, one instance, no data dir (state in memory: the path without storage)",
+            vec![memory],
+            true,
+            Meter::None,
+        ),
+        ("holdfast, one instance, SQLite file (WAL, synchronous = FULL)", vec![sqlite], true, Meter::Disk),
+        ("holdfast, one instance, PostgreSQL", vec![pg_one], true, Meter::Wal),
+        ("holdfast, two instances, one PostgreSQL (connections split)", vec![pg_a, pg_b], true, Meter::Wal),
     ];
-    for (name, urls, holdfast) in runs {
+    for (name, urls, holdfast, meter) in runs {
         let (log_before, relay_before) = (logged(), client_rt.block_on(relay_counts(&urls)));
-        let r = client_rt.block_on(load(&urls, conns, secs, holdfast));
+        let r = client_rt.block_on(load(&urls, conns, secs, holdfast, Metered { meter, db: &db }));
+        let per_call = r.written / r.calls.max(1) as u64;
+        let per_call = match meter {
+            Meter::None => "—".to_owned(),
+            Meter::Disk => format!("{per_call} bytes (file)"),
+            Meter::Wal => format!("{per_call} bytes (WAL)"),
+        };
         let relay = match (relay_before, client_rt.block_on(relay_counts(&urls))) {
             (Some((d0, u0)), Some((d1, u1))) => format!("{} / {}", d1 - d0, u1 - u0),
             _ => "no relay".to_owned(),
         };
         println!(
-            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {} | {relay} | {} bytes |",
+            "| {name} | {:.0} | {:.2} ms | {:.2} ms | {} | {relay} | {} bytes | {per_call} |",
             r.calls as f64 / r.secs,
             r.p50 / 1000.0,
             r.p99 / 1000.0,
@@ -261,8 +311,8 @@ fn main() {
     let small = client_rt.block_on(filled_session(&sized, 10, 100, 0));
     let large = client_rt.block_on(filled_session(&sized, 250, 2048, 200));
     println!("\n## one session, {conns} keep-alive connections on it, SQLite file, {secs} s each\n");
-    println!("| call | session | calls/s | p50 | p99 | calls |");
-    println!("|---|---|---|---|---|---|");
+    println!("| call | session | calls/s | p50 | p99 | calls | written per call (file) |");
+    println!("|---|---|---|---|---|---|---|");
     let read: fn(u64) -> Value = |_| json!({"key": "r1"});
     let write: fn(u64) -> Value = |n| json!({"key": "note", "value": n.to_string()});
     for (call, tool, body) in
@@ -270,17 +320,19 @@ fn main() {
     {
         let mut rates = Vec::new();
         for (what, session) in [("10 registers", &small), ("250 registers of 2 KB, 200 user messages", &large)] {
-            let r = client_rt.block_on(load_one_session(&sized, session, tool, conns, secs, body));
+            let metered = Metered { meter: Meter::Disk, db: &db };
+            let r = client_rt.block_on(load_one_session(&sized, session, tool, (conns, secs), body, metered));
             rates.push(r.calls as f64 / r.secs);
             println!(
-                "| {call} | {what} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+                "| {call} | {what} | {:.0} | {:.2} ms | {:.2} ms | {} | {} bytes |",
                 r.calls as f64 / r.secs,
                 r.p50 / 1000.0,
                 r.p99 / 1000.0,
-                r.calls
+                r.calls,
+                r.written / r.calls.max(1) as u64
             );
         }
-        println!("| {call} | small ÷ large | {:.2}× | | | |", rates[0] / rates[1]);
+        println!("| {call} | small ÷ large | {:.2}× | | | | |", rates[0] / rates[1]);
     }
     client_rt.shutdown_timeout(Duration::from_secs(1));
     server_rt.shutdown_timeout(Duration::from_secs(1));
