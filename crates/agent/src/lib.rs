@@ -12,7 +12,7 @@ pub mod inbox;
 pub mod listen;
 pub mod llm;
 pub mod runtime;
-pub mod sessions;
+pub use holdfast_store::sessions;
 pub mod skills;
 pub mod turns;
 pub mod window;

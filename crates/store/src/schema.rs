@@ -7,7 +7,7 @@
 //! | owner | component | tables |
 //! |---|---|---|
 //! | `holdfast-web3` | [`JOURNAL`] | `journal` |
-//! | `holdfast-agent` | [`SESSIONS`] | `sessions`, `session_state`, `session_parts`, `session_messages`, `session_links` |
+//! | this crate ([`crate::sessions`]; used by `holdfast-agent`) | [`SESSIONS`] | `sessions`, `session_state`, `session_parts`, `session_messages`, `session_links` |
 //! | `holdfast-memory` | [`MEMORY`], [`TASKS`], [`MESSAGES`] | `memory_*`, `tasks_items`, `messages_*`, `reminders_items` |
 //! | this crate | [`EVENTS`] | `holdfast_event_spill`, `holdfast_event_key` (PostgreSQL only) |
 //!

@@ -11,12 +11,12 @@
 //! alone, so one bad save fails only its own call; none is acknowledged unless its row was written.
 
 use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
-use crate::llm::Usage;
+use crate::PgStore;
 use chrono::Utc;
+use holdfast_core::event::TokenUsage as Usage;
 use holdfast_core::session_state::{StateDelta, StoredState};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{SessionStateStore, ToolError};
-use holdfast_store::PgStore;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
@@ -68,7 +68,7 @@ struct Save {
 impl PgSessionStore {
     /// The store in `store`'s database, migrated.
     pub async fn open(store: PgStore) -> Result<Self, ToolError> {
-        store.migrate(&holdfast_store::schema::SESSIONS).await?;
+        store.migrate(&crate::schema::SESSIONS).await?;
         let (saves, rx) = mpsc::unbounded_channel();
         tokio::spawn(write_saves(store.clone(), rx));
         Ok(Self { store, saves })

@@ -6,14 +6,14 @@
 //!
 //! Storage sits behind [`SessionStorage`]: [`SqliteSessionStore`] (a real file, WAL; the default),
 //! [`PgSessionStore`] (PostgreSQL, shared by several instances: a session created on one is used on another) and
-//! [`InMemorySessionStore`] (no data dir). [`open_sessions`] picks the one a [`holdfast_store::Storage`] names.
+//! [`InMemorySessionStore`] (no data dir). [`open_sessions`] picks the one a [`crate::Storage`] names.
 
 mod postgres;
 
 pub use postgres::PgSessionStore;
 
-use crate::llm::Usage;
 use chrono::{DateTime, Utc};
+use holdfast_core::event::TokenUsage as Usage;
 use holdfast_core::session_state::{StateDelta, StoredState};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{SessionStateStore, ToolError};
@@ -53,7 +53,8 @@ pub enum MessageRole {
 }
 
 impl MessageRole {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The name the history stores.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
@@ -64,7 +65,8 @@ impl MessageRole {
         }
     }
 
-    pub(crate) fn parse(s: &str) -> Self {
+    /// The role a stored name reads as: one this build does not know is [`MessageRole::System`], never the user's.
+    pub fn parse(s: &str) -> Self {
         match s {
             "user" => Self::User,
             "assistant" => Self::Assistant,
@@ -192,11 +194,11 @@ pub trait SessionStorage: SessionStateStore {
 }
 
 /// The session store `storage` names: the SQLite file (or memory without one), or PostgreSQL (migrated first).
-pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn SessionStorage>, ToolError> {
+pub async fn open_sessions(storage: &crate::Storage) -> Result<Arc<dyn SessionStorage>, ToolError> {
     Ok(match storage {
-        holdfast_store::Storage::Sqlite(db) if db.path().is_none() => Arc::new(InMemorySessionStore::default()),
-        holdfast_store::Storage::Sqlite(db) => Arc::new(SqliteSessionStore::on(db)?),
-        holdfast_store::Storage::Postgres(pg) => Arc::new(PgSessionStore::open(pg.clone()).await?),
+        crate::Storage::Sqlite(db) if db.path().is_none() => Arc::new(InMemorySessionStore::default()),
+        crate::Storage::Sqlite(db) => Arc::new(SqliteSessionStore::on(db)?),
+        crate::Storage::Postgres(pg) => Arc::new(PgSessionStore::open(pg.clone()).await?),
     })
 }
 
@@ -205,10 +207,10 @@ pub async fn open_sessions(storage: &holdfast_store::Storage) -> Result<Arc<dyn 
 pub struct SqliteSessionStore {
     /// The process's handle on the file: statements that change it run on its writing connection, reads on its
     /// read-only ones.
-    db: holdfast_store::SqliteDb,
+    db: crate::SqliteDb,
     /// Saves of session state, group-committed: every tool call saves its session's state, and concurrent calls share
     /// one transaction (one fsync) instead of queueing for one each.
-    states: Arc<holdfast_store::GroupCommit<StateWrite>>,
+    states: Arc<crate::GroupCommit<StateWrite>>,
 }
 
 /// One compare-and-set of a session's saved state, with the parts it writes.
@@ -293,18 +295,18 @@ impl SqliteSessionStore {
     /// `synchronous = FULL`: an acknowledged message or state is on disk).
     /// The file is opened on its own: a process that keeps other tables in it uses [`SqliteSessionStore::on`].
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        Self::on(&holdfast_store::SqliteDb::open(path)?)
+        Self::on(&crate::SqliteDb::open(path)?)
     }
 
     /// A store in memory.
     pub fn in_memory() -> Result<Self, ToolError> {
-        Self::on(&holdfast_store::SqliteDb::memory()?)
+        Self::on(&crate::SqliteDb::memory()?)
     }
 
     /// The store on the process's one handle on its SQLite database (its tables migrated first).
-    pub fn on(db: &holdfast_store::SqliteDb) -> Result<Self, ToolError> {
-        holdfast_store::migrate::sqlite(&mut db.lock(), &holdfast_store::schema::SESSIONS)?;
-        let states = holdfast_store::GroupCommit::start("session-state", db.writer(), write_state)?;
+    pub fn on(db: &crate::SqliteDb) -> Result<Self, ToolError> {
+        crate::migrate::sqlite(&mut db.lock(), &crate::schema::SESSIONS)?;
+        let states = crate::GroupCommit::start("session-state", db.writer(), write_state)?;
         Ok(Self { db: db.clone(), states: Arc::new(states) })
     }
 
@@ -795,7 +797,7 @@ mod tests {
         exercise(&SqliteSessionStore::in_memory().unwrap()).await;
         exercise(&InMemorySessionStore::default()).await;
         if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
-            let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+            let pg = crate::PgStore::connect(&url).await.unwrap();
             exercise(&PgSessionStore::open(pg).await.unwrap()).await;
         }
     }
@@ -803,8 +805,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_session_of_one_instance_is_continued_on_another() {
         let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
-        let a = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
-        let b = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let a = PgSessionStore::open(crate::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let b = PgSessionStore::open(crate::PgStore::connect(&url).await.unwrap()).await.unwrap();
         a.create("s", "http").await.unwrap();
         a.append("s", NewMessage::text(MessageRole::User, "hello from a")).await.unwrap();
         a.save_state("s", 1, note("one")).await.unwrap();
@@ -881,9 +883,9 @@ mod tests {
         })
         .await;
         if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
-            let pg = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+            let pg = PgSessionStore::open(crate::PgStore::connect(&url).await.unwrap()).await.unwrap();
             let reopen = async || {
-                let pg = holdfast_store::PgStore::connect(&url).await.unwrap();
+                let pg = crate::PgStore::connect(&url).await.unwrap();
                 Arc::new(PgSessionStore::open(pg).await.unwrap()) as Arc<dyn SessionStorage>
             };
             concurrent_saves(Arc::new(pg), reopen).await;
@@ -929,8 +931,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn two_instances_saving_the_same_sessions_never_fail_each_other() {
         let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
-        let a = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
-        let b = PgSessionStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let a = PgSessionStore::open(crate::PgStore::connect(&url).await.unwrap()).await.unwrap();
+        let b = PgSessionStore::open(crate::PgStore::connect(&url).await.unwrap()).await.unwrap();
         const SESSIONS: usize = 24;
         for i in 0..SESSIONS {
             a.create(&format!("s{i:02}"), "http").await.unwrap();
@@ -970,12 +972,9 @@ mod tests {
         old.context_bank.scan_input("send 5 USDC");
         let whole = old.state().to_json().unwrap();
         {
-            let mut conn = holdfast_store::sqlite::open_file(&path).unwrap();
-            let v1 = holdfast_store::Component {
-                name: "sessions",
-                migrations: &holdfast_store::schema::SESSIONS.migrations[..1],
-            };
-            holdfast_store::migrate::sqlite(&mut conn, &v1).unwrap();
+            let mut conn = crate::sqlite::open_file(&path).unwrap();
+            let v1 = crate::Component { name: "sessions", migrations: &crate::schema::SESSIONS.migrations[..1] };
+            crate::migrate::sqlite(&mut conn, &v1).unwrap();
             let at = "2026-11-25T00:00:00Z";
             conn.execute(
                 "INSERT INTO sessions (id, kind, created_at, updated_at) VALUES ('s1', 'http', ?1, ?1)",
