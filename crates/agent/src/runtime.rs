@@ -718,19 +718,19 @@ impl Runtime {
     }
 
     /// Events not relayed to the other instances since the start because the relay's queue was full (each such
-    /// session was sent a reload hint instead); `None` without a relay (one instance).
+    /// session was sent a reload hint instead); `None` without a relay (not on PostgreSQL).
     pub fn relay_dropped_events(&self) -> Option<u64> {
         self.relay.as_ref().map(|r| r.dropped_events())
     }
 
     /// Whether another instance has a subscriber of `session_id` (its announcement reached this one): only then does
-    /// this instance send it the session's events. `false` with one instance.
+    /// this instance send it the session's events. `false` without a relay (not on PostgreSQL).
     pub fn watched_elsewhere(&self, session_id: &str) -> bool {
         self.relay.as_ref().is_some_and(|r| r.watched_elsewhere(session_id))
     }
 
     /// Events not sent to the other instances since the start because none of them watched the session (a save
-    /// among them went as a reload hint); `None` without a relay (one instance).
+    /// among them went as a reload hint); `None` without a relay (not on PostgreSQL).
     pub fn relay_unwatched_events(&self) -> Option<u64> {
         self.relay.as_ref().map(|r| r.unwatched_events())
     }

@@ -1,4 +1,4 @@
-//! Memory benchmarks, each with a naive baseline in the same run (results in docs/benchmarks-memory.md):
+//! Memory benchmarks, each with a naive baseline in the same run (results in docs/benchmarks.md):
 //! - `update_memory` through the registry, persisted (SQLite file, WAL) vs the in-memory store;
 //! - `search_memory` over 10,000 blocks: FTS5 (through the tool, and the store alone) vs a naive `LIKE` scan
 //!   ranked in Rust, and vs the in-memory store's naive scan;

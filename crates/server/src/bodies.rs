@@ -33,10 +33,10 @@ pub(crate) struct Info {
     /// The loaded skills.
     pub skills: Vec<SkillInfo>,
     /// On PostgreSQL: events not relayed to the other instances since the start (the relay's queue was full; each
-    /// such session was sent a reload hint instead). `null` with one instance.
+    /// such session was sent a reload hint instead). `null` when not on PostgreSQL.
     pub relay_dropped_events: Option<u64>,
     /// On PostgreSQL: events not sent to the other instances since the start because none of them watched the
-    /// session (a save among them was sent as a reload hint). `null` with one instance.
+    /// session (a save among them was sent as a reload hint). `null` when not on PostgreSQL.
     pub relay_unwatched_events: Option<u64>,
 }
 

@@ -27,7 +27,7 @@
 //! Events are what the UI shows, not what decides: nothing reads an event to move value. The one thing an event
 //! prompts is a reload: an instance replaces its copy of a session from the database when another instance's
 //! `tool.result` or `session.saved` for it arrives (both follow a save; a `session.saved` of revision 0 is the
-//! reload hint sent for a session whose events a full queue dropped, after the next batch). A notification sent while a listener is
+//! reload hint sent for a save of a session no other instance watches, or whose events were dropped or not sent). A notification sent while a listener is
 //! reconnecting is lost to that listener, as an event is to a WebSocket client that lags; so on a reconnect every
 //! session loaded here is marked for reloading.
 
@@ -504,7 +504,8 @@ fn is_save(event: &Event) -> bool {
     matches!(event.payload, EventPayload::ToolResult(_) | EventPayload::SessionSaved(_))
 }
 
-/// A `session.saved` for `session` with no revision of its own (0): "events of it were dropped; reload it".
+/// A `session.saved` for `session` with no revision of its own (0): "it was saved (its events were not sent, or were
+/// dropped); reload it".
 fn reload_hint(session: &str) -> Event {
     let payload = holdfast_core::event::EventPayload::SessionSaved(holdfast_core::event::SessionSaved { revision: 0 });
     Event { session_id: session.to_owned(), payload, at: chrono::Utc::now() }

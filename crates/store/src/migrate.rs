@@ -1,7 +1,7 @@
 //! One migration runner for every table, on both backends.
 //!
-//! A table's owner declares a [`Component`]: its name and its [`Migration`]s in order, each with the SQLite and the
-//! PostgreSQL form of the same step. [`sqlite`] and [`postgres`] apply the steps a database has not recorded, each
+//! Each table's [`Component`] (declared in [`crate::schema`], its SQL in `crates/store/migrations/`): its name and its
+//! [`Migration`]s in order, each with the SQLite and the PostgreSQL form of the same step. [`sqlite`] and [`postgres`] apply the steps a database has not recorded, each
 //! in the transaction that records it in `holdfast_migrations (component, version, applied_at)`, so a crash leaves a
 //! step either applied and recorded or neither. On PostgreSQL the run holds an advisory lock: instances starting
 //! together migrate one after the other. A database that records a step this build does not know was migrated by

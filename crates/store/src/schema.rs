@@ -68,7 +68,7 @@ fn journal_sqlite_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(sql!("sqlite", "journal", "0001_journal_intent.sql"))
 }
 
-/// Sessions (`holdfast-agent`): their rows, saved state (one row per part since version 2), history and links.
+/// Sessions (this crate's [`crate::sessions`], used by `holdfast-agent`): their rows, saved state (one row per part since version 2), history and links.
 pub const SESSIONS: Component = Component {
     name: "sessions",
     migrations: &[

@@ -2,9 +2,10 @@
 //! owner shares (the journal, sessions, memory and messaging), so no two connections of one process ever contend for
 //! the file's write lock, and a few read-only connections that read beside it.
 //!
-//! Every connection is opened the same way: the directory mode 0700 and the files 0600 before SQLite sees them, a 5 s
+//! The writing connection is opened so: the directory mode 0700 and the files 0600 before SQLite sees them, a 5 s
 //! busy timeout, WAL (readers never wait for the writer), `synchronous = FULL` (a commit that returned is on disk, even
-//! across a power loss) and foreign keys enforced.
+//! across a power loss) and foreign keys enforced. The read-only ones open the same file read-only (5 s busy timeout,
+//! `query_only`). In memory there is the writing connection alone, foreign keys enforced.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {

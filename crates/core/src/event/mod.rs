@@ -230,8 +230,8 @@ impl EventBus {
         self.shared.sender.get().is_some_and(|s| s.receiver_count() > 0)
     }
 
-    /// True when at least one subscriber is listening, here or (through a relay) on another instance: lets
-    /// publishers skip building payloads.
+    /// True when at least one subscriber of this process is listening, or whenever a relay is attached (the relay
+    /// decides what another instance needs): lets publishers skip building payloads.
     pub fn has_subscribers(&self) -> bool {
         self.has_local_subscribers() || self.relay.is_some()
     }

@@ -21,8 +21,9 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 /// A write transaction that takes the file's write lock at `BEGIN`. A read-then-write transaction that starts
-/// deferred fails at once with `database is locked` when another connection to the file (memory, messages, the
-/// journal) commits between its read and its write; taken up front, the lock waits out the busy timeout instead.
+/// deferred fails at once with `database is locked` when another connection to the file (another process reading
+/// it, or a second `SqliteDb` on it) commits between its read and its write; taken up front, the lock waits out the
+/// busy timeout instead.
 fn immediate(c: &Connection) -> rusqlite::Result<Transaction<'_>> {
     Transaction::new_unchecked(c, TransactionBehavior::Immediate)
 }
