@@ -47,6 +47,11 @@ use std::path::Path;
 /// The SQLite file's name inside a data directory.
 pub const DB_FILE: &str = "holdfast.db";
 
+/// `HOLDFAST_DATABASE_URL`'s text, when it names something (set and not blank): it then wins over the configuration.
+fn env_url() -> Option<String> {
+    std::env::var(DATABASE_URL_ENV).ok().filter(|text| !text.trim().is_empty())
+}
+
 /// Where the shared state lives.
 #[derive(Debug, Clone)]
 pub enum Storage {
@@ -61,11 +66,11 @@ impl Storage {
     /// The storage a configuration selects: PostgreSQL when `url` (or `HOLDFAST_DATABASE_URL`, which wins) names
     /// one — connected and migrated before this returns — else the SQLite file in `data_dir`, else memory.
     pub async fn open(data_dir: Option<&Path>, url: Option<&DatabaseUrl>) -> Result<Self, StoreError> {
-        let from_env = match std::env::var(DATABASE_URL_ENV) {
-            Ok(text) if !text.trim().is_empty() => {
+        let from_env = match env_url() {
+            Some(text) => {
                 Some(DatabaseUrl::parse(&text).map_err(|e| StoreError::Config(format!("{DATABASE_URL_ENV}: {e}")))?)
             }
-            _ => None,
+            None => None,
         };
         match from_env.as_ref().or(url) {
             Some(url) => Ok(Self::Postgres(PgStore::connect(url).await?)),
@@ -76,7 +81,7 @@ impl Storage {
     /// Whether [`Storage::open`] with `url` selects PostgreSQL (`url`, or `HOLDFAST_DATABASE_URL`, names a database),
     /// known before anything is opened.
     pub fn names_postgres(url: Option<&DatabaseUrl>) -> bool {
-        url.is_some() || std::env::var(DATABASE_URL_ENV).is_ok_and(|text| !text.trim().is_empty())
+        url.is_some() || env_url().is_some()
     }
 
     /// True when what is stored outlives the process (a file or a database, not memory).
