@@ -24,6 +24,7 @@
 pub mod durability;
 pub mod fanout;
 pub mod group;
+pub mod journal;
 pub mod lock;
 pub mod migrate;
 pub mod postgres;

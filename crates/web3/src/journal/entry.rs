@@ -119,13 +119,15 @@ impl EntryStatus {
     }
 
     /// Counts against daily limits and blocks a second send of the same action or intent.
+    /// (The journal table's queries select by the same list: [`holdfast_store::journal::LIVE`].)
     pub fn is_live(self) -> bool {
-        matches!(self, Self::Reserved | Self::Signed | Self::Pending | Self::Unknown | Self::Confirmed)
+        holdfast_store::journal::LIVE.contains(&self.as_str())
     }
 
     /// Not settled yet: reconciliation still has work to do.
+    /// ([`holdfast_store::journal::UNRESOLVED`].)
     pub fn is_unresolved(self) -> bool {
-        matches!(self, Self::Reserved | Self::Signed | Self::Pending | Self::Unknown)
+        holdfast_store::journal::UNRESOLVED.contains(&self.as_str())
     }
 }
 

@@ -17,25 +17,24 @@
 //! An action refused after its inputs were validated (an independent price below the quote's promise, a failing
 //! balance-delta simulation) is journaled as `refused` with the reason, and reserves nothing.
 //!
-//! Where it is kept: the SQLite file `DATA_DIR/holdfast.db` (or memory), or PostgreSQL (`[storage] url`), behind one
-//! trait (the `store` module); the statements are shared (the `sql` module).
+//! Where it is kept: the SQLite file `DATA_DIR/holdfast.db` (or memory), or PostgreSQL (`[storage] url`), in
+//! holdfast-store's journal table ([`holdfast_store::journal`], where its SQL is); this module decides what the rows
+//! mean, and makes the reservation's decision inside the table's transaction (the `reserve` module).
 
 mod entry;
-mod postgres;
-mod sql;
-mod sqlite;
-pub mod store;
+mod reserve;
+mod rows;
 
 pub use entry::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
-pub use store::{Select, WalletLock};
+pub use holdfast_store::journal::{Select, WalletLock};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use holdfast_core::ToolError;
-use holdfast_store::Storage;
-use sql::{NewRow, StoredUpdate};
+use holdfast_store::journal::{JournalTable, Reserved as Decided, Settled};
+use holdfast_store::{SqliteDb, Storage};
+use reserve::Refusal;
 use std::path::Path;
 use std::sync::Arc;
-use store::{JournalStore, Reservation};
 
 /// An error as the journal keeps it: a node's or a transport's message quotes the node URL, whose path or query
 /// often holds an API key; only its scheme and host are kept (the journal is shown in the UI and the API).
@@ -43,28 +42,23 @@ pub(crate) fn stored_error(error: &str) -> String {
     holdfast_core::redact_urls(error).into_owned()
 }
 
-/// The journal. Clones share one store.
-#[derive(Clone)]
+/// The journal. Clones share one table.
+#[derive(Clone, Debug)]
 pub struct Journal {
-    store: Arc<dyn JournalStore>,
-}
-
-impl std::fmt::Debug for Journal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Journal").field("store", &self.store).finish()
-    }
+    table: Arc<JournalTable>,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ToolError {
-    ToolError::internal(format!("journal: {e}"))
+    ToolError::internal(format!("journal: {}", holdfast_core::redact_urls(&e.to_string())))
 }
 
-fn today() -> String {
-    Utc::now().format("%Y-%m-%d").to_string()
+/// The UTC day a time counts on for the caps.
+fn day(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d").to_string()
 }
 
-fn stored(update: EntryUpdate) -> StoredUpdate {
-    StoredUpdate {
+fn settled(update: EntryUpdate) -> Settled {
+    Settled {
         tx_hash: update.tx_hash,
         block_number: update.block_number,
         gas_used: update.gas_used,
@@ -73,36 +67,36 @@ fn stored(update: EntryUpdate) -> StoredUpdate {
     }
 }
 
+fn statuses(list: &[EntryStatus]) -> Vec<&'static str> {
+    list.iter().map(|s| s.as_str()).collect()
+}
+
 impl Journal {
     /// Opens (or creates) the journal in the SQLite file at `path` (directory mode 0700, files mode 0600).
     /// The file is opened on its own: a process that keeps other tables in it passes its one handle to
     /// [`Journal::open_storage`] instead.
     pub fn open(path: &Path) -> Result<Self, ToolError> {
-        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(&holdfast_store::SqliteDb::open(path)?)?) })
+        Self::on_sqlite(SqliteDb::open(path)?)
     }
 
     /// A journal that lives in memory (replay without configuration). The kernel refuses to move value with a
     /// persistent key over such a journal.
     pub fn in_memory() -> Result<Self, ToolError> {
-        Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(&holdfast_store::SqliteDb::memory()?)?) })
+        Self::on_sqlite(SqliteDb::memory()?)
+    }
+
+    fn on_sqlite(db: SqliteDb) -> Result<Self, ToolError> {
+        Ok(Self { table: Arc::new(JournalTable::on_sqlite(&db).map_err(db_err)?) })
     }
 
     /// The journal in `storage`: its SQLite file (or memory), or its PostgreSQL database (migrated first).
     pub async fn open_storage(storage: &Storage) -> Result<Self, ToolError> {
-        match storage {
-            Storage::Sqlite(db) => Ok(Self { store: Arc::new(sqlite::SqliteJournal::open(db)?) }),
-            Storage::Postgres(pg) => Ok(Self { store: Arc::new(postgres::PgJournal::open(pg.clone()).await?) }),
-        }
+        Ok(Self { table: Arc::new(JournalTable::open(storage).await.map_err(db_err)?) })
     }
 
     /// True when entries survive the process (a file or a database, not memory).
     pub fn is_persistent(&self) -> bool {
-        self.store.is_persistent()
-    }
-
-    fn row(entry: NewEntry, status: EntryStatus) -> NewRow {
-        let id = format!("j_{}", holdfast_core::confirm::random_id());
-        NewRow { id, entry, status, now: Utc::now().to_rfc3339(), day: today() }
+        self.table.is_persistent()
     }
 
     async fn must_get(&self, id: &str) -> Result<JournalEntry, ToolError> {
@@ -111,9 +105,9 @@ impl Journal {
 
     /// Writes a new entry durably and returns it (no cap, no idempotency check: for records such as `refused`).
     pub(crate) async fn insert(&self, entry: NewEntry, status: EntryStatus) -> Result<JournalEntry, ToolError> {
-        let row = Self::row(entry, status);
+        let row = rows::new_row(entry, status);
         let id = row.id.clone();
-        self.store.insert(row).await?;
+        self.table.insert(row).await.map_err(db_err)?;
         let written = self.must_get(&id).await?;
         tracing::info!(journal_id = %written.id, status = status.as_str(), kind = written.kind.as_str(), "journal entry");
         Ok(written)
@@ -123,22 +117,25 @@ impl Journal {
     /// that excludes every other reservation of the wallet: an existing live entry of the same intent (or, without
     /// an intent, of the same fingerprint) is returned instead; a cap that would be exceeded writes nothing.
     pub(crate) async fn reserve(&self, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
-        let row = Self::row(entry, EntryStatus::Reserved);
+        let row = rows::new_row(entry, EntryStatus::Reserved);
         let id = row.id.clone();
-        match self.store.reserve(row, cap).await? {
-            Reservation::Existing(found) => {
+        let amount = row.amount.clone();
+        let capped: Vec<&str> = cap.map(|cap| cap.kinds.iter().map(|k| k.as_str()).collect()).unwrap_or_default();
+        let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap));
+        match decided.await.map_err(db_err)? {
+            Decided::Refused(Refusal::Existing(found)) => {
                 tracing::info!(journal_id = %found.id, status = found.status.as_str(), "journal: the same action is already live");
                 Ok(Reserved::Existing(*found))
             }
-            Reservation::OverCap(spent) => {
+            Decided::Refused(Refusal::OverCap(spent)) => {
                 tracing::info!(%spent, "journal: refused, the day's cap would be exceeded");
                 Ok(Reserved::OverCap { spent })
             }
-            Reservation::AuthorizationSpent(by) => {
+            Decided::Refused(Refusal::AuthorizationSpent(by)) => {
                 tracing::info!(journal_id = %by.id, "journal: refused, the user's authorization already moved value");
                 Ok(Reserved::AuthorizationSpent { by: *by })
             }
-            Reservation::Inserted => {
+            Decided::Inserted => {
                 tracing::info!(journal_id = %id, status = "reserved", "journal transition");
                 Ok(Reserved::New(self.must_get(&id).await?))
             }
@@ -148,7 +145,7 @@ impl Journal {
     /// Takes the wallet's send lock, held by the kernel from the nonce's choice to the broadcast: in this process
     /// for the SQLite file, across every instance for PostgreSQL. Released when the guard is dropped.
     pub async fn lock_wallet(&self, chain_id: u64, from: &str) -> Result<WalletLock, ToolError> {
-        self.store.lock_wallet(chain_id, from.to_owned()).await
+        self.table.lock_wallet(chain_id, from).await.map_err(db_err)
     }
 
     /// Records the signed bytes of a reserved entry (durably, before they leave the process): `signed`.
@@ -161,7 +158,7 @@ impl Journal {
         genesis: Option<&str>,
     ) -> Result<(), ToolError> {
         let now = Utc::now().to_rfc3339();
-        let changed = self.store.update(sql::mark_signed(id, nonce, raw_tx, tx_hash, genesis, &now)).await?;
+        let changed = self.table.mark_signed(id, nonce, raw_tx, tx_hash, genesis, &now).await.map_err(db_err)?;
         if changed == 1 {
             tracing::info!(journal_id = %id, status = "signed", tx_hash = %tx_hash, "journal transition");
             Ok(())
@@ -180,7 +177,9 @@ impl Journal {
         update: EntryUpdate,
     ) -> Result<bool, ToolError> {
         let now = Utc::now().to_rfc3339();
-        let changed = self.store.update(sql::set_status(id, Some(from), to, stored(update), &now)).await?;
+        let from = statuses(from);
+        let changed =
+            self.table.set_status(id, Some(&from), to.as_str(), settled(update), &now).await.map_err(db_err)?;
         if changed == 1 {
             tracing::info!(journal_id = %id, status = to.as_str(), "journal transition");
         } else {
@@ -192,7 +191,7 @@ impl Journal {
     /// The highest nonce of a transaction of `from` on `chain_id` that may still be mined (signed, pending, unknown)
     /// or was (confirmed, reverted). Failed and dropped entries' nonces are free to reuse.
     pub async fn highest_live_nonce(&self, chain_id: u64, from: &str) -> Result<Option<u64>, ToolError> {
-        self.store.highest_live_nonce(chain_id, from.to_owned()).await
+        self.table.highest_nonce_taken(chain_id, from).await.map_err(db_err)
     }
 
     /// Moves an entry to `status`, recording the given fields (unconditionally: the kernel moves entries only by
@@ -200,7 +199,7 @@ impl Journal {
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) async fn update(&self, id: &str, status: EntryStatus, update: EntryUpdate) -> Result<(), ToolError> {
         let now = Utc::now().to_rfc3339();
-        self.store.update(sql::set_status(id, None, status, stored(update), &now)).await?;
+        self.table.set_status(id, None, status.as_str(), settled(update), &now).await.map_err(db_err)?;
         // Logged once written: the log never shows a state the journal does not hold.
         tracing::info!(journal_id = %id, status = status.as_str(), "journal transition");
         Ok(())
@@ -208,11 +207,11 @@ impl Journal {
 
     /// Entries a [`Select`] names.
     pub async fn select(&self, q: Select) -> Result<Vec<JournalEntry>, ToolError> {
-        self.store.select(q).await
+        Ok(self.table.select(q).await.map_err(db_err)?.into_iter().map(rows::entry).collect())
     }
 
     async fn one(&self, q: Select) -> Result<Option<JournalEntry>, ToolError> {
-        Ok(self.store.select(q).await?.into_iter().next())
+        Ok(self.select(q).await?.into_iter().next())
     }
 
     /// One entry.
@@ -262,6 +261,7 @@ impl Journal {
         kind: Option<EntryKind>,
         limit: usize,
     ) -> Result<Vec<JournalEntry>, ToolError> {
+        let kind = kind.map(|k| k.as_str().to_owned());
         self.select(Select::List { session_id: session_id.map(str::to_owned), kind, limit }).await
     }
 
@@ -278,8 +278,9 @@ impl Journal {
         asset: &str,
         kinds: &'static [EntryKind],
     ) -> Result<alloy::primitives::U256, ToolError> {
-        let amounts = self.store.spent(chain_id, from.to_owned(), asset.to_owned(), kinds, today()).await?;
-        store::sum(&amounts).map_err(db_err)
+        let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let amounts = self.table.spent(chain_id, from, asset, &kinds, &day(Utc::now())).await.map_err(db_err)?;
+        reserve::sum(&amounts).map_err(db_err)
     }
 }
 

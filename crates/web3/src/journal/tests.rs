@@ -158,29 +158,6 @@ async fn concurrent_reservations_respect_the_cap() {
 }
 
 #[tokio::test]
-async fn an_older_file_is_migrated_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("holdfast.db");
-    {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "CREATE TABLE journal (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, network TEXT NOT NULL,
-             chain_id INTEGER NOT NULL, from_address TEXT NOT NULL, to_address TEXT NOT NULL, nonce INTEGER, value TEXT NOT NULL,
-             asset TEXT NOT NULL, asset_symbol TEXT NOT NULL, amount TEXT NOT NULL, fingerprint TEXT NOT NULL, raw_tx TEXT,
-             tx_hash TEXT, status TEXT NOT NULL, block_number INTEGER, gas_used TEXT, error TEXT, summary TEXT NOT NULL,
-             day TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
-             INSERT INTO journal VALUES ('j_old','s','swap','base',8453,'0xa','0xb',1,'0','0xUSDC','USDC','4','fp',NULL,
-             '0xh','confirmed',NULL,NULL,NULL,'{}','2020-01-01','2020-01-01T00:00:00Z','2020-01-01T00:00:00Z');",
-        )
-        .unwrap();
-    }
-    let j = Journal::open(&path).unwrap();
-    let old = j.get("j_old").await.unwrap().unwrap();
-    assert_eq!((old.status, old.intent()), (EntryStatus::Confirmed, None));
-    new(j.reserve(entry("n", "1", Some("i")), Some(CAP)).await.unwrap());
-}
-
-#[tokio::test]
 async fn a_node_url_in_an_error_keeps_only_its_host() {
     for (_backend, j) in journals().await {
         let key = "v2/k3y-0123456789abcdef";

@@ -1,0 +1,129 @@
+use super::*;
+
+fn row(id: &str, intent: &str, amount: &str) -> NewRow {
+    NewRow {
+        id: id.into(),
+        session_id: "s".into(),
+        kind: "swap".into(),
+        chain_id: 1,
+        from: "0xA".into(),
+        asset: "0xT".into(),
+        amount: amount.into(),
+        fingerprint: format!("fp-{id}"),
+        intent: Some(intent.into()),
+        status: "reserved".into(),
+        summary: "{}".into(),
+        now: "2026-11-26T00:00:00Z".into(),
+        day: "2026-11-26".into(),
+        ..NewRow::default()
+    }
+}
+
+/// The table on each backend: SQLite in memory, and a fresh PostgreSQL database when the test server is there.
+async fn tables() -> Vec<JournalTable> {
+    let mut all = vec![JournalTable::open(&Storage::Sqlite(crate::SqliteDb::memory().unwrap())).await.unwrap()];
+    if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+        let pg = crate::PgStore::connect(&url).await.unwrap();
+        all.push(JournalTable::open(&Storage::Postgres(pg)).await.unwrap());
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_refusal_or_an_error_of_the_decision_writes_nothing_and_an_allowance_inserts() {
+    for table in tables().await {
+        let refused = table.reserve(row("j1", "i1", "5"), &["swap"], |_| Ok(Some("no"))).await.unwrap();
+        assert_eq!(refused, Reserved::Refused("no"));
+        let failed = table.reserve(row("j1", "i1", "5"), &["swap"], |_| Err::<Option<()>, _>("bad".into())).await;
+        assert!(failed.unwrap_err().to_string().contains("bad"));
+        assert!(table.select(Select::Id("j1".into())).await.unwrap().is_empty());
+
+        let done = table.reserve(row("j1", "i1", "5"), &["swap"], |_| Ok(None::<()>)).await.unwrap();
+        assert_eq!(done, Reserved::Inserted);
+        // The second reservation of the same intent is shown the first, and what the day's rows hold.
+        let seen = table
+            .reserve(row("j2", "i1", "7"), &["swap"], |found| Ok(Some((found.same_action.map(|r| r.id), found.spent))))
+            .await
+            .unwrap();
+        assert_eq!(seen, Reserved::Refused((Some("j1".to_owned()), vec!["5".to_owned()])));
+    }
+}
+
+#[tokio::test]
+async fn concurrent_reservations_of_one_wallet_each_see_the_others_rows() {
+    for table in tables().await {
+        let table = std::sync::Arc::new(table);
+        let mut tasks = Vec::new();
+        for i in 0..16 {
+            let table = std::sync::Arc::clone(&table);
+            tasks.push(tokio::spawn(async move {
+                // A cap of 3 rows of 1: the decision sees every row committed before it.
+                table
+                    .reserve(row(&format!("j{i}"), &format!("i{i}"), "1"), &["swap"], |found| {
+                        Ok((found.spent.len() >= 3).then_some(()))
+                    })
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut inserted = 0;
+        for t in tasks {
+            if t.await.unwrap() == Reserved::Inserted {
+                inserted += 1;
+            }
+        }
+        assert_eq!(inserted, 3);
+        assert_eq!(table.spent(1, "0xA", "0xT", &["swap", "transfer"], "2026-11-26").await.unwrap().len(), 3);
+    }
+}
+
+#[tokio::test]
+async fn a_kind_with_a_quote_is_a_value_not_sql() {
+    for table in tables().await {
+        table.insert(row("j1", "i1", "5")).await.unwrap();
+        assert!(table.spent(1, "0xA", "0xT", &["swap') OR ('1'='1"], "2026-11-26").await.unwrap().is_empty());
+        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], "2026-11-26").await.unwrap(), vec!["5".to_owned()]);
+    }
+}
+
+#[tokio::test]
+async fn a_transition_moves_a_row_only_from_the_statuses_it_names() {
+    for table in tables().await {
+        table.insert(row("j1", "i1", "5")).await.unwrap();
+        let now = "2026-11-26T00:00:01Z";
+        assert_eq!(table.set_status("j1", Some(&["pending"]), "confirmed", Settled::default(), now).await.unwrap(), 0);
+        assert_eq!(table.mark_signed("j1", Some(4), "0x02", "0xh", None, now).await.unwrap(), 1);
+        assert_eq!(table.mark_signed("j1", Some(4), "0x02", "0xh", None, now).await.unwrap(), 0);
+        assert_eq!(table.highest_nonce_taken(1, "0xA").await.unwrap(), Some(4));
+        let settled = Settled { block_number: Some(9), ..Settled::default() };
+        assert_eq!(table.set_status("j1", Some(&["signed"]), "confirmed", settled, now).await.unwrap(), 1);
+        let got = table.select(Select::Id("j1".into())).await.unwrap().remove(0);
+        assert_eq!(
+            (got.status.as_str(), got.block_number, got.tx_hash.as_deref()),
+            ("confirmed", Some(9), Some("0xh"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_file_older_than_intents_is_migrated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(crate::DB_FILE);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE journal (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL, network TEXT NOT NULL,
+             chain_id INTEGER NOT NULL, from_address TEXT NOT NULL, to_address TEXT NOT NULL, nonce INTEGER, value TEXT NOT NULL,
+             asset TEXT NOT NULL, asset_symbol TEXT NOT NULL, amount TEXT NOT NULL, fingerprint TEXT NOT NULL, raw_tx TEXT,
+             tx_hash TEXT, status TEXT NOT NULL, block_number INTEGER, gas_used TEXT, error TEXT, summary TEXT NOT NULL,
+             day TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+             INSERT INTO journal VALUES ('j_old','s','swap','base',8453,'0xa','0xb',1,'0','0xUSDC','USDC','4','fp',NULL,
+             '0xh','confirmed',NULL,NULL,NULL,'{}','2020-01-01','2020-01-01T00:00:00Z','2020-01-01T00:00:00Z');",
+        )
+        .unwrap();
+    }
+    let table = JournalTable::on_sqlite(&crate::SqliteDb::open(&path).unwrap()).unwrap();
+    let old = table.select(Select::Id("j_old".into())).await.unwrap().remove(0);
+    assert_eq!((old.status.as_str(), old.intent, old.amount.as_str()), ("confirmed", None, "4"));
+    assert_eq!(table.reserve(row("n", "i", "1"), &["swap"], |_| Ok(None::<()>)).await.unwrap(), Reserved::Inserted);
+}
