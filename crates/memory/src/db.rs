@@ -39,6 +39,11 @@ impl Database {
         Ok(Self { db })
     }
 
+    /// The process's handle on the file, which holdfast-store's tables use.
+    pub fn handle(&self) -> &SqliteDb {
+        &self.db
+    }
+
     /// The file, when the database is one.
     pub fn path(&self) -> Option<&Path> {
         self.db.path()

@@ -26,6 +26,7 @@ pub mod fanout;
 pub mod group;
 pub mod journal;
 pub mod lock;
+pub mod memory;
 pub mod migrate;
 pub mod postgres;
 pub mod schema;

@@ -24,6 +24,9 @@ mod postgres;
 mod sql;
 mod sqlite;
 
+pub use postgres::PgJournal;
+pub use sqlite::SqliteJournal;
+
 use crate::{Storage, StoreError};
 
 /// Statuses whose rows count against caps and block a second send of the same action or intent.

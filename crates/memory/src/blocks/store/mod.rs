@@ -6,12 +6,12 @@
 //! (permissions) and what the new value is happens in [`crate::Memory`], inside the store's atomic
 //! [`MemoryStore::modify`].
 
-mod adopt;
 mod in_memory;
 mod postgres;
 mod sqlite;
+mod table;
 
-pub use adopt::Adopted;
+pub use holdfast_store::memory::Adopted;
 pub use in_memory::InMemoryStore;
 pub use postgres::PgMemoryStore;
 pub use sqlite::SqliteMemoryStore;

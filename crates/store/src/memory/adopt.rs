@@ -1,18 +1,14 @@
 //! Moving to PostgreSQL without losing memory: the blocks and history an instance kept in its data dir's SQLite
-//! file are copied into the shared database once, when it holds no block yet ([`PgMemoryStore::adopt`]).
+//! file are copied into the shared database once, when it holds no block yet.
 
-use super::postgres::{PgMemoryStore, pg_err};
-use crate::error::Result;
-use holdfast_store::PgStore;
+use super::postgres::PgMemory;
+use crate::{PgStore, SqliteDb, StoreError};
 
-impl PgMemoryStore {
-    /// Moves the memory of an instance that kept it in SQLite (`db`, its data dir's file) into this database, once:
-    /// when the database holds no memory block yet, every block and every history entry of `db` is copied in one
-    /// transaction (under a lock, so instances starting together copy once). The file keeps its rows; cached
-    /// embeddings are not copied (they are computed again).
-    pub async fn adopt(&self, db: &crate::Database) -> Result<Adopted> {
-        let (blocks, history) = db
-            .call(|c| {
+impl PgMemory {
+    /// See [`super::MemoryTable::adopt`].
+    pub(super) async fn adopt(&self, file: &SqliteDb) -> Result<Adopted, StoreError> {
+        let (blocks, history) = file
+            .read(|c| -> rusqlite::Result<_> {
                 let mut stmt = c.prepare(
                     "SELECT agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at
                      FROM memory_blocks ORDER BY id",
@@ -50,20 +46,19 @@ impl PgMemoryStore {
                     .collect::<rusqlite::Result<Vec<_>>>()?;
                 Ok((blocks, history))
             })
-            .await?;
+            .await??;
         if blocks.is_empty() {
             return Ok(Adopted::Nothing);
         }
         let local = blocks.len();
-        let copied = copy_in(self.pg.clone(), blocks, history).await;
-        match copied.map_err(pg_err)? {
+        match copy_in(self.pg.clone(), blocks, history).await? {
             true => Ok(Adopted::Copied { blocks: local }),
             false => Ok(Adopted::AlreadyShared { local }),
         }
     }
 }
 
-/// What [`PgMemoryStore::adopt`] did.
+/// What [`MemoryTable::adopt`](super::MemoryTable::adopt) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adopted {
     /// The SQLite file holds no memory.
@@ -103,11 +98,7 @@ struct LocalEdit {
 }
 
 /// Copies the rows in one transaction when the database has no block yet; `false` when it had.
-async fn copy_in(
-    store: PgStore,
-    blocks: Vec<LocalBlock>,
-    history: Vec<LocalEdit>,
-) -> std::result::Result<bool, holdfast_store::StoreError> {
+async fn copy_in(store: PgStore, blocks: Vec<LocalBlock>, history: Vec<LocalEdit>) -> Result<bool, StoreError> {
     let mut tx = store.pool().begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.memory/adopt', 0))").execute(&mut *tx).await?;
     let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM memory_blocks)").fetch_one(&mut *tx).await?;

@@ -1,0 +1,109 @@
+use super::*;
+
+/// The tables on each backend: SQLite in memory, and a fresh PostgreSQL database when the test server is there.
+async fn tables() -> Vec<MemoryTable> {
+    let mut all = vec![MemoryTable::on_sqlite(&SqliteDb::memory().unwrap()).unwrap()];
+    if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+        all.push(MemoryTable::on_postgres(crate::PgStore::connect(&url).await.unwrap()).await.unwrap());
+    }
+    all
+}
+
+fn write(value: &str, at: &str) -> BlockWrite {
+    BlockWrite {
+        block: BlockRow {
+            label: "ignored: the label is the edit's".into(),
+            value: value.into(),
+            permission: "read_write".into(),
+            char_limit: 100,
+            created_at: "2026-11-26T00:00:00.000000Z".into(),
+            updated_at: at.into(),
+            ..BlockRow::default()
+        },
+        actor: "user".into(),
+        op: "replace".into(),
+    }
+}
+
+async fn set(table: &MemoryTable, label: &str, value: &str, at: &str) {
+    let w = write(value, at);
+    table.modify("a", label, move |_| Ok::<_, StoreError>((Some(w), ()))).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_edit_writes_the_block_and_one_history_row_or_nothing() {
+    for table in tables().await {
+        // No write, and an error: nothing stored.
+        table.modify("a", "notes", |_| Ok::<_, StoreError>((None, ()))).await.unwrap();
+        let failed =
+            table.modify("a", "notes", |_| Err::<(Option<BlockWrite>, ()), _>(StoreError::Config("no".into())));
+        assert!(failed.await.is_err());
+        assert_eq!(table.get("a", "notes").await.unwrap(), None);
+
+        set(&table, "notes", "first", "2026-11-26T00:00:01.000000Z").await;
+        let seen = table.modify("a", "notes", |before| Ok::<_, StoreError>((None, before.map(|b| b.value)))).await;
+        assert_eq!(seen.unwrap().as_deref(), Some("first"));
+        set(&table, "notes", "second", "2026-11-26T00:00:02.000000Z").await;
+        let block = table.get("a", "notes").await.unwrap().unwrap();
+        assert_eq!((block.label.as_str(), block.value.as_str()), ("notes", "second"));
+        let history = table.history("a", "notes", 10).await.unwrap();
+        let steps: Vec<_> = history.iter().map(|e| (e.old.as_deref(), e.new.as_str())).collect();
+        assert_eq!(steps, vec![(Some("first"), "second"), (None, "first")]);
+        assert!(table.get("b", "notes").await.unwrap().is_none(), "another agent's");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_edits_of_one_block_each_see_the_last() {
+    for table in tables().await {
+        set(&table, "count", "0", "2026-11-26T00:00:00.000000Z").await;
+        let mut tasks = Vec::new();
+        for _ in 0..12 {
+            let table = table.clone();
+            tasks.push(tokio::spawn(async move {
+                table
+                    .modify("a", "count", |before| {
+                        let n: u32 = before.map_or(0, |b| b.value.parse().unwrap());
+                        Ok::<_, StoreError>((Some(write(&(n + 1).to_string(), "2026-11-26T00:00:01.000000Z")), ()))
+                    })
+                    .await
+                    .unwrap()
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(table.get("a", "count").await.unwrap().unwrap().value, "12");
+    }
+}
+
+#[tokio::test]
+async fn search_finds_current_values_and_earlier_ones_of_other_blocks() {
+    for table in tables().await {
+        set(&table, "wallet", "the treasury address is on base", "2026-11-26T00:00:01.000000Z").await;
+        set(&table, "plan", "swap to treasury weekly", "2026-11-26T00:00:01.000000Z").await;
+        set(&table, "plan", "hold", "2026-11-26T00:00:02.000000Z").await;
+        let hits = table.search("a", &["treasury".to_owned()], 10).await.unwrap();
+        let values: Vec<_> = hits.values.iter().map(|h| h.label.as_str()).collect();
+        let history: Vec<_> = hits.history.iter().map(|h| h.label.as_str()).collect();
+        assert_eq!((values, history), (vec!["wallet"], vec!["plan"]), "{}", table.kind());
+        assert!(hits.values[0].snippet.contains("[treasury]"), "{:?}", hits.values[0]);
+        // A term is a word, never an operator.
+        assert!(table.search("a", &["treasury\" OR \"x".to_owned()], 10).await.is_ok());
+        assert_eq!(table.search("a", &[], 10).await.unwrap(), Hits::default());
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_block_takes_its_embeddings_and_keeps_its_history() {
+    for table in tables().await {
+        set(&table, "notes", "x", "2026-11-26T00:00:01.000000Z").await;
+        let e = EmbeddingRow { label: "notes".into(), content_hash: "h".into(), vector: vec![0.5, -1.25, 3.0e-7] };
+        table.store_embedding("a", "m", e.clone()).await.unwrap();
+        assert_eq!(table.embeddings("a", "m").await.unwrap(), vec![e]);
+        assert!(table.delete("a", "notes").await.unwrap());
+        assert!(!table.delete("a", "notes").await.unwrap());
+        assert!(table.embeddings("a", "m").await.unwrap().is_empty());
+        assert_eq!(table.history("a", "notes", 10).await.unwrap().len(), 1);
+    }
+}
