@@ -151,7 +151,7 @@ pub struct Runtime {
     /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
     _fanout: Option<tokio_util::sync::DropGuard>,
     /// The event relay to the other instances (PostgreSQL), for its counters.
-    relay: Option<Arc<holdfast_store::PgFanout>>,
+    relay: Option<Arc<holdfast_core::event::relay::Relay>>,
     /// The data dir's lock, held while the runtime uses it (alone on SQLite, shared on PostgreSQL).
     data_dir_lock: Option<Arc<holdfast_store::DataDirLock>>,
     /// The wallet's lock, held while the runtime may sign for it.
@@ -267,7 +267,7 @@ impl Runtime {
         if let holdfast_store::Storage::Postgres(pg) = &storage {
             // Every session's events reach the other instances' clients, and theirs reach ours.
             let cancel = tokio_util::sync::CancellationToken::new();
-            let relay = holdfast_store::PgFanout::start(pg.clone(), cancel.clone()).await.map_err(ToolError::from)?;
+            let relay = holdfast_store::fanout::start(pg.clone(), cancel.clone()).await.map_err(ToolError::from)?;
             relay_handle = Some(Arc::clone(&relay));
             services = services.with_event_relay(relay);
             fanout = Some(cancel.drop_guard());

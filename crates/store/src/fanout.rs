@@ -1,635 +1,142 @@
-//! Events to every instance: what one `holdfast serve` publishes for a session reaches the WebSocket clients of
-//! that session on every other instance on the same PostgreSQL database, through `LISTEN/NOTIFY`.
+//! The channel events travel between instances on one PostgreSQL database: `LISTEN/NOTIFY` on [`CHANNEL`], the
+//! spill table for an event too long for a notification, and the signing key. What is sent, how it is signed and
+//! who receives it is decided by the relay beside the event bus ([`holdfast_core::event::relay::Relay`]); this
+//! module carries text ([`PgChannel`], its [`RelayChannel`]) and starts a relay on it ([`start`]).
 //!
-//! [`PgFanout`] is the [`EventRelay`] each session's bus hands its events to. One task sends them, in the order
-//! they were published, with `pg_notify` on the channel [`CHANNEL`], tagged with this instance's id and a sequence
-//! number (PostgreSQL folds identical payloads sent in one transaction into one); what queued while a batch was being
-//! sent goes out in the next, as one statement (up to [`BATCH`] events), so a burst costs one round trip, not one per
-//! event. One listening
-//! connection receives every instance's and delivers those of other instances to the local buses of their
-//! session. A notification's payload is limited (8,000 bytes): a larger event is written to
-//! `holdfast_event_spill` and the notification carries its row id.
-//!
-//! Every notification is signed: `MAC.JSON`, where MAC is keccak-256 over a key, a zero byte and the JSON. The key is
-//! made by the migration (two random UUIDs, 244 random bits) in `holdfast_event_key`, which only roles with that
-//! table's privileges can read, while `LISTEN`/`NOTIFY` need nothing but `CONNECT`: another role on the server can
-//! read notifications but not forge one (a notification without a valid MAC is dropped with a warning). Keccak has
-//! no length extension, so the keyed hash is a MAC as it stands.
-//!
-//! **Only what someone watches.** An instance sends another instance's subscribers only the events of sessions they
-//! watch: a subscriber's arrival ([`EventRelay::watch`]) is announced on the channel at once, every instance renews
-//! its announcements every [`RENEW_EVERY`] (they lapse after [`WATCH_TTL`]), and one that starts or reconnects asks
-//! the others to renew theirs. Events of a session nobody elsewhere watches are not sent (counted in
-//! [`PgFanout::unwatched_events`]); for those that follow a save (`tool.result`, `session.saved`) a reload hint is
-//! sent instead, one per session however many saves, at most every [`HINT_EVERY`], so every instance holding a copy
-//! still learns that it is older.
-//!
-//! Events are what the UI shows, not what decides: nothing reads an event to move value. The one thing an event
-//! prompts is a reload: an instance replaces its copy of a session from the database when another instance's
-//! `tool.result` or `session.saved` for it arrives (both follow a save; a `session.saved` of revision 0 is the
-//! reload hint sent for a save of a session no other instance watches, or whose events were dropped or not sent). A notification sent while a listener is
-//! reconnecting is lost to that listener, as an event is to a WebSocket client that lags; so on a reconnect every
-//! session loaded here is marked for reloading.
+//! The key is made by the migration (two random UUIDs, 244 random bits) in `holdfast_event_key`, which only roles
+//! with that table's privileges can read, while `LISTEN`/`NOTIFY` need nothing but `CONNECT`.
 
 use crate::migrate::Component;
 use crate::{PgStore, StoreError};
-use holdfast_core::event::{Event, EventBus, EventPayload, EventRelay, WeakEventBus};
-use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use holdfast_core::ToolError;
+use holdfast_core::event::relay::{Relay, RelayChannel, RelayListener};
+use holdfast_core::tool::BoxFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// The `LISTEN/NOTIFY` channel.
 pub const CHANNEL: &str = "holdfast_events";
 
-/// The largest notification sent inline; larger events go through `holdfast_event_spill`.
-const INLINE_MAX: usize = 7_500;
-
-/// Events queued for sending before new ones are dropped (with a warning), as for a lagging subscriber.
-const QUEUE: usize = 8_192;
-
-/// Most events sent in one statement.
-pub const BATCH: usize = 512;
-
-/// How long another instance's announcement that it watches a session holds unless renewed.
-pub const WATCH_TTL: Duration = Duration::from_secs(30);
-
-/// How often an instance renews its announcements (every session with a subscriber here).
-pub const RENEW_EVERY: Duration = Duration::from_secs(10);
-
-/// The shortest time between two rounds of reload hints: the saves of that time are coalesced, one hint per session.
-pub const HINT_EVERY: Duration = Duration::from_millis(10);
-
-/// Most sessions named in one announcement (a notification's payload is limited).
-const WATCH_CHUNK: usize = 100;
-
-/// The longest wait before the sender tries again after a round in which a send failed (it doubles from 100 ms).
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
-
-/// Another instance's hello is answered at most this often (a replayed one costs nothing more).
-const RENEW_AT_MOST: Duration = Duration::from_secs(1);
+/// The longest notification sent (PostgreSQL refuses a payload of 8,000 bytes or more).
+const PAYLOAD_LIMIT: usize = 7_900;
 
 /// The spill table and the signing key (PostgreSQL only): [`crate::schema::EVENTS`].
 pub const MIGRATIONS: Component = crate::schema::EVENTS;
 
-#[derive(Serialize, Deserialize)]
-struct Envelope {
-    /// The sending instance.
-    o: String,
-    /// The event, inline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    e: Option<Event>,
-    /// Or the spill row holding it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    s: Option<i64>,
-    /// The sender's sequence number: keeps two equal events of one batch distinct.
-    #[serde(default)]
-    n: u64,
-    /// An announcement: the sender has subscribers of these sessions (send it their events).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    w: Vec<String>,
-    /// The sender started listening (or listens again): every instance renews its announcements now.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    h: bool,
-    /// When an announcement or hello was sent (Unix seconds): one older than [`WATCH_TTL`] is a replay, ignored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    t: Option<i64>,
+/// The relay of an instance on `store`'s database: listening (before this returns) and sending until `cancel`.
+pub async fn start(store: PgStore, cancel: CancellationToken) -> Result<Arc<Relay>, StoreError> {
+    let channel = PgChannel::open(store).await?;
+    Relay::start(Arc::new(channel), cancel).await.map_err(|e| StoreError::Query(e.to_string()))
 }
 
-/// What the sender owes the other instances besides queued events.
-#[derive(Debug, Default)]
-struct Pending {
-    /// Sessions saved here whose `tool.result` or `session.saved` was not sent in full, or whose events a full queue
-    /// dropped: one reload hint each.
-    hints: HashSet<String>,
-    /// Sessions that got a subscriber here: announced.
-    watch: HashSet<String>,
-    /// Renew every announcement (the timer, or another instance said hello).
-    renew: bool,
-    /// Say hello (this instance started, or its listener reconnected and may have missed announcements).
-    hello: bool,
+/// The PostgreSQL channel of one instance.
+pub struct PgChannel {
+    store: PgStore,
+    key: String,
+    spilled: AtomicU64,
 }
 
-/// What the relay and its sender task share.
-#[derive(Debug, Default)]
-struct Shared {
-    pending: Mutex<Pending>,
-    wake: Notify,
-    /// Every local session's buses (an event of another instance goes to those of its session).
-    buses: Mutex<HashMap<String, Vec<WeakEventBus>>>,
-}
-
-impl Shared {
-    /// Records what is owed and wakes the sender.
-    fn owe(&self, f: impl FnOnce(&mut Pending)) {
-        f(&mut self.pending.lock());
-        self.wake.notify_one();
-    }
-
-    /// Records what is owed without waking the sender: what a failed send gives back waits for the next round (after
-    /// the back-off), instead of being retried at once in a loop.
-    fn owe_later(&self, f: impl FnOnce(&mut Pending)) {
-        f(&mut self.pending.lock());
-    }
-
-    /// The sessions with a subscriber in this process.
-    fn watched_here(&self) -> Vec<String> {
-        let buses = self.buses.lock();
-        buses
-            .iter()
-            .filter(|(_, list)| list.iter().filter_map(WeakEventBus::upgrade).any(|b| b.has_local_subscribers()))
-            .map(|(session, _)| session.clone())
-            .collect()
-    }
-}
-
-/// The PostgreSQL event relay of one instance.
-pub struct PgFanout {
-    instance: String,
-    key: Arc<str>,
-    queue: mpsc::Sender<Arc<Event>>,
-    shared: Arc<Shared>,
-    /// Events not relayed because the send queue was full (reaching this instance only), and when that was last
-    /// logged: a full queue is logged at most once a second, with the count, never once per event. Each session
-    /// some of whose events were dropped is sent one reload hint, so no other instance keeps an older copy of it
-    /// because its `tool.result` was among them.
-    dropped: DropCounter,
-    /// Events not sent because no other instance watches their session.
-    unwatched: AtomicU64,
-    /// The sessions other instances watch, and until when (renewed by their announcements).
-    watched: Mutex<HashMap<String, Instant>>,
-    /// When another instance's hello was last answered ([`RENEW_AT_MOST`]).
-    renewed: Mutex<Option<Instant>>,
-}
-
-/// Counts events dropped from a full queue and rate-limits the warning about them.
-#[derive(Debug, Default)]
-pub struct DropCounter {
-    total: std::sync::atomic::AtomicU64,
-    unlogged: std::sync::atomic::AtomicU64,
-    last_logged: Mutex<Option<std::time::Instant>>,
-}
-
-impl DropCounter {
-    /// Counts one dropped event; returns how many to report now (the ones since the last report) when a second
-    /// has passed since it, else `None`.
-    pub fn drop_one(&self) -> Option<u64> {
-        use std::sync::atomic::Ordering;
-        self.total.fetch_add(1, Ordering::Relaxed);
-        self.unlogged.fetch_add(1, Ordering::Relaxed);
-        let mut last = self.last_logged.lock();
-        let now = std::time::Instant::now();
-        if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
-            return None;
-        }
-        *last = Some(now);
-        Some(self.unlogged.swap(0, Ordering::Relaxed))
-    }
-
-    /// Every event dropped since the start.
-    pub fn total(&self) -> u64 {
-        self.total.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl std::fmt::Debug for PgFanout {
+impl std::fmt::Debug for PgChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgFanout").field("instance", &self.instance).finish_non_exhaustive()
+        f.debug_struct("PgChannel").field("instance", &self.store.instance()).finish_non_exhaustive()
     }
 }
 
-impl PgFanout {
-    /// Listens on [`CHANNEL`] (before returning: no event published after this is missed) and starts the sender;
-    /// both stop with `cancel`.
-    pub async fn start(store: PgStore, cancel: CancellationToken) -> Result<Arc<Self>, StoreError> {
+fn tool_err(e: impl Into<StoreError>) -> ToolError {
+    ToolError::from(e.into())
+}
+
+impl PgChannel {
+    /// The channel on `store`'s database (its tables migrated, its key read).
+    pub async fn open(store: PgStore) -> Result<Self, StoreError> {
         store.migrate(&MIGRATIONS).await?;
         let key: String =
             sqlx::query_scalar("SELECT key FROM holdfast_event_key WHERE id = 1").fetch_one(store.pool()).await?;
-        let key: Arc<str> = Arc::from(key);
-        let mut listener = sqlx::postgres::PgListener::connect_with(store.pool()).await?;
-        listener.listen(CHANNEL).await?;
-        let (queue, rx) = mpsc::channel(QUEUE);
-        let instance = store.instance().to_owned();
-        let shared = Arc::new(Shared::default());
-        // Listening from here on: the others are asked to say what they watch.
-        shared.owe(|p| p.hello = true);
-        let fanout = Arc::new(Self {
-            instance,
-            key: Arc::clone(&key),
-            queue,
-            shared: Arc::clone(&shared),
-            dropped: DropCounter::default(),
-            unwatched: AtomicU64::new(0),
-            watched: Mutex::new(HashMap::new()),
-            renewed: Mutex::new(None),
-        });
-        tokio::spawn(send(store.clone(), key, rx, shared, cancel.clone()));
-        let receiving = Arc::downgrade(&fanout);
-        tokio::spawn(async move {
-            loop {
-                let note = tokio::select! {
-                    () = cancel.cancelled() => return,
-                    note = listener.try_recv() => note,
-                };
-                let Some(fanout) = receiving.upgrade() else { return };
-                match note {
-                    Ok(Some(note)) => fanout.receive(&store, note.payload()).await,
-                    // The connection was lost (the next call reconnects): what other instances sent meanwhile is
-                    // gone, so every session loaded here may be older than what they saved.
-                    Ok(None) => {
-                        tracing::warn!("event fan-out: the listening connection was lost; reconnecting");
-                        fanout.mark_all_remote();
-                        // The others renew what they watch on hello. The listener listens again only at its next
-                        // receive, so a second hello a second later covers answers the first one's may have lost.
-                        fanout.shared.owe(|p| p.hello = true);
-                        let shared = Arc::clone(&fanout.shared);
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                            shared.owe(|p| p.hello = true);
-                        });
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %holdfast_core::redact_urls(&e.to_string()), "event fan-out: listen");
-                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    }
-                }
-            }
-        });
-        Ok(fanout)
+        Ok(Self { store, key, spilled: AtomicU64::new(0) })
     }
 
-    async fn receive(&self, store: &PgStore, signed: &str) {
-        let Some(payload) = verify(&self.key, signed) else {
-            tracing::warn!("event fan-out: a notification without a valid signature was ignored");
-            return;
-        };
-        // The listener hears this instance's own notifications too: skip them before parsing the event.
-        if payload
-            .strip_prefix("{\"o\":\"")
-            .and_then(|rest| rest.strip_prefix(self.instance.as_str()))
-            .is_some_and(|rest| rest.starts_with('"'))
-        {
-            return;
-        }
-        let Ok(envelope) = serde_json::from_str::<Envelope>(payload) else {
-            tracing::warn!("event fan-out: a notification that is not an event was ignored");
-            return;
-        };
-        if envelope.o == self.instance {
-            return;
-        }
-        let is_control = !envelope.w.is_empty() || envelope.h;
-        let sent = envelope.t.unwrap_or_default();
-        let fresh = (chrono::Utc::now().timestamp() - sent).unsigned_abs() <= WATCH_TTL.as_secs();
-        if is_control && !fresh {
-            // A replay of an old announcement or hello (any role that can LISTEN has seen them): ignored.
-            return;
-        }
-        if !envelope.w.is_empty() {
-            let until = Instant::now() + WATCH_TTL;
-            let mut watched = self.watched.lock();
-            let now = Instant::now();
-            watched.retain(|_, t| *t > now);
-            for session in envelope.w {
-                watched.insert(session, until);
-            }
-        }
-        if envelope.h {
-            let mut renewed = self.renewed.lock();
-            if renewed.is_none_or(|at| at.elapsed() >= RENEW_AT_MOST) {
-                *renewed = Some(Instant::now());
-                self.shared.owe(|p| p.renew = true);
-            }
-        }
-        let event = match (envelope.e, envelope.s) {
-            (Some(event), _) => event,
-            (None, Some(id)) => {
-                let body: Result<Option<String>, _> =
-                    sqlx::query_scalar("SELECT body FROM holdfast_event_spill WHERE id = $1")
-                        .bind(id)
-                        .fetch_optional(store.pool())
-                        .await;
-                match body.ok().flatten().and_then(|b| serde_json::from_str::<Event>(&b).ok()) {
-                    Some(event) => event,
-                    None => return,
-                }
-            }
-            (None, None) => return,
-        };
-        let live: Vec<EventBus> = {
-            let mut buses = self.shared.buses.lock();
-            let Some(list) = buses.get_mut(&event.session_id) else { return };
-            list.retain(|b| b.upgrade().is_some());
-            let live = list.iter().filter_map(WeakEventBus::upgrade).collect();
-            if list.is_empty() {
-                buses.remove(&event.session_id);
-            }
-            live
-        };
-        let event = Arc::new(event);
-        for bus in live {
-            bus.deliver(Arc::clone(&event));
-        }
-    }
-}
-
-impl PgFanout {
-    /// Events not relayed to the other instances since the start because the send queue was full.
-    pub fn dropped_events(&self) -> u64 {
-        self.dropped.total()
-    }
-
-    /// Events not sent to the other instances since the start because none of them watched their session (a save
-    /// among them was sent as a reload hint).
-    pub fn unwatched_events(&self) -> u64 {
-        self.unwatched.load(Ordering::Relaxed)
-    }
-
-    /// Whether another instance has announced, within [`WATCH_TTL`], that it watches `session`.
-    pub fn watched_elsewhere(&self, session: &str) -> bool {
-        self.watched.lock().get(session).is_some_and(|until| *until > Instant::now())
-    }
-
-    /// Marks every attached session as possibly changed by another instance ([`EventBus::mark_remote_activity`]).
-    fn mark_all_remote(&self) {
-        for bus in self.shared.buses.lock().values().flatten().filter_map(WeakEventBus::upgrade) {
-            bus.mark_remote_activity();
-        }
-    }
-}
-
-impl EventRelay for PgFanout {
-    fn relay(&self, event: &Arc<Event>) {
-        if !self.watched_elsewhere(&event.session_id) {
-            self.unwatched.fetch_add(1, Ordering::Relaxed);
-            if is_save(event) {
-                self.shared.owe(|p| {
-                    p.hints.insert(event.session_id.clone());
-                });
-            }
-            return;
-        }
-        if self.queue.try_send(Arc::clone(event)).is_ok() {
-            return;
-        }
-        self.shared.owe(|p| {
-            p.hints.insert(event.session_id.clone());
-        });
-        if let Some(count) = self.dropped.drop_one() {
-            tracing::warn!(
-                dropped = count,
-                dropped_total = self.dropped.total(),
-                "event fan-out: the send queue is full; events reach this instance only (logged at most once a second)"
-            );
-        }
-    }
-
-    fn attach(&self, bus: &EventBus) {
-        let mut buses = self.shared.buses.lock();
-        let list = buses.entry(bus.session_id().to_owned()).or_default();
-        list.retain(|b| b.upgrade().is_some());
-        list.push(bus.downgrade());
-    }
-
-    fn watch(&self, session_id: &str) {
-        self.shared.owe(|p| {
-            p.watch.insert(session_id.to_owned());
-        });
-    }
-}
-
-/// Sends queued events in order, in batches, until `cancel`. After a batch: the reload hints owed (one per session,
-/// coalesced however many of its saves or dropped events there were, at most every [`HINT_EVERY`]), then the
-/// announcements (the sessions that got a subscriber here; every watched one when renewing) and a hello.
-async fn send(
-    store: PgStore,
-    key: Arc<str>,
-    mut rx: mpsc::Receiver<Arc<Event>>,
-    shared: Arc<Shared>,
-    cancel: CancellationToken,
-) {
-    let mut sender = Sender { store, key, spilled: 0, seq: 0 };
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut renew = tokio::time::interval(RENEW_EVERY);
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_hints = Instant::now().checked_sub(HINT_EVERY).unwrap_or_else(Instant::now);
-    let mut hints_waiting = false;
-    let mut backoff = Duration::ZERO;
-    let mut warned: Option<Instant> = None;
-    loop {
-        if !backoff.is_zero() {
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                () = tokio::time::sleep(backoff) => {}
-            }
-        }
-        let mut failed: Option<StoreError> = None;
-        let hints_at = tokio::time::Instant::from_std(last_hints + HINT_EVERY);
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
-            () = shared.wake.notified() => {}
-            _ = renew.tick() => shared.pending.lock().renew = true,
-            () = tokio::time::sleep_until(hints_at), if hints_waiting => {}
-        }
-        if !batch.is_empty() {
-            if let Err(e) = sender.notify(&batch).await {
-                // A save among them still reaches every copy elsewhere: its session is owed a hint.
-                let saved = batch.iter().filter(|e| is_save(e)).map(|e| e.session_id.clone());
-                shared.owe_later(|p| p.hints.extend(saved));
-                failed = Some(e);
-            }
-            batch.clear();
-        }
-        let (hints, watch, hello) = {
-            let mut pending = shared.pending.lock();
-            let hints =
-                if last_hints.elapsed() >= HINT_EVERY { std::mem::take(&mut pending.hints) } else { HashSet::new() };
-            hints_waiting = !pending.hints.is_empty();
-            let mut watch = std::mem::take(&mut pending.watch);
-            if std::mem::take(&mut pending.renew) {
-                drop(pending);
-                watch.extend(shared.watched_here());
-                pending = shared.pending.lock();
-            }
-            (hints, watch, std::mem::take(&mut pending.hello))
-        };
-        if !hints.is_empty() {
-            last_hints = Instant::now();
-            let sessions: Vec<String> = hints.into_iter().collect();
-            for chunk in sessions.chunks(BATCH) {
-                let hints: Vec<Arc<Event>> = chunk.iter().map(|s| Arc::new(reload_hint(s))).collect();
-                if let Err(e) = sender.notify(&hints).await {
-                    // Kept for the next round: a hint is sent or still owed, never forgotten.
-                    shared.owe_later(|p| p.hints.extend(chunk.iter().cloned()));
-                    failed = Some(e);
-                }
-            }
-        }
-        let watch: Vec<String> = watch.into_iter().collect();
-        let mut control: Vec<(Vec<String>, bool)> = watch.chunks(WATCH_CHUNK).map(|c| (c.to_vec(), false)).collect();
-        if hello {
-            control.push((Vec::new(), true));
-        }
-        for (sessions, hello) in control {
-            if let Err(e) = sender.control(sessions.clone(), hello).await {
-                shared.owe_later(|p| {
-                    p.watch.extend(sessions);
-                    p.hello |= hello;
-                });
-                failed = Some(e);
-            }
-        }
-        match failed {
-            None => backoff = Duration::ZERO,
-            Some(e) => {
-                // Sent again after a back-off (100 ms, doubling to 5 s), not in a loop; logged at most once a second.
-                backoff = (backoff * 2).clamp(Duration::from_millis(100), MAX_BACKOFF);
-                if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
-                    warned = Some(Instant::now());
-                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
-                        "event fan-out: not everything was sent to the other instances; what is owed is sent again");
-                }
-            }
-        }
-    }
-}
-
-/// Whether `event` follows a save (another instance's copy of its session is older once it happened).
-fn is_save(event: &Event) -> bool {
-    matches!(event.payload, EventPayload::ToolResult(_) | EventPayload::SessionSaved(_))
-}
-
-/// A `session.saved` for `session` with no revision of its own (0): "it was saved (its events were not sent, or were
-/// dropped); reload it".
-fn reload_hint(session: &str) -> Event {
-    let payload = holdfast_core::event::EventPayload::SessionSaved(holdfast_core::event::SessionSaved { revision: 0 });
-    Event { session_id: session.to_owned(), payload, at: chrono::Utc::now() }
-}
-
-struct Sender {
-    store: PgStore,
-    key: Arc<str>,
-    spilled: u64,
-    seq: u64,
-}
-
-impl Sender {
-    /// One `pg_notify` per event, in order, in one statement (one transaction). An event that cannot be prepared
-    /// (its spill row not written) is left out alone; when the statement fails, each notification is sent again on
-    /// its own, so one failure costs its own event, not the batch.
-    async fn notify(&mut self, events: &[Arc<Event>]) -> Result<(), StoreError> {
-        let mut payloads = Vec::with_capacity(events.len());
-        for event in events {
-            match self.payload(event).await {
-                Ok(p) => payloads.push(p),
-                Err(e) => {
-                    tracing::warn!(event = event.name(), error = %e, "event fan-out: not sent to the other instances")
-                }
-            }
-        }
-        if payloads.is_empty() || self.send(&payloads).await.is_ok() {
-            return Ok(());
-        }
-        let mut failed = None;
-        for payload in payloads {
-            if let Err(e) = self.send(std::slice::from_ref(&payload)).await {
-                failed = Some(e);
-            }
-        }
-        failed.map_or(Ok(()), Err)
-    }
-
-    /// Sends an announcement (the sessions watched here) or a hello.
-    async fn control(&mut self, sessions: Vec<String>, hello: bool) -> Result<(), StoreError> {
-        self.seq += 1;
-        let o = self.store.instance().to_owned();
-        let t = Some(chrono::Utc::now().timestamp());
-        let body = serde_json::to_string(&Envelope { o, e: None, s: None, n: self.seq, w: sessions, h: hello, t })
-            .map_err(|e| StoreError::Query(e.to_string()))?;
-        self.send(&[sign(&self.key, &body)]).await
-    }
-
-    async fn send(&self, payloads: &[String]) -> Result<(), StoreError> {
-        // A function scan yields the array's elements in order, and the projection calls pg_notify row by row.
-        sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS t(p)")
-            .bind(CHANNEL)
-            .bind(payloads)
+    async fn prune(&self) {
+        // Listeners read a row within moments of its notification; an hour is far beyond that. A failed clean-up is
+        // tried again a hundred spills later; it never costs an event.
+        let pruned = sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
             .execute(self.store.pool())
-            .await?;
-        Ok(())
+            .await;
+        if let Err(e) = pruned {
+            tracing::warn!(error = %StoreError::from(e), "event channel: old spill rows not pruned");
+        }
+    }
+}
+
+impl RelayChannel for PgChannel {
+    fn instance(&self) -> &str {
+        self.store.instance()
     }
 
-    /// The notification for `event`: the event inline, or the id of the spill row it was written to.
-    async fn payload(&mut self, event: &Event) -> Result<String, StoreError> {
-        self.seq += 1;
-        let o = self.store.instance().to_owned();
-        let inline =
-            Envelope { o: o.clone(), e: Some(event.clone()), s: None, n: self.seq, w: Vec::new(), h: false, t: None };
-        let payload = serde_json::to_string(&inline).map_err(|e| StoreError::Query(e.to_string()))?;
-        if payload.len() <= INLINE_MAX {
-            return Ok(sign(&self.key, &payload));
-        }
-        let body = serde_json::to_string(event).map_err(|e| StoreError::Query(e.to_string()))?;
-        let id: i64 = sqlx::query_scalar("INSERT INTO holdfast_event_spill (body) VALUES ($1) RETURNING id")
-            .bind(body)
-            .fetch_one(self.store.pool())
-            .await?;
-        self.spilled += 1;
-        if self.spilled.is_multiple_of(100) {
-            // Listeners read a row within moments of its notification; an hour is far beyond that. A failed
-            // clean-up is tried again a hundred spills later; it never costs an event.
-            let pruned = sqlx::query("DELETE FROM holdfast_event_spill WHERE created_at < now() - interval '1 hour'")
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn payload_limit(&self) -> usize {
+        PAYLOAD_LIMIT
+    }
+
+    fn notify<'a>(&'a self, payloads: &'a [String]) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async move {
+            // A function scan yields the array's elements in order, and the projection calls pg_notify row by row;
+            // one statement is one transaction (PostgreSQL folds identical payloads of one transaction into one:
+            // the relay numbers them).
+            sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS t(p)")
+                .bind(CHANNEL)
+                .bind(payloads)
                 .execute(self.store.pool())
-                .await;
-            if let Err(e) = pruned {
-                tracing::warn!(error = %StoreError::from(e), "event fan-out: old spill rows not pruned");
+                .await
+                .map_err(tool_err)?;
+            Ok(())
+        })
+    }
+
+    fn spill(&self, body: String) -> BoxFuture<'_, Result<i64, ToolError>> {
+        Box::pin(async move {
+            let id: i64 = sqlx::query_scalar("INSERT INTO holdfast_event_spill (body) VALUES ($1) RETURNING id")
+                .bind(body)
+                .fetch_one(self.store.pool())
+                .await
+                .map_err(tool_err)?;
+            if (self.spilled.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(100) {
+                self.prune().await;
             }
-        }
-        serde_json::to_string(&Envelope { o, e: None, s: Some(id), n: self.seq, w: Vec::new(), h: false, t: None })
-            .map(|payload| sign(&self.key, &payload))
-            .map_err(|e| StoreError::Query(e.to_string()))
+            Ok(id)
+        })
+    }
+
+    fn unspill(&self, id: i64) -> BoxFuture<'_, Result<Option<String>, ToolError>> {
+        Box::pin(async move {
+            sqlx::query_scalar("SELECT body FROM holdfast_event_spill WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.store.pool())
+                .await
+                .map_err(tool_err)
+        })
+    }
+
+    fn listen(&self) -> BoxFuture<'_, Result<Box<dyn RelayListener>, ToolError>> {
+        Box::pin(async move {
+            let mut listener = sqlx::postgres::PgListener::connect_with(self.store.pool()).await.map_err(tool_err)?;
+            listener.listen(CHANNEL).await.map_err(tool_err)?;
+            Ok(Box::new(PgRelayListener(listener)) as Box<dyn RelayListener>)
+        })
     }
 }
 
-/// keccak-256(key ‖ 0x00 ‖ body), hex.
-fn mac(key: &str, body: &str) -> String {
-    let mut bytes = Vec::with_capacity(key.len() + 1 + body.len());
-    bytes.extend_from_slice(key.as_bytes());
-    bytes.push(0);
-    bytes.extend_from_slice(body.as_bytes());
-    alloy_primitives::hex::encode(alloy_primitives::keccak256(&bytes))
-}
+/// A connection listening on [`CHANNEL`].
+struct PgRelayListener(sqlx::postgres::PgListener);
 
-/// `MAC.BODY`, the form every notification is sent in.
-fn sign(key: &str, body: &str) -> String {
-    format!("{}.{body}", mac(key, body))
-}
-
-/// The body of a notification whose MAC is valid under `key`.
-fn verify<'a>(key: &str, signed: &'a str) -> Option<&'a str> {
-    let (given, body) = signed.split_once('.')?;
-    let expected = mac(key, body);
-    // Compared in constant time: nothing about the key leaks through how long a rejection takes.
-    let same = given.len() == expected.len()
-        && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
-    same.then_some(body)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::DropCounter;
-
-    #[test]
-    fn a_full_queue_is_counted_always_and_reported_at_most_once_a_second() {
-        let counter = DropCounter::default();
-        let reports: Vec<u64> = (0..100_000).filter_map(|_| counter.drop_one()).collect();
-        assert_eq!(counter.total(), 100_000);
-        assert!(!reports.is_empty() && reports.len() <= 2, "{} reports for 100,000 drops", reports.len());
-        assert_eq!(reports[0], 1, "the first drop is reported at once");
+impl RelayListener for PgRelayListener {
+    fn recv(&mut self) -> BoxFuture<'_, Result<Option<String>, ToolError>> {
+        Box::pin(async move {
+            // `try_recv` answers `None` once when the connection is lost; the next call connects and listens again.
+            Ok(self.0.try_recv().await.map_err(tool_err)?.map(|note| note.payload().to_owned()))
+        })
     }
 }

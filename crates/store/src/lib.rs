@@ -7,7 +7,8 @@
 //! - [`Storage::Postgres`] — selected by `[storage] url = "postgres://…"` or `HOLDFAST_DATABASE_URL`: a pool
 //!   ([`PgStore`]) that any number of instances share. What must be serialized across them — a wallet's nonce
 //!   choice, cap reservation and broadcast — is serialized by PostgreSQL's advisory locks ([`PgStore::lock`]);
-//!   events reach every instance through `LISTEN/NOTIFY` ([`fanout`]).
+//!   events reach every instance through `LISTEN/NOTIFY` ([`fanout`]: the channel; what travels on it is decided by
+//!   holdfast-core's event relay).
 //!
 //! Every table's schema lives here, as SQL migration files per dialect ([`schema`]: the journal's, sessions',
 //! memory's, tasks', messages' and the relay's); one runner ([`migrate`]) applies them, recording each in
@@ -36,7 +37,7 @@ pub mod sqlite;
 mod error;
 
 pub use error::StoreError;
-pub use fanout::PgFanout;
+pub use fanout::PgChannel;
 pub use group::GroupCommit;
 pub use lock::{DataDirLock, Holder, ProcessLock, process_command};
 pub use migrate::{Component, Migration};

@@ -7,6 +7,7 @@
 //! What an event says is typed: [`EventPayload`] has one variant per name, with its payload type ([`payload`]).
 
 pub mod payload;
+pub mod relay;
 
 pub use payload::{
     AgentInboxTurn, AgentMessage, AgentRateLimited, ConfirmationResolved, ContextBankUpdate, EventPayload,
@@ -91,7 +92,7 @@ impl Event {
     }
 }
 
-/// Carries events between instances that share one database (`holdfast-store`'s PostgreSQL fan-out): every event a
+/// Carries events between instances that share one database ([`relay::Relay`], on `holdfast-store`'s channel): every event a
 /// bus publishes is handed to [`EventRelay::relay`], and events of other instances are delivered to the local buses
 /// [`EventRelay::attach`] registered, through [`EventBus::deliver`] (which does not relay them again).
 pub trait EventRelay: Send + Sync + std::fmt::Debug {

@@ -2,14 +2,16 @@
 //! once — a burst goes out in batches, equal events are not folded together, a large one goes through the spill
 //! table — and an instance does not hear its own events twice.
 
+use holdfast_core::event::relay::Relay;
 use holdfast_core::event::{AgentMessage, EventBus, EventPayload};
-use holdfast_store::{PgFanout, PgStore};
+use holdfast_store::PgStore;
+use holdfast_store::fanout::start;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Waits until `relay` has heard that another instance watches `session` (its subscriber's announcement arrived).
-async fn until_watched(relay: &PgFanout, session: &str) {
+async fn until_watched(relay: &Relay, session: &str) {
     for _ in 0..200 {
         if relay.watched_elsewhere(session) {
             return;
@@ -43,8 +45,8 @@ async fn a_burst_reaches_the_other_instance_whole_and_in_order() {
     for store in [&a, &b] {
         store.migrate(&holdfast_store::fanout::MIGRATIONS).await.unwrap();
     }
-    let relay_a = PgFanout::start(a, cancel.clone()).await.unwrap();
-    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let relay_a = start(a, cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(Arc::clone(&relay_b) as _);
     let other = EventBus::new("t").with_relay(relay_b);
@@ -84,7 +86,7 @@ async fn a_notification_not_signed_with_the_key_is_dropped() {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let b = PgStore::connect(&url).await.unwrap();
-    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
     let bus_b = EventBus::new("s").with_relay(relay_b);
     let mut on_b = bus_b.subscribe();
 
@@ -126,8 +128,8 @@ async fn dropped_events_leave_one_reload_hint_per_session() {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
-    let relay_a = PgFanout::start(a, cancel.clone()).await.unwrap();
-    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let relay_a = start(a, cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(relay_b);
     let _watching = bus_b.subscribe();
@@ -159,8 +161,8 @@ async fn only_watched_sessions_events_are_sent_and_saves_still_reach_every_copy(
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
-    let relay_a = PgFanout::start(a.clone(), cancel.clone()).await.unwrap();
-    let relay_b = PgFanout::start(b, cancel.clone()).await.unwrap();
+    let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(Arc::clone(&relay_b) as _);
     // What goes over the channel, counted by a listener of the test's own.
@@ -204,7 +206,7 @@ async fn a_replayed_announcement_marks_nothing_as_watched() {
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
     let a = PgStore::connect(&url).await.unwrap();
-    let relay_a = PgFanout::start(a.clone(), cancel.clone()).await.unwrap();
+    let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
     let key: String = sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(a.pool()).await.unwrap();
     let announce = async |session: &str, t: i64| {
         let body = serde_json::json!({"o": "i_other", "n": 1, "w": [session], "t": t}).to_string();
@@ -221,4 +223,163 @@ async fn a_replayed_announcement_marks_nothing_as_watched() {
     announce("new", now).await;
     until_watched(&relay_a, "new").await;
     assert!(!relay_a.watched_elsewhere("old"), "a replayed announcement was taken");
+}
+
+/// The real channel, made to fail its sends while `failing` is set (as a database refusing writes would), counting
+/// every send tried.
+struct Flaky {
+    inner: holdfast_store::PgChannel,
+    failing: std::sync::atomic::AtomicBool,
+    tried: std::sync::atomic::AtomicU64,
+}
+
+impl holdfast_core::event::relay::RelayChannel for Flaky {
+    fn instance(&self) -> &str {
+        self.inner.instance()
+    }
+    fn key(&self) -> &str {
+        self.inner.key()
+    }
+    fn payload_limit(&self) -> usize {
+        self.inner.payload_limit()
+    }
+    fn notify<'a>(
+        &'a self,
+        payloads: &'a [String],
+    ) -> holdfast_core::tool::BoxFuture<'a, Result<(), holdfast_core::ToolError>> {
+        use std::sync::atomic::Ordering;
+        self.tried.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(holdfast_core::ToolError::internal("the database refuses writes")) });
+        }
+        self.inner.notify(payloads)
+    }
+    fn spill(&self, body: String) -> holdfast_core::tool::BoxFuture<'_, Result<i64, holdfast_core::ToolError>> {
+        self.inner.spill(body)
+    }
+    fn unspill(&self, id: i64) -> holdfast_core::tool::BoxFuture<'_, Result<Option<String>, holdfast_core::ToolError>> {
+        self.inner.unspill(id)
+    }
+    fn listen(
+        &self,
+    ) -> holdfast_core::tool::BoxFuture<
+        '_,
+        Result<Box<dyn holdfast_core::event::relay::RelayListener>, holdfast_core::ToolError>,
+    > {
+        self.inner.listen()
+    }
+}
+
+/// The signed envelopes `o` sent, heard on the wire by a listener of the test's own until `quiet` passes without one.
+async fn heard_from(wire: &mut sqlx::postgres::PgListener, o: &str, quiet: Duration) -> Vec<serde_json::Value> {
+    let mut heard = Vec::new();
+    while let Ok(note) = tokio::time::timeout(quiet, wire.recv()).await {
+        let note = note.unwrap();
+        let Some((_, body)) = note.payload().split_once('.') else { continue };
+        let envelope: serde_json::Value = serde_json::from_str(body).unwrap();
+        if envelope["o"] == o {
+            heard.push(envelope);
+        }
+    }
+    heard
+}
+
+/// While the channel refuses every send, the relay tries again after a back-off that doubles (100 ms to 5 s), not in
+/// a loop; what it owed (here: the announcement of a new subscriber) is sent once the channel works again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_channel_is_tried_again_after_a_back_off_and_nothing_owed_is_lost() {
+    use std::sync::atomic::Ordering;
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
+    let flaky = Arc::new(Flaky {
+        inner: holdfast_store::PgChannel::open(a).await.unwrap(),
+        failing: true.into(),
+        tried: 0.into(),
+    });
+    let relay_a = Relay::start(Arc::clone(&flaky) as _, cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(relay_a);
+    let _watching = bus_a.subscribe();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let tried = flaky.tried.load(Ordering::SeqCst);
+    // 100 + 200 + 400 + 800 ms: about 5 rounds in 2 s (each round tries what it owes); a loop would try thousands.
+    assert!((1..=20).contains(&tried), "{tried} sends tried in 2 s of refusals");
+    assert!(!relay_b.watched_elsewhere("s"), "nothing got through");
+
+    // Sent at the next try (the back-off is at most 3.2 s by now), not only at the next renewal 8 s later.
+    flaky.failing.store(false, Ordering::SeqCst);
+    for _ in 0..100 {
+        if relay_b.watched_elsewhere("s") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the announcement owed since the failure was not sent within 5 s of the channel working again");
+}
+
+/// Another instance's hello is answered at most once a second: 50 hellos (signed with the key, as a role that can
+/// read it would send them) cost one or two announcements, not 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hellos_are_answered_at_most_once_a_second() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let a = PgStore::connect(&url).await.unwrap();
+    let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(relay_a);
+    let _watching = bus_a.subscribe();
+    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
+    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // a's own hello and announcement pass
+    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+
+    let key: String = sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(a.pool()).await.unwrap();
+    for n in 0..50 {
+        let body = serde_json::json!({"o": "i_other", "n": n, "h": true, "t": chrono::Utc::now().timestamp()});
+        let body = body.to_string();
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(holdfast_store::fanout::CHANNEL)
+            .bind(format!("{}.{body}", mac(&key, &body)))
+            .execute(a.pool())
+            .await
+            .unwrap();
+    }
+    let answers = heard_from(&mut wire, a.instance(), Duration::from_millis(700)).await;
+    let announcing = answers.iter().filter(|e| e["w"].as_array().is_some_and(|w| !w.is_empty())).count();
+    assert!((1..=2).contains(&announcing), "{announcing} announcements answered 50 hellos");
+}
+
+/// When its listening connection is lost, an instance says hello twice (once at once, once a second later, after it
+/// listens again), so it hears the others' answers to at least one, and marks its sessions for reloading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_listener_says_hello_again_twice_and_marks_sessions_for_reloading() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let a = PgStore::connect(&url).await.unwrap();
+    let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(relay_a);
+    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
+    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+    assert!(!bus_a.has_remote_activity());
+
+    // Every listening connection but the test's own (the last one to start) is ended by the server.
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND query LIKE 'LISTEN%' AND backend_start <
+             (SELECT max(backend_start) FROM pg_stat_activity
+              WHERE datname = current_database() AND query LIKE 'LISTEN%')",
+    )
+    .fetch_all(a.pool())
+    .await
+    .unwrap();
+    assert_eq!(ended, vec![true], "a's listener");
+    let hellos = heard_from(&mut wire, a.instance(), Duration::from_millis(2_500)).await;
+    let hellos = hellos.iter().filter(|e| e["h"] == true).count();
+    assert_eq!(hellos, 2, "one hello at once and one a second later");
+    assert!(bus_a.has_remote_activity(), "what others saved meanwhile was not heard: the session is to be reloaded");
 }
