@@ -44,6 +44,12 @@ impl Database {
         self.db.path()
     }
 
+    /// The process's handle on the file, on which holdfast-store's tables of this crate (tasks, messages and
+    /// reminders) run their statements.
+    pub fn sqlite(&self) -> &SqliteDb {
+        &self.db
+    }
+
     /// Runs `f` on the connection, blocking the current thread. Use from blocking contexts only.
     pub fn with_conn<R>(&self, f: impl FnOnce(&mut Connection) -> Result<R>) -> Result<R> {
         f(&mut self.db.lock())

@@ -1,5 +1,6 @@
-//! holdfast's storage layer: where sessions ([`sessions`], its queries here) and the transaction/payment journal
-//! are kept, and how several `holdfast serve` instances share them.
+//! holdfast's storage layer: where sessions ([`sessions`]), the transaction/payment journal ([`journal`]) and
+//! holdfast-memory's tasks ([`tasks`]) are kept — their queries are here — and how several `holdfast serve`
+//! instances share them.
 //!
 //! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
 //!   mode 0600) or, without a data dir, memory, opened once ([`SqliteDb`]: one writing connection that every table's
@@ -31,6 +32,7 @@ pub mod postgres;
 pub mod schema;
 pub mod sessions;
 pub mod sqlite;
+pub mod tasks;
 
 mod error;
 
