@@ -1,6 +1,6 @@
 //! holdfast's storage layer: where sessions ([`sessions`]), the transaction/payment journal ([`journal`]) and
-//! holdfast-memory's tasks ([`tasks`]) are kept — their queries are here — and how several `holdfast serve`
-//! instances share them.
+//! holdfast-memory's tasks ([`tasks`]), messages and reminders ([`messages`]) are kept — their queries are here —
+//! and how several `holdfast serve` instances share them.
 //!
 //! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
 //!   mode 0600) or, without a data dir, memory, opened once ([`SqliteDb`]: one writing connection that every table's
@@ -27,6 +27,7 @@ pub mod fanout;
 pub mod group;
 pub mod journal;
 pub mod lock;
+pub mod messages;
 pub mod migrate;
 pub mod postgres;
 pub mod schema;
