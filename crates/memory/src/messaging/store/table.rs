@@ -262,3 +262,37 @@ macro_rules! over_table {
 }
 
 pub(super) use over_table;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn rule(refuse_when_all_skipped: bool, defer: bool) -> CooldownRule {
+        CooldownRule { now: Utc::now(), window: Duration::from_secs(30), refuse_when_all_skipped, defer }
+    }
+
+    #[test]
+    fn a_reminder_waits_for_the_last_window_and_a_send_with_no_recipient_left_is_refused() {
+        let skipped = vec![("b".to_owned(), Duration::from_secs(5)), ("c".to_owned(), Duration::from_secs(20))];
+        let deferring = rule(false, true);
+        let AfterWindows::Defer { not_before, refusal } = decide(&deferring, "a", true, &[], &skipped) else {
+            panic!("a reminder inside a window waits")
+        };
+        let until = fmt_time(deferring.now + chrono::Duration::seconds(20));
+        assert_eq!(not_before, until);
+        assert!(matches!(refusal, MemoryError::Deferred { to, until: u } if to == "c" && u == until));
+        // Without a reminder to defer, or with someone reached, the send goes on.
+        assert!(matches!(decide(&deferring, "a", false, &[], &skipped), AfterWindows::Store));
+        assert!(matches!(decide(&rule(true, false), "a", false, &["d".to_owned()], &skipped), AfterWindows::Store));
+
+        let AfterWindows::Refuse(refused) = decide(&rule(true, false), "a", false, &[], &skipped) else {
+            panic!("everyone inside their window")
+        };
+        assert!(matches!(refused, MemoryError::Cooldown { from, to, retry_after, .. }
+            if from == "a" && to == "b" && retry_after == Duration::from_secs(5)));
+        let channel = decide(&rule(false, false), "a", false, &[], &skipped);
+        assert!(matches!(channel, AfterWindows::Store), "a channel still goes out");
+        assert!(matches!(decide(&rule(true, false), "a", false, &[], &[]), AfterWindows::Store), "nobody to skip");
+    }
+}
