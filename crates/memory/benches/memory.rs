@@ -133,8 +133,8 @@ fn bench_search(c: &mut Criterion) {
     group.bench_function("naive_like_scan", |b| {
         b.iter(|| {
             // The baseline: scan every value with LIKE, then rank and snippet the matches in Rust.
-            let hits = db
-                .with_conn(|c| {
+            let hits = {
+                    let c = db.sqlite().lock();
                     let mut stmt = c
                         .prepare_cached(
                             "SELECT label, value FROM memory_blocks WHERE agent_id = ?1 AND (value LIKE ?2 OR value LIKE ?3)",
@@ -152,9 +152,8 @@ fn bench_search(c: &mut Criterion) {
                         .collect();
                     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
                     scored.truncate(10);
-                    Ok(scored.into_iter().map(|(s, l, v)| (s, l, naive_snippet(&v, &terms))).collect::<Vec<_>>())
-                })
-                .unwrap();
+                    scored.into_iter().map(|(s, l, v)| (s, l, naive_snippet(&v, &terms))).collect::<Vec<_>>()
+            };
             black_box(hits)
         })
     });
@@ -201,11 +200,11 @@ fn bench_search_100k(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join(holdfast_memory::DEFAULT_DB_FILE)).unwrap();
     // Loading is not what is measured: no fsync per block while it runs.
-    db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = OFF")?)).unwrap();
+    db.sqlite().lock().execute_batch("PRAGMA synchronous = OFF").unwrap();
     let sqlite = holdfast_memory::SqliteMemoryStore::new(db.clone());
     let values = values_n(N);
     load(&rt, &(Arc::new(sqlite.clone()) as Arc<dyn MemoryStore>), &values);
-    db.with_conn(|c| Ok(c.execute_batch("PRAGMA synchronous = FULL; PRAGMA optimize;")?)).unwrap();
+    db.sqlite().lock().execute_batch("PRAGMA synchronous = FULL; PRAGMA optimize;").unwrap();
     let postgres = rt.block_on(holdfast_testkit::postgres::fresh_database()).map(|url| {
         let store: Arc<dyn MemoryStore> = Arc::new(rt.block_on(holdfast_memory::PgMemoryStore::open(url)).unwrap());
         load(&rt, &store, &values);
@@ -227,13 +226,13 @@ fn bench_search_100k(c: &mut Criterion) {
     group.bench_function("naive_like_scan", |b| {
         b.iter(|| {
             let n: i64 = db
-                .with_conn(|c| {
-                    Ok(c.query_row(
-                        "SELECT COUNT(*) FROM memory_blocks WHERE agent_id = 'bench' AND (value LIKE ?1 OR value LIKE ?2)",
-                        rusqlite::params![format!("%{}%", terms[0]), format!("%{}%", terms[1])],
-                        |r| r.get(0),
-                    )?)
-                })
+                .sqlite()
+                .lock()
+                .query_row(
+                    "SELECT COUNT(*) FROM memory_blocks WHERE agent_id = 'bench' AND (value LIKE ?1 OR value LIKE ?2)",
+                    rusqlite::params![format!("%{}%", terms[0]), format!("%{}%", terms[1])],
+                    |r| r.get(0),
+                )
                 .unwrap();
             black_box(n)
         })

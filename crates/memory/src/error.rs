@@ -134,9 +134,6 @@ pub enum MemoryError {
         /// What happened.
         detail: String,
     },
-    /// The database failed.
-    #[error("storage error: {0}")]
-    Storage(#[from] rusqlite::Error),
     /// The storage layer refused or failed (a migration; a database a newer release migrated is `config_invalid`).
     #[error(transparent)]
     Store(#[from] holdfast_store::StoreError),
@@ -200,7 +197,7 @@ impl HasErrorCode for MemoryError {
             Self::Cooldown { .. } | Self::HopLimit { .. } | Self::TooManyReminders { .. } => ErrorCode::RateLimited,
             Self::RecordNotFound { .. } => ErrorCode::NotFound,
             Self::Upstream { .. } => ErrorCode::UpstreamError,
-            Self::Storage(_) | Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,
+            Self::Internal(_) | Self::AlreadyFired => ErrorCode::Internal,
             Self::Deferred { .. } => ErrorCode::RateLimited,
             Self::Store(e) => e.code(),
         }
@@ -220,7 +217,7 @@ impl From<MemoryError> for ToolError {
             MemoryError::BlockNotFound { existing, .. } => Some(serde_json::json!({"existing": existing})),
             _ => None,
         };
-        if matches!(e, MemoryError::Storage(_) | MemoryError::Store(_) | MemoryError::Internal(_)) {
+        if matches!(e, MemoryError::Store(_) | MemoryError::Internal(_)) {
             tracing::error!(error = %e, "memory runtime failure");
         }
         let error = ToolError::new(code, e.to_string());

@@ -1,5 +1,6 @@
-//! holdfast's storage layer: where sessions ([`sessions`], its queries here) and the transaction/payment journal
-//! are kept, and how several `holdfast serve` instances share them.
+//! holdfast's storage layer: where sessions ([`sessions`]), the transaction/payment journal ([`journal`]) and
+//! holdfast-memory's blocks ([`memory`]), tasks ([`tasks`]), messages and reminders ([`messages`]) are kept — every
+//! query is here; the domain crates decide what rows mean — and how several `holdfast serve` instances share them.
 //!
 //! - [`Storage::Sqlite`] — the embedded default: one file (`DATA_DIR/holdfast.db`, WAL, `synchronous = FULL`,
 //!   mode 0600) or, without a data dir, memory, opened once ([`SqliteDb`]: one writing connection that every table's
@@ -28,11 +29,13 @@ pub mod group;
 pub mod journal;
 pub mod lock;
 pub mod memory;
+pub mod messages;
 pub mod migrate;
 pub mod postgres;
 pub mod schema;
 pub mod sessions;
 pub mod sqlite;
+pub mod tasks;
 
 mod error;
 

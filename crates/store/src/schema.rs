@@ -8,7 +8,8 @@
 //! |---|---|---|
 //! | `holdfast-web3` | [`JOURNAL`] | `journal` |
 //! | this crate ([`crate::sessions`]; used by `holdfast-agent`) | [`SESSIONS`] | `sessions`, `session_state`, `session_parts`, `session_messages`, `session_links` |
-//! | `holdfast-memory` | [`MEMORY`], [`TASKS`], [`MESSAGES`] | `memory_*`, `tasks_items`, `messages_*`, `reminders_items` |
+//! | `holdfast-memory` | [`MEMORY`] | `memory_*` |
+//! | this crate ([`crate::tasks`], [`crate::messages`]; used by `holdfast-memory`) | [`TASKS`], [`MESSAGES`] | `tasks_items`, `messages_*`, `reminders_items` |
 //! | this crate | [`EVENTS`] | `holdfast_event_spill`, `holdfast_event_key` (PostgreSQL only) |
 //!
 //! ```

@@ -91,6 +91,20 @@ impl SqliteDb {
         self.inner.path.as_deref()
     }
 
+    /// Runs the migrations of `components` the file has not recorded yet, in order ([`crate::migrate::sqlite`]).
+    pub fn migrate(&self, components: &[crate::Component]) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        for component in components {
+            crate::migrate::sqlite(&mut conn, component)?;
+        }
+        Ok(())
+    }
+
+    /// The journal mode in force (`wal` for a file, `memory` in memory).
+    pub fn journal_mode(&self) -> Result<String, StoreError> {
+        Ok(self.lock().query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))?)
+    }
+
     /// The writing connection, for a [`crate::GroupCommit`] writer that shares it.
     pub fn writer(&self) -> Arc<Mutex<Connection>> {
         Arc::clone(&self.inner.writer)

@@ -290,7 +290,7 @@ impl ReminderScheduler {
                 tracing::info!(reminder = %r.id, recipient = %to, until = %until, "reminder waits for the anti-loop window");
                 Ok(false)
             }
-            Err(e @ (MemoryError::Storage(_) | MemoryError::Store(_) | MemoryError::Internal(_))) => {
+            Err(e @ (MemoryError::Store(_) | MemoryError::Internal(_))) => {
                 // The store failed, not the target: still due, the next pass tries again.
                 tracing::error!(reminder = %r.id, error = %e, "reminder could not be delivered; it stays due");
                 Ok(false)

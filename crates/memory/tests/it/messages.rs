@@ -271,16 +271,17 @@ async fn messages_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
     let reminder = b.reminders.schedule("at", due, "later".into(), None, 0).await.unwrap();
 
     // An older build let a NUL into a message; PostgreSQL's text refuses it, and the move must not stop there.
-    db.call(|c| {
-        c.execute(
-            "INSERT INTO messages_log (sender, target_type, target_id, content, created_at)
-             VALUES ('a', 'agent', 'b', ?1, '2026-03-01T08:00:00.000Z')",
-            ["x\0y"],
-        )?;
-        Ok(())
-    })
-    .await
-    .unwrap();
+    db.sqlite()
+        .write(|c| {
+            c.execute(
+                "INSERT INTO messages_log (sender, target_type, target_id, content, created_at)
+                 VALUES ('a', 'agent', 'b', ?1, '2026-03-01T08:00:00.000Z')",
+                ["x\0y"],
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap();
 
     let pg = PgMessageStore::open(holdfast_store::PgStore::connect(&url).await.unwrap()).await.unwrap();
     assert_eq!(pg.adopt(&db).await.unwrap(), MessagesAdopted::Copied { rows: 4 }, "three messages and a reminder");
@@ -309,16 +310,17 @@ async fn an_unreadable_reminder_does_not_stop_the_others() {
     let clock = ManualClock::new(start_time());
     let rt = runtime(Arc::new(SqliteMessageStore::new(db.clone())), &clock).await;
     let a = rt.agent("a").await.unwrap();
-    db.call(|c| {
-        c.execute(
-            "INSERT INTO reminders_items (agent_id, due_at, message, target_type, created_at)
-             VALUES ('a', '2026-03-01T08:00:00.000Z', 'odd', 'carrier-pigeon', '2026-03-01T08:00:00.000Z')",
-            [],
-        )?;
-        Ok(())
-    })
-    .await
-    .unwrap();
+    db.sqlite()
+        .write(|c| {
+            c.execute(
+                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, created_at)
+                 VALUES ('a', '2026-03-01T08:00:00.000Z', 'odd', 'carrier-pigeon', '2026-03-01T08:00:00.000Z')",
+                [],
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap();
     a.reminders.schedule("at", clock.now(), "on time".into(), None, 0).await.unwrap();
     let fired = rt.scheduler().fire_due().await.unwrap();
     assert_eq!(fired.iter().map(|r| r.message.as_str()).collect::<Vec<_>>(), ["on time"]);
@@ -335,12 +337,12 @@ async fn a_store_failure_leaves_a_reminder_due_for_its_target() {
     a.reminders.schedule("at", clock.now(), "for b".into(), Some(MessageTarget::agent("b")), 0).await.unwrap();
     let trouble = "CREATE TRIGGER trouble BEFORE INSERT ON messages_inbox WHEN NEW.agent_id = 'b'
                    BEGIN SELECT RAISE(ABORT, 'disk trouble'); END;";
-    db.call(move |c| Ok(c.execute_batch(trouble)?)).await.unwrap();
+    db.sqlite().write(move |c| c.execute_batch(trouble)).await.unwrap().unwrap();
     assert!(rt.scheduler().fire_due().await.unwrap().is_empty(), "not fired");
     assert!(a.inbox().pending().await.unwrap().is_empty(), "not diverted to a");
     assert_eq!(a.reminders.list(false).await.unwrap().len(), 1, "still due");
 
-    db.call(|c| Ok(c.execute_batch("DROP TRIGGER trouble;")?)).await.unwrap();
+    db.sqlite().write(|c| c.execute_batch("DROP TRIGGER trouble;")).await.unwrap().unwrap();
     assert_eq!(rt.scheduler().fire_due().await.unwrap().len(), 1);
     assert_eq!(b.inbox().pending().await.unwrap()[0].content, "for b");
 }

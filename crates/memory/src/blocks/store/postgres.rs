@@ -37,7 +37,7 @@ impl PgMemoryStore {
     /// transaction (under a lock, so instances starting together copy once). The file keeps its rows; cached
     /// embeddings are not copied (they are computed again).
     pub async fn adopt(&self, db: &crate::Database) -> Result<Adopted> {
-        Ok(self.table.adopt(db.handle()).await?)
+        Ok(self.table.adopt(db.sqlite()).await?)
     }
 }
 

@@ -24,7 +24,7 @@ impl SqliteMemoryStore {
     /// A store on an already open database (shared with the router, tasks and reminders).
     pub fn new(db: Database) -> Self {
         // The database's migrations (run when it was opened) include memory's tables.
-        let table = MemoryTable::Sqlite(holdfast_store::memory::SqliteMemory::on_migrated(db.handle()));
+        let table = MemoryTable::Sqlite(holdfast_store::memory::SqliteMemory::on_migrated(db.sqlite()));
         Self { db, table }
     }
 

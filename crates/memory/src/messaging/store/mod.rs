@@ -2,13 +2,19 @@
 //! `reminders_items` tables of the SQLite file, the default) and [`PgMessageStore`] (the same tables in PostgreSQL,
 //! shared by every instance on the database).
 //!
-//! A store is storage only; the router, the inbox and the reminder scheduler decide. What must be decided
-//! atomically is decided here, in one transaction, so it holds across instances:
+//! Both are thin adapters over holdfast-store's tables ([`holdfast_store::messages::MessageTable`]: the queries, the
+//! transactions, the inbox hold, the wake-up of other instances' readers, the copy of a file's rows into
+//! PostgreSQL). A store is storage only; the router, the inbox and the reminder scheduler decide. What must be
+//! decided atomically is decided here and passed into the table's transaction, so it holds across instances:
 //! - [`MessageStore::store`] reserves the anti-loop windows of the message's recipients (a window taken by a
-//!   concurrent send, on any instance, skips that recipient), marks a reminder fired (only if still unfired; on
-//!   PostgreSQL the reminder row is claimed `FOR UPDATE SKIP LOCKED`, so an instance delivering it makes the others
-//!   pass it by), and writes the message with its inbox or outbox rows — all of it or none.
-//! - [`MessageStore::add_reminder`] counts the agent's pending reminders and inserts under one lock.
+//!   concurrent send, on any instance, skips that recipient; `window_left` says whether a window is still open),
+//!   marks a reminder fired (only if still unfired; on PostgreSQL the reminder row is claimed `FOR UPDATE SKIP
+//!   LOCKED`, so an instance delivering it makes the others pass it by: [`MemoryError::AlreadyFired`]), decides what
+//!   the windows it found mean (a reminder waits, [`MemoryError::Deferred`]; a send whose every recipient is inside
+//!   its window is refused, [`MemoryError::Cooldown`]) and writes the message with its inbox or outbox rows — all of
+//!   it or none.
+//! - [`MessageStore::add_reminder`] counts the agent's pending reminders, refuses past the cap
+//!   ([`MemoryError::TooManyReminders`]) and inserts, under one lock.
 //! - [`MessageStore::hold_inbox`] makes one instance the only reader of an agent's inbox (a no-op on SQLite, whose
 //!   file one process owns; a session-level advisory lock on PostgreSQL, freed by the server if the holder dies).
 //!
@@ -16,9 +22,9 @@
 //! Methods are async: the SQLite store runs its statements on tokio's blocking pool, the PostgreSQL one on the
 //! process's pool.
 
-mod adopt;
 mod postgres;
 mod sqlite;
+mod table;
 
 pub use postgres::{MessagesAdopted, PgMessageStore};
 pub use sqlite::SqliteMessageStore;
@@ -88,10 +94,6 @@ pub struct StoredMessage {
     /// Recipients inside their anti-loop window, with how long until it ends.
     pub skipped: Vec<(String, Duration)>,
 }
-
-/// What reserving the anti-loop windows of a message's recipients found: those it reached, and those inside their
-/// window with how long until it ends.
-pub(crate) type Reservation = (Vec<String>, Vec<(String, Duration)>);
 
 /// A reminder to insert.
 #[derive(Debug, Clone)]
@@ -304,16 +306,16 @@ pub(crate) fn to_user_message(row: OutboxRow) -> Result<UserMessage> {
     })
 }
 
-/// The window end a reservation writes, and whether an existing end (`until`) still blocks at `now`: the time left.
+/// Whether a window whose stored end is `until` still blocks at `now`: the time left (`None`: it has ended, or
+/// cannot be read, and is taken again).
 fn window_left(until: &str, now: DateTime<Utc>) -> Option<Duration> {
     let until = parse_time(until)?;
     (until > now).then(|| (until - now).to_std().unwrap_or_default())
 }
 
-/// The error a send gets when every recipient was inside its window.
 /// The deferral of a reminder whose send found `skipped` recipients inside their windows: until the last window
 /// ends. `None` when the rule does not defer or nobody was skipped.
-pub(crate) fn deferral(rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<(String, DateTime<Utc>)> {
+fn deferral(rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<(String, DateTime<Utc>)> {
     if !rule.defer {
         return None;
     }
@@ -321,9 +323,10 @@ pub(crate) fn deferral(rule: &CooldownRule, skipped: &[(String, Duration)]) -> O
     Some((to, rule.now + chrono::Duration::from_std(left).unwrap_or(chrono::TimeDelta::MAX)))
 }
 
-fn all_skipped(m: &NewMessage, rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<MemoryError> {
+/// The error a send of `sender` gets when every recipient was inside its window: the one whose window ends first.
+fn all_skipped(sender: &str, rule: &CooldownRule, skipped: &[(String, Duration)]) -> Option<MemoryError> {
     let (to, retry_after) = skipped.iter().min_by_key(|(_, d)| *d).cloned()?;
-    Some(MemoryError::Cooldown { from: m.sender.clone(), to, cooldown: rule.window, retry_after })
+    Some(MemoryError::Cooldown { from: sender.to_owned(), to, cooldown: rule.window, retry_after })
 }
 
 #[cfg(test)]

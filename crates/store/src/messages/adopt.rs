@@ -1,9 +1,11 @@
 //! The one-time move of an instance's messages and reminders from its SQLite file into PostgreSQL
-//! ([`super::PgMessageStore::adopt`]): every row of every messaging table, with its id, so a `msg_7` or `rem_3`
-//! an agent noted still names the same thing.
+//! ([`PgMessages::adopt`]): every row of every messaging table, with its id, so a `msg_7` or `rem_3` an agent noted
+//! still names the same thing.
 
-use super::ReminderRow;
-use crate::error::Result;
+use super::postgres::{PgMessages, hops_in};
+use super::sqlite::{REMINDER_SELECT, reminder_row};
+use super::{Adopted, ReminderRow};
+use crate::{SqliteDb, StoreError};
 use rusqlite::Connection;
 
 /// A `messages_log` row: id, sender, target type, target id, content, metadata, session, created_at, hops.
@@ -14,25 +16,25 @@ type OutboxCopy = (i64, i64, String, Option<String>, Option<String>, Option<Stri
 
 /// Everything the SQLite file holds for messaging.
 #[derive(Debug, Default)]
-pub(super) struct Local {
+struct Local {
     agents: Vec<(String, String)>,
-    pub(super) log: Vec<LogRow>,
+    log: Vec<LogRow>,
     inbox: Vec<(i64, i64, String, String, Option<String>)>,
     outbox: Vec<OutboxCopy>,
     groups: Vec<(String, String)>,
     channels: Vec<(String, Option<String>)>,
     subscriptions: Vec<(String, String)>,
     cooldowns: Vec<(String, String, String)>,
-    pub(super) reminders: Vec<ReminderRow>,
+    reminders: Vec<ReminderRow>,
 }
 
-fn all<T, F>(c: &Connection, sql: &str, f: F) -> Result<Vec<T>>
+fn all<T, F>(c: &Connection, sql: &str, f: F) -> rusqlite::Result<Vec<T>>
 where
     F: FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 {
     let mut stmt = c.prepare(sql)?;
     let rows = stmt.query_map([], f)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    rows.collect()
 }
 
 fn column<T, U: Clone>(rows: &[T], f: impl Fn(&T) -> U) -> Vec<U> {
@@ -40,7 +42,7 @@ fn column<T, U: Clone>(rows: &[T], f: impl Fn(&T) -> U) -> Vec<U> {
 }
 
 /// Moves a table's id sequence past the ids copied into it.
-async fn resequence(tx: &mut sqlx::PgConnection, table: &str) -> std::result::Result<(), sqlx::Error> {
+async fn resequence(tx: &mut sqlx::PgConnection, table: &str) -> Result<(), sqlx::Error> {
     let sql = format!(
         "SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table})) WHERE EXISTS (SELECT 1 FROM {table})"
     );
@@ -50,7 +52,7 @@ async fn resequence(tx: &mut sqlx::PgConnection, table: &str) -> std::result::Re
 
 impl Local {
     /// Reads every messaging row of the file.
-    pub(super) fn read(c: &mut Connection) -> Result<Self> {
+    fn read(c: &mut Connection) -> rusqlite::Result<Self> {
         Ok(Self {
             agents: all(c, "SELECT agent_id, created_at FROM messages_agents", |r| Ok((r.get(0)?, r.get(1)?)))?,
             log: all(
@@ -87,31 +89,13 @@ impl Local {
             cooldowns: all(c, "SELECT sender, recipient, until_at FROM messages_cooldowns", |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?,
-            reminders: all(
-                c,
-                "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id
-                 FROM reminders_items ORDER BY id",
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                        r.get(8)?,
-                        r.get(9)?,
-                    ))
-                },
-            )?,
+            reminders: all(c, &format!("{REMINDER_SELECT} ORDER BY id"), reminder_row)?,
         })
     }
 
     /// Replaces NUL characters (which an older build let into message and reminder text, and PostgreSQL's text
     /// refuses) with U+FFFD, so one such row cannot stop the move.
-    pub(super) fn without_nul(mut self) -> Self {
+    fn without_nul(mut self) -> Self {
         let clean = |s: &mut String| {
             if s.contains('\0') {
                 *s = s.replace('\0', "\u{FFFD}");
@@ -124,13 +108,13 @@ impl Local {
             }
         }
         for row in &mut self.reminders {
-            clean(&mut row.3);
+            clean(&mut row.message);
         }
         self
     }
 
     /// Counts what the file still has waiting: undelivered inbox rows and unfired reminders.
-    pub(super) fn waiting(c: &mut Connection) -> Result<usize> {
+    fn waiting(c: &mut Connection) -> rusqlite::Result<usize> {
         let n: i64 = c.query_row(
             "SELECT (SELECT count(*) FROM messages_inbox WHERE delivered_at IS NULL)
                   + (SELECT count(*) FROM reminders_items WHERE fired_at IS NULL)",
@@ -141,17 +125,15 @@ impl Local {
     }
 
     /// Whether the file holds any message or reminder.
-    pub(super) fn any(c: &mut Connection) -> Result<bool> {
-        Ok(c.query_row(
-            "SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)",
-            [],
-            |r| r.get(0),
-        )?)
+    fn any(c: &mut Connection) -> rusqlite::Result<bool> {
+        c.query_row("SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)", [], |r| {
+            r.get(0)
+        })
     }
 
     /// Writes every row in `tx`, keeping ids, and moves the id sequences past them.
-    pub(super) async fn write(self, tx: &mut sqlx::PgConnection) -> std::result::Result<(), sqlx::Error> {
-        let hops = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    async fn write(self, tx: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+        let hops = hops_in;
         sqlx::query(
             "INSERT INTO messages_agents (agent_id, created_at) SELECT * FROM unnest($1::text[], $2::text[])
              ON CONFLICT DO NOTHING",
@@ -241,21 +223,64 @@ impl Local {
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                                   $8::text[], $9::int[], $10::text[])",
         )
-        .bind(column(r, |x| x.0))
-        .bind(column(r, |x| x.1.clone()))
-        .bind(column(r, |x| x.2.clone()))
-        .bind(column(r, |x| x.3.clone()))
-        .bind(column(r, |x| x.4.clone()))
-        .bind(column(r, |x| x.5.clone()))
-        .bind(column(r, |x| x.6.clone()))
-        .bind(column(r, |x| x.7.clone()))
-        .bind(column(r, |x| hops(x.8)))
-        .bind(column(r, |x| x.9.clone()))
+        .bind(column(r, |x| x.id))
+        .bind(column(r, |x| x.agent_id.clone()))
+        .bind(column(r, |x| x.due_at.clone()))
+        .bind(column(r, |x| x.message.clone()))
+        .bind(column(r, |x| x.target_type.clone()))
+        .bind(column(r, |x| x.target_id.clone()))
+        .bind(column(r, |x| x.created_at.clone()))
+        .bind(column(r, |x| x.fired_at.clone()))
+        .bind(column(r, |x| hops(x.hops)))
+        .bind(column(r, |x| x.session_id.clone()))
         .execute(&mut *tx)
         .await?;
         for table in ["messages_log", "messages_inbox", "messages_outbox", "reminders_items"] {
             resequence(tx, table).await?;
         }
         Ok(())
+    }
+}
+
+/// What a file holds, read on its writing connection.
+async fn local<T: Send + 'static>(
+    file: &SqliteDb,
+    f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, StoreError> {
+    Ok(file.write(f).await??)
+}
+
+impl PgMessages {
+    /// Copies the messages, inboxes, outbox, directory, anti-loop windows and reminders an instance kept in its
+    /// SQLite file (`file`, its tables migrated) into this database, once: when it holds no message and no reminder
+    /// yet (under a lock, so instances starting together copy once), keeping their ids. The file keeps its rows.
+    pub async fn adopt(&self, file: &SqliteDb) -> Result<Adopted, StoreError> {
+        if !local(file, Local::any).await? {
+            return Ok(Adopted::Nothing);
+        }
+        let shared: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)")
+                .fetch_one(self.pg.pool())
+                .await?;
+        if shared {
+            return Ok(Adopted::AlreadyShared { waiting: local(file, Local::waiting).await? });
+        }
+        let copy = local(file, Local::read).await?.without_nul();
+        let rows = copy.log.len() + copy.reminders.len();
+        let mut tx = self.pg.pool().begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('holdfast.messages/adopt', 0))")
+            .execute(&mut *tx)
+            .await?;
+        let any: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages_log) OR EXISTS (SELECT 1 FROM reminders_items)")
+                .fetch_one(&mut *tx)
+                .await?;
+        if any {
+            drop(tx);
+            return Ok(Adopted::AlreadyShared { waiting: local(file, Local::waiting).await? });
+        }
+        copy.write(&mut tx).await?;
+        tx.commit().await?;
+        Ok(Adopted::Copied { rows })
     }
 }
