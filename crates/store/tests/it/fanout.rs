@@ -21,6 +21,15 @@ async fn until_watched(relay: &Relay, session: &str) {
     panic!("the other instance's subscriber of {session} was never announced");
 }
 
+/// A listener of the test's own on the channel, once what the relays said on starting has passed.
+async fn quiet_wire(store: &PgStore) -> sqlx::postgres::PgListener {
+    let mut wire = sqlx::postgres::PgListener::connect_with(store.pool()).await.unwrap();
+    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the hellos and their answers pass
+    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+    wire
+}
+
 /// keccak-256(key ‖ 0x00 ‖ body), hex: the MAC a notification carries, made here as another role would.
 fn mac(key: &str, body: &str) -> String {
     let mut bytes = key.as_bytes().to_vec();
@@ -166,10 +175,7 @@ async fn only_watched_sessions_events_are_sent_and_saves_still_reach_every_copy(
     let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
     let bus_b = EventBus::new("s").with_relay(Arc::clone(&relay_b) as _);
     // What goes over the channel, counted by a listener of the test's own.
-    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
-    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await; // the two hellos and their answers pass
-    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+    let mut wire = quiet_wire(&a).await;
 
     let call =
         || EventPayload::ToolCall(ToolCallStarted { tool: "register_get".into(), params: serde_json::json!({}) });
@@ -330,10 +336,7 @@ async fn hellos_are_answered_at_most_once_a_second() {
     let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(relay_a);
     let _watching = bus_a.subscribe();
-    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
-    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await; // a's own hello and announcement pass
-    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+    let mut wire = quiet_wire(&a).await;
 
     let key: String = sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(a.pool()).await.unwrap();
     for n in 0..50 {
@@ -361,10 +364,7 @@ async fn a_lost_listener_says_hello_again_twice_and_marks_sessions_for_reloading
     let a = PgStore::connect(&url).await.unwrap();
     let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(relay_a);
-    let mut wire = sqlx::postgres::PgListener::connect_with(a.pool()).await.unwrap();
-    wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
+    let mut wire = quiet_wire(&a).await;
     assert!(!bus_a.has_remote_activity());
 
     // Every listening connection but the test's own (the last one to start) is ended by the server.
