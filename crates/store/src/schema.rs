@@ -4,13 +4,15 @@
 //! SQLite files may already have) has its step as code here, around its SQL file. What each table's
 //! acknowledgement promises is declared beside it ([`crate::durability`]).
 //!
-//! | owner | component | tables |
-//! |---|---|---|
-//! | `holdfast-web3` | [`JOURNAL`] | `journal` |
-//! | this crate ([`crate::sessions`]; used by `holdfast-agent`) | [`SESSIONS`] | `sessions`, `session_state`, `session_parts`, `session_messages`, `session_links` |
-//! | `holdfast-memory` | [`MEMORY`] | `memory_*` |
-//! | this crate ([`crate::tasks`], [`crate::messages`]; used by `holdfast-memory`) | [`TASKS`], [`MESSAGES`] | `tasks_items`, `messages_*`, `reminders_items` |
-//! | this crate | [`EVENTS`] | `holdfast_event_spill`, `holdfast_event_key` (PostgreSQL only) |
+//! Every table's queries are this crate's too; the domain crate that uses them decides what their rows mean.
+//!
+//! | queries | used by | component | tables |
+//! |---|---|---|---|
+//! | [`crate::journal`] | `holdfast-web3` | [`JOURNAL`] | `journal` |
+//! | [`crate::sessions`] | `holdfast-agent` | [`SESSIONS`] | `sessions`, `session_state`, `session_parts`, `session_messages`, `session_links` |
+//! | [`crate::memory`] | `holdfast-memory` | [`MEMORY`] | `memory_*` |
+//! | [`crate::tasks`], [`crate::messages`] | `holdfast-memory` | [`TASKS`], [`MESSAGES`] | `tasks_items`, `messages_*`, `reminders_items` |
+//! | [`crate::fanout`] | `holdfast-core`'s event relay | [`EVENTS`] | `holdfast_event_spill`, `holdfast_event_key` (PostgreSQL only) |
 //!
 //! ```
 //! let mut conn = holdfast_store::sqlite::open_memory().unwrap();

@@ -122,8 +122,13 @@ async fn modify(table: &TaskTable, agent: &str, id: u64, edit: TaskEdit) -> Resu
     table.modify(agent, row_id(id)?, move |row| apply(row, edit)).await?.ok_or_else(|| not_found(id))?
 }
 
+/// Deletes the task when its row can be read (an unreadable one is kept, and the error says why).
 async fn delete(table: &TaskTable, agent: &str, id: u64) -> Result<Task> {
-    table.delete(agent, row_id(id)?).await?.map(to_task).transpose()?.ok_or_else(|| not_found(id))
+    let decided = table.delete(agent, row_id(id)?, |row| match to_task(row.clone()) {
+        Ok(task) => Edited::Write(Ok(task)),
+        Err(e) => Edited::Keep(Err(e)),
+    });
+    decided.await?.ok_or_else(|| not_found(id))?
 }
 
 /// Implements [`TaskStore`] for a store whose `table` field is a [`TaskTable`].

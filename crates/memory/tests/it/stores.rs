@@ -271,6 +271,29 @@ mod tasks {
         assert_eq!(done.status, TaskStatus::Done);
     }
 
+    /// A task row this build cannot read (written from outside holdfast) is not deleted by a delete that fails to
+    /// read it: the error says why and the row is still there.
+    #[tokio::test]
+    async fn an_unreadable_task_is_kept_when_deleting_it_fails() {
+        let db = Database::open_in_memory().unwrap();
+        let store: Arc<dyn TaskStore> = Arc::new(SqliteTaskStore::new(db.clone()));
+        let count = || {
+            let n: i64 = db.sqlite().lock().query_row("SELECT count(*) FROM tasks_items", [], |r| r.get(0)).unwrap();
+            n
+        };
+        db.sqlite()
+            .lock()
+            .execute(
+                "INSERT INTO tasks_items (id, agent_id, title, priority, status, steps, created_at, updated_at)
+                 VALUES (7, 'alice', 'odd', 'bogus', 'todo', '[]', '2026-11-26T00:00:00.000Z', '2026-11-26T00:00:00.000Z')",
+                [],
+            )
+            .unwrap();
+        let e = list(&store, "alice").delete(7).await.unwrap_err();
+        assert!(e.to_string().contains("unreadable priority"), "{e}");
+        assert_eq!(count(), 1, "kept");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tasks_kept_in_sqlite_move_to_postgres_once_with_their_ids() {
         let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };

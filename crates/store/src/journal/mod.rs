@@ -273,7 +273,8 @@ impl JournalTable {
         }
     }
 
-    /// In one transaction that excludes every other reservation of the same wallet (`row`'s chain id and sender):
+    /// In one transaction that excludes every other reservation of the same wallet (`row`'s chain id and sender),
+    /// and of the same authorization when `row` relies on one:
     /// reads what [`Found`] holds (`spent` only for `capped_kinds`, none when empty), calls `decide`, and inserts
     /// `row` when it returns `Ok(None)`. `Ok(Some(reason))` refuses and writes nothing; `Err` aborts.
     pub async fn reserve<R: Send + 'static>(

@@ -15,8 +15,8 @@ use std::time::Duration;
 /// How long a send waits for another instance's send of the same wallet.
 const WALLET_WAIT: Duration = Duration::from_secs(120);
 
-/// Binds the shared parameters. (The statements are built from constants, never from input: [`AssertSqlSafe`] says
-/// so to sqlx.)
+/// Binds the shared parameters. (A statement's text is built from constants only, every caller's value bound:
+/// [`AssertSqlSafe`] says so to sqlx.)
 fn query((sql, params): Statement) -> Query<'static, Postgres, PgArguments> {
     let mut q = sqlx::query(AssertSqlSafe(sql));
     for p in params {
@@ -103,6 +103,15 @@ impl PgJournal {
         let mut tx = self.store.pool().begin().await?;
         let key = format!("holdfast:reserve:{}:{}", new.chain_id, new.from.to_ascii_lowercase());
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut *tx).await?;
+        // The authorization a row relies on may be relied on by a reservation of another wallet or chain, which the
+        // wallet's lock does not exclude: its own lock (always taken after the wallet's, so two reservations cannot
+        // wait for each other) makes the second see the first's row.
+        if let Some(authorization) = new.authorization.as_deref().filter(|_| new.relies_on_authorization) {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("holdfast:authorization:{authorization}"))
+                .execute(&mut *tx)
+                .await?;
+        }
         let same_action = rows(query(reads.same_action).fetch_all(&mut *tx).await?)?.into_iter().next();
         let authorization_holder = match reads.authorization_holder {
             Some(statement) => rows(query(statement).fetch_all(&mut *tx).await?)?.into_iter().next(),

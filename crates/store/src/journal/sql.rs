@@ -1,7 +1,8 @@
 //! The journal's statements, one text for both dialects: written with PostgreSQL's `$n` parameters, which
 //! [`for_sqlite`] turns into SQLite's `?n` (same numbers, so a parameter used twice stays one); parameters are
-//! [`Param`]s each backend binds. Every statement is built from constants and the status lists of [`super`], never
-//! from input. (The table's migrations are [`crate::schema::JOURNAL`].)
+//! [`Param`]s each backend binds. A statement's text is built from constants and the status lists of [`super`] only;
+//! every value a caller passes (ids, kinds, the statuses a transition moves from) is a bound parameter. (The table's
+//! migrations are [`crate::schema::JOURNAL`].)
 
 use super::{FAILED, LIVE, NONCE_TAKEN, NewRow, Select, Settled, UNRESOLVED, UNSETTLED_SEND};
 
@@ -15,10 +16,20 @@ pub(super) fn for_sqlite(sql: &str) -> String {
     sql.replace('$', "?")
 }
 
-/// `('a','b')` for a list of statuses or kinds: constants, or kinds the caller names (quotes doubled all the same).
-fn in_list(values: &[&str]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("'{}'", v.replace('\'', "''"))).collect();
+/// `('a','b')` for one of this module's status lists (constants: never a caller's value, see [`placeholders`]).
+fn in_list(constants: &'static [&'static str]) -> String {
+    let quoted: Vec<String> = constants.iter().map(|v| format!("'{v}'")).collect();
     format!("({})", quoted.join(","))
+}
+
+/// `($n,$n+1,…)` for `values`, pushed onto `params` as bound parameters: how a caller's list enters a statement.
+fn placeholders(values: &[&str], params: &mut Vec<Param>) -> String {
+    let mut names = Vec::with_capacity(values.len());
+    for v in values {
+        params.push(text(*v));
+        names.push(format!("${}", params.len()));
+    }
+    format!("({})", names.join(","))
 }
 
 /// One bound value.
@@ -115,13 +126,14 @@ pub(super) fn spent(chain_id: u64, from: &str, asset: &str, kinds: &[&str], day:
     if kinds.is_empty() {
         return None;
     }
+    let mut params = vec![int(chain_id), text(from), text(asset), text(day)];
+    let kinds = placeholders(kinds, &mut params);
     let sql = format!(
         "SELECT amount FROM journal WHERE chain_id = $1 AND from_address = $2 AND asset = $3 AND day = $4 \
-         AND kind IN {} AND status IN {}",
-        in_list(kinds),
+         AND kind IN {kinds} AND status IN {}",
         in_list(LIVE)
     );
-    Some((sql, vec![int(chain_id), text(from), text(asset), text(day)]))
+    Some((sql, params))
 }
 
 pub(super) fn mark_signed(
@@ -142,13 +154,7 @@ pub(super) fn mark_signed(
 
 /// Moves `id` to `to`, when it is in one of `from` (any status when `from` is `None`).
 pub(super) fn set_status(id: &str, from: Option<&[&str]>, to: &str, u: Settled, now: &str) -> Statement {
-    let guard = from.map_or(String::new(), |from| format!(" AND status IN {}", in_list(from)));
-    let sql = format!(
-        "UPDATE journal SET status = $2, tx_hash = COALESCE($3, tx_hash), block_number = COALESCE($4, block_number), \
-         gas_used = COALESCE($5, gas_used), error = COALESCE($6, error), summary = COALESCE($7, summary), \
-         updated_at = $8 WHERE id = $1{guard}"
-    );
-    let params = vec![
+    let mut params = vec![
         text(id),
         text(to),
         Param::Text(u.tx_hash),
@@ -158,6 +164,12 @@ pub(super) fn set_status(id: &str, from: Option<&[&str]>, to: &str, u: Settled, 
         Param::Text(u.summary),
         text(now),
     ];
+    let guard = from.map_or(String::new(), |from| format!(" AND status IN {}", placeholders(from, &mut params)));
+    let sql = format!(
+        "UPDATE journal SET status = $2, tx_hash = COALESCE($3, tx_hash), block_number = COALESCE($4, block_number), \
+         gas_used = COALESCE($5, gas_used), error = COALESCE($6, error), summary = COALESCE($7, summary), \
+         updated_at = $8 WHERE id = $1{guard}"
+    );
     (sql, params)
 }
 

@@ -77,12 +77,76 @@ async fn concurrent_reservations_of_one_wallet_each_see_the_others_rows() {
     }
 }
 
+/// A kind or status the caller names is a bound value, never SQL: not with a quote, and not with a backslash on a
+/// PostgreSQL database where backslashes escape in string literals (`standard_conforming_strings = off`).
 #[tokio::test]
-async fn a_kind_with_a_quote_is_a_value_not_sql() {
-    for table in tables().await {
+async fn a_callers_kind_or_status_is_a_value_not_sql() {
+    let mut all = tables().await;
+    if let Some(url) = holdfast_testkit::postgres::fresh_database().await {
+        let pg = crate::PgStore::connect(&url).await.unwrap();
+        sqlx::query(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET standard_conforming_strings = off', \
+                     current_database()); END $$",
+        )
+        .execute(pg.pool())
+        .await
+        .unwrap();
+        // New connections have the setting.
+        all.push(JournalTable::open(&Storage::Postgres(crate::PgStore::connect(&url).await.unwrap())).await.unwrap());
+    }
+    for table in all {
         table.insert(row("j1", "i1", "5")).await.unwrap();
-        assert!(table.spent(1, "0xA", "0xT", &["swap') OR ('1'='1"], "2026-11-26").await.unwrap().is_empty());
+        for kinds in [&["swap') OR ('1'='1"][..], &["x\\", ") OR 1=1 --"][..]] {
+            assert!(table.spent(1, "0xA", "0xT", kinds, "2026-11-26").await.unwrap().is_empty(), "{kinds:?}");
+            let moved = table.set_status("j1", Some(kinds), "failed", Settled::default(), "2026-11-26T00:00:01Z");
+            assert_eq!(moved.await.unwrap(), 0, "{kinds:?}");
+        }
         assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], "2026-11-26").await.unwrap(), vec!["5".to_owned()]);
+    }
+}
+
+/// Reservations that rely on one user authorization exclude each other even from different wallets and chains
+/// (whose reservations the wallet's lock does not serialize): the second decision sees the first's row. Each decision
+/// waits (up to half a second) for the other to be deciding too: where nothing excludes them, both decide on a
+/// table without the other's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservations_relying_on_one_authorization_see_each_other_across_wallets() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for table in tables().await {
+        let table = std::sync::Arc::new(table);
+        let deciding = std::sync::Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..2u64 {
+            let (table, deciding) = (std::sync::Arc::clone(&table), std::sync::Arc::clone(&deciding));
+            let new = NewRow {
+                chain_id: 1 + i,
+                from: format!("0xW{i}"),
+                authorization: Some("au_1".into()),
+                relies_on_authorization: true,
+                ..row(&format!("j{i}"), &format!("i{i}"), "1")
+            };
+            tasks.push(tokio::spawn(async move {
+                let decide = move |found: Found| {
+                    deciding.fetch_add(1, Ordering::SeqCst);
+                    let until = std::time::Instant::now() + std::time::Duration::from_millis(500);
+                    // Waiting off the runtime's worker, whose other tasks (the other reservation) then run.
+                    tokio::task::block_in_place(|| {
+                        while deciding.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < until {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        }
+                    });
+                    Ok(found.authorization_holder.map(|_| ()))
+                };
+                table.reserve(new, &[], decide).await.unwrap()
+            }));
+        }
+        let mut inserted = 0;
+        for t in tasks {
+            if t.await.unwrap() == Reserved::Inserted {
+                inserted += 1;
+            }
+        }
+        assert_eq!(inserted, 1, "{}: one action spends the authorization", table.is_persistent());
     }
 }
 

@@ -59,9 +59,11 @@ fn hit(r: &PgRow) -> Result<HitRow, sqlx::Error> {
 }
 
 /// The tsquery text for the terms: each quoted as a lexeme, joined by `|` (any term matches; more matching terms
-/// rank higher). Quotes are doubled.
+/// rank higher). Inside the quotes a backslash escapes the next character and a quote is doubled, so a term is
+/// always one lexeme, never an operator or a syntax error.
 fn ts_query(terms: &[String]) -> String {
-    terms.iter().map(|t| format!("'{}'", t.replace('\'', "''"))).collect::<Vec<_>>().join(" | ")
+    let quoted = terms.iter().map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")));
+    quoted.collect::<Vec<_>>().join(" | ")
 }
 
 /// Takes the advisory lock of one block for the rest of the transaction, waiting at most [`LOCK_WAIT`].

@@ -154,11 +154,17 @@ impl TaskTable {
         }
     }
 
-    /// Deletes task `id` of `agent` and returns it as it was; `None` when there is no such task.
-    pub async fn delete(&self, agent: &str, id: i64) -> Result<Option<TaskRow>, StoreError> {
+    /// Atomically: reads task `id` of `agent` (locked on PostgreSQL), calls `decide` on it, and deletes it when it
+    /// returns [`Edited::Write`]; `None` when there is no such task.
+    pub async fn delete<R: Send + 'static>(
+        &self,
+        agent: &str,
+        id: i64,
+        decide: impl FnOnce(&TaskRow) -> Edited<R> + Send + 'static,
+    ) -> Result<Option<R>, StoreError> {
         match self {
-            Self::Sqlite(s) => s.delete(agent, id).await,
-            Self::Postgres(p) => p.delete(agent, id).await,
+            Self::Sqlite(s) => s.delete(agent, id, decide).await,
+            Self::Postgres(p) => p.delete(agent, id, decide).await,
         }
     }
 

@@ -103,16 +103,25 @@ impl PgTasks {
         Ok(Some(said))
     }
 
-    pub(super) async fn delete(&self, agent: &str, id: i64) -> Result<Option<TaskRow>, StoreError> {
+    pub(super) async fn delete<R: Send + 'static>(
+        &self,
+        agent: &str,
+        id: i64,
+        decide: impl FnOnce(&TaskRow) -> Edited<R> + Send + 'static,
+    ) -> Result<Option<R>, StoreError> {
         let mut tx = self.pg.pool().begin().await?;
         let Some(found) = load(&mut tx, agent, id, true).await? else { return Ok(None) };
+        let said = match decide(&found) {
+            Edited::Write(said) => said,
+            Edited::Keep(said) => return Ok(Some(said)),
+        };
         sqlx::query("DELETE FROM tasks_items WHERE id = $1 AND agent_id = $2")
             .bind(id)
             .bind(agent)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(Some(found))
+        Ok(Some(said))
     }
 
     /// Copies the tasks an instance kept in its SQLite file (`file`, its tables migrated) into this database, once:

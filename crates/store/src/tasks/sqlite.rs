@@ -115,14 +115,23 @@ impl SqliteTasks {
         .await
     }
 
-    pub(super) async fn delete(&self, agent: &str, id: i64) -> Result<Option<TaskRow>, StoreError> {
+    pub(super) async fn delete<R: Send + 'static>(
+        &self,
+        agent: &str,
+        id: i64,
+        decide: impl FnOnce(&TaskRow) -> Edited<R> + Send + 'static,
+    ) -> Result<Option<R>, StoreError> {
         let agent = agent.to_owned();
         self.on_writer(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(found) = load(&tx, &agent, id)? else { return Ok(None) };
+            let said = match decide(&found) {
+                Edited::Write(said) => said,
+                Edited::Keep(said) => return Ok(Some(said)),
+            };
             tx.execute("DELETE FROM tasks_items WHERE id = ?1 AND agent_id = ?2", params![id, agent])?;
             tx.commit()?;
-            Ok(Some(found))
+            Ok(Some(said))
         })
         .await
     }

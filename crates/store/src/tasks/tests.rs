@@ -36,8 +36,12 @@ async fn rows_are_kept_per_agent_and_read_back_as_written() {
         assert_eq!(table.get("bob", id).await.unwrap(), None, "{kind}: another agent's");
         assert_eq!(table.list("alice").await.unwrap().len(), 2, "{kind}");
         assert!(table.list("bob").await.unwrap().is_empty(), "{kind}");
-        assert_eq!(table.delete("bob", id).await.unwrap(), None, "{kind}: not bob's to delete");
-        assert_eq!(table.delete("alice", id).await.unwrap().map(|r| r.title), Some("Pay rent".into()), "{kind}");
+        let title = |r: &TaskRow| Edited::Write(r.title.clone());
+        assert_eq!(table.delete("bob", id, title).await.unwrap(), None, "{kind}: not bob's to delete");
+        let kept = table.delete("alice", id, |r| Edited::Keep(r.title.clone())).await.unwrap();
+        assert_eq!(kept.as_deref(), Some("Pay rent"), "{kind}: the decision keeps it");
+        assert!(table.get("alice", id).await.unwrap().is_some(), "{kind}: kept");
+        assert_eq!(table.delete("alice", id, title).await.unwrap().as_deref(), Some("Pay rent"), "{kind}");
         assert_eq!(table.get("alice", id).await.unwrap(), None, "{kind}: deleted");
     }
 }
@@ -106,7 +110,7 @@ async fn a_files_tasks_move_to_postgres_once_with_their_ids() {
     let file = SqliteDb::memory().unwrap();
     let local = TaskTable::on_sqlite(&file).unwrap();
     let gone = local.insert("alice", &task("gone")).await.unwrap();
-    local.delete("alice", gone).await.unwrap();
+    local.delete("alice", gone, |_| Edited::Write(())).await.unwrap();
     let kept = local.insert("alice", &task("kept")).await.unwrap();
     assert!(local.adopt(&file).await.is_err(), "only PostgreSQL adopts");
 

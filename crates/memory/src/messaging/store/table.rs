@@ -66,7 +66,13 @@ pub(super) async fn store(table: &MessageTable, m: &NewMessage) -> Result<Stored
     };
     let windows = m.cooldown.map(|rule| Windows {
         now: fmt_time(rule.now),
-        until: fmt_time(rule.now + chrono::Duration::from_std(rule.window).unwrap_or(chrono::TimeDelta::MAX)),
+        // A window too long for the calendar ends at its end (never a panic).
+        until: fmt_time(
+            chrono::Duration::from_std(rule.window)
+                .ok()
+                .and_then(|window| rule.now.checked_add_signed(window))
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC),
+        ),
         left: move |until: &str| window_left(until, rule.now),
     });
     let (rule, sender, fires) = (m.cooldown, m.sender.clone(), m.fires.is_some());
