@@ -14,7 +14,9 @@
 //! Every notification is signed: `MAC.JSON`, where MAC is keccak-256 over the channel's key, a zero byte and the
 //! JSON. The key is one only roles that may read the storage's tables can read, while listening needs less: another
 //! role can read notifications but not forge one (a notification without a valid MAC is dropped with a warning).
-//! Keccak has no length extension, so the keyed hash is a MAC as it stands.
+//! Keccak has no length extension, so the keyed hash is a MAC as it stands. Every notification is also dated and
+//! numbered by its sender: one dated more than [`WATCH_TTL`] away, or whose number its sender already used, is a
+//! replay (any role that can listen has seen them) and is ignored.
 //!
 //! **Only what someone watches.** An instance sends another instance's subscribers only the events of sessions they
 //! watch: a subscriber's arrival ([`EventRelay::watch`]) is announced at once, every instance renews its
@@ -112,7 +114,7 @@ struct Envelope {
     /// The sender started listening (or listens again): every instance renews its announcements now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     h: bool,
-    /// When an announcement or hello was sent (Unix seconds): one older than [`WATCH_TTL`] is a replay, ignored.
+    /// When it was sent (Unix seconds): one dated more than [`WATCH_TTL`] away from now is a replay, ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     t: Option<i64>,
 }
@@ -186,6 +188,9 @@ pub struct Relay {
     watched: Mutex<HashMap<String, Instant>>,
     /// When another instance's hello was last answered ([`RENEW_AT_MOST`]).
     renewed: Mutex<Option<Instant>>,
+    /// The highest sequence number heard from each other instance, and when: a notification whose number is not
+    /// higher is a replay (an instance numbers what it sends from 1 at each start, under a new id).
+    heard: Mutex<HashMap<String, (u64, Instant)>>,
 }
 
 /// Counts events dropped from a full queue and rate-limits the warning about them.
@@ -241,6 +246,7 @@ impl Relay {
             unwatched: AtomicU64::new(0),
             watched: Mutex::new(HashMap::new()),
             renewed: Mutex::new(None),
+            heard: Mutex::new(HashMap::new()),
         });
         tokio::spawn(send(channel, rx, shared, cancel.clone()));
         let receiving = Arc::downgrade(&relay);
@@ -297,11 +303,12 @@ impl Relay {
         if envelope.o == self.channel.instance() {
             return;
         }
-        let is_control = !envelope.w.is_empty() || envelope.h;
+        // A replay (any role that can LISTEN has seen every notification): one dated long ago, or one whose number
+        // its sender already used, is ignored; it neither reloads a session nor reaches a subscriber twice.
         let sent = envelope.t.unwrap_or_default();
-        let fresh = (chrono::Utc::now().timestamp() - sent).unsigned_abs() <= WATCH_TTL.as_secs();
-        if is_control && !fresh {
-            // A replay of an old announcement or hello (any role that can LISTEN has seen them): ignored.
+        if (chrono::Utc::now().timestamp() - sent).unsigned_abs() > WATCH_TTL.as_secs()
+            || !self.first_hearing(&envelope)
+        {
             return;
         }
         if !envelope.w.is_empty() {
@@ -349,6 +356,27 @@ impl Relay {
 }
 
 impl Relay {
+    /// Records `envelope`'s number as its sender's latest; false when the sender already used it (or a higher one).
+    /// Senders not heard from within twice [`WATCH_TTL`] are forgotten: their notifications are stale by then.
+    fn first_hearing(&self, envelope: &Envelope) -> bool {
+        let mut heard = self.heard.lock();
+        let now = Instant::now();
+        if heard.len() > 64 {
+            heard.retain(|_, (_, at)| now.duration_since(*at) < 2 * WATCH_TTL);
+        }
+        match heard.get_mut(&envelope.o) {
+            Some((last, _)) if envelope.n <= *last => false,
+            Some(entry) => {
+                *entry = (envelope.n, now);
+                true
+            }
+            None => {
+                heard.insert(envelope.o.clone(), (envelope.n, now));
+                true
+            }
+        }
+    }
+
     /// Events not relayed to the other instances since the start because the send queue was full.
     pub fn dropped_events(&self) -> u64 {
         self.dropped.total()
@@ -560,7 +588,8 @@ impl Sender {
     fn envelope(&mut self) -> Envelope {
         self.seq += 1;
         let o = self.channel.instance().to_owned();
-        Envelope { o, e: None, s: None, n: self.seq, w: Vec::new(), h: false, t: None }
+        let t = Some(chrono::Utc::now().timestamp());
+        Envelope { o, e: None, s: None, n: self.seq, w: Vec::new(), h: false, t }
     }
 
     fn signed(&self, envelope: &Envelope) -> Result<String, ToolError> {
@@ -570,7 +599,7 @@ impl Sender {
 
     /// Sends an announcement (the sessions watched here) or a hello.
     async fn control(&mut self, sessions: Vec<String>, hello: bool) -> Result<(), ToolError> {
-        let envelope = Envelope { w: sessions, h: hello, t: Some(chrono::Utc::now().timestamp()), ..self.envelope() };
+        let envelope = Envelope { w: sessions, h: hello, ..self.envelope() };
         let signed = self.signed(&envelope)?;
         self.channel.notify(&[signed]).await
     }

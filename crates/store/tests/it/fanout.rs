@@ -105,7 +105,8 @@ async fn a_notification_not_signed_with_the_key_is_dropped() {
         payload: EventPayload::AgentMessage(AgentMessage::Delta { delta: delta.into() }),
         at: chrono::Utc::now(),
     };
-    let body = |delta: &str| serde_json::json!({"o": "i_attacker", "e": event(delta), "n": 1}).to_string();
+    let t = chrono::Utc::now().timestamp();
+    let body = |delta: &str| serde_json::json!({"o": "i_attacker", "e": event(delta), "n": 1, "t": t}).to_string();
     let key: String =
         sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(attacker.pool()).await.unwrap();
     assert_eq!(key.len(), 64, "two random UUIDs' hex digits");
@@ -382,4 +383,49 @@ async fn a_lost_listener_says_hello_again_twice_and_marks_sessions_for_reloading
     let hellos = hellos.iter().filter(|e| e["h"] == true).count();
     assert_eq!(hellos, 2, "one hello at once and one a second later");
     assert!(bus_a.has_remote_activity(), "what others saved meanwhile was not heard: the session is to be reloaded");
+}
+
+/// A notification replayed as it was sent (any role that can `LISTEN` has seen it), or signed with the key but
+/// dated a minute ago, reaches no subscriber and reloads nothing: an event arrives once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_or_stale_event_reaches_no_one() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let (a, b) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
+    let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
+    let bus_a = EventBus::new("s").with_relay(Arc::clone(&relay_a) as _);
+    let bus_b = EventBus::new("s").with_relay(relay_b);
+    let mut on_b = bus_b.subscribe();
+    until_watched(&relay_a, "s").await;
+    let mut wire = quiet_wire(&a).await;
+
+    bus_a.publish(EventPayload::AgentMessage(AgentMessage::Delta { delta: "once".into() }));
+    let got = tokio::time::timeout(Duration::from_secs(10), on_b.recv()).await.expect("delivered").unwrap();
+    assert_eq!(text(&got), "once");
+    let sent = loop {
+        let note = tokio::time::timeout(Duration::from_secs(5), wire.recv()).await.expect("on the wire").unwrap();
+        if note.payload().contains("\"once\"") {
+            break note.payload().to_owned();
+        }
+    };
+    let key: String = sqlx::query_scalar("SELECT key FROM holdfast_event_key").fetch_one(a.pool()).await.unwrap();
+    let event = holdfast_core::event::Event {
+        session_id: "s".into(),
+        payload: EventPayload::AgentMessage(AgentMessage::Delta { delta: "stale".into() }),
+        at: chrono::Utc::now(),
+    };
+    let t = chrono::Utc::now().timestamp() - 60;
+    let stale = serde_json::json!({"o": "i_other", "n": 1, "t": t, "e": event}).to_string();
+    for payload in [sent.clone(), sent, format!("{}.{stale}", mac(&key, &stale))] {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(holdfast_store::fanout::CHANNEL)
+            .bind(payload)
+            .execute(a.pool())
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(on_b.try_recv().is_err(), "a replayed or stale event was delivered");
 }
