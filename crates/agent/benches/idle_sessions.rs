@@ -4,10 +4,22 @@
 //! Each session does what a short visit does: the user's message goes through the context bank and one tool call
 //! writes a register; then nobody uses it again. Run: `cargo bench -p holdfast-agent --bench idle_sessions`
 //! (`HOLDFAST_IDLE_SESSIONS` changes the count). The unloading phase runs first, so memory the allocator keeps
-//! after it cannot flatter the baseline.
+//! after it cannot flatter the baseline. The allocator is the `holdfast` binary's (jemalloc, background purging
+//! on); each line also shows the bytes it holds for live data, beside what the process keeps resident.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use holdfast_agent::Runtime;
+
+/// The allocator of the `holdfast` binary (`crates/holdfast/src/cli/allocator.rs`): what a user's process gives
+/// back to the system is what is measured.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// Bytes the allocator holds for live data, in MiB.
+fn live_mib() -> f64 {
+    tikv_jemalloc_ctl::epoch::advance().unwrap();
+    tikv_jemalloc_ctl::stats::allocated::read().unwrap() as f64 / (1024.0 * 1024.0)
+}
 use holdfast_core::config::ConfigDocument;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -31,6 +43,7 @@ async fn visit(rt: &Runtime, i: usize) {
 }
 
 fn main() {
+    tikv_jemalloc_ctl::background_thread::write(true).unwrap();
     let n: usize = std::env::var("HOLDFAST_IDLE_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     // Memory is measured, not the disk: on tmpfs when there is one, so 2 × n synced commits stay quick.
     let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
@@ -40,7 +53,7 @@ fn main() {
         let runtime = Runtime::from_document_with_data_dir(ConfigDocument::empty(), Some(tmp.path().join("data")))
             .await
             .unwrap();
-        let start = rss_mib();
+        let (start, start_live) = (rss_mib(), live_mib());
 
         let t = Instant::now();
         for i in 0..n {
@@ -51,7 +64,7 @@ fn main() {
             }
         }
         runtime.unload_idle(Duration::ZERO).await;
-        let unloading = rss_mib();
+        let (unloading, unloading_live) = (rss_mib(), live_mib());
         let loaded_after_unloading = runtime.live_sessions().len();
         let unloading_time = t.elapsed();
 
@@ -59,12 +72,15 @@ fn main() {
         for i in 0..n {
             visit(&runtime, n + i).await;
         }
-        let baseline = rss_mib();
+        let (baseline, baseline_live) = (rss_mib(), live_mib());
         let loaded_baseline = runtime.live_sessions().len();
         let baseline_time = t.elapsed();
         // Those 10,000, created at once and kept, now unloaded at once: what the process keeps afterwards.
         let unloaded = runtime.unload_idle(Duration::ZERO).await;
-        let after_all = rss_mib();
+        let (after_all, after_all_live) = (rss_mib(), live_mib());
+        // An allocator may give freed memory back to the system a while later: what is left after 15 s idle.
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let (settled, settled_live) = (rss_mib(), live_mib());
 
         // A restored session is the one that was saved.
         let first = runtime.sessions.list(usize::MAX).await.unwrap().last().unwrap().id.clone();
@@ -72,20 +88,24 @@ fn main() {
         assert!(back.registers.get("note").is_some());
 
         println!("idle sessions: {n} created and left idle, resident memory (RSS) of the process");
-        println!("  at start (runtime built)                    {start:>8.1} MiB");
+        println!("  at start (runtime built)                    {start:>8.1} MiB  (live data {start_live:.1} MiB)");
         println!(
-            "  idle unloading: after {n:>6} sessions        {unloading:>8.1} MiB  (+{:.1} MiB; {loaded_after_unloading} loaded; {:.1} s)",
+            "  idle unloading: after {n:>6} sessions        {unloading:>8.1} MiB  (+{:.1} MiB; {loaded_after_unloading} loaded; {:.1} s; live data {unloading_live:.1} MiB)",
             unloading - start,
             unloading_time.as_secs_f64()
         );
         println!(
-            "  baseline, all kept: after {n:>6} more        {baseline:>8.1} MiB  (+{:.1} MiB; {loaded_baseline} loaded; {:.1} s)",
+            "  baseline, all kept: after {n:>6} more        {baseline:>8.1} MiB  (+{:.1} MiB; {loaded_baseline} loaded; {:.1} s; live data {baseline_live:.1} MiB)",
             baseline - unloading,
             baseline_time.as_secs_f64()
         );
         println!(
-            "  the {n} kept, then unloaded at once ({unloaded})   {after_all:>8.1} MiB  ({:+.1} MiB from the start)",
+            "  the {n} kept, then unloaded at once ({unloaded})   {after_all:>8.1} MiB  ({:+.1} MiB from the start; live data {after_all_live:.1} MiB)",
             after_all - start
+        );
+        println!(
+            "  … and 15 s later                               {settled:>8.1} MiB  ({:+.1} MiB from before those were created; live data {settled_live:.1} MiB)",
+            settled - unloading
         );
         println!(
             "  per idle session: {:.1} KiB unloaded vs {:.1} KiB kept loaded",

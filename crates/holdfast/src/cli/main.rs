@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod console;
+mod allocator;
 mod chat;
 mod devnet_cmd;
 mod doctor;
@@ -97,6 +98,7 @@ enum ToolsCommand {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.log_format == LogFormat::Json);
+    allocator::return_freed_memory();
     // The servers' connection caps, not the descriptor table, bound how many clients are held.
     holdfast_agent::listen::raise_open_files_limit();
     match run(cli).await {
