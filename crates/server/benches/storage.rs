@@ -24,6 +24,10 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The `holdfast` binary's allocator (`crates/holdfast/src/cli/allocator.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const TOKEN: &str = "bench0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
 
 /// Bytes of log written so far, at `serve`'s default level (warnings), counted instead of printed.
