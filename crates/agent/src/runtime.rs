@@ -148,7 +148,7 @@ pub struct Runtime {
     restoring: tokio::sync::Mutex<()>,
     storage: holdfast_store::Storage,
     _scheduler: SchedulerHandle,
-    /// Stops the event fan-out (PostgreSQL) when the runtime is dropped.
+    /// Stops the event relay (PostgreSQL) when the runtime is dropped.
     _fanout: Option<tokio_util::sync::DropGuard>,
     /// The event relay to the other instances (PostgreSQL), for its counters.
     relay: Option<Arc<holdfast_core::event::relay::Relay>>,
@@ -265,7 +265,8 @@ impl Runtime {
         };
         let (mut fanout, mut relay_handle) = (None, None);
         if let holdfast_store::Storage::Postgres(pg) = &storage {
-            // Every session's events reach the other instances' clients, and theirs reach ours.
+            // The events of sessions another instance watches reach its clients (and reload hints every copy); theirs
+            // reach ours.
             let cancel = tokio_util::sync::CancellationToken::new();
             let relay = holdfast_store::fanout::start(pg.clone(), cancel.clone()).await.map_err(ToolError::from)?;
             relay_handle = Some(Arc::clone(&relay));

@@ -11,17 +11,18 @@
 //!
 //! | module | crate | feature | what lives there |
 //! |---|---|---|---|
-//! | [`core`] | `holdfast-core` | always | tools, the registry, strict schemas, registers, the context bank, config, confirmations (no I/O) |
-//! | [`memory`] | `holdfast-memory` | always | memory blocks, search, messaging, reminders, tasks (SQLite) |
-//! | `store` | `holdfast-store` | `store` | the storage layer: the SQLite file or PostgreSQL (sqlx), migrations, cross-instance locks and events |
+//! | [`core`] | `holdfast-core` | always | tools, the registry, strict schemas, registers, the context bank, config, confirmations, the event bus and its relay (no I/O) |
+//! | [`memory`] | `holdfast-memory` | always | memory blocks, search, messaging, reminders, tasks (SQLite or PostgreSQL, through holdfast-store) |
+//! | `store` | `holdfast-store` | `store` | the storage layer: the SQLite file or PostgreSQL (sqlx), every table's migrations and queries, cross-instance locks, the events' channel |
 //! | `web3` | `holdfast-web3` | `web3` | wallet, presets, x402, quote validation, policy, the journal, the value-moving tools (alloy) |
 //! | `agent` | `holdfast-agent` | `agent` | the runtime composing the layers, sessions, LLM providers, the tool loop, the inbox |
 //! | `server` | `holdfast-server` | `server` | the HTTP/WebSocket API and the web UI (axum) |
 //! | `mcp` | `holdfast-mcp` | `mcp` | the MCP server (rmcp) |
 //! | `devnet` | `holdfast-devnet` | `devnet` | the local chain, contracts, quoter and x402 paywall |
 //!
-//! With `default-features = false` the tree holds holdfast-core and holdfast-memory only: no `alloy`, `axum` or
-//! `rmcp` (the value types of `alloy-primitives`, `Address` and `U256`, are there: the context bank parses them).
+//! With `default-features = false` the tree holds holdfast-core, holdfast-memory and the storage layer memory runs on
+//! (holdfast-store: sqlx, rusqlite): no `alloy`, `axum` or `rmcp` (the value types of `alloy-primitives`, `Address`
+//! and `U256`, are there: the context bank parses them).
 //!
 //! ```
 //! use holdfast::prelude::*;

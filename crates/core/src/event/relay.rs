@@ -21,7 +21,7 @@
 //! **Only what someone watches.** An instance sends another instance's subscribers only the events of sessions they
 //! watch: a subscriber's arrival ([`EventRelay::watch`]) is announced at once, every instance renews its
 //! announcements every [`RENEW_EVERY`] (they lapse after [`WATCH_TTL`]), and one that starts or reconnects asks the
-//! others to renew theirs. Events of a session nobody elsewhere watches are not sent (counted in
+//! others to renew theirs, twice, a second apart (an instance answers each sender's hellos at most once a second). Events of a session nobody elsewhere watches are not sent (counted in
 //! [`Relay::unwatched_events`]); for those that follow a save (`tool.result`, `session.saved`) a reload hint is sent
 //! instead, one per session however many saves, at most every [`HINT_EVERY`], so every instance holding a copy still
 //! learns that it is older.
@@ -92,7 +92,7 @@ const WATCH_CHUNK: usize = 100;
 /// The longest wait before the sender tries again after a round in which a send failed (it doubles from 100 ms).
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Another instance's hello is answered at most this often (a replayed one costs nothing more).
+/// Each other instance's hello is answered at most this often.
 const RENEW_AT_MOST: Duration = Duration::from_secs(1);
 
 #[derive(Serialize, Deserialize)]
@@ -155,6 +155,18 @@ impl Shared {
         f(&mut self.pending.lock());
     }
 
+    /// Asks the other instances to announce what they watch: now, and again after [`RENEW_AT_MOST`] (an instance
+    /// answers one sender's hellos at most that often), in case this one did not hear the first answers (a listener
+    /// that listens again only at its next receive).
+    fn say_hello_twice(self: &Arc<Self>) {
+        self.owe(|p| p.hello = true);
+        let shared = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(RENEW_AT_MOST).await;
+            shared.owe(|p| p.hello = true);
+        });
+    }
+
     /// Whether anything besides queued events is owed.
     fn owes(&self) -> bool {
         let p = self.pending.lock();
@@ -186,8 +198,8 @@ pub struct Relay {
     unwatched: AtomicU64,
     /// The sessions other instances watch, and until when (renewed by their announcements).
     watched: Mutex<HashMap<String, Instant>>,
-    /// When another instance's hello was last answered ([`RENEW_AT_MOST`]).
-    renewed: Mutex<Option<Instant>>,
+    /// When each other instance's hello was last answered ([`RENEW_AT_MOST`]).
+    renewed: Mutex<HashMap<String, Instant>>,
     /// The highest sequence number heard from each other instance, and when: a notification whose number is not
     /// higher is a replay (an instance numbers what it sends from 1 at each start, under a new id).
     heard: Mutex<HashMap<String, (u64, Instant)>>,
@@ -237,7 +249,7 @@ impl Relay {
         let (queue, rx) = mpsc::channel(QUEUE);
         let shared = Arc::new(Shared::default());
         // Listening from here on: the others are asked to say what they watch.
-        shared.owe(|p| p.hello = true);
+        shared.say_hello_twice();
         let relay = Arc::new(Self {
             channel: Arc::clone(&channel),
             queue,
@@ -245,7 +257,7 @@ impl Relay {
             dropped: DropCounter::default(),
             unwatched: AtomicU64::new(0),
             watched: Mutex::new(HashMap::new()),
-            renewed: Mutex::new(None),
+            renewed: Mutex::new(HashMap::new()),
             heard: Mutex::new(HashMap::new()),
         });
         tokio::spawn(send(channel, rx, shared, cancel.clone()));
@@ -265,13 +277,8 @@ impl Relay {
                         tracing::warn!("event relay: the listening connection was lost; listening again");
                         relay.mark_all_remote();
                         // The others renew what they watch on hello. The listener listens again only at its next
-                        // receive, so a second hello a second later covers answers the first one's may have lost.
-                        relay.shared.owe(|p| p.hello = true);
-                        let shared = Arc::clone(&relay.shared);
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                            shared.owe(|p| p.hello = true);
-                        });
+                        // receive: the second hello, a second later, covers answers the first one's may have lost.
+                        relay.shared.say_hello_twice();
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "event relay: listen");
@@ -321,9 +328,14 @@ impl Relay {
             }
         }
         if envelope.h {
+            // Each sender's hello at most once a second: a flood of one sender's (or their replays) costs one
+            // answer a second, and one instance's hello never keeps another's from being answered.
             let mut renewed = self.renewed.lock();
-            if renewed.is_none_or(|at| at.elapsed() >= RENEW_AT_MOST) {
-                *renewed = Some(Instant::now());
+            if renewed.len() > 64 {
+                renewed.retain(|_, at| at.elapsed() < RENEW_AT_MOST);
+            }
+            if renewed.get(&envelope.o).is_none_or(|at| at.elapsed() >= RENEW_AT_MOST) {
+                renewed.insert(envelope.o.clone(), Instant::now());
                 self.shared.owe(|p| p.renew = true);
             }
         }
@@ -357,7 +369,8 @@ impl Relay {
 
 impl Relay {
     /// Records `envelope`'s number as its sender's latest; false when the sender already used it (or a higher one).
-    /// Senders not heard from within twice [`WATCH_TTL`] are forgotten: their notifications are stale by then.
+    /// Once more than 64 senders are recorded, those not heard from within twice [`WATCH_TTL`] are forgotten: their
+    /// notifications are stale by then.
     fn first_hearing(&self, envelope: &Envelope) -> bool {
         let mut heard = self.heard.lock();
         let now = Instant::now();

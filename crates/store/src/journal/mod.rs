@@ -4,7 +4,8 @@
 //! What a row *means* — which status may follow which, what counts against a cap, when a reservation is refused —
 //! is decided in holdfast-web3 (`holdfast_web3::journal`). The one decision that must be made inside this table's
 //! transaction, the reservation's, is passed in as a closure ([`JournalTable::reserve`]): the table reads what the
-//! decision needs, calls it, and inserts only when it says so, with no other reservation of the wallet in between.
+//! decision needs, calls it, and inserts only when it says so, with no other reservation of the wallet (or of the user
+//! authorization the row relies on) in between.
 //!
 //! ```
 //! # async fn demo() -> Result<(), holdfast_store::StoreError> {

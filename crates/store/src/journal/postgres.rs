@@ -1,6 +1,7 @@
 //! The journal in PostgreSQL, shared by every instance on the database. A reservation is a transaction that first
-//! takes the wallet's reservation lock (`pg_advisory_xact_lock`, released at commit or rollback), so concurrent
-//! reservations from any instance see each other's committed rows: the day's cap holds across instances. The
+//! takes the wallet's reservation lock (`pg_advisory_xact_lock`, released at commit or rollback) and, when the row
+//! relies on a user authorization, that authorization's, so concurrent reservations from any instance see each
+//! other's committed rows: the day's cap holds across instances, and an authorization is spent once. The
 //! wallet's send lock is an advisory lock on a connection of its own ([`crate::PgStore::lock`]): from the nonce's
 //! choice to the broadcast, one instance at a time; a killed instance's lock dies with its connection.
 

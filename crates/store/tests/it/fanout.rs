@@ -25,7 +25,8 @@ async fn until_watched(relay: &Relay, session: &str) {
 async fn quiet_wire(store: &PgStore) -> sqlx::postgres::PgListener {
     let mut wire = sqlx::postgres::PgListener::connect_with(store.pool()).await.unwrap();
     wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await; // the hellos and their answers pass
+    // The hellos (a relay says hello twice, a second apart, on starting) and their answers pass.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
     while tokio::time::timeout(Duration::from_millis(200), wire.recv()).await.is_ok() {}
     wire
 }
@@ -428,4 +429,30 @@ async fn a_replayed_or_stale_event_reaches_no_one() {
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(on_b.try_recv().is_err(), "a replayed or stale event was delivered");
+}
+
+/// An instance answers hellos at most once a second, whoever sends them: one that starts right after another (whose
+/// hello took that answer) still learns what the others watch within seconds, from its second hello, not only at
+/// their next renewal 10 s later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_starting_right_after_another_still_hears_what_is_watched() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let b = PgStore::connect(&url).await.unwrap();
+    let relay_b = start(b, cancel.clone()).await.unwrap();
+    let bus_b = EventBus::new("s").with_relay(relay_b);
+    let _watching = bus_b.subscribe();
+    // c's hellos take b's answers for the next second; a starts inside it.
+    let (c, a) = (PgStore::connect(&url).await.unwrap(), PgStore::connect(&url).await.unwrap());
+    let relay_c = start(c, cancel.clone()).await.unwrap();
+    until_watched(&relay_c, "s").await;
+    let relay_a = start(a, cancel.clone()).await.unwrap();
+    for _ in 0..80 {
+        if relay_a.watched_elsewhere("s") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("a learned of b's subscriber only after 4 s");
 }

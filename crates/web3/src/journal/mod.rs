@@ -2,7 +2,8 @@
 //!
 //! An action's life, as the [`crate::kernel`] drives it:
 //!
-//! 1. `Journal::reserve` — in one transaction that excludes every other reservation of the wallet: an earlier entry
+//! 1. `Journal::reserve` — in one transaction that excludes every other reservation of the wallet (and of the user
+//!    authorization the action relies on): an earlier entry
 //!    for the same *intent* is returned instead of a new one (idempotency), the day's cap for the chain id, wallet
 //!    and asset is checked against every live entry and the amount is reserved by inserting the entry as
 //!    `reserved`. Concurrent callers — any number of sessions, processes sharing the SQLite file, or instances
