@@ -292,6 +292,14 @@ async fn the_stop_button_stops_an_inbox_turn() {
         .unwrap();
     assert_eq!(refused.status(), 409);
     assert_eq!(get(format!("/api/sessions/{id}")).await["turn_running"], true);
+    // The stop lands while the model is answering (a turn runs a moment before its request reaches the model).
+    for _ in 0..400 {
+        if !scripted.requests.lock().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(scripted.requests.lock().len(), 1, "the model was asked");
     let stopped = api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/cancel"), None).await;
     assert_eq!(stopped["cancelled"], true, "{stopped}");
     let mut detail = Value::Null;
