@@ -459,3 +459,36 @@ async fn a_referenced_file_or_variable_that_is_missing_names_the_config_line_and
         "{out}"
     );
 }
+
+/// The binary allocates with jemalloc and turns its background purging on (`src/cli/allocator.rs`): freed memory
+/// (unloaded sessions) goes back to the system. Its threads are there while a command runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_binary_gives_freed_memory_back_through_the_allocators_background_thread() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["mcp", "--transport", "stdio"])
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let threads = |pid: u32| -> Vec<String> {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+        tasks.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok()).collect()
+    };
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = threads(child.id());
+        if seen.iter().any(|name| name.trim() == "jemalloc_bg_thd") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen.iter().any(|name| name.trim() == "jemalloc_bg_thd"), "threads: {seen:?}");
+}

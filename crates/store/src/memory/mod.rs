@@ -157,11 +157,18 @@ impl MemoryTable {
         }
     }
 
-    /// The SQLite handle, when on SQLite.
-    pub fn sqlite(&self) -> Option<&SqliteDb> {
+    /// The tables in the SQLite file (or memory) `db`, whose owner has already applied [`crate::schema::MEMORY`]
+    /// (as holdfast-memory's `Database` does when it opens the file).
+    pub fn on_migrated_sqlite(db: &SqliteDb) -> Self {
+        Self::Sqlite(sqlite::SqliteMemory { db: db.clone() })
+    }
+
+    /// [`MemoryTable::search`] on the current thread (a blocking context: it waits for SQLite), for benchmarks that
+    /// time the query alone. SQLite only: on PostgreSQL a [`StoreError::Config`].
+    pub fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Hits, StoreError> {
         match self {
-            Self::Sqlite(s) => Some(s.db()),
-            Self::Postgres(_) => None,
+            Self::Sqlite(s) => s.search_blocking(agent, terms, limit),
+            Self::Postgres(_) => Err(StoreError::Config("a blocking search is the SQLite tables' only".into())),
         }
     }
 

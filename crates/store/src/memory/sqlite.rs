@@ -12,7 +12,7 @@ const BLOCK_COLUMNS: &str = "label, value, description, permission, char_limit, 
 /// Memory's tables in SQLite. Clones share the handle.
 #[derive(Debug, Clone)]
 pub struct SqliteMemory {
-    db: SqliteDb,
+    pub(super) db: SqliteDb,
 }
 
 /// A block from a row of [`BLOCK_COLUMNS`].
@@ -89,16 +89,6 @@ impl SqliteMemory {
     pub(super) fn open(db: &SqliteDb) -> Result<Self, StoreError> {
         crate::migrate::sqlite(&mut db.lock(), &crate::schema::MEMORY)?;
         Ok(Self { db: db.clone() })
-    }
-
-    /// The tables in `db`, whose owner has run [`crate::schema::MEMORY`]'s migrations already (holdfast-memory runs
-    /// its tables' together when it opens the file).
-    pub fn on_migrated(db: &SqliteDb) -> Self {
-        Self { db: db.clone() }
-    }
-
-    pub(super) fn db(&self) -> &SqliteDb {
-        &self.db
     }
 
     async fn read<T: Send + 'static>(
@@ -207,9 +197,7 @@ impl SqliteMemory {
         self.read(move |c| search_on(c, &agent, &query, limit)).await
     }
 
-    /// [`super::MemoryTable::search`] on the current thread (a blocking context: it waits for SQLite), for
-    /// benchmarks that time the query alone.
-    pub fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Hits, StoreError> {
+    pub(super) fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Hits, StoreError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Hits::default());
         }

@@ -24,7 +24,7 @@ impl SqliteMemoryStore {
     /// A store on an already open database (shared with the router, tasks and reminders).
     pub fn new(db: Database) -> Self {
         // The database's migrations (run when it was opened) include memory's tables.
-        let table = MemoryTable::Sqlite(holdfast_store::memory::SqliteMemory::on_migrated(db.sqlite()));
+        let table = MemoryTable::on_migrated_sqlite(db.sqlite());
         Self { db, table }
     }
 
@@ -36,8 +36,7 @@ impl SqliteMemoryStore {
     /// [`crate::MemoryStore::search`] on the current thread (a blocking context: it waits for SQLite), for benchmarks
     /// that time the query alone.
     pub fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
-        let MemoryTable::Sqlite(sqlite) = &self.table else { return Ok(Vec::new()) };
-        super::table::hits(sqlite.search_blocking(agent, terms, limit)?, limit)
+        super::table::hits(self.table.search_blocking(agent, terms, limit)?, limit)
     }
 }
 
