@@ -66,8 +66,8 @@ pub trait RelayChannel: Send + Sync + 'static {
 
 /// What a [`RelayChannel`] hears.
 pub trait RelayListener: Send {
-    /// The next notification; `Ok(None)` when the connection was lost (the next call listens again, and what was
-    /// sent meanwhile is not heard).
+    /// The next notification; `Ok(None)` or an error when the connection was lost or failed (the next call listens
+    /// again, and what was sent meanwhile is not heard: the relay takes either as a loss).
     fn recv(&mut self) -> BoxFuture<'_, Result<Option<String>, ToolError>>;
 }
 
@@ -280,9 +280,13 @@ impl Relay {
                         // receive: the second hello, a second later, covers answers the first one's may have lost.
                         relay.shared.say_hello_twice();
                     }
+                    // A failed receive (the server ended the connection with an error, a broken socket): the
+                    // same loss, told differently; the next call listens again after a pause.
                     Err(e) => {
-                        tracing::warn!(error = %e, "event relay: listen");
+                        tracing::warn!(error = %e, "event relay: listening failed; listening again");
+                        relay.mark_all_remote();
                         tokio::time::sleep(Duration::from_secs(1)).await;
+                        relay.shared.say_hello_twice();
                     }
                 }
             }

@@ -23,7 +23,12 @@ async fn until_watched(relay: &Relay, session: &str) {
 
 /// A listener of the test's own on the channel, once what the relays said on starting has passed.
 async fn quiet_wire(store: &PgStore) -> sqlx::postgres::PgListener {
-    let mut wire = sqlx::postgres::PgListener::connect_with(store.pool()).await.unwrap();
+    quiet_wire_on(store.pool()).await
+}
+
+/// [`quiet_wire`] on a connection of `pool`.
+async fn quiet_wire_on(pool: &sqlx::PgPool) -> sqlx::postgres::PgListener {
+    let mut wire = sqlx::postgres::PgListener::connect_with(pool).await.unwrap();
     wire.listen(holdfast_store::fanout::CHANNEL).await.unwrap();
     // The hellos (a relay says hello twice, a second apart, on starting) and their answers pass.
     tokio::time::sleep(Duration::from_millis(1_300)).await;
@@ -366,15 +371,16 @@ async fn a_lost_listener_says_hello_again_twice_and_marks_sessions_for_reloading
     let a = PgStore::connect(&url).await.unwrap();
     let relay_a = start(a.clone(), cancel.clone()).await.unwrap();
     let bus_a = EventBus::new("s").with_relay(relay_a);
-    let mut wire = quiet_wire(&a).await;
+    // The test's own listener, on a connection of its own that the server can tell apart.
+    let options: sqlx::postgres::PgConnectOptions = url.expose().parse().unwrap();
+    let own = sqlx::PgPool::connect_with(options.application_name("holdfast-test-wire")).await.unwrap();
+    let mut wire = quiet_wire_on(&own).await;
     assert!(!bus_a.has_remote_activity());
 
-    // Every listening connection but the test's own (the last one to start) is ended by the server.
+    // Every listening connection but the test's own is ended by the server: a's listener.
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND query LIKE 'LISTEN%' AND backend_start <
-             (SELECT max(backend_start) FROM pg_stat_activity
-              WHERE datname = current_database() AND query LIKE 'LISTEN%')",
+         WHERE datname = current_database() AND query LIKE 'LISTEN%' AND application_name <> 'holdfast-test-wire'",
     )
     .fetch_all(a.pool())
     .await
