@@ -10,6 +10,7 @@ use crate::context_bank::{ContextBank, ContextScanner, ScannerBuildError};
 use crate::error::{ErrorCode, ToolError};
 use crate::event::EventBus;
 use crate::registers::{Origin, RegisterDeclarations, RegisterEntry, RegisterStore};
+use crate::saving::{Parts, Saves};
 use crate::session_state::{STATE_VERSION, SessionState, SessionStateStore};
 use parking_lot::RwLock;
 use std::any::{Any, TypeId};
@@ -116,13 +117,8 @@ impl CoreServices {
         // What was loaded counts as saved: a copy that changes nothing writes nothing (a new revision here would
         // refuse another instance's next save of the same session).
         ctx.registers.take_dirty();
-        if let Some(p) = &ctx.persistence
-            && let Ok(mut saved) = p.saved.try_lock()
-        {
-            saved.bank = ctx.context_bank.version();
-            saved.confirmations = ctx.confirmations.version();
-            saved.notes = ctx.notes.version();
-            p.saved_version.store(ctx.state_version(), std::sync::atomic::Ordering::SeqCst);
+        if let Some(saves) = &ctx.persistence {
+            saves.loaded(ctx.parts(), ctx.state_version());
         }
         ctx
     }
@@ -141,10 +137,8 @@ impl CoreServices {
         // that only reads writes nothing (a new revision would refuse another instance's next save).
         if legacy {
             ctx.registers.mark_all_dirty();
-            if let Some(p) = &ctx.persistence
-                && let Ok(mut saved) = p.saved.try_lock()
-            {
-                (saved.bank, saved.confirmations, saved.notes) = (UNSAVED, UNSAVED, UNSAVED);
+            if let Some(saves) = &ctx.persistence {
+                saves.loaded(Parts::UNSAVED, ctx.state_version());
             }
         }
         Ok(ctx)
@@ -179,12 +173,7 @@ impl CoreServices {
             config: Arc::clone(&self.config),
             extensions: Extensions::default(),
             cancel: CancellationToken::new(),
-            persistence: self.state_store.as_ref().map(|store| Persistence {
-                store: Arc::clone(store),
-                saved: Arc::new(tokio::sync::Mutex::new(Saved { revision, bank: 0, confirmations: 0, notes: 0 })),
-                superseded: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-                saved_version: Arc::new(std::sync::atomic::AtomicU64::new(UNSAVED)),
-            }),
+            persistence: self.state_store.as_ref().map(|store| Arc::new(Saves::new(Arc::clone(store), revision))),
         };
         for hook in &self.hooks {
             hook.on_new_session(&ctx);
@@ -246,41 +235,8 @@ pub struct ToolContext {
     /// A session's own context never cancels. Tools stop only where they have written nothing, through
     /// [`ToolContext::until_cancelled`] or [`ToolContext::check_cancelled`].
     pub cancel: CancellationToken,
-    persistence: Option<Persistence>,
-}
-
-/// Where a session's state goes and what was last saved.
-#[derive(Clone)]
-struct Persistence {
-    store: Arc<dyn SessionStateStore>,
-    /// Held across snapshot and save: a caller told "saved" finds its change on disk, not in a save still running.
-    saved: Arc<tokio::sync::Mutex<Saved>>,
-    /// Another process saved this session since: this copy is out of date and must not be used further. Outside
-    /// the lock, so that the check for it never waits for (or loses to) a save in progress.
-    superseded: Arc<std::sync::atomic::AtomicBool>,
-    /// [`ToolContext::state_version`] of the last state known to be saved ([`UNSAVED`] before one is): a call that
-    /// changed nothing since returns at once, without the lock or a snapshot (its cost is free of the session's size).
-    saved_version: Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// No state of this copy is known to be saved yet.
-const UNSAVED: u64 = u64::MAX;
-
-impl fmt::Debug for Persistence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Persistence").field("store", &self.store).finish_non_exhaustive()
-    }
-}
-
-struct Saved {
-    /// The revision of the last state the store accepted.
-    revision: u64,
-    /// The context bank's version in that state ([`UNSAVED`]: its part is still to be written).
-    bank: u64,
-    /// The confirmations' version in that state ([`UNSAVED`]: their part is still to be written).
-    confirmations: u64,
-    /// The notes' version in that state ([`UNSAVED`]: their part is still to be written).
-    notes: u64,
+    /// Where the session's state goes and what was last saved.
+    persistence: Option<Arc<Saves>>,
 }
 
 impl ToolContext {
@@ -364,76 +320,35 @@ impl ToolContext {
     }
 
     /// [`ToolContext::persist`] without telling the other instances: for a caller that publishes an event right
-    /// after (any event relayed for a session makes the others reload it). The revision saved, if anything was.
+    /// after (any event relayed for a session makes the others reload it). The revision saved, if this call handed
+    /// a save to the store (`None` when nothing was unsaved, or when a save on its way carried this call's change).
+    ///
+    /// Only what changed since the last save is written: the registers written or removed, the bank, the
+    /// confirmations and the notes when their versions moved. A call's write does not grow with the session. Saves
+    /// of one session go to the store in the order their calls ended, without waiting for each other's commit (the
+    /// store's group commit puts them in one transaction); each caller is answered once the save carrying its
+    /// change, and every save before it, is acknowledged. A save that failed makes the ones queued behind it fail
+    /// too, without marking the copy superseded; the next save starts again from the revision the store holds.
     pub async fn persist_unannounced(&self) -> Result<Option<u64>, ToolError> {
-        let Some(p) = &self.persistence else { return Ok(None) };
-        use std::sync::atomic::Ordering::SeqCst;
+        let Some(saves) = &self.persistence else { return Ok(None) };
         // Nothing changed since a save that has finished: a read-only call neither locks nor serializes the state.
-        if p.saved_version.load(SeqCst) == self.state_version() {
+        if saves.saved_version() == self.state_version() {
             return Ok(None);
         }
-        // One save at a time per session, changes taken under the lock: when an earlier save already covers this
-        // caller's change, it has finished (and succeeded) before this returns. Waiting for the lock is cancel-safe.
-        let mut saved = Arc::clone(&p.saved).lock_owned().await;
-        // Read before the changes are taken: a change made after it is seen as unsaved by the next call.
-        let version = self.state_version();
-        if p.saved_version.load(SeqCst) == version {
-            return Ok(None);
-        }
-        if p.superseded.load(SeqCst) {
-            return Err(superseded(&self.session_id));
-        }
-        // Only what changed since the last save: the registers written or removed, the bank and the confirmations
-        // when their versions moved. A call's write does not grow with the session.
-        let dirty = self.registers.take_dirty();
-        let (bank, confirmations, notes) =
-            (self.context_bank.version(), self.confirmations.version(), self.notes.version());
-        let changed = [bank != saved.bank, confirmations != saved.confirmations, notes != saved.notes];
-        let delta = match self.delta(&dirty, changed) {
-            Ok(delta) => delta,
-            Err(e) => {
-                self.registers.mark_dirty(dirty);
-                return Err(ToolError::internal(e.to_string()));
-            }
+        let state = || (self.state_version(), self.parts());
+        let delta = |dirty: &std::collections::HashSet<String>, changed| {
+            self.delta(dirty, changed).map_err(|e| ToolError::internal(format!("saving the session's state: {e}")))
         };
-        if delta.parts.is_empty() {
-            p.saved_version.store(version, SeqCst);
-            return Ok(None);
+        saves.save(&self.session_id, &self.registers, state, delta).await
+    }
+
+    /// The versions of the parts saved whole.
+    fn parts(&self) -> Parts {
+        Parts {
+            bank: self.context_bank.version(),
+            confirmations: self.confirmations.version(),
+            notes: self.notes.version(),
         }
-        let revision = saved.revision + 1;
-        // The write and the record of its outcome run to their end on a task of their own, whatever becomes of this
-        // caller (an HTTP client that goes away drops it): the store may have written the revision, and this copy
-        // must know it, or its next save would be refused as another process's.
-        let (store, id, superseded_flag, saved_version, registers) = (
-            Arc::clone(&p.store),
-            self.session_id.to_string(),
-            Arc::clone(&p.superseded),
-            Arc::clone(&p.saved_version),
-            self.registers.clone(),
-        );
-        let write = tokio::spawn(async move {
-            // Unless the store wrote it (or another process's save made this copy stale), the registers this save
-            // carried go to the next one — after an error, a panic in the store or a cancelled task (the bank and
-            // the confirmations are still unsaved by their versions).
-            let mut requeue = Requeue { registers, dirty: Some(dirty) };
-            let outcome = store.save_state(&id, revision, delta).await;
-            match &outcome {
-                Ok(()) => {
-                    requeue.dirty = None;
-                    saved.revision = revision;
-                    (saved.bank, saved.confirmations, saved.notes) = (bank, confirmations, notes);
-                    saved_version.store(version, SeqCst);
-                }
-                Err(e) if e.code == crate::ErrorCode::SessionConflict => {
-                    requeue.dirty = None;
-                    superseded_flag.store(true, SeqCst);
-                }
-                Err(_) => {}
-            }
-            outcome
-        });
-        write.await.map_err(|e| ToolError::internal(format!("saving the session's state: {e}")))??;
-        Ok(Some(revision))
     }
 
     /// The parts a save writes: `dirty`'s registers (a removed or intrinsic one as gone), and the bank, the
@@ -475,7 +390,7 @@ impl ToolContext {
     /// True when another process saved this session after this copy was loaded (a save answered
     /// `session_conflict`): the copy must be replaced by one restored from the store.
     pub fn is_superseded(&self) -> bool {
-        self.persistence.as_ref().is_some_and(|p| p.superseded.load(std::sync::atomic::Ordering::SeqCst))
+        self.persistence.as_ref().is_some_and(|saves| saves.is_superseded())
     }
 
     /// True when nothing outside the runtime's own table of sessions holds this session (no turn, request or
@@ -487,34 +402,13 @@ impl ToolContext {
     /// The revision of the state this copy last saved or loaded; `None` without a store, or while a save of it is
     /// under way.
     pub fn saved_revision(&self) -> Option<u64> {
-        self.persistence.as_ref().and_then(|p| p.saved.try_lock().ok().map(|s| s.revision))
+        self.persistence.as_ref().and_then(|saves| saves.saved_revision())
     }
 
     /// True when a turn or request holds this session (a clone of it exists outside the runtime's table).
     pub fn in_use(&self) -> bool {
         Arc::strong_count(&self.session_id) > 1
     }
-}
-
-/// Puts a save's register keys back when dropped holding them (see [`ToolContext::persist_unannounced`]).
-struct Requeue {
-    registers: RegisterStore,
-    dirty: Option<std::collections::HashSet<String>>,
-}
-
-impl Drop for Requeue {
-    fn drop(&mut self) {
-        if let Some(keys) = self.dirty.take() {
-            self.registers.mark_dirty(keys);
-        }
-    }
-}
-
-fn superseded(id: &str) -> ToolError {
-    ToolError::new(
-        crate::ErrorCode::SessionConflict,
-        format!("session {id} was saved by another holdfast process since this copy was loaded; open it again"),
-    )
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod preset;
 pub mod private_fs;
 pub mod registers;
 pub mod registry;
+mod saving;
 pub mod schema;
 pub mod session_state;
 mod text;

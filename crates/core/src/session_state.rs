@@ -196,12 +196,16 @@ pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
     /// last (`revision - 1`; 1 when none is saved), in one transaction. Any other saved revision means another
     /// process saved this session meanwhile: nothing is written and the answer is `session_conflict`. Returning `Ok`
     /// promises the parts survive a crash of the process (for a store on disk).
-    fn save_state<'a>(
-        &'a self,
-        session_id: &'a str,
+    ///
+    /// The save takes its place in the store's order when this is called, not when the future is first polled: the
+    /// saves of one session are applied in the order of these calls (a caller hands revision `r + 1` over right
+    /// after `r`, before `r` is answered), and each is applied whether or not its future is polled or kept.
+    fn save_state(
+        &self,
+        session_id: &str,
         revision: u64,
         delta: StateDelta,
-    ) -> BoxFuture<'a, Result<(), ToolError>>;
+    ) -> BoxFuture<'static, Result<(), ToolError>>;
 }
 
 #[cfg(test)]
@@ -261,14 +265,15 @@ mod tests {
     /// A store that takes its time and counts the saves it finished.
     #[derive(Debug, Default)]
     struct SlowStore {
-        finished: std::sync::atomic::AtomicUsize,
+        finished: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl SessionStateStore for SlowStore {
-        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state(&self, _: &str, _: u64, _: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
+            let finished = std::sync::Arc::clone(&self.finished);
             Box::pin(async move {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                self.finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Ok(())
             })
         }
@@ -299,7 +304,7 @@ mod tests {
     }
 
     impl SessionStateStore for DetachedStore {
-        fn save_state<'a>(&'a self, id: &'a str, revision: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state(&self, id: &str, revision: u64, _: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
             let saved = std::sync::Arc::clone(&self.saved);
             let id = id.to_owned();
             let writer = tokio::spawn(async move {
@@ -343,26 +348,19 @@ mod tests {
     }
 
     impl SessionStateStore for RecordingStore {
-        fn save_state<'a>(
-            &'a self,
-            _: &'a str,
-            revision: u64,
-            delta: StateDelta,
-        ) -> BoxFuture<'a, Result<(), ToolError>> {
-            Box::pin(async move {
-                let mut held = self.held.lock();
-                assert_eq!(held.revision + 1, revision);
-                held.revision = revision;
-                let bytes = delta.parts.iter().map(|(n, v)| n.len() + v.as_ref().map_or(0, String::len)).sum();
-                self.saves.lock().push((delta.parts.iter().map(|(n, _)| n.clone()).collect(), bytes));
-                for (name, value) in delta.parts {
-                    match value {
-                        Some(v) => held.parts.insert(name, v),
-                        None => held.parts.remove(&name),
-                    };
-                }
-                Ok(())
-            })
+        fn save_state(&self, _: &str, revision: u64, delta: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
+            let mut held = self.held.lock();
+            assert_eq!(held.revision + 1, revision);
+            held.revision = revision;
+            let bytes = delta.parts.iter().map(|(n, v)| n.len() + v.as_ref().map_or(0, String::len)).sum();
+            self.saves.lock().push((delta.parts.iter().map(|(n, _)| n.clone()).collect(), bytes));
+            for (name, value) in delta.parts {
+                match value {
+                    Some(v) => held.parts.insert(name, v),
+                    None => held.parts.remove(&name),
+                };
+            }
+            Box::pin(std::future::ready(Ok(())))
         }
     }
 
@@ -419,15 +417,16 @@ mod tests {
     /// A store whose saves wait until the test lets them go, counting them.
     #[derive(Debug, Default)]
     struct GatedStore {
-        gate: tokio::sync::Notify,
+        gate: std::sync::Arc<tokio::sync::Notify>,
         saves: std::sync::atomic::AtomicUsize,
     }
 
     impl SessionStateStore for GatedStore {
-        fn save_state<'a>(&'a self, _: &'a str, _: u64, _: StateDelta) -> BoxFuture<'a, Result<(), ToolError>> {
+        fn save_state(&self, _: &str, _: u64, _: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
+            self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let gate = std::sync::Arc::clone(&self.gate);
             Box::pin(async move {
-                self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                self.gate.notified().await;
+                gate.notified().await;
                 Ok(())
             })
         }

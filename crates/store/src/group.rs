@@ -64,9 +64,18 @@ impl<W: Send + 'static> GroupCommit<W> {
     /// Queues `write` and waits until the transaction holding it has committed: the rows it changed, or why it was
     /// not written.
     pub async fn write(&self, write: W) -> Result<usize, StoreError> {
+        self.queue(write).await
+    }
+
+    /// Queues `write` now, in the order of these calls (writes are applied in the order they were queued), and
+    /// returns the wait for its answer. The write is applied whether or not the answer is awaited.
+    pub fn queue(&self, write: W) -> impl Future<Output = Result<usize, StoreError>> + Send + 'static {
         let (reply, answer) = oneshot::channel();
-        self.queue.send((write, reply)).map_err(|_| StoreError::Query("the writer thread has stopped".into()))?;
-        answer.await.map_err(|_| StoreError::Query("the writer thread stopped before answering".into()))?
+        let queued = self.queue.send((write, reply));
+        async move {
+            queued.map_err(|_| StoreError::Query("the writer thread has stopped".into()))?;
+            answer.await.map_err(|_| StoreError::Query("the writer thread stopped before answering".into()))?
+        }
     }
 }
 

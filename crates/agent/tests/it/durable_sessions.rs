@@ -66,6 +66,49 @@ async fn registers_bank_and_pending_confirmations_survive_a_restart() {
     assert!(rt.session("s_unknown").await.unwrap().is_none());
 }
 
+/// Calls on one session whose saves go to the SQLite writer together (pipelined, in one commit where they meet):
+/// every call answered `ok` is in the file after a restart, and the copy was never taken for another process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_on_one_session_are_all_saved_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = {
+        let rt = runtime(tmp.path()).await;
+        let (info, ctx) = rt.open_session("http").await.unwrap();
+        let calls: Vec<_> = (0..64)
+            .map(|i| {
+                let (registry, ctx) = (rt.registry.clone(), ctx.clone());
+                tokio::spawn(async move {
+                    let key = format!("k{i:02}");
+                    registry.call("register_set", json!({"key": key, "value": format!("{i}")}), &ctx).await?;
+                    // Half of them overwrite their register right away: the last value must be the one kept.
+                    if i % 2 == 0 {
+                        registry
+                            .call("register_set", json!({"key": key, "value": format!("{}", i + 1000)}), &ctx)
+                            .await?;
+                    }
+                    Ok::<_, holdfast_core::ToolError>(())
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap().unwrap();
+        }
+        assert!(!ctx.is_superseded());
+        assert!(ctx.saved_revision().is_some_and(|r| r >= 1));
+        info.id
+    };
+    let rt = runtime(tmp.path()).await;
+    let ctx = rt.session(&id).await.unwrap().unwrap();
+    for i in 0..64 {
+        let want = if i % 2 == 0 { i + 1000 } else { i };
+        assert_eq!(
+            ctx.registers.get(&format!("k{i:02}")).map(|e| e.value.clone()),
+            Some(json!(want.to_string())),
+            "k{i:02}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_denial_is_durable_too() {
     let tmp = tempfile::tempdir().unwrap();

@@ -433,15 +433,26 @@ impl SqliteSessionStore {
 
     /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is
     /// 1); otherwise another process saved it meanwhile: `session_conflict`, nothing written.
-    pub async fn save_state(&self, session_id: &str, revision: u64, delta: StateDelta) -> Result<(), ToolError> {
+    ///
+    /// The save is queued when this is called (saves are applied in the order of these calls), and applied whether
+    /// or not the returned future is awaited.
+    pub fn save_state(
+        &self,
+        session_id: &str,
+        revision: u64,
+        delta: StateDelta,
+    ) -> impl Future<Output = Result<(), ToolError>> + Send + 'static {
         let id = session_id.to_owned();
-        let rev = i64::try_from(revision).map_err(db_err)?;
-        let now = Utc::now().to_rfc3339();
-        let written = self.states.write(StateWrite { id: id.clone(), revision: rev, delta, now }).await?;
-        if written == 0 {
-            return Err(conflict(&id, revision));
+        let queued = i64::try_from(revision).map_err(db_err).map(|rev| {
+            let now = Utc::now().to_rfc3339();
+            self.states.queue(StateWrite { id: id.clone(), revision: rev, delta, now })
+        });
+        async move {
+            if queued?.await? == 0 {
+                return Err(conflict(&id, revision));
+            }
+            Ok(())
         }
-        Ok(())
     }
 
     /// The JSON object linked to `key`.
@@ -535,12 +546,12 @@ impl SqliteSessionStore {
 }
 
 impl SessionStateStore for SqliteSessionStore {
-    fn save_state<'a>(
-        &'a self,
-        session_id: &'a str,
+    fn save_state(
+        &self,
+        session_id: &str,
         revision: u64,
         delta: StateDelta,
-    ) -> BoxFuture<'a, Result<(), ToolError>> {
+    ) -> BoxFuture<'static, Result<(), ToolError>> {
         Box::pin(SqliteSessionStore::save_state(self, session_id, revision, delta))
     }
 }
@@ -609,29 +620,35 @@ impl InMemorySessionStore {
 }
 
 impl SessionStateStore for InMemorySessionStore {
-    fn save_state<'a>(
-        &'a self,
-        session_id: &'a str,
+    fn save_state(
+        &self,
+        session_id: &str,
         revision: u64,
         delta: StateDelta,
-    ) -> BoxFuture<'a, Result<(), ToolError>> {
-        Box::pin(async move {
-            let mut sessions = self.sessions.lock();
-            let s = sessions.entry(session_id.to_owned()).or_default();
-            if s.state.as_ref().map_or(0, |saved| saved.revision) + 1 != revision {
-                return Err(conflict(session_id, revision));
-            }
-            let state = s.state.get_or_insert_with(StoredState::default);
-            state.revision = revision;
-            state.legacy = None;
-            for (part, value) in delta.parts {
-                match value {
-                    Some(value) => state.parts.insert(part, value),
-                    None => state.parts.remove(&part),
-                };
-            }
-            Ok(())
-        })
+    ) -> BoxFuture<'static, Result<(), ToolError>> {
+        // Applied now, in the order of the calls; the future only hands over the outcome.
+        let outcome = self.apply_state(session_id, revision, delta);
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+impl InMemorySessionStore {
+    fn apply_state(&self, session_id: &str, revision: u64, delta: StateDelta) -> Result<(), ToolError> {
+        let mut sessions = self.sessions.lock();
+        let s = sessions.entry(session_id.to_owned()).or_default();
+        if s.state.as_ref().map_or(0, |saved| saved.revision) + 1 != revision {
+            return Err(conflict(session_id, revision));
+        }
+        let state = s.state.get_or_insert_with(StoredState::default);
+        state.revision = revision;
+        state.legacy = None;
+        for (part, value) in delta.parts {
+            match value {
+                Some(value) => state.parts.insert(part, value),
+                None => state.parts.remove(&part),
+            };
+        }
+        Ok(())
     }
 }
 
@@ -783,6 +800,19 @@ mod tests {
         assert_eq!(store.load_state("a").await.unwrap(), noted(2, "two"));
         store.save_state("a", 3, note("three")).await.unwrap();
         assert_eq!(store.load_state("a").await.unwrap(), noted(3, "three"));
+        // Saves handed over one after another before any is answered (one session's calls, pipelined) are applied in
+        // that order, each whether or not its answer is awaited (the odd ones' callers went away).
+        let part = |r: u64| StateDelta { parts: vec![(format!("p{r:02}"), Some(r.to_string()))] };
+        let answers: Vec<_> = (4..=40).map(|r| store.save_state("a", r, part(r))).collect();
+        for (answer, r) in answers.into_iter().zip(4u64..) {
+            if r % 2 == 0 {
+                answer.await.unwrap_or_else(|e| panic!("revision {r}: {e:?}"));
+            }
+        }
+        let held = store.load_state("a").await.unwrap().unwrap();
+        assert_eq!(held.revision, 40);
+        assert_eq!(held.parts.len(), 38, "the note and p04…p40: {:?}", held.parts.keys());
+        assert_eq!(held.parts.get("p33").map(String::as_str), Some("33"));
         assert_eq!(store.load_state("b").await.unwrap(), None);
         store.link_merge("mcp:x", serde_json::json!({"init": 1})).await.unwrap();
         store.link_merge("mcp:x", serde_json::json!({"session_id": "a"})).await.unwrap();

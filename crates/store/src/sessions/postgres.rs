@@ -85,25 +85,24 @@ impl PgSessionStore {
 }
 
 impl SessionStateStore for PgSessionStore {
-    fn save_state<'a>(
-        &'a self,
-        session_id: &'a str,
+    fn save_state(
+        &self,
+        session_id: &str,
         revision: u64,
         delta: StateDelta,
-    ) -> BoxFuture<'a, Result<(), ToolError>> {
+    ) -> BoxFuture<'static, Result<(), ToolError>> {
+        // Queued now, in the order of the calls; the future only waits for the writer's answer.
+        let (reply, answer) = oneshot::channel();
+        let id = session_id.to_owned();
+        let queued = i64::try_from(revision).map_err(db_err).and_then(|rev| {
+            let save = Save { id: id.clone(), revision: rev, delta, saved_at: Utc::now().to_rfc3339(), reply };
+            self.saves.send(save).map_err(|_| db_err("the state writer has stopped"))
+        });
         Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            let save = Save {
-                id: session_id.to_owned(),
-                revision: i64::try_from(revision).map_err(db_err)?,
-                delta,
-                saved_at: Utc::now().to_rfc3339(),
-                reply,
-            };
-            self.saves.send(save).map_err(|_| db_err("the state writer has stopped"))?;
+            queued?;
             let written = answer.await.map_err(|_| db_err("the state writer stopped before answering"))??;
             if !written {
-                return Err(conflict(session_id, revision));
+                return Err(conflict(&id, revision));
             }
             Ok(())
         })
