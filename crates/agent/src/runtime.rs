@@ -553,6 +553,9 @@ impl Runtime {
             Loaded::Live(ctx, _) => return Ok(Some(ctx)),
             Loaded::Absent => None,
             Loaded::Stale(older) => {
+                // Its saves still on their way (their callers gone) are answered first: the state read below holds
+                // them, so the new copy's first save does not collide with them.
+                older.saves_settled().await;
                 // Cleared before reading: an event that arrives during the reload marks the new copy again.
                 older.events.take_remote_activity();
                 Some(older.events.clone())

@@ -320,8 +320,8 @@ impl ToolContext {
     }
 
     /// [`ToolContext::persist`] without telling the other instances: for a caller that publishes an event right
-    /// after (any event relayed for a session makes the others reload it). The revision saved, if this call handed
-    /// a save to the store (`None` when nothing was unsaved, or when a save on its way carried this call's change).
+    /// after (any event relayed for a session makes the others reload it). The revision of the save that carried
+    /// this call's change (its own, or one already on its way), `None` when nothing was unsaved.
     ///
     /// Only what changed since the last save is written: the registers written or removed, the bank, the
     /// confirmations and the notes when their versions moved. A call's write does not grow with the session. Saves
@@ -376,7 +376,7 @@ impl ToolContext {
         if notes {
             parts.push((NOTES_PART.to_owned(), Some(self.notes.saved_part()?)));
         }
-        Ok(crate::session_state::StateDelta { parts })
+        Ok(crate::session_state::StateDelta { parts, copy: 0 })
     }
 
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)
@@ -385,6 +385,14 @@ impl ToolContext {
         let added = self.context_bank.scan_input(user_text);
         self.persist().await?;
         Ok(added)
+    }
+
+    /// Waits until every save this copy handed to the store has been answered (a copy about to be replaced by one
+    /// read from the store: the reading then sees them).
+    pub async fn saves_settled(&self) {
+        if let Some(saves) = &self.persistence {
+            saves.settled().await;
+        }
     }
 
     /// True when another process saved this session after this copy was loaded (a save answered

@@ -13,6 +13,9 @@
 //!   keys go back to the next save, and no new save is given a revision until the queue behind the gap has drained.
 //!   The next one then starts again from the revision the store holds.
 //! - A refusal with no failure before it is another process's save: the copy is superseded and must be reloaded.
+//!   The saves it queued behind the refused one are refused by the store too (every save carries the copy's number,
+//!   and a store refuses a copy's save right after one of that copy's it refused), so none is written on top of the
+//!   other's state.
 //! - Each save's outcome is recorded by a task of its own, so a caller that goes away (an HTTP client that
 //!   disconnects) neither cancels the write nor loses the record of it. A task that ends without an answer (the
 //!   runtime shutting down) records a failure.
@@ -52,6 +55,8 @@ type Answer = watch::Receiver<Option<Result<(), ToolError>>>;
 /// A session copy's saves: what the store holds, what is on its way there, and the outcomes not yet applied.
 pub(crate) struct Saves {
     store: Arc<dyn SessionStateStore>,
+    /// This copy's number, unique in the process: its saves carry it ([`StateDelta::copy`]).
+    copy: u64,
     book: parking_lot::Mutex<Book>,
     /// Another process saved this session since: this copy is out of date and must not be used further.
     superseded: AtomicBool,
@@ -99,8 +104,8 @@ struct Outcome {
 enum Step {
     /// Nothing of this copy is unsaved.
     Done,
-    /// Wait for this answer: a save that carries the caller's change (its own when `true`), with its revision.
-    Wait(Answer, u64, bool),
+    /// Wait for this answer: a save that carries the caller's change, with its revision.
+    Wait(Answer, u64),
     /// A failed save's queue is draining: wait for its last answer, then try again.
     Drain(Answer),
 }
@@ -109,8 +114,11 @@ impl Saves {
     /// Saves for a copy loaded at `revision` (0: nothing saved yet).
     pub(crate) fn new(store: Arc<dyn SessionStateStore>, revision: u64) -> Self {
         let parts = Parts { bank: 0, confirmations: 0, notes: 0 };
+        /// The next copy's number (0 is "unknown").
+        static COPIES: AtomicU64 = AtomicU64::new(1);
         Self {
             store,
+            copy: COPIES.fetch_add(1, SeqCst),
             book: parking_lot::Mutex::new(Book {
                 saved: revision,
                 saved_parts: parts,
@@ -147,8 +155,8 @@ impl Saves {
         (book.applied == book.issued).then_some(book.saved)
     }
 
-    /// Saves what changed, and returns once it is durable: the revision saved when this call handed a save to the
-    /// store, `None` when another's save carried the change or nothing was unsaved.
+    /// Saves what changed, and returns once it is durable: the revision of the save that carried it (this call's
+    /// own, or one on its way that already did), `None` when nothing was unsaved.
     ///
     /// `state` gives the copy's state version and parts; `delta` builds the save from the registers written and
     /// which of `[bank, confirmations, notes]` changed.
@@ -161,20 +169,39 @@ impl Saves {
     ) -> Result<Option<u64>, ToolError> {
         loop {
             let step = self.step(session_id, registers, &state, &delta)?;
-            let (mut answer, revision, own) = match step {
+            let (mut answer, revision) = match step {
                 Step::Done => return Ok(None),
                 Step::Drain(mut answer) => {
-                    let _ = answer.wait_for(Option::is_some).await;
+                    if answer.wait_for(Option::is_some).await.is_err() {
+                        return Err(interrupted());
+                    }
                     continue;
                 }
-                Step::Wait(answer, revision, own) => (answer, revision, own),
+                Step::Wait(answer, revision) => (answer, revision),
             };
             // Waiting is cancel-safe: the save goes on, and its outcome is recorded, without this caller.
             let outcome = match answer.wait_for(Option::is_some).await {
                 Ok(outcome) => outcome.clone().unwrap_or_else(|| Err(interrupted())),
                 Err(_) => Err(interrupted()),
             };
-            return outcome.map(|()| own.then_some(revision));
+            return outcome.map(|()| Some(revision));
+        }
+    }
+
+    /// Waits until every save handed to the store has its outcome applied.
+    pub(crate) async fn settled(&self) {
+        loop {
+            let last = {
+                let book = self.book.lock();
+                match &book.last {
+                    Some(last) if book.applied < book.issued => last.clone(),
+                    _ => return,
+                }
+            };
+            let mut last = last;
+            if last.wait_for(Option::is_some).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -208,7 +235,7 @@ impl Saves {
         }
         let dirty = registers.take_dirty();
         let delta = match delta(&dirty, parts.changed_since(book.issued_parts)) {
-            Ok(delta) => delta,
+            Ok(delta) => StateDelta { copy: self.copy, ..delta },
             Err(e) => {
                 registers.mark_dirty(dirty);
                 return Err(e);
@@ -217,7 +244,7 @@ impl Saves {
         if delta.parts.is_empty() {
             // Nothing to write: the change is in a save on its way (wait for it), or there was none to save.
             return Ok(match &book.last {
-                Some(last) if book.applied < book.issued => Step::Wait(last.clone(), book.issued, false),
+                Some(last) if book.applied < book.issued => Step::Wait(last.clone(), book.issued),
                 _ => {
                     self.saved_version.store(version, SeqCst);
                     Step::Done
@@ -228,7 +255,16 @@ impl Saves {
         (book.issued, book.issued_parts) = (revision, parts);
         let (answer, waiting) = watch::channel(None);
         book.last = Some(waiting.clone());
-        let write = self.store.save_state(session_id, revision, delta);
+        // A store that panics here must not leave a revision that never gets an outcome (every later caller would
+        // wait for it): the panic is this save's failure.
+        let store = &self.store;
+        let write =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.save_state(session_id, revision, delta)))
+                .unwrap_or_else(|_| {
+                    Box::pin(std::future::ready(Err(ToolError::internal(
+                        "saving the session's state: the store failed",
+                    ))))
+                });
         let mut record = Record {
             saves: Arc::clone(self),
             revision,
@@ -248,7 +284,7 @@ impl Saves {
                 outcome.result = result;
             }
         });
-        Ok(Step::Wait(waiting, revision, true))
+        Ok(Step::Wait(waiting, revision))
     }
 
     /// Takes save `revision`'s outcome, and applies every outcome that is now next in order.
@@ -338,14 +374,18 @@ mod tests {
         held: parking_lot::Mutex<StoredState>,
         answers: parking_lot::Mutex<Vec<(u64, tokio::sync::oneshot::Sender<()>)>>,
         fail: parking_lot::Mutex<Option<u64>>,
+        /// The last save refused, by copy: that copy's next revision is refused too, as the real stores do.
+        refused: parking_lot::Mutex<Option<(u64, u64)>>,
     }
 
     impl SessionStateStore for Queue {
         fn save_state(&self, id: &str, revision: u64, delta: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
             let mut held = self.held.lock();
+            let mut refused = self.refused.lock();
             let result = if *self.fail.lock() == Some(revision) {
                 Err(ToolError::internal("disk I/O error"))
-            } else if held.revision + 1 != revision {
+            } else if held.revision + 1 != revision || *refused == Some((delta.copy, revision - 1)) {
+                *refused = Some((delta.copy, revision));
                 Err(ToolError::new(ErrorCode::SessionConflict, format!("{id}: {revision} after {}", held.revision)))
             } else {
                 held.revision = revision;
@@ -476,18 +516,66 @@ mod tests {
     async fn a_refusal_with_no_failure_before_it_is_another_processs_save() {
         let store = Arc::new(Queue::default());
         let (_services, ctx) = session(&store);
-        // Another process saved revision 1 first.
+        // Another process saved revision 1 first; this copy pipelines revisions 1 to 3.
         store.held.lock().revision = 1;
-        let call = writers(&ctx, ["mine".to_owned()]);
-        store.queued(1).await;
+        let mut calls = Vec::new();
+        for key in ["first", "second", "third"] {
+            let before = store.answers.lock().len();
+            calls.extend(writers(&ctx, [key.to_owned()]));
+            store.queued(before + 1).await;
+        }
         store.answer_newest_first();
-        let e = call.into_iter().next().unwrap().await.unwrap().unwrap_err();
-        assert_eq!(e.code, ErrorCode::SessionConflict);
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap_err().code, ErrorCode::SessionConflict);
+        }
         assert!(ctx.is_superseded(), "the copy is out of date and is reloaded");
+        // Its revision 2 would have passed the revision check on top of the other's 1: it was refused instead.
+        assert_eq!(store.held.lock().revision, 1);
+        assert!(store.held.lock().parts.is_empty(), "nothing of the loser's run is written");
         // Nothing more is handed to the store from this copy.
         ctx.registers.set(RegisterWrite::new("later", json!("v"), Origin::User, "register_set")).unwrap();
         assert_eq!(ctx.persist().await.unwrap_err().code, ErrorCode::SessionConflict);
         assert!(store.answers.lock().is_empty());
+    }
+
+    /// A store with a bug: it panics when handed revision 2 the first time.
+    #[derive(Debug, Default)]
+    struct Panicky {
+        held: parking_lot::Mutex<u64>,
+        panicked: AtomicBool,
+    }
+
+    impl SessionStateStore for Panicky {
+        #[allow(clippy::panic)]
+        fn save_state(&self, _: &str, revision: u64, _: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
+            if revision == 2 && !self.panicked.swap(true, SeqCst) {
+                panic!("a bug in the store");
+            }
+            let mut held = self.held.lock();
+            let result = if *held + 1 == revision {
+                *held = revision;
+                Ok(())
+            } else {
+                Err(ToolError::new(ErrorCode::SessionConflict, "out of order"))
+            };
+            Box::pin(std::future::ready(result))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_that_panics_fails_one_save_and_wedges_nothing() {
+        let store = Arc::new(Panicky::default());
+        let services = CoreServices::new(CoreConfig::default()).unwrap().with_state_store(Arc::clone(&store) as _);
+        let ctx = services.new_session("s");
+        for (key, ok) in [("a", true), ("b", false), ("c", true)] {
+            ctx.registers.set(RegisterWrite::new(key, json!("v"), Origin::User, "register_set")).unwrap();
+            let saved = tokio::time::timeout(Duration::from_secs(5), ctx.persist()).await.expect("answered");
+            assert_eq!(saved.is_ok(), ok, "{key}: {saved:?}");
+        }
+        assert_eq!(*store.held.lock(), 2, "b's change went with c's save, as revision 2");
+        assert!(!ctx.is_superseded());
+        ctx.saves_settled().await;
+        assert_eq!(ctx.saved_revision(), Some(2));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,6 +131,9 @@ pub struct StoredState {
 pub struct StateDelta {
     /// The parts, each once.
     pub parts: Vec<(String, Option<String>)>,
+    /// The session copy that saves: a number unique in this process, 0 when unknown. A store refuses a copy's save
+    /// when it refused that copy's save of the revision before (its pipelined run ends at its first refusal).
+    pub copy: u64,
 }
 
 /// The context bank's part.
@@ -199,7 +202,8 @@ pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
     ///
     /// The save takes its place in the store's order when this is called, not when the future is first polled: the
     /// saves of one session are applied in the order of these calls (a caller hands revision `r + 1` over right
-    /// after `r`, before `r` is answered), and each is applied whether or not its future is polled or kept.
+    /// after `r`, before `r` is answered), and each is applied whether or not its future is polled or kept. When the
+    /// store refused `delta.copy`'s save of `revision - 1`, it refuses this one too, without writing it.
     fn save_state(
         &self,
         session_id: &str,

@@ -53,10 +53,25 @@ impl<W: Send + 'static> GroupCommit<W> {
     where
         F: Fn(&Connection, &W) -> rusqlite::Result<usize> + Send + 'static,
     {
+        Self::start_with_undo(name, conn, apply, |_: &W| {})
+    }
+
+    /// [`GroupCommit::start`], with `undone` told of every write of a batch that failed as a whole after `apply`
+    /// ran for it (nothing of the batch is kept): for an `apply` that remembers what it decided.
+    pub fn start_with_undo<F, U>(
+        name: &str,
+        conn: Arc<Mutex<Connection>>,
+        apply: F,
+        undone: U,
+    ) -> Result<Self, StoreError>
+    where
+        F: Fn(&Connection, &W) -> rusqlite::Result<usize> + Send + 'static,
+        U: Fn(&W) + Send + 'static,
+    {
         let (queue, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name(format!("holdfast-{name}-writer"))
-            .spawn(move || run(rx, &conn, &apply))
+            .spawn(move || run(rx, &conn, &apply, &undone))
             .map_err(|e| StoreError::Query(format!("cannot start the {name} writer thread: {e}")))?;
         Ok(Self { queue })
     }
@@ -79,9 +94,10 @@ impl<W: Send + 'static> GroupCommit<W> {
     }
 }
 
-fn run<W, F>(mut rx: mpsc::UnboundedReceiver<(W, Reply)>, conn: &Mutex<Connection>, apply: &F)
+fn run<W, F, U>(mut rx: mpsc::UnboundedReceiver<(W, Reply)>, conn: &Mutex<Connection>, apply: &F, undone: &U)
 where
     F: Fn(&Connection, &W) -> rusqlite::Result<usize>,
+    U: Fn(&W),
 {
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(first) = rx.blocking_recv() {
@@ -92,7 +108,10 @@ where
                 Err(_) => break,
             }
         }
-        let results = commit(&conn.lock(), &batch, apply);
+        let (results, whole) = commit(&conn.lock(), &batch, apply);
+        if whole {
+            batch.iter().for_each(|(write, _)| undone(write));
+        }
         for ((_, reply), result) in batch.drain(..).zip(results) {
             // A caller that stopped waiting (cancelled) does not need the answer; its write stands either way.
             let _ = reply.send(result);
@@ -112,13 +131,14 @@ impl Drop for Open<'_> {
     }
 }
 
-/// One transaction for the whole batch, a savepoint per write.
-fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> Vec<Result<usize, StoreError>>
+/// One transaction for the whole batch, a savepoint per write. `true` with the results when the batch failed as a
+/// whole.
+fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> (Vec<Result<usize, StoreError>>, bool)
 where
     F: Fn(&Connection, &W) -> rusqlite::Result<usize>,
 {
     // rusqlite's error is not Clone: every write of the batch gets the same message.
-    let all = |e: &rusqlite::Error| batch.iter().map(|_| Err(StoreError::Query(e.to_string()))).collect();
+    let all = |e: &rusqlite::Error| (batch.iter().map(|_| Err(StoreError::Query(e.to_string()))).collect(), true);
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         return all(&e);
     }
@@ -141,7 +161,7 @@ where
     if let Err(e) = conn.execute_batch("COMMIT") {
         return all(&e);
     }
-    results
+    (results, false)
 }
 
 /// A statement without parameters, parsed once per connection.

@@ -9,6 +9,7 @@
 //! [`InMemorySessionStore`] (no data dir). [`open_sessions`] picks the one a [`crate::Storage`] names.
 
 mod postgres;
+mod runs;
 
 pub use postgres::PgSessionStore;
 
@@ -223,8 +224,21 @@ struct StateWrite {
 }
 
 /// The revision's compare-and-set (which drops a whole state of the form before parts: the session's first save in
-/// parts writes all of them), then the parts, only when it passed. Cached statements: this runs once per tool call.
-fn write_state(c: &Connection, w: &StateWrite) -> rusqlite::Result<usize> {
+/// parts writes all of them), then the parts, only when it passed; nothing when `runs` says the same copy's save
+/// before it was refused. Cached statements: this runs once per tool call.
+fn write_state(c: &Connection, w: &StateWrite, runs: &Mutex<runs::Runs>) -> rusqlite::Result<usize> {
+    let revision = u64::try_from(w.revision).unwrap_or_default();
+    if !runs.lock().admits(&w.id, w.delta.copy, revision) {
+        return Ok(0);
+    }
+    // A save that fails (undone alone) ends its copy's run like a refusal: the store still holds the revision
+    // before it, which another copy may write next.
+    let written = write_admitted(c, w);
+    runs.lock().record(&w.id, w.delta.copy, revision, matches!(written, Ok(1)));
+    written
+}
+
+fn write_admitted(c: &Connection, w: &StateWrite) -> rusqlite::Result<usize> {
     let sql = if w.revision == 1 {
         "INSERT INTO session_state (session_id, revision, state, saved_at) VALUES (?1, ?2, '', ?3)
          ON CONFLICT (session_id) DO NOTHING"
@@ -307,7 +321,18 @@ impl SqliteSessionStore {
     /// The store on the process's one handle on its SQLite database (its tables migrated first).
     pub fn on(db: &crate::SqliteDb) -> Result<Self, ToolError> {
         crate::migrate::sqlite(&mut db.lock(), &crate::schema::SESSIONS)?;
-        let states = crate::GroupCommit::start("session-state", db.writer(), write_state)?;
+        // The writer thread decides saves in order, so it keeps the runs its refusals ended; a batch that failed as
+        // a whole wrote none of its saves.
+        let runs = Arc::new(Mutex::new(runs::Runs::default()));
+        let undo = Arc::clone(&runs);
+        let states = crate::GroupCommit::start_with_undo(
+            "session-state",
+            db.writer(),
+            move |c, w| write_state(c, w, &runs),
+            move |w: &StateWrite| {
+                undo.lock().record(&w.id, w.delta.copy, u64::try_from(w.revision).unwrap_or_default(), false)
+            },
+        )?;
         Ok(Self { db: db.clone(), states: Arc::new(states) })
     }
 
@@ -607,6 +632,7 @@ struct MemSession {
 #[derive(Debug, Default)]
 pub struct InMemorySessionStore {
     sessions: Mutex<std::collections::HashMap<String, MemSession>>,
+    runs: Mutex<runs::Runs>,
     links: Mutex<std::collections::HashMap<String, serde_json::Map<String, Value>>>,
 }
 
@@ -635,10 +661,14 @@ impl SessionStateStore for InMemorySessionStore {
 impl InMemorySessionStore {
     fn apply_state(&self, session_id: &str, revision: u64, delta: StateDelta) -> Result<(), ToolError> {
         let mut sessions = self.sessions.lock();
+        let mut runs = self.runs.lock();
         let s = sessions.entry(session_id.to_owned()).or_default();
-        if s.state.as_ref().map_or(0, |saved| saved.revision) + 1 != revision {
+        let passes = s.state.as_ref().map_or(0, |saved| saved.revision) + 1 == revision;
+        if !runs.admits(session_id, delta.copy, revision) || !passes {
+            runs.record(session_id, delta.copy, revision, false);
             return Err(conflict(session_id, revision));
         }
+        runs.record(session_id, delta.copy, revision, true);
         let state = s.state.get_or_insert_with(StoredState::default);
         state.revision = revision;
         state.legacy = None;
@@ -767,7 +797,7 @@ mod tests {
 
     /// A save that writes one part, `note`, holding `text`.
     fn note(text: &str) -> StateDelta {
-        StateDelta { parts: vec![("note".to_owned(), Some(text.to_owned()))] }
+        StateDelta { parts: vec![("note".to_owned(), Some(text.to_owned()))], copy: 0 }
     }
 
     /// What a store holds after saves of `note` only: the revision and that part.
@@ -802,7 +832,7 @@ mod tests {
         assert_eq!(store.load_state("a").await.unwrap(), noted(3, "three"));
         // Saves handed over one after another before any is answered (one session's calls, pipelined) are applied in
         // that order, each whether or not its answer is awaited (the odd ones' callers went away).
-        let part = |r: u64| StateDelta { parts: vec![(format!("p{r:02}"), Some(r.to_string()))] };
+        let part = |r: u64| StateDelta { parts: vec![(format!("p{r:02}"), Some(r.to_string()))], copy: 0 };
         let answers: Vec<_> = (4..=40).map(|r| store.save_state("a", r, part(r))).collect();
         for (answer, r) in answers.into_iter().zip(4u64..) {
             if r % 2 == 0 {
@@ -813,6 +843,24 @@ mod tests {
         assert_eq!(held.revision, 40);
         assert_eq!(held.parts.len(), 38, "the note and p04…p40: {:?}", held.parts.keys());
         assert_eq!(held.parts.get("p33").map(String::as_str), Some("33"));
+        // A run of saves whose first is refused (another process saved revision 41) is refused whole.
+        let late: Vec<_> = [42, 43].into_iter().map(|r| store.save_state("a", r, part(r))).collect();
+        for answer in late {
+            assert_eq!(code(answer.await), holdfast_core::ErrorCode::SessionConflict);
+        }
+        assert_eq!(store.load_state("a").await.unwrap().unwrap().revision, 40);
+        // Two copies pipeline revisions 41 and 42, queued as 7's 41, 8's 41, 8's 42, 7's 42. 8's 42 would pass the
+        // revision check on top of 7's 41: it is refused, because 8's 41 was.
+        let by =
+            |copy: u64, r: u64| StateDelta { parts: vec![("note".to_owned(), Some(format!("{r} by {copy}")))], copy };
+        let answers = [(7, 41), (8, 41), (8, 42), (7, 42)].map(|(copy, r)| store.save_state("a", r, by(copy, r)));
+        let mut outcomes = Vec::new();
+        for answer in answers {
+            outcomes.push(answer.await.is_ok());
+        }
+        assert_eq!(outcomes, [true, false, false, true], "7's run written, 8's refused from its first refusal on");
+        let held = store.load_state("a").await.unwrap().unwrap();
+        assert_eq!((held.revision, held.parts.get("note").map(String::as_str)), (42, Some("42 by 7")));
         assert_eq!(store.load_state("b").await.unwrap(), None);
         store.link_merge("mcp:x", serde_json::json!({"init": 1})).await.unwrap();
         store.link_merge("mcp:x", serde_json::json!({"session_id": "a"})).await.unwrap();
@@ -859,6 +907,27 @@ mod tests {
         let lost = a.save_state("s", 2, note("two from a")).await.unwrap_err();
         assert_eq!(lost.code, holdfast_core::ErrorCode::SessionConflict);
         assert_eq!(a.load_state("s").await.unwrap(), noted(2, "two from b"));
+        // Both pipeline revisions 3 to 12 at once: one instance's run is written whole, the other's refused whole
+        // (each instance's writer merges its run into one compare-and-set).
+        let run = |store: &PgSessionStore, by: &'static str| -> Vec<_> {
+            let copy = if by == "a" { 101 } else { 102 };
+            let delta = |r: u64| StateDelta { copy, ..note(&format!("{r} from {by}")) };
+            (3..=12).map(|r| store.save_state("s", r, delta(r))).collect()
+        };
+        let (from_a, from_b) = (run(&a, "a"), run(&b, "b"));
+        let mut won = Vec::new();
+        for (answers, by) in [(from_a, "a"), (from_b, "b")] {
+            let mut outcomes = Vec::new();
+            for answer in answers {
+                outcomes.push(answer.await.is_ok());
+            }
+            assert!(outcomes.iter().all(|&o| o == outcomes[0]), "{by}'s run is decided whole: {outcomes:?}");
+            if outcomes[0] {
+                won.push(by);
+            }
+        }
+        assert_eq!(won.len(), 1, "exactly one run wins: {won:?}");
+        assert_eq!(a.load_state("s").await.unwrap(), noted(12, &format!("12 from {}", won[0])));
     }
 
     /// Saves batched together are each decided on their own: of two saves of one revision exactly one wins, the

@@ -4,8 +4,9 @@
 //!
 //! Every tool call saves its session's state, so saves are batched: one task takes every save queued while the
 //! previous batch was written and writes them in one transaction, with one statement over arrays for first saves and
-//! one for the others (a batch never holds two saves of one session, so each compare-and-set sees the one before
-//! it). The transaction first locks the batch's rows in session-id order, the order every instance uses, so two
+//! one for the others. A batch holds one save per session: a session's next revision queued behind it (one copy's
+//! pipelined calls) is merged into it, so the compare-and-set goes from the first one's revision to the last one's;
+//! any other second save of a session waits for the next batch, so each compare-and-set sees the one before it. The transaction first locks the batch's rows in session-id order, the order every instance uses, so two
 //! instances' batches wait for each other instead of dead-locking. When a batch fails as a whole (a dead-lock
 //! PostgreSQL broke anyway, a lost connection), nothing of it was committed and each of its saves is tried again
 //! alone, so one bad save fails only its own call; none is acknowledged unless its row was written.
@@ -55,14 +56,48 @@ pub struct PgSessionStore {
     saves: mpsc::UnboundedSender<Save>,
 }
 
-/// A queued compare-and-set of one session's state, answered with whether its row was written.
+/// A queued compare-and-set of one session's state, answered with whether its row was written. Consecutive saves
+/// of one session (revisions `first..=revision`, from one copy pipelining its calls) are merged into one: a single
+/// compare-and-set from `first - 1` to `revision`, the later value of a part winning, every caller answered alike.
+/// (Only saves of one known copy are merged: another copy's next revision is a save of its own.)
 #[derive(Debug)]
 struct Save {
     id: String,
+    first: i64,
     revision: i64,
     delta: StateDelta,
     saved_at: String,
-    reply: oneshot::Sender<Result<bool, ToolError>>,
+    replies: Vec<oneshot::Sender<Result<bool, ToolError>>>,
+}
+
+impl Save {
+    /// Whether `next` is the same copy's save of this session's next revision.
+    fn follows(&self, next: &Save) -> bool {
+        self.revision + 1 == next.revision && self.delta.copy == next.delta.copy && next.delta.copy != 0
+    }
+
+    /// Takes `next`, the same copy's save of this session's next revision, into this one.
+    fn merge(&mut self, next: Save) {
+        let names: HashSet<&str> = next.delta.parts.iter().map(|(name, _)| name.as_str()).collect();
+        self.delta.parts.retain(|(name, _)| !names.contains(name.as_str()));
+        self.delta.parts.extend(next.delta.parts);
+        (self.revision, self.saved_at) = (next.revision, next.saved_at);
+        self.replies.extend(next.replies);
+    }
+
+    /// Remembers a refusal or a failure (its copy's next save is refused too: another writer may have written the
+    /// revision this one did not).
+    fn record(&self, runs: &mut super::runs::Runs, outcome: &Result<HashSet<String>, ToolError>) {
+        let revision = u64::try_from(self.revision).unwrap_or_default();
+        let written = outcome.as_ref().is_ok_and(|written| written.contains(&self.id));
+        runs.record(&self.id, self.delta.copy, revision, written);
+    }
+
+    fn answer(self, outcome: &Result<HashSet<String>, ToolError>) {
+        for reply in self.replies {
+            let _ = reply.send(outcome.as_ref().map(|written| written.contains(&self.id)).map_err(Clone::clone));
+        }
+    }
 }
 
 impl PgSessionStore {
@@ -95,7 +130,8 @@ impl SessionStateStore for PgSessionStore {
         let (reply, answer) = oneshot::channel();
         let id = session_id.to_owned();
         let queued = i64::try_from(revision).map_err(db_err).and_then(|rev| {
-            let save = Save { id: id.clone(), revision: rev, delta, saved_at: Utc::now().to_rfc3339(), reply };
+            let saved_at = Utc::now().to_rfc3339();
+            let save = Save { id: id.clone(), first: rev, revision: rev, delta, saved_at, replies: vec![reply] };
             self.saves.send(save).map_err(|_| db_err("the state writer has stopped"))
         });
         Box::pin(async move {
@@ -362,6 +398,7 @@ impl SessionStorage for PgSessionStore {
 
 /// Writes queued saves in batches until every handle on the store is dropped.
 async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
+    let mut runs = super::runs::Runs::default();
     let mut queued = VecDeque::new();
     let mut incoming = Vec::with_capacity(SAVE_BATCH);
     loop {
@@ -377,34 +414,57 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
             }
         }
         queued.extend(incoming.drain(..));
-        // Saves in order, up to the first that names a session already in the batch (it waits for the next one).
-        let mut ids = HashSet::new();
-        let mut batch = Vec::new();
-        while batch.len() < SAVE_BATCH
+        // Saves in order, up to the first that names a session already in the batch, except the next revision of
+        // that session, which is merged into its save (one copy's pipelined calls: one compare-and-set).
+        let mut at = std::collections::HashMap::new();
+        let (mut batch, mut taken): (Vec<Save>, usize) = (Vec::new(), 0);
+        while taken < SAVE_BATCH
             && let Some(next) = queued.front()
-            && ids.insert(next.id.clone())
-            && let Some(save) = queued.pop_front()
         {
-            batch.push(save);
+            let merge = match at.get(&next.id) {
+                Some(&i) if batch.get(i).is_some_and(|s: &Save| s.follows(next)) => Some(i),
+                Some(_) => break,
+                None => None,
+            };
+            let Some(save) = queued.pop_front() else { break };
+            taken += 1;
+            // The same copy's save before it was refused: so is this one, unwritten.
+            if merge.is_none() && !runs.admits(&save.id, save.delta.copy, u64::try_from(save.first).unwrap_or_default())
+            {
+                save.answer(&Ok(HashSet::new()));
+                continue;
+            }
+            match merge.and_then(|i: usize| -> Option<&mut Save> { batch.get_mut(i) }) {
+                Some(into) => into.merge(save),
+                None => {
+                    at.insert(save.id.clone(), batch.len());
+                    batch.push(save);
+                }
+            }
         }
         batch.sort_by(|a, b| a.id.cmp(&b.id));
         match write_batch(&store, &batch).await {
             Ok(written) => {
+                let outcome = Ok(written);
                 for save in batch {
-                    let _ = save.reply.send(Ok(written.contains(&save.id)));
+                    save.record(&mut runs, &outcome);
+                    save.answer(&outcome);
                 }
             }
             Err(e) if batch.len() > 1 => {
                 tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed; saving each alone");
                 for save in batch {
                     let alone = write_batch(&store, std::slice::from_ref(&save)).await;
-                    let _ = save.reply.send(alone.map(|written| written.contains(&save.id)));
+                    save.record(&mut runs, &alone);
+                    save.answer(&alone);
                 }
             }
             Err(e) => {
                 tracing::warn!(session = %batch[0].id, error = %e, "sessions: a state save failed");
+                let outcome = Err(e);
                 for save in batch {
-                    let _ = save.reply.send(Err(e.clone()));
+                    save.record(&mut runs, &outcome);
+                    save.answer(&outcome);
                 }
             }
         }
@@ -424,13 +484,14 @@ async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>,
         .map_err(db_err)?;
     let mut written = HashSet::new();
     for first in [true, false] {
-        let part: Vec<&Save> = batch.iter().filter(|s| (s.revision == 1) == first).collect();
+        let part: Vec<&Save> = batch.iter().filter(|s| (s.first == 1) == first).collect();
         if part.is_empty() {
             continue;
         }
         let ids: Vec<&str> = part.iter().map(|s| s.id.as_str()).collect();
         let revisions: Vec<i64> = part.iter().map(|s| s.revision).collect();
         let saved_at: Vec<&str> = part.iter().map(|s| s.saved_at.as_str()).collect();
+        let firsts: Vec<i64> = part.iter().map(|s| s.first).collect();
         // `state` is emptied: a whole state of the form before parts is replaced by the parts of the session's first
         // save in parts, which writes all of them.
         let sql = if first {
@@ -440,16 +501,12 @@ async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>,
              ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
         } else {
             "UPDATE session_state AS s SET revision = u.revision, state = '', saved_at = u.saved_at
-             FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(id, revision, saved_at)
-             WHERE s.session_id = u.id AND s.revision = u.revision - 1 RETURNING s.session_id"
+             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS u(id, revision, saved_at, first)
+             WHERE s.session_id = u.id AND s.revision = u.first - 1 RETURNING s.session_id"
         };
-        let rows: Vec<String> = sqlx::query_scalar(sql)
-            .bind(ids)
-            .bind(revisions)
-            .bind(saved_at)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let query = sqlx::query_scalar(sql).bind(ids).bind(revisions).bind(saved_at);
+        let query = if first { query } else { query.bind(firsts) };
+        let rows: Vec<String> = query.fetch_all(&mut *tx).await.map_err(db_err)?;
         written.extend(rows);
     }
     // The parts of the saves whose revision passed: one statement for those written, one for those gone.
