@@ -539,10 +539,12 @@ impl Runtime {
     /// process (or [`Runtime::unload_idle`]) left there comes back with its registers, context bank and
     /// confirmations as they were last saved. `None` when no such session exists.
     pub async fn session(&self, id: &str) -> Result<Option<ToolContext>, ToolError> {
-        if let Loaded::Live(ctx, check) = self.loaded(id)
-            && !(check && self.missed_a_save(&ctx).await?)
-        {
-            return Ok(Some(ctx));
+        match self.loaded(id) {
+            Loaded::Live(ctx, check) if !(check && self.missed_a_save(&ctx).await?) => return Ok(Some(ctx)),
+            // Its saves still on their way (their callers gone) are answered first, before the lock every reload
+            // takes: the state read below then holds them, so the new copy's first save does not collide with them.
+            Loaded::Stale(older) => older.saves_settled().await,
+            _ => {}
         }
         let _restoring = self.restoring.lock().await;
         // The older copy, if any, stays in the table until its replacement is ready: a failed or abandoned reload
@@ -553,9 +555,6 @@ impl Runtime {
             Loaded::Live(ctx, _) => return Ok(Some(ctx)),
             Loaded::Absent => None,
             Loaded::Stale(older) => {
-                // Its saves still on their way (their callers gone) are answered first: the state read below holds
-                // them, so the new copy's first save does not collide with them.
-                older.saves_settled().await;
                 // Cleared before reading: an event that arrives during the reload marks the new copy again.
                 older.events.take_remote_activity();
                 Some(older.events.clone())

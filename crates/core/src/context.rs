@@ -376,7 +376,7 @@ impl ToolContext {
         if notes {
             parts.push((NOTES_PART.to_owned(), Some(self.notes.saved_part()?)));
         }
-        Ok(crate::session_state::StateDelta { parts, copy: 0 })
+        Ok(crate::session_state::StateDelta { parts, copy: 0, follows: false })
     }
 
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)

@@ -13,9 +13,9 @@
 //!   keys go back to the next save, and no new save is given a revision until the queue behind the gap has drained.
 //!   The next one then starts again from the revision the store holds.
 //! - A refusal with no failure before it is another process's save: the copy is superseded and must be reloaded.
-//!   The saves it queued behind the refused one are refused by the store too (every save carries the copy's number,
-//!   and a store refuses a copy's save right after one of that copy's it refused), so none is written on top of the
-//!   other's state.
+//!   The saves it queued behind the refused one are refused by the store too: a pipelined save carries its copy's
+//!   number and says it follows, and the store writes it only on top of that copy's own save, so none is written on
+//!   top of the other's state.
 //! - Each save's outcome is recorded by a task of its own, so a caller that goes away (an HTTP client that
 //!   disconnects) neither cancels the write nor loses the record of it. A task that ends without an answer (the
 //!   runtime shutting down) records a failure.
@@ -234,8 +234,10 @@ impl Saves {
             (book.issued, book.applied, book.issued_parts) = (book.saved, book.saved, book.saved_parts);
         }
         let dirty = registers.take_dirty();
+        // Pipelined when a save of this copy is still unanswered: the store writes it only on top of that one.
+        let follows = book.applied < book.issued;
         let delta = match delta(&dirty, parts.changed_since(book.issued_parts)) {
-            Ok(delta) => StateDelta { copy: self.copy, ..delta },
+            Ok(delta) => StateDelta { copy: self.copy, follows, ..delta },
             Err(e) => {
                 registers.mark_dirty(dirty);
                 return Err(e);
@@ -261,9 +263,10 @@ impl Saves {
         let write =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.save_state(session_id, revision, delta)))
                 .unwrap_or_else(|_| {
-                    Box::pin(std::future::ready(Err(ToolError::internal(
-                        "saving the session's state: the store failed",
-                    ))))
+                    // Failed now, under the lock: the saves after it wait for its outcome before starting again.
+                    let failed = ToolError::internal("saving the session's state: the store failed");
+                    book.failure = Some(failed.clone());
+                    Box::pin(std::future::ready(Err(failed)))
                 });
         let mut record = Record {
             saves: Arc::clone(self),
@@ -374,21 +377,21 @@ mod tests {
         held: parking_lot::Mutex<StoredState>,
         answers: parking_lot::Mutex<Vec<(u64, tokio::sync::oneshot::Sender<()>)>>,
         fail: parking_lot::Mutex<Option<u64>>,
-        /// The last save refused, by copy: that copy's next revision is refused too, as the real stores do.
-        refused: parking_lot::Mutex<Option<(u64, u64)>>,
+        /// The copy that wrote the revision held: a pipelined save goes only on its own copy's write, as in the
+        /// real stores.
+        writer: parking_lot::Mutex<u64>,
     }
 
     impl SessionStateStore for Queue {
         fn save_state(&self, id: &str, revision: u64, delta: StateDelta) -> BoxFuture<'static, Result<(), ToolError>> {
             let mut held = self.held.lock();
-            let mut refused = self.refused.lock();
+            let mut writer = self.writer.lock();
             let result = if *self.fail.lock() == Some(revision) {
                 Err(ToolError::internal("disk I/O error"))
-            } else if held.revision + 1 != revision || *refused == Some((delta.copy, revision - 1)) {
-                *refused = Some((delta.copy, revision));
+            } else if held.revision + 1 != revision || (delta.follows && *writer != delta.copy) {
                 Err(ToolError::new(ErrorCode::SessionConflict, format!("{id}: {revision} after {}", held.revision)))
             } else {
-                held.revision = revision;
+                (held.revision, *writer) = (revision, delta.copy);
                 for (name, value) in delta.parts {
                     match value {
                         Some(v) => held.parts.insert(name, v),

@@ -131,9 +131,11 @@ pub struct StoredState {
 pub struct StateDelta {
     /// The parts, each once.
     pub parts: Vec<(String, Option<String>)>,
-    /// The session copy that saves: a number unique in this process, 0 when unknown. A store refuses a copy's save
-    /// when it refused that copy's save of the revision before (its pipelined run ends at its first refusal).
+    /// The session copy that saves: a number unique in this process, 0 when unknown.
     pub copy: u64,
+    /// Handed over while the same copy's save of the revision before it was still unanswered (pipelined): the store
+    /// writes it only on top of that save, never on a revision another writer wrote.
+    pub follows: bool,
 }
 
 /// The context bank's part.
@@ -202,8 +204,9 @@ pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
     ///
     /// The save takes its place in the store's order when this is called, not when the future is first polled: the
     /// saves of one session are applied in the order of these calls (a caller hands revision `r + 1` over right
-    /// after `r`, before `r` is answered), and each is applied whether or not its future is polled or kept. When the
-    /// store refused `delta.copy`'s save of `revision - 1`, it refuses this one too, without writing it.
+    /// after `r`, before `r` is answered), and each is applied whether or not its future is polled or kept. A save
+    /// that `follows` is written only when the store wrote `delta.copy`'s save of `revision - 1` (and remembers
+    /// it); otherwise it is refused, unwritten.
     fn save_state(
         &self,
         session_id: &str,

@@ -56,8 +56,8 @@ impl<W: Send + 'static> GroupCommit<W> {
         Self::start_with_undo(name, conn, apply, |_: &W| {})
     }
 
-    /// [`GroupCommit::start`], with `undone` told of every write of a batch that failed as a whole after `apply`
-    /// ran for it (nothing of the batch is kept): for an `apply` that remembers what it decided.
+    /// [`GroupCommit::start`], with `undone` told of every write answered with an error, after `apply` may have run
+    /// for it (undone alone, or with its whole batch): for an `apply` that remembers what it decided.
     pub fn start_with_undo<F, U>(
         name: &str,
         conn: Arc<Mutex<Connection>>,
@@ -108,11 +108,11 @@ where
                 Err(_) => break,
             }
         }
-        let (results, whole) = commit(&conn.lock(), &batch, apply);
-        if whole {
-            batch.iter().for_each(|(write, _)| undone(write));
-        }
-        for ((_, reply), result) in batch.drain(..).zip(results) {
+        let results = commit(&conn.lock(), &batch, apply);
+        for ((write, reply), result) in batch.drain(..).zip(results) {
+            if result.is_err() {
+                undone(&write);
+            }
             // A caller that stopped waiting (cancelled) does not need the answer; its write stands either way.
             let _ = reply.send(result);
         }
@@ -131,14 +131,13 @@ impl Drop for Open<'_> {
     }
 }
 
-/// One transaction for the whole batch, a savepoint per write. `true` with the results when the batch failed as a
-/// whole.
-fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> (Vec<Result<usize, StoreError>>, bool)
+/// One transaction for the whole batch, a savepoint per write.
+fn commit<W, F>(conn: &Connection, batch: &[(W, Reply)], apply: &F) -> Vec<Result<usize, StoreError>>
 where
     F: Fn(&Connection, &W) -> rusqlite::Result<usize>,
 {
     // rusqlite's error is not Clone: every write of the batch gets the same message.
-    let all = |e: &rusqlite::Error| (batch.iter().map(|_| Err(StoreError::Query(e.to_string()))).collect(), true);
+    let all = |e: &rusqlite::Error| batch.iter().map(|_| Err(StoreError::Query(e.to_string()))).collect();
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         return all(&e);
     }
@@ -161,7 +160,7 @@ where
     if let Err(e) = conn.execute_batch("COMMIT") {
         return all(&e);
     }
-    (results, false)
+    results
 }
 
 /// A statement without parameters, parsed once per connection.

@@ -224,15 +224,13 @@ struct StateWrite {
 }
 
 /// The revision's compare-and-set (which drops a whole state of the form before parts: the session's first save in
-/// parts writes all of them), then the parts, only when it passed; nothing when `runs` says the same copy's save
-/// before it was refused. Cached statements: this runs once per tool call.
+/// parts writes all of them), then the parts, only when it passed; nothing for a pipelined save that `runs` cannot
+/// place on its own copy's write. Cached statements: this runs once per tool call.
 fn write_state(c: &Connection, w: &StateWrite, runs: &Mutex<runs::Runs>) -> rusqlite::Result<usize> {
     let revision = u64::try_from(w.revision).unwrap_or_default();
-    if !runs.lock().admits(&w.id, w.delta.copy, revision) {
+    if !runs.lock().admits(&w.id, w.delta.copy, revision, w.delta.follows) {
         return Ok(0);
     }
-    // A save that fails (undone alone) ends its copy's run like a refusal: the store still holds the revision
-    // before it, which another copy may write next.
     let written = write_admitted(c, w);
     runs.lock().record(&w.id, w.delta.copy, revision, matches!(written, Ok(1)));
     written
@@ -321,8 +319,8 @@ impl SqliteSessionStore {
     /// The store on the process's one handle on its SQLite database (its tables migrated first).
     pub fn on(db: &crate::SqliteDb) -> Result<Self, ToolError> {
         crate::migrate::sqlite(&mut db.lock(), &crate::schema::SESSIONS)?;
-        // The writer thread decides saves in order, so it keeps the runs its refusals ended; a batch that failed as
-        // a whole wrote none of its saves.
+        // The writer thread decides saves in order, so it keeps what each copy wrote; a save answered with an error
+        // (undone alone, or with its whole batch) wrote nothing.
         let runs = Arc::new(Mutex::new(runs::Runs::default()));
         let undo = Arc::clone(&runs);
         let states = crate::GroupCommit::start_with_undo(
@@ -664,7 +662,7 @@ impl InMemorySessionStore {
         let mut runs = self.runs.lock();
         let s = sessions.entry(session_id.to_owned()).or_default();
         let passes = s.state.as_ref().map_or(0, |saved| saved.revision) + 1 == revision;
-        if !runs.admits(session_id, delta.copy, revision) || !passes {
+        if !runs.admits(session_id, delta.copy, revision, delta.follows) || !passes {
             runs.record(session_id, delta.copy, revision, false);
             return Err(conflict(session_id, revision));
         }
@@ -797,7 +795,7 @@ mod tests {
 
     /// A save that writes one part, `note`, holding `text`.
     fn note(text: &str) -> StateDelta {
-        StateDelta { parts: vec![("note".to_owned(), Some(text.to_owned()))], copy: 0 }
+        StateDelta { parts: vec![("note".to_owned(), Some(text.to_owned()))], copy: 0, follows: false }
     }
 
     /// What a store holds after saves of `note` only: the revision and that part.
@@ -832,7 +830,7 @@ mod tests {
         assert_eq!(store.load_state("a").await.unwrap(), noted(3, "three"));
         // Saves handed over one after another before any is answered (one session's calls, pipelined) are applied in
         // that order, each whether or not its answer is awaited (the odd ones' callers went away).
-        let part = |r: u64| StateDelta { parts: vec![(format!("p{r:02}"), Some(r.to_string()))], copy: 0 };
+        let part = |r: u64| StateDelta { parts: vec![(format!("p{r:02}"), Some(r.to_string()))], ..note("") };
         let answers: Vec<_> = (4..=40).map(|r| store.save_state("a", r, part(r))).collect();
         for (answer, r) in answers.into_iter().zip(4u64..) {
             if r % 2 == 0 {
@@ -850,9 +848,8 @@ mod tests {
         }
         assert_eq!(store.load_state("a").await.unwrap().unwrap().revision, 40);
         // Two copies pipeline revisions 41 and 42, queued as 7's 41, 8's 41, 8's 42, 7's 42. 8's 42 would pass the
-        // revision check on top of 7's 41: it is refused, because 8's 41 was.
-        let by =
-            |copy: u64, r: u64| StateDelta { parts: vec![("note".to_owned(), Some(format!("{r} by {copy}")))], copy };
+        // revision check on top of 7's 41: it is refused, because it is not on a write of its own copy.
+        let by = |copy: u64, r: u64| StateDelta { copy, follows: r == 42, ..note(&format!("{r} by {copy}")) };
         let answers = [(7, 41), (8, 41), (8, 42), (7, 42)].map(|(copy, r)| store.save_state("a", r, by(copy, r)));
         let mut outcomes = Vec::new();
         for answer in answers {
@@ -911,7 +908,7 @@ mod tests {
         // (each instance's writer merges its run into one compare-and-set).
         let run = |store: &PgSessionStore, by: &'static str| -> Vec<_> {
             let copy = if by == "a" { 101 } else { 102 };
-            let delta = |r: u64| StateDelta { copy, ..note(&format!("{r} from {by}")) };
+            let delta = |r: u64| StateDelta { copy, follows: r > 3, ..note(&format!("{r} from {by}")) };
             (3..=12).map(|r| store.save_state("s", r, delta(r))).collect()
         };
         let (from_a, from_b) = (run(&a, "a"), run(&b, "b"));

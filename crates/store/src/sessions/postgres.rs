@@ -71,9 +71,12 @@ struct Save {
 }
 
 impl Save {
-    /// Whether `next` is the same copy's save of this session's next revision.
+    /// Whether `next` is the same copy's pipelined save of this session's next revision.
     fn follows(&self, next: &Save) -> bool {
-        self.revision + 1 == next.revision && self.delta.copy == next.delta.copy && next.delta.copy != 0
+        next.delta.follows
+            && self.revision + 1 == next.revision
+            && self.delta.copy == next.delta.copy
+            && next.delta.copy != 0
     }
 
     /// Takes `next`, the same copy's save of this session's next revision, into this one.
@@ -85,8 +88,7 @@ impl Save {
         self.replies.extend(next.replies);
     }
 
-    /// Remembers a refusal or a failure (its copy's next save is refused too: another writer may have written the
-    /// revision this one did not).
+    /// Remembers whether the copy wrote it (a pipelined save of its next revision goes only on its own write).
     fn record(&self, runs: &mut super::runs::Runs, outcome: &Result<HashSet<String>, ToolError>) {
         let revision = u64::try_from(self.revision).unwrap_or_default();
         let written = outcome.as_ref().is_ok_and(|written| written.contains(&self.id));
@@ -428,9 +430,9 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
             };
             let Some(save) = queued.pop_front() else { break };
             taken += 1;
-            // The same copy's save before it was refused: so is this one, unwritten.
-            if merge.is_none() && !runs.admits(&save.id, save.delta.copy, u64::try_from(save.first).unwrap_or_default())
-            {
+            // A pipelined save not on its own copy's write is refused, unwritten.
+            let first = u64::try_from(save.first).unwrap_or_default();
+            if merge.is_none() && !runs.admits(&save.id, save.delta.copy, first, save.delta.follows) {
                 save.answer(&Ok(HashSet::new()));
                 continue;
             }
@@ -441,6 +443,10 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                     batch.push(save);
                 }
             }
+        }
+        if batch.is_empty() {
+            // Every save taken was refused unwritten.
+            continue;
         }
         batch.sort_by(|a, b| a.id.cmp(&b.id));
         match write_batch(&store, &batch).await {
@@ -460,7 +466,8 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                 }
             }
             Err(e) => {
-                tracing::warn!(session = %batch[0].id, error = %e, "sessions: a state save failed");
+                let session = batch.first().map(|s| s.id.as_str()).unwrap_or_default();
+                tracing::warn!(session, error = %e, "sessions: a state save failed");
                 let outcome = Err(e);
                 for save in batch {
                     save.record(&mut runs, &outcome);

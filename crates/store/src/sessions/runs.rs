@@ -1,35 +1,33 @@
-//! A copy's run of pipelined saves ends at its first refusal. A session copy hands the store revision `r + 1`
-//! before `r` is answered; when `r` is refused (another process or copy saved `r` first), `r + 1` would pass the
-//! revision check on top of the other's `r` and mix two copies' states (a whole part, such as the confirmations,
-//! written from the loser's older view over a change the winner was told is saved). So each store's writer, which
-//! decides saves in order, remembers the last save it refused per session and copy, and refuses that copy's next
-//! revision without writing it.
+//! A pipelined save is written only on top of its own copy's save. A session copy hands the store revision `r + 1`
+//! before `r` is answered (such a save says so: [`StateDelta::follows`]). When `r` was not written (refused because
+//! another process or copy saved `r` first, or failed), `r + 1` would pass the revision check on top of the other's
+//! `r` and mix two copies' states: a whole part, such as the confirmations, written from the loser's older view over
+//! a change the winner was told is saved. So each store's writer, which decides saves in order, remembers the last
+//! revision each copy wrote, and writes a pipelined save only when its copy wrote the revision before it.
+//!
+//! What it forgets errs on the safe side: a pipelined save it cannot vouch for is refused, and the copy saves again
+//! from the revision the store holds (or, refused with nothing failed before it, reloads the session).
+//!
+//! [`StateDelta::follows`]: holdfast_core::session_state::StateDelta::follows
 
 use std::collections::HashMap;
 
-/// At most this many refusals are remembered; beyond it they are forgotten all at once (a copy's pipelined saves
-/// are queued together, so its next save has long been decided when thousands of other refusals follow).
-const REMEMBERED: usize = 4096;
+/// At most this many copies' last writes are remembered; beyond it they are forgotten all at once (a pipelined save
+/// then in the queue is refused, never written on a revision it cannot vouch for).
+const REMEMBERED: usize = 65_536;
 
-/// The last refused revision of each (session, copy).
+/// The last revision each (session, copy) wrote.
 #[derive(Debug, Default)]
 pub(crate) struct Runs {
-    refused: HashMap<(String, u64), u64>,
+    written: HashMap<(String, u64), u64>,
 }
 
 impl Runs {
-    /// Whether copy `copy`'s save of `id` at `revision` may be tried: not when the same copy's save of the revision
-    /// before it was refused (recorded as refused too). Copy 0 is unknown: always tried.
-    pub(crate) fn admits(&mut self, id: &str, copy: u64, revision: u64) -> bool {
-        if copy == 0 {
-            return true;
-        }
-        let key = (id.to_owned(), copy);
-        if revision > 1 && self.refused.get(&key) == Some(&(revision - 1)) {
-            self.refused.insert(key, revision);
-            return false;
-        }
-        true
+    /// Whether copy `copy`'s save of `id` at `revision` may be tried: always when it is not pipelined (`follows`
+    /// false: the revision check alone decides); when it is, only on top of the same copy's write of the revision
+    /// before it.
+    pub(crate) fn admits(&self, id: &str, copy: u64, revision: u64, follows: bool) -> bool {
+        !follows || (copy != 0 && self.written.get(&(id.to_owned(), copy)) == Some(&revision.saturating_sub(1)))
     }
 
     /// Records whether the save of `id` by `copy` at `revision` (the last of a merged run) was written.
@@ -38,14 +36,14 @@ impl Runs {
             return;
         }
         let key = (id.to_owned(), copy);
-        if written {
-            self.refused.remove(&key);
+        if !written {
+            self.written.remove(&key);
             return;
         }
-        if self.refused.len() >= REMEMBERED {
-            self.refused.clear();
+        if self.written.len() >= REMEMBERED && !self.written.contains_key(&key) {
+            self.written.clear();
         }
-        self.refused.insert(key, revision);
+        self.written.insert(key, revision);
     }
 }
 
@@ -54,17 +52,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_refusal_ends_its_copys_run_and_only_its() {
+    fn a_pipelined_save_goes_only_on_its_own_copys_write() {
         let mut runs = Runs::default();
-        assert!(runs.admits("s", 7, 3));
-        runs.record("s", 7, 3, false);
-        assert!(!runs.admits("s", 7, 4), "the next revision of the refused copy");
-        assert!(!runs.admits("s", 7, 5), "and the one after");
-        assert!(runs.admits("s", 8, 4), "another copy's");
-        assert!(runs.admits("t", 7, 4), "another session's");
-        assert!(runs.admits("s", 7, 3), "the copy starting again from the stored revision");
+        assert!(runs.admits("s", 7, 3, false), "a save that follows nothing in flight: the revision check decides");
         runs.record("s", 7, 3, true);
-        assert!(runs.admits("s", 7, 4));
-        assert!(runs.admits("s", 0, 4) && runs.admits("s", 0, 1), "an unknown copy is always tried");
+        assert!(runs.admits("s", 7, 4, true), "on top of its copy's 3");
+        assert!(!runs.admits("s", 8, 4, true), "another copy's pipelined 4 is not on its own write");
+        assert!(!runs.admits("s", 7, 5, true), "a revision skipped");
+        assert!(!runs.admits("t", 7, 4, true), "another session");
+        runs.record("s", 7, 4, false);
+        assert!(!runs.admits("s", 7, 5, true), "its copy's 4 was not written");
+        assert!(runs.admits("s", 7, 4, false), "the copy starting again from the stored revision");
+        assert!(!runs.admits("s", 0, 4, true), "an unknown copy's pipelined save is not vouched for");
     }
 }
