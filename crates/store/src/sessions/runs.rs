@@ -12,14 +12,16 @@
 
 use std::collections::HashMap;
 
-/// At most this many copies' last writes are remembered; beyond it they are forgotten all at once (a pipelined save
-/// then in the queue is refused, never written on a revision it cannot vouch for).
-const REMEMBERED: usize = 65_536;
+/// Writes remembered per generation. When the current one is full it becomes the older one and the older one is
+/// forgotten: a copy whose last write is younger than 65,536 other copies' writes is always remembered (a pipelined
+/// save follows its copy's previous write within one queue, so only a copy idle that long is forgotten).
+const GENERATION: usize = 65_536;
 
-/// The last revision each (session, copy) wrote.
+/// The last revision each (session, copy) wrote, in two generations.
 #[derive(Debug, Default)]
 pub(crate) struct Runs {
     written: HashMap<(String, u64), u64>,
+    older: HashMap<(String, u64), u64>,
 }
 
 impl Runs {
@@ -27,7 +29,12 @@ impl Runs {
     /// false: the revision check alone decides); when it is, only on top of the same copy's write of the revision
     /// before it.
     pub(crate) fn admits(&self, id: &str, copy: u64, revision: u64, follows: bool) -> bool {
-        !follows || (copy != 0 && self.written.get(&(id.to_owned(), copy)) == Some(&revision.saturating_sub(1)))
+        if !follows {
+            return true;
+        }
+        let key = (id.to_owned(), copy);
+        let last = self.written.get(&key).or_else(|| self.older.get(&key));
+        copy != 0 && last == Some(&revision.saturating_sub(1))
     }
 
     /// Records whether the save of `id` by `copy` at `revision` (the last of a merged run) was written.
@@ -36,12 +43,13 @@ impl Runs {
             return;
         }
         let key = (id.to_owned(), copy);
+        self.older.remove(&key);
         if !written {
             self.written.remove(&key);
             return;
         }
-        if self.written.len() >= REMEMBERED && !self.written.contains_key(&key) {
-            self.written.clear();
+        if self.written.len() >= GENERATION && !self.written.contains_key(&key) {
+            self.older = std::mem::take(&mut self.written);
         }
         self.written.insert(key, revision);
     }
@@ -64,5 +72,23 @@ mod tests {
         assert!(!runs.admits("s", 7, 5, true), "its copy's 4 was not written");
         assert!(runs.admits("s", 7, 4, false), "the copy starting again from the stored revision");
         assert!(!runs.admits("s", 0, 4, true), "an unknown copy's pipelined save is not vouched for");
+    }
+
+    #[test]
+    fn a_recent_write_is_remembered_past_a_full_generation_and_an_idle_one_forgotten() {
+        let mut runs = Runs::default();
+        runs.record("busy", 1, 9, true);
+        runs.record("idle", 2, 5, true);
+        for copy in 10..10 + GENERATION as u64 - 2 {
+            runs.record("other", copy, 1, true);
+        }
+        runs.record("busy", 1, 10, true);
+        runs.record("other", 0xffff_0000, 1, true);
+        assert!(runs.admits("busy", 1, 11, true), "written just before the generation turned");
+        assert!(runs.admits("idle", 2, 6, true), "in the older generation");
+        for copy in 0..GENERATION as u64 {
+            runs.record("more", 0x1_0000_0000 + copy, 1, true);
+        }
+        assert!(!runs.admits("idle", 2, 6, true), "idle for two generations: forgotten, so refused");
     }
 }
