@@ -54,3 +54,10 @@ pub async fn kill_advisory_lock_holders(url: &DatabaseUrl) -> i64 {
     .await
     .unwrap_or_else(|e| panic!("pg_terminate_backend: {e}"))
 }
+
+/// `VACUUM ANALYZE` of the database `url` names: what autovacuum does after a bulk load, done now so that it does
+/// not run in the middle of a measurement (it competes for the machine's cores and changes the plans under it).
+pub async fn vacuum_analyze(url: &DatabaseUrl) {
+    let mut conn = sqlx::PgConnection::connect(url.expose()).await.unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
+    sqlx::query("VACUUM ANALYZE").execute(&mut conn).await.unwrap_or_else(|e| panic!("VACUUM ANALYZE: {e}"));
+}

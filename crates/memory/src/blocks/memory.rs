@@ -106,7 +106,7 @@ pub struct SearchHit {
     pub snippet: String,
     /// The final score (higher is better): the text score in text mode, the hybrid score in hybrid mode.
     pub score: f64,
-    /// The text score (BM25, or `ts_rank_cd` on PostgreSQL), when the text search found the block.
+    /// The text score (BM25, or `ts_rank` on PostgreSQL), when the text search found the block.
     pub text_score: Option<f64>,
     /// The cosine similarity to the query, in hybrid mode.
     pub vector_score: Option<f64>,

@@ -3,7 +3,7 @@
 //! Ranking, as documented in the crate README:
 //! - **text** (always): SQLite FTS5 with the `porter unicode61` tokenizer over every block's current value and every
 //!   earlier value kept in the history, ranked by BM25 (on PostgreSQL: its text search, configured alike, ranked by
-//!   `ts_rank_cd`). The query is split into words, each quoted, joined with `OR`: blocks matching more (and rarer)
+//!   `ts_rank`, normalized by the document's length). The query is split into words, each quoted, joined with `OR`: blocks matching more (and rarer)
 //!   words rank higher. One hit per block: its current value when that
 //!   matches, otherwise its best-matching earlier value (scored at [`HISTORY_WEIGHT`] of a value hit).
 //! - **hybrid** (when an embeddings endpoint is configured): see [`crate::search::embeddings`].
@@ -39,7 +39,7 @@ pub struct TextHit {
     pub source: HitSource,
     /// The matching passage, matches in `[brackets]`, cut with `…`.
     pub snippet: String,
-    /// Higher is better (the negated BM25 rank for SQLite, `ts_rank_cd` for PostgreSQL).
+    /// Higher is better (the negated BM25 rank for SQLite, `ts_rank` for PostgreSQL).
     pub score: f64,
     /// When that text was written.
     pub at: DateTime<Utc>,

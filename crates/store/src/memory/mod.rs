@@ -94,7 +94,7 @@ pub struct HitRow {
     pub label: String,
     /// The matching text around the matches, which are marked `[…]`.
     pub snippet: String,
-    /// Higher is better (SQLite: minus FTS5's BM25; PostgreSQL: `ts_rank_cd`).
+    /// Higher is better (SQLite: minus FTS5's BM25; PostgreSQL: `ts_rank` normalized by length).
     pub score: f64,
     /// When the matching value was written.
     pub at: String,

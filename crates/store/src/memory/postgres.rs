@@ -1,7 +1,8 @@
 //! Memory's tables in PostgreSQL, shared by several instances, so an agent's memory is one memory whichever instance
 //! serves it. Full-text search is PostgreSQL's own: a generated `tsvector` column (the `english` configuration:
 //! stemming and stop words, like FTS5's porter tokenizer) with a GIN index on block values and on the values edits
-//! replaced; ranking by `ts_rank_cd`, snippets by `ts_headline`.
+//! replaced; ranking by `ts_rank` (term frequency, normalized by the document's length, as BM25 is in FTS5), snippets
+//! by `ts_headline`.
 //!
 //! The text is indexed like FTS5 does it: every run of characters other than letters and digits separates words (so
 //! `vitalik.eth` is `vitalik` and `eth`, not one host-name token), words are stemmed by PostgreSQL's snowball
@@ -212,10 +213,10 @@ impl PgMemory {
         // value did not match; a headline for those rows alone, after the limits.
         let rows = sqlx::query(
             "WITH q AS (SELECT to_tsquery('holdfast_english', $2) AS q),
-             v AS (SELECT b.label, b.value, ts_rank_cd(b.search, q.q) AS rank, b.updated_at AS at
+             v AS (SELECT b.label, b.value, ts_rank(b.search, q.q, 1) AS rank, b.updated_at AS at
                    FROM memory_blocks b, q WHERE b.agent_id = $1 AND b.search @@ q.q
                    ORDER BY rank DESC, b.label LIMIT $3),
-             h AS (SELECT DISTINCT ON (h.label) h.label, h.old_value AS value, ts_rank_cd(h.search, q.q) AS rank, h.at
+             h AS (SELECT DISTINCT ON (h.label) h.label, h.old_value AS value, ts_rank(h.search, q.q, 1) AS rank, h.at
                    FROM memory_history h, q
                    WHERE h.agent_id = $1 AND h.search @@ q.q AND h.label NOT IN (SELECT label FROM v)
                    ORDER BY h.label, rank DESC, h.id DESC),
