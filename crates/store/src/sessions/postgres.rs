@@ -2,14 +2,16 @@
 //! session created on one instance is continued on another. A state save is the same compare-and-set on the
 //! revision: two instances saving one session cannot both win (`session_conflict`, and the loser reloads).
 //!
-//! Every tool call saves its session's state, so saves are batched: one task takes every save queued while the
-//! previous batch was written and writes them in one transaction, with one statement over arrays for first saves and
-//! one for the others. A batch holds one save per session: a session's next revision queued behind it (one copy's
-//! pipelined calls) is merged into it, so the compare-and-set goes from the first one's revision to the last one's;
-//! any other second save of a session waits for the next batch, so each compare-and-set sees the one before it. The transaction first locks the batch's rows in session-id order, the order every instance uses, so two
-//! instances' batches wait for each other instead of dead-locking. When a batch fails as a whole (a dead-lock
-//! PostgreSQL broke anyway, a lost connection), nothing of it was committed and each of its saves is tried again
-//! alone, so one bad save fails only its own call; none is acknowledged unless its row was written.
+//! Every tool call saves its session's state, so saves are batched: one task takes every save queued while the previous
+//! batch was written and writes them in one transaction, with one statement over arrays for first saves and one for the
+//! others. A batch holds one save per session: a session's next revision queued behind it (one copy's pipelined calls)
+//! is merged into it, so the compare-and-set goes from the first one's revision to the last one's; any other second
+//! save of a session waits for the next batch, so each compare-and-set sees the one before it. The transaction first
+//! locks the batch's rows in session-id order, the order every instance uses, so two instances' batches wait for each
+//! other instead of dead-locking. When a batch fails as a whole (a dead-lock PostgreSQL broke anyway, a lost
+//! connection), nothing of it was committed and each of its saves is tried again alone, so one bad save fails only its
+//! own call; none is acknowledged unless its row was written. A pipelined save is written only on top of its own
+//! copy's write (`super::runs`), or refused unwritten.
 
 use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::PgStore;
