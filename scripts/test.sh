@@ -60,7 +60,7 @@ fi
 HOLDFAST_SCHEMATHESIS="$st_venv/bin/st" \
   cargo test --workspace --locked --test it schemathesis:: -- --ignored --nocapture
 
-step "crash harness: kill -9 during memory writes, a swap at each stage, an x402 payment (crates/holdfast/tests/it/crash.rs)"
+step "crash harness: kill -9 during memory writes, register writes on one session, a swap at each stage, an x402 payment (crates/holdfast/tests/it/crash.rs)"
 cargo test --workspace --locked --test it crash:: -- --nocapture
 
 step "hostile transcripts: ${HOLDFAST_HOSTILE_CASES:=6000} generated cases, 4 workers on one devnet (crates/web3/tests/it/hostile.rs)"

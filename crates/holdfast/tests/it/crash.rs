@@ -4,6 +4,9 @@
 //!
 //! - memory writes through the HTTP API, killed at random moments over several rounds: every write the client got
 //!   an answer for is present after the restart;
+//! - register writes of many clients on one session (their saves pipelined into shared commits), killed at random
+//!   moments over several rounds: every write a client got an answer for is in the session after the restart, and
+//!   the restarted session takes writes again (no revision left wedged);
 //! - a swap on the devnet killed at each stage (after its journal entry, after signing, right after the broadcast,
 //!   before the receipt): at most one transaction is mined for the intent, never two; the journal and the API say
 //!   what the chain says; calling again with the restored quote sends nothing new;
@@ -17,6 +20,7 @@
 use crate::common::hold_proxy::{Hold, HoldProxy};
 use crate::common::serve::{Devnet, Serve, quote};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,6 +115,101 @@ async fn crash_acknowledged_memory_writes_survive_kill_9() {
     assert!(lost.is_empty(), "acknowledged writes lost: {:?}", &lost[..lost.len().min(5)]);
     let mut serve = serve;
     serve.kill9().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_acknowledged_register_writes_on_one_session_survive_kill_9() {
+    const TARGET: usize = 600;
+    const WRITERS: u64 = 16;
+    let seed = seed();
+    let mut rng = Rng(seed);
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // Each key's last acknowledged write, as (round, write number): what is found after the restart must be that
+    // write or a later one of the same writer (one in flight at the kill may or may not have been saved).
+    let acked: Arc<parking_lot::Mutex<HashMap<String, (u64, u64)>>> = Arc::default();
+    let (mut rounds, mut acknowledged, mut attempted) = (0u64, 0usize, 0usize);
+    let mut session: Option<String> = None;
+    let mut lost = Vec::new();
+    while acknowledged < TARGET || rounds < 12 {
+        rounds += 1;
+        let mut serve = Serve::start(&data, None).await;
+        // One session for every round: restored from the file after each kill, and checked then.
+        let session = match &session {
+            Some(id) => {
+                let acked = acked.lock().clone();
+                lost.extend(lost_writes(&serve, id, &acked).await);
+                String::clone(id)
+            }
+            None => session.insert(serve.session().await).clone(),
+        };
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (api, session, acked) = (serve.api.clone(), session.clone(), Arc::clone(&acked));
+                tokio::spawn(async move {
+                    let (mut attempted, mut acknowledged) = (0, 0);
+                    for i in 0.. {
+                        // Each writer overwrites its own few keys.
+                        let key = format!("w{w}_k{}", i % 5);
+                        attempted += 1;
+                        let value = format!("{rounds} {i}");
+                        match api.tool(&session, "register_set", json!({"key": key, "value": value})).await {
+                            Ok(_) => {
+                                acknowledged += 1;
+                                acked.lock().insert(key, (rounds, i));
+                            }
+                            Err(e) if e.get("transport").is_some() => break,
+                            Err(e) => panic!("register_set failed (round {rounds}): {e}"),
+                        }
+                    }
+                    (attempted, acknowledged)
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20 + rng.next() % 300)).await;
+        serve.kill9().await;
+        for w in writers {
+            let (a, k) = w.await.unwrap();
+            (attempted, acknowledged) = (attempted + a, acknowledged + k);
+        }
+        if rounds > 30 {
+            panic!("the harness could not reach {TARGET} acknowledged writes");
+        }
+    }
+    let serve = Serve::start(&data, None).await;
+    let session = session.unwrap();
+    let last = acked.lock().clone();
+    lost.extend(lost_writes(&serve, &session, &last).await);
+    // The restored session takes writes again: its revision is where the file says.
+    let after = serve.tool(&session, "register_set", json!({"key": "after", "value": "v"})).await;
+    println!(
+        "crash: register writes on one session: {acknowledged} acknowledged of {attempted} over {rounds} kill -9 \
+         rounds; after each restart every one of the {} keys checked for its last acknowledged write (or a later \
+         one): {} lost; a write after the last restart: {} (seed {seed})",
+        acked.lock().len(),
+        lost.len(),
+        if after.is_ok() { "saved" } else { "refused" },
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost (key, acknowledged, found): {lost:?}");
+    after.unwrap_or_else(|e| panic!("the restored session refused a write: {e}"));
+    let mut serve = serve;
+    serve.kill9().await;
+}
+
+/// The keys of `acked` whose last acknowledged write (round, number) the restarted server's session does not hold, nor
+/// a later write of the same writer: (key, acknowledged, found).
+async fn lost_writes(
+    serve: &Serve,
+    session: &str,
+    acked: &HashMap<String, (u64, u64)>,
+) -> Vec<(String, (u64, u64), Option<(u64, u64)>)> {
+    let registers = serve.get(&format!("/api/sessions/{session}/registers")).await;
+    let found = |key: &str| -> Option<(u64, u64)> {
+        let value = registers["registers"][key]["value"].as_str()?;
+        let (round, i) = value.split_once(' ')?;
+        Some((round.parse().ok()?, i.parse().ok()?))
+    };
+    acked.iter().map(|(k, v)| (k.clone(), *v, found(k))).filter(|(_, v, f)| f.is_none_or(|f| f < *v)).collect()
 }
 
 /// Where a swap is killed: the request the RPC proxy holds.
