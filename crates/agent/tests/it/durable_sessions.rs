@@ -341,6 +341,81 @@ async fn a_session_changed_on_one_instance_is_current_on_the_other_and_its_subsc
     note_becomes(&one, &info.id, "fourth").await;
 }
 
+/// Two instances on one PostgreSQL write one session at once, eight clients each, every client its own keys and its
+/// own amounts in user messages (the context bank is saved whole): their saves are pipelined and merged, and race
+/// the other instance's. A call may be refused (`session_conflict`: its copy lost the race and is reloaded), but every
+/// write a client was told is saved is in the session a third instance loads afterwards (a register: that write or a
+/// later one of the same client; an amount: there): no copy's queued save lands on the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_writing_one_session_at_once_lose_no_acknowledged_write() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (instance(&tmp, &url, "one").await, instance(&tmp, &url, "two").await);
+    let (info, _) = one.open_session("http").await.unwrap();
+    let (one, two) = (std::sync::Arc::new(one), std::sync::Arc::new(two));
+    let acked = std::sync::Arc::new(parking_lot::Mutex::new(std::collections::HashMap::<String, u32>::new()));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let amounts = std::sync::Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let clients: Vec<_> = (0..16u32)
+        .map(|c| {
+            let rt = std::sync::Arc::clone(if c % 2 == 0 { &one } else { &two });
+            let (id, acked, refused) =
+                (info.id.clone(), std::sync::Arc::clone(&acked), std::sync::Arc::clone(&refused));
+            let amounts = std::sync::Arc::clone(&amounts);
+            tokio::spawn(async move {
+                for i in 0..40u32 {
+                    let key = format!("c{c}_k{}", i % 3);
+                    let ctx = rt.session(&id).await.unwrap().unwrap();
+                    match rt.registry.call("register_set", json!({"key": key, "value": i.to_string()}), &ctx).await {
+                        Ok(_) => {
+                            acked.lock().insert(key, i);
+                        }
+                        Err(e) if e.code == ErrorCode::SessionConflict => {
+                            refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        Err(e) => panic!("client {c}, write {i}: {e:?}"),
+                    }
+                    let amount = format!("{}.{:03}", c + 1, i);
+                    let ctx = rt.session(&id).await.unwrap().unwrap();
+                    match ctx.scan_user_input(&format!("send {amount} USDC")).await {
+                        Ok(_) => amounts.lock().push(amount),
+                        Err(e) if e.code == ErrorCode::SessionConflict => {
+                            refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        Err(e) => panic!("client {c}, message {i}: {e:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let three = instance(&tmp, &url, "three").await;
+    let ctx = three.session(&info.id).await.unwrap().unwrap();
+    let acked = acked.lock().clone();
+    let lost: Vec<_> = acked
+        .iter()
+        .filter(|(key, i)| {
+            let found = ctx.registers.get(key).and_then(|e| e.value.as_str().and_then(|v| v.parse::<u32>().ok()));
+            found.is_none_or(|found| found < **i)
+        })
+        .collect();
+    let amounts = amounts.lock().clone();
+    let lost_amounts: Vec<_> = amounts.iter().filter(|a| !ctx.context_bank.has_amount(a, "USDC")).collect();
+    let refused = refused.load(std::sync::atomic::Ordering::SeqCst);
+    println!(
+        "two instances on one session: {} keys and {} amounts acknowledged, {refused} calls refused; lost {lost:?} \
+         and {} amounts",
+        acked.len(),
+        amounts.len(),
+        lost_amounts.len()
+    );
+    assert!(lost.is_empty(), "acknowledged writes lost (key, acknowledged write): {lost:?}");
+    assert!(lost_amounts.is_empty(), "acknowledged amounts lost from the context bank: {lost_amounts:?}");
+    assert!(acked.len() >= 40, "most clients' writes went through: {} keys", acked.len());
+}
+
 /// A save on one instance whose events the other never got (here: the other's mark of them cleared, as if the relay
 /// had lost them) is found from the stored revision at the other's next use of the session (once a second at most):
 /// its older copy is replaced, not used.
