@@ -198,8 +198,9 @@ pub(crate) fn bank_part(
 /// Where sessions' states are kept (the agent layer's session stores implement it over SQLite and PostgreSQL).
 pub trait SessionStateStore: Send + Sync + std::fmt::Debug {
     /// Writes `delta`'s parts of `session_id`'s state as revision `revision`, which must follow the revision saved
-    /// last (`revision - 1`; 1 when none is saved), in one transaction. Any other saved revision means another
-    /// process saved this session meanwhile: nothing is written and the answer is `session_conflict`. Returning `Ok`
+    /// last (`revision - 1`; 1 when none is saved), in one transaction. Any other saved revision (another process or
+    /// copy saved meanwhile, or this copy's save of `revision - 1` was not written): nothing is written and the answer
+    /// is `session_conflict`. Returning `Ok`
     /// promises the parts survive a crash of the process (for a store on disk).
     ///
     /// The save takes its place in the store's order when this is called, not when the future is first polled: the

@@ -1,8 +1,8 @@
 //! Memory's tables in PostgreSQL, shared by several instances, so an agent's memory is one memory whichever instance
-//! serves it. Full-text search is PostgreSQL's own: a generated `tsvector` column (the `english` configuration:
-//! stemming and stop words, like FTS5's porter tokenizer) with a GIN index on block values and on the values edits
-//! replaced; ranking by `ts_rank` (term frequency, normalized by the document's length, as BM25 is in FTS5), snippets
-//! by `ts_headline`.
+//! serves it. Full-text search is PostgreSQL's own: a generated `tsvector` column (configuration `holdfast_english`:
+//! snowball stemming, no stop words, like FTS5's porter tokenizer) with a GIN index on block values and on the values
+//! edits replaced; ranking by `ts_rank` (term frequency, normalized by the document's length, as BM25 is in FTS5),
+//! snippets by `ts_headline`.
 //!
 //! The text is indexed like FTS5 does it: every run of characters other than letters and digits separates words (so
 //! `vitalik.eth` is `vitalik` and `eth`, not one host-name token), words are stemmed by PostgreSQL's snowball

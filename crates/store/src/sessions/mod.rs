@@ -455,7 +455,8 @@ impl SqliteSessionStore {
     }
 
     /// Saves a session's state as `revision` when the saved one is `revision - 1` (or none is saved and `revision` is
-    /// 1); otherwise another process saved it meanwhile: `session_conflict`, nothing written.
+    /// 1); otherwise another process or copy saved it meanwhile: `session_conflict`, nothing written. A save that
+    /// `follows` is also refused unless this store wrote its copy's `revision - 1`.
     ///
     /// The save is queued when this is called (saves are applied in the order of these calls), and applied whether
     /// or not the returned future is awaited.
@@ -841,7 +842,7 @@ mod tests {
         assert_eq!(held.revision, 40);
         assert_eq!(held.parts.len(), 38, "the note and p04…p40: {:?}", held.parts.keys());
         assert_eq!(held.parts.get("p33").map(String::as_str), Some("33"));
-        // A run of saves whose first is refused (another process saved revision 41) is refused whole.
+        // Saves whose revisions do not follow the stored one (40) are refused, nothing written.
         let late: Vec<_> = [42, 43].into_iter().map(|r| store.save_state("a", r, part(r))).collect();
         for answer in late {
             assert_eq!(code(answer.await), holdfast_core::ErrorCode::SessionConflict);
