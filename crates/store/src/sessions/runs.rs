@@ -13,9 +13,10 @@
 use std::collections::HashMap;
 
 /// Writes remembered per generation. When the current one is full it becomes the older one and the older one is
-/// forgotten: a copy whose last write is younger than 65,536 other copies' writes is always remembered (a pipelined
-/// save follows its copy's previous write within one queue, so only a copy idle that long is forgotten).
-const GENERATION: usize = 65_536;
+/// forgotten: a copy whose last write is younger than 8,192 other copies' writes is always remembered (a pipelined
+/// save follows its copy's previous write within one queue, a batch or two later, so only a copy idle that long is
+/// forgotten). Two generations hold at most 16,384 entries, about 2 MiB, whatever the number of sessions unloaded.
+const GENERATION: usize = 8_192;
 
 /// The last revision each (session, copy) wrote, in two generations.
 #[derive(Debug, Default)]
