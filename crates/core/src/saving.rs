@@ -191,14 +191,13 @@ impl Saves {
     /// Waits until every save handed to the store has its outcome applied.
     pub(crate) async fn settled(&self) {
         loop {
-            let last = {
+            let mut last = {
                 let book = self.book.lock();
                 match &book.last {
                     Some(last) if book.applied < book.issued => last.clone(),
                     _ => return,
                 }
             };
-            let mut last = last;
             if last.wait_for(Option::is_some).await.is_err() {
                 return;
             }
@@ -593,6 +592,28 @@ mod tests {
         assert!(!ctx.is_superseded());
         ctx.saves_settled().await;
         assert_eq!(ctx.saved_revision(), Some(2));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_copy_is_settled_only_once_every_save_it_handed_over_is_answered() {
+        let store = Arc::new(Queue::default());
+        let (_services, ctx) = session(&store);
+        ctx.saves_settled().await;
+        let calls = writers(&ctx, (0..3).map(|i| format!("k{i}")));
+        store.queued(1).await;
+        // Its callers went away; the copy is about to be replaced: the replacement waits for what is on its way.
+        calls.iter().for_each(tokio::task::JoinHandle::abort);
+        let settled = tokio::spawn({
+            let ctx = ctx.clone();
+            async move { ctx.saves_settled().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!settled.is_finished(), "a save is still with the store");
+        while !settled.is_finished() {
+            store.answer_newest_first();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(ctx.saved_revision(), Some(store.held.lock().revision));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
