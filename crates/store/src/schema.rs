@@ -20,7 +20,7 @@
 //!     holdfast_store::migrate::sqlite(&mut conn, component).unwrap();
 //! }
 //! let n: i64 = conn.query_row("SELECT count(*) FROM holdfast_migrations", [], |r| r.get(0)).unwrap();
-//! assert_eq!(n, 12);
+//! assert_eq!(n, 13);
 //! ```
 
 use crate::migrate::{Component, Migration, SqliteStep};
@@ -80,6 +80,13 @@ pub const SESSIONS: Component = Component {
         // writes only what it changed. It also marks the `console` history role: a release before it would read
         // such a record as the user's words, so it refuses a database that has this version.
         both!(2, "sessions", "0002_session_parts.sql"),
+        // PostgreSQL only: which save wrote a row's revision, read back after a COMMIT whose answer was lost. On SQLite
+        // the step is empty: the writer's commit answers in the same process, with no connection to lose in between.
+        Migration {
+            version: 3,
+            sqlite: SqliteStep::Sql(""),
+            postgres: sql!("postgres", "sessions", "0003_save_id.sql"),
+        },
     ],
 };
 

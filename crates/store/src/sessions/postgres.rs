@@ -10,8 +10,11 @@
 //! locks the batch's rows in session-id order, the order every instance uses, so two instances' batches wait for each
 //! other instead of dead-locking. When a batch fails as a whole (a dead-lock PostgreSQL broke anyway, a lost
 //! connection), nothing of it was committed and each of its saves is tried again alone, so one bad save fails only its
-//! own call; none is acknowledged unless its row was written. A pipelined save is written only on top of its own
-//! copy's write (`super::runs`), or refused unwritten.
+//! own call; none is acknowledged unless its row was written. A batch whose COMMIT went out but whose answer was lost
+//! (the connection cut after the server committed) may have been committed: each row records the number its writer
+//! drew for the save that wrote it (`save_id`), so a save that is not written when tried again is read back, and
+//! acknowledged if its own number is there, not reported as a conflict. A pipelined save is written only on top of
+//! its own copy's write (`super::runs`), or refused unwritten.
 
 use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::PgStore;
@@ -69,6 +72,8 @@ struct Save {
     revision: i64,
     delta: StateDelta,
     saved_at: String,
+    /// Drawn by the writer when it takes the save (never 0, the number of rows written before it was recorded).
+    save_id: i64,
     replies: Vec<oneshot::Sender<Result<bool, ToolError>>>,
 }
 
@@ -135,7 +140,8 @@ impl SessionStateStore for PgSessionStore {
         let id = session_id.to_owned();
         let queued = i64::try_from(revision).map_err(db_err).and_then(|rev| {
             let saved_at = Utc::now().to_rfc3339();
-            let save = Save { id: id.clone(), first: rev, revision: rev, delta, saved_at, replies: vec![reply] };
+            let save =
+                Save { id: id.clone(), first: rev, revision: rev, delta, saved_at, save_id: 0, replies: vec![reply] };
             self.saves.send(save).map_err(|_| db_err("the state writer has stopped"))
         });
         Box::pin(async move {
@@ -403,6 +409,7 @@ impl SessionStorage for PgSessionStore {
 /// Writes queued saves in batches until every handle on the store is dropped.
 async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
     let mut runs = super::runs::Runs::default();
+    let mut save_ids = SaveIds::new();
     let mut queued = VecDeque::new();
     let mut incoming = Vec::with_capacity(SAVE_BATCH);
     loop {
@@ -430,8 +437,9 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                 Some(_) => break,
                 None => None,
             };
-            let Some(save) = queued.pop_front() else { break };
+            let Some(mut save) = queued.pop_front() else { break };
             taken += 1;
+            save.save_id = save_ids.next();
             // A pipelined save not on its own copy's write is refused, unwritten.
             let first = u64::try_from(save.first).unwrap_or_default();
             if merge.is_none() && !runs.admits(&save.id, save.delta.copy, first, save.delta.follows) {
@@ -463,6 +471,7 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                 tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed; saving each alone");
                 for save in batch {
                     let alone = write_batch(&store, std::slice::from_ref(&save)).await;
+                    let alone = landed_anyway(&store, &save, alone).await;
                     save.record(&mut runs, &alone);
                     save.answer(&alone);
                 }
@@ -470,13 +479,62 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
             Err(e) => {
                 let session = batch.first().map(|s| s.id.as_str()).unwrap_or_default();
                 tracing::warn!(session, error = %e, "sessions: a state save failed");
-                let outcome = Err(e);
                 for save in batch {
+                    let outcome = landed_anyway(&store, &save, Err(e.clone())).await;
                     save.record(&mut runs, &outcome);
                     save.answer(&outcome);
                 }
             }
         }
+    }
+}
+
+/// The numbers a writer draws for its saves: from a random start, one apart, skipping 0. Two writers' numbers meet
+/// only if their random starts are within a few billion of each other (odds about 2^-30 per pair of processes), and
+/// even then a save read back must also match the row's session and revision.
+struct SaveIds(i64);
+
+impl SaveIds {
+    fn new() -> Self {
+        let mut start = [0u8; 8];
+        // Without the OS's randomness the clock's nanoseconds serve: what matters is that two writers differ.
+        if getrandom::fill(&mut start).is_err() {
+            let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
+            start = nanos.to_le_bytes();
+        }
+        Self(i64::from_le_bytes(start))
+    }
+
+    fn next(&mut self) -> i64 {
+        self.0 = self.0.wrapping_add(1);
+        if self.0 == 0 {
+            self.0 = 1;
+        }
+        self.0
+    }
+}
+
+/// `outcome` of `save`, unless the save was not written and its row holds its revision and its number: then a
+/// COMMIT whose answer was lost did commit it, and it is acknowledged. A read that fails leaves `outcome` as it is.
+async fn landed_anyway(
+    store: &PgStore,
+    save: &Save,
+    outcome: Result<HashSet<String>, ToolError>,
+) -> Result<HashSet<String>, ToolError> {
+    if outcome.as_ref().is_ok_and(|written| written.contains(&save.id)) {
+        return outcome;
+    }
+    let stored: Result<Option<(i64, i64)>, _> =
+        sqlx::query_as("SELECT revision, save_id FROM session_state WHERE session_id = $1")
+            .bind(&save.id)
+            .fetch_optional(store.pool())
+            .await;
+    match stored {
+        Ok(Some(row)) if row == (save.revision, save.save_id) => {
+            tracing::info!(session = %save.id, revision = save.revision, "sessions: a save whose COMMIT went unanswered was committed");
+            Ok(HashSet::from([save.id.clone()]))
+        }
+        _ => outcome,
     }
 }
 
@@ -501,19 +559,21 @@ async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>,
         let revisions: Vec<i64> = part.iter().map(|s| s.revision).collect();
         let saved_at: Vec<&str> = part.iter().map(|s| s.saved_at.as_str()).collect();
         let firsts: Vec<i64> = part.iter().map(|s| s.first).collect();
+        let save_ids: Vec<i64> = part.iter().map(|s| s.save_id).collect();
         // `state` is emptied: a whole state of the form before parts is replaced by the parts of the session's first
         // save in parts, which writes all of them.
         let sql = if first {
-            "INSERT INTO session_state (session_id, revision, state, saved_at)
-             SELECT u.id, u.revision, '', u.saved_at FROM unnest($1::text[], $2::bigint[], $3::text[])
-                 AS u(id, revision, saved_at)
+            "INSERT INTO session_state (session_id, revision, state, saved_at, save_id)
+             SELECT u.id, u.revision, '', u.saved_at, u.save_id
+                 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS u(id, revision, saved_at, save_id)
              ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
         } else {
-            "UPDATE session_state AS s SET revision = u.revision, state = '', saved_at = u.saved_at
-             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS u(id, revision, saved_at, first)
+            "UPDATE session_state AS s SET revision = u.revision, state = '', saved_at = u.saved_at, save_id = u.save_id
+             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])
+                 AS u(id, revision, saved_at, save_id, first)
              WHERE s.session_id = u.id AND s.revision = u.first - 1 RETURNING s.session_id"
         };
-        let query = sqlx::query_scalar(sql).bind(ids).bind(revisions).bind(saved_at);
+        let query = sqlx::query_scalar(sql).bind(ids).bind(revisions).bind(saved_at).bind(save_ids);
         let query = if first { query } else { query.bind(firsts) };
         let rows: Vec<String> = query.fetch_all(&mut *tx).await.map_err(db_err)?;
         written.extend(rows);

@@ -1,0 +1,124 @@
+//! A PostgreSQL COMMIT whose answer is lost: the server committed, then the connection was cut before the client
+//! heard so. The state writer must not report such a save as a conflict (or an error): it stands, so its caller is
+//! told it was saved, and the session takes the next save on top of it.
+//!
+//! A TCP proxy between the store and the server forwards everything until it sees a `COMMIT` go out; then it lets the
+//! server process it, swallows the answer and cuts both sides.
+
+use holdfast_core::SessionStateStore;
+use holdfast_core::config::DatabaseUrl;
+use holdfast_core::session_state::StateDelta;
+use holdfast_store::PgStore;
+use holdfast_store::sessions::{PgSessionStore, SessionStorage};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Forwards connections to `upstream`; while armed, cuts the first connection that sends a `COMMIT`, after the
+/// server has had time to process it and without relaying its answer.
+struct CommitCutter {
+    armed: AtomicBool,
+    cuts: AtomicUsize,
+}
+
+impl CommitCutter {
+    async fn start(upstream: String) -> (Arc<Self>, u16) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cutter = Arc::new(Self { armed: AtomicBool::new(false), cuts: AtomicUsize::new(0) });
+        let shared = cutter.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = TcpStream::connect(&upstream).await.unwrap();
+                tokio::spawn(shared.clone().pump(client, server));
+            }
+        });
+        (cutter, port)
+    }
+
+    async fn pump(self: Arc<Self>, client: TcpStream, server: TcpStream) {
+        let (mut client_rx, mut client_tx) = client.into_split();
+        let (mut server_rx, mut server_tx) = server.into_split();
+        let swallow = Arc::new(AtomicBool::new(false));
+        let answers = {
+            let swallow = swallow.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n @ 1..) = server_rx.read(&mut buf).await {
+                    if swallow.load(Ordering::SeqCst) || client_tx.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n @ 1..) = client_rx.read(&mut buf).await {
+            let commit = buf[..n].windows(6).any(|w| w == b"COMMIT");
+            let cut = commit && self.armed.swap(false, Ordering::SeqCst);
+            if cut {
+                swallow.store(true, Ordering::SeqCst);
+                self.cuts.fetch_add(1, Ordering::SeqCst);
+            }
+            if server_tx.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+            if cut {
+                // The server reads the COMMIT and commits; its answer is read and dropped. Then both sides go.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                break;
+            }
+        }
+        answers.abort();
+    }
+}
+
+fn note(value: &str) -> StateDelta {
+    StateDelta { parts: vec![("note".to_owned(), Some(value.to_owned()))], copy: 0, follows: false }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_whose_commit_answer_is_lost_is_acknowledged_not_refused() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let text = url.expose().to_owned();
+    let (prefix, rest) = text.rsplit_once('@').unwrap();
+    let (host_port, database) = rest.split_once('/').unwrap();
+    let (cutter, port) = CommitCutter::start(host_port.to_owned()).await;
+    let proxied = DatabaseUrl::parse(&format!("{prefix}@127.0.0.1:{port}/{database}")).unwrap();
+    let store = PgSessionStore::open(PgStore::connect(&proxied).await.unwrap()).await.unwrap();
+    for id in ["a", "b"] {
+        store.create(id, "http").await.unwrap();
+        store.save_state(id, 1, note(&format!("{id} 1"))).await.unwrap();
+    }
+
+    // Two sessions' saves, queued together (one batch, or two when the writer takes the first at once): the first
+    // COMMIT's answer lost.
+    cutter.armed.store(true, Ordering::SeqCst);
+    let (a, b) = (store.save_state("a", 2, note("a 2")), store.save_state("b", 2, note("b 2")));
+    let (a, b) = tokio::join!(a, b);
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1, "the proxy cut one COMMIT");
+    a.unwrap();
+    b.unwrap();
+    // One save alone, the same way.
+    cutter.armed.store(true, Ordering::SeqCst);
+    store.save_state("a", 3, note("a 3")).await.unwrap();
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 2, "the proxy cut the second COMMIT");
+
+    // What the callers were told is what is stored, and the sessions go on from there.
+    let direct = PgSessionStore::open(PgStore::connect(&url).await.unwrap()).await.unwrap();
+    for (id, revision, value) in [("a", 3, "a 3"), ("b", 2, "b 2")] {
+        let stored = direct.load_state(id).await.unwrap().unwrap();
+        assert_eq!((stored.revision, stored.parts.get("note").map(String::as_str)), (revision, Some(value)));
+    }
+    store.save_state("a", 4, note("a 4")).await.unwrap();
+    store.save_state("b", 3, note("b 3")).await.unwrap();
+    // A save that truly lost the race is still refused after a cut: another writer's row is not taken for its own.
+    cutter.armed.store(true, Ordering::SeqCst);
+    direct.save_state("b", 4, note("b 4 by the other")).await.unwrap();
+    let refused = store.save_state("b", 4, note("b 4 here")).await;
+    assert!(refused.is_err(), "a save another writer's row stands in for was acknowledged");
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 3, "the proxy cut the third COMMIT");
+    let stored = direct.load_state("b").await.unwrap().unwrap();
+    assert_eq!(stored.parts.get("note").map(String::as_str), Some("b 4 by the other"));
+}
