@@ -364,6 +364,10 @@ pub(crate) struct SettleState {
 /// Asks the chain whether the payment's authorization was used — the chain decides, not the server's header — and
 /// records the outcome (with `why`, what went wrong on the wire) by compare-and-set from `signed` or `pending`;
 /// publishes `payment.made`. `claimed` is the settlement transaction the server reported.
+///
+/// Never an error: the payment has gone out, so what the chain showed is the answer. A journal that cannot record it
+/// (a lost connection, a COMMIT whose answer never came) leaves the entry `signed` or `pending`, still counted
+/// against the budget, for reconciliation to settle; the caller is not told "failed" for a payment that was made.
 pub(crate) async fn settle(
     web3: &Web3,
     ctx: &ToolContext,
@@ -372,7 +376,7 @@ pub(crate) async fn settle(
     paid: &SignedPayment,
     claimed: Option<B256>,
     why: Option<String>,
-) -> Result<SettleState, ToolError> {
+) -> SettleState {
     let state = settle_state(web3, network, paid, claimed).await;
     let error = match (why, &state.note) {
         (Some(w), Some(n)) => Some(format!("{w}; {n}")),
@@ -383,9 +387,16 @@ pub(crate) async fn settle(
     let update =
         EntryUpdate { tx_hash: state.tx_hash.clone(), block_number: state.block_number, error, ..Default::default() };
     let from = [EntryStatus::Signed, EntryStatus::Pending];
-    web3.journal().transition(&paid.entry.id, &from, state.status, update).await?;
-    let now = web3.journal().get(&paid.entry.id).await?;
-    // What the journal holds now (a reconciliation may have settled it first) is what is reported.
+    let recorded = web3.journal().transition(&paid.entry.id, &from, state.status, update).await;
+    let now = match recorded {
+        // Not from `signed` or `pending` any more: a reconciliation settled it first, and what it recorded stands.
+        Ok(false) => web3.journal().get(&paid.entry.id).await.ok().flatten(),
+        Ok(true) => None,
+        Err(e) => {
+            tracing::warn!(journal_id = %paid.entry.id, error = %e.message, "journal: could not record a payment's outcome; reconciliation will");
+            None
+        }
+    };
     let state = match now {
         Some(e) if e.status != state.status => SettleState {
             status: e.status,
@@ -405,7 +416,7 @@ pub(crate) async fn settle(
         status: state.status.as_str().to_owned(),
         transaction: state.tx_hash.clone(),
     }));
-    Ok(state)
+    state
 }
 
 async fn settle_state(

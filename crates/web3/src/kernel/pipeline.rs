@@ -659,16 +659,19 @@ async fn commit<K: TxKind>(
     // Durable before the bytes leave the process (invariant 9).
     let (raw, hash) = (signed.raw.to_string(), signed.hash.to_string());
     if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &raw, &hash, genesis.as_deref()).await {
-        // The write may have been committed before the error: what the journal holds decides. Signed → the bytes
-        // will be sent (now, or by reconciliation), so nothing is given back.
-        let now = journal.get(&entry.id).await.ok().flatten();
-        if now.is_none_or(|e| e.status != EntryStatus::Signed) {
+        // The write may have been committed before the error (a COMMIT whose answer was lost): what the journal holds
+        // decides. Signed → the bytes will be sent (now, or by reconciliation), so nothing is given back. Only an
+        // entry this call moved from `reserved` to `failed` is surely never sent; anything else is unknown, and
+        // saying "failed" would be a lie the reconciliation could later make worse by sending the journaled bytes.
+        let now = journal.get(&entry.id).await;
+        if !matches!(&now, Ok(Some(held)) if held.status == EntryStatus::Signed) {
             let update = EntryUpdate { error: Some(e.message.clone()), ..Default::default() };
             let failed = journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await;
-            if failed.unwrap_or(false) {
+            if matches!(failed, Ok(true)) {
                 give_back_authorization();
+                return Err(e);
             }
-            return Err(e);
+            return Err(unrecorded(&entry.id, &e));
         }
     }
     let status = broadcast(web3, chain, &entry.id, from, &signed).await;
@@ -726,7 +729,11 @@ async fn commit<K: TxKind>(
         EntryStatus::Dropped,
         EntryStatus::ChainReset,
     ];
-    journal.transition(&entry.id, &settled_from, status, update).await?;
+    // The chain has decided: a journal that cannot record it (reconciliation will, from the receipt) does not turn a
+    // mined transaction into an error for its caller.
+    if let Err(e) = journal.transition(&entry.id, &settled_from, status, update).await {
+        tracing::warn!(journal_id = %entry.id, error = %e.message, "journal: could not record a receipt; reconciliation will");
+    }
     if let Some(events) = &events {
         events.publish(EventPayload::TxConfirmed(TxConfirmed {
             journal_id: entry.id.clone(),
@@ -739,6 +746,20 @@ async fn commit<K: TxKind>(
         }));
     }
     Ok((sent(outcome, receipt.block_number, Some(gas_used)), plan.summary))
+}
+
+/// The answer when the journal's record of a signed transaction is unknown (its write failed, and so did every look
+/// at it): the bytes may be journaled, and then reconciliation sends them, so the outcome is unknown — never
+/// "failed".
+fn unrecorded(id: &str, e: &ToolError) -> ToolError {
+    ToolError::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "the transaction was signed but the journal's record of it could not be confirmed ({}); it may still be \
+             sent (journal {id}): reconciliation with the chain decides",
+            e.message
+        ),
+    )
 }
 
 /// A new action waits until the wallet's earlier sends are known to the chain: each `signed` or `unknown` one is
@@ -782,11 +803,13 @@ async fn broadcast(
                     let why = format!("{why}; {shown}: this transaction was not sent");
                     let update = EntryUpdate { error: Some(why.clone()), ..Default::default() };
                     let from_signed = [EntryStatus::Signed];
-                    if journal.transition(id, &from_signed, EntryStatus::Failed, update).await? {
+                    // A journal that cannot record it leaves the entry `signed`: its outcome is then unknown to the
+                    // caller (reconciliation decides), never reported as failed while the journal still holds it.
+                    if journal.transition(id, &from_signed, EntryStatus::Failed, update).await.unwrap_or(false) {
                         return Err(ToolError::new(ErrorCode::TransactionFailed, why));
                     }
                     // Reconciliation moved it meanwhile (it found the transaction): what it holds stands.
-                    let now = journal.get(id).await?.map_or(EntryStatus::Unknown, |e| e.status);
+                    let now = journal.get(id).await.ok().flatten().map_or(EntryStatus::Unknown, |e| e.status);
                     return Ok(if now == EntryStatus::Failed { EntryStatus::Unknown } else { now });
                 }
                 Proof::Sent => (EntryStatus::Pending, None),

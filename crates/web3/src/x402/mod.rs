@@ -219,7 +219,7 @@ async fn pay_and_fetch(
     let response = match send(web3, req, Some((header.0, header.1.as_str()))).await {
         Ok(r) => r,
         Err(e) => {
-            let state = settle(None, Some(format!("sending the paid request failed: {}", e.message))).await?;
+            let state = settle(None, Some(format!("sending the paid request failed: {}", e.message))).await;
             return Err(failed(format!(
                 "sending the paid request failed ({}); the payment is {} (journal {journal_id})",
                 e.message,
@@ -255,7 +255,7 @@ async fn pay_and_fetch(
             }
             Err(e) => format!("the server answered the payment with another 402 ({e})"),
         };
-        let state = settle(claimed, Some(why.clone())).await?;
+        let state = settle(claimed, Some(why.clone())).await;
         return Err(failed(format!(
             "{why}; not paying twice. The signed payment is {} (journal {journal_id}){}",
             state.status.as_str(),
@@ -279,7 +279,7 @@ async fn pay_and_fetch(
     };
     let why =
         if status.is_success() { note } else { Some(format!("the paid request answered HTTP {}", status.as_u16())) };
-    let state = settle(claimed, why).await?;
+    let state = settle(claimed, why).await;
     let summary = PaymentSummary {
         amount: human(paid.requirement.amount, paid.decimals, &paid.symbol),
         payee: paid.requirement.pay_to.to_checksum(None),

@@ -6,6 +6,7 @@ mod evidence;
 mod hallucination;
 mod hostile;
 mod interop;
+mod journal_faults;
 mod kernel;
 mod nonce;
 mod refusals;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 const FRIEND: Address = address!("0x90F79bf6EB2c4f870365E785982E1f101E93b906");
 
-fn to_register() -> Value {
+pub(crate) fn to_register() -> Value {
     json!({"network": "base", "token_register": "transfer_token", "amount_register": "transfer_amount",
            "preset": null, "recipient_register": "recipient_address"})
 }
@@ -20,7 +20,7 @@ fn to_alice() -> Value {
            "preset": "alice", "recipient_register": null})
 }
 
-async fn prepare(env: &Env, user: &str, symbol: &str, amount: &str) {
+pub(crate) async fn prepare(env: &Env, user: &str, symbol: &str, amount: &str) {
     env.ctx.context_bank.scan_input(user);
     env.ok("token_lookup", json!({"symbol": symbol, "network": "base", "cache_as": "transfer_token"})).await;
     env.ok(

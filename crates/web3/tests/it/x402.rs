@@ -158,9 +158,9 @@ async fn an_honest_v2_server_with_several_offers_is_paid_the_one_that_passes() {
     assert!(case.env.ctx.registers.get("swap_quote").is_some());
 }
 
-#[tokio::test]
-async fn an_honest_v1_server_is_paid_with_x_payment() {
-    let case = Case::start(
+/// An honest x402 v1 server: offers one requirement, then settles the `X-PAYMENT` it is sent and answers a quote.
+async fn honest_v1() -> Case {
+    Case::start(
         |url| {
             script(move |call: Call, ctx: Ctx| {
                 let url = url.clone();
@@ -178,7 +178,12 @@ async fn an_honest_v1_server_is_paid_with_x_payment() {
         },
         Tweaks::default(),
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn an_honest_v1_server_is_paid_with_x_payment() {
+    let case = honest_v1().await;
     let out = case.attempt().await.unwrap();
     assert_eq!(out["payment"]["x402_version"], 1, "{out}");
     assert_eq!(out["payment"]["status"], "confirmed");
@@ -467,4 +472,22 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
         .unwrap();
     assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
     case.paid_nothing().await;
+}
+
+#[tokio::test]
+async fn a_made_payment_whose_outcome_the_journal_cannot_record_still_delivers_what_was_paid_for() {
+    let case = honest_v1().await;
+    crate::journal_faults::fail_status_changes(&case.env.devnet, &["confirmed", "pending"]);
+    // Before: the tool failed with the journal's error after the server was paid, throwing the quote away; the
+    // model's retry signed and paid a second time.
+    let out = case.attempt().await.unwrap();
+    assert_eq!(out["payment"]["status"], "confirmed", "{out}");
+    assert!(case.env.ctx.registers.get("swap_quote").is_some(), "what was paid for is delivered");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    assert_eq!(case.payments().await[0].status, EntryStatus::Signed, "the fault kept the outcome out of the journal");
+    // Reconciliation records what the chain shows once the journal takes writes again.
+    crate::journal_faults::heal(&case.env.devnet);
+    case.env.web3.reconcile().await.unwrap();
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+    assert_eq!(case.server.payments_received(), 1, "paid once");
 }
