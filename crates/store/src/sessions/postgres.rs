@@ -8,12 +8,12 @@
 //! is merged into it, so the compare-and-set goes from the first one's revision to the last one's; any other second
 //! save of a session waits for the next batch, so each compare-and-set sees the one before it. The transaction first
 //! locks the batch's rows in session-id order, the order every instance uses, so two instances' batches wait for each
-//! other instead of dead-locking. When a batch fails as a whole (a dead-lock PostgreSQL broke anyway, a lost
-//! connection), nothing of it was committed and each of its saves is tried again alone, so one bad save fails only its
-//! own call; none is acknowledged unless its row was written. A batch whose COMMIT went out but whose answer was lost
-//! (the connection cut after the server committed) may have been committed: each row records the number its writer
-//! drew for the save that wrote it (`save_id`), so a save that is not written when tried again is read back, and
-//! acknowledged if its own number is there, not reported as a conflict. A pipelined save is written only on top of
+//! other instead of dead-locking. When a batch fails (a dead-lock PostgreSQL broke anyway, a lost connection), each
+//! of its saves is tried again alone, so one bad save fails only its own call; none is acknowledged unless its row
+//! was written. A batch whose COMMIT went out but whose answer was lost (the connection cut after the server
+//! committed) may have been committed: each row records the number its writer drew for the save that wrote it
+//! (`save_id`), so a save that is not written when tried again is read back, and acknowledged if its own number is
+//! there, not reported as a conflict. A pipelined save is written only on top of
 //! its own copy's write (`super::runs`), or refused unwritten.
 
 use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
@@ -467,22 +467,16 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                     save.answer(&outcome);
                 }
             }
-            Err(e) if batch.len() > 1 => {
+            Err(e) => {
+                // Each save is tried again alone, so one bad save fails only its own call. The retry's write waits
+                // for the failed transaction's row locks (a COMMIT still under way on the server), so what it finds
+                // is settled: a save it cannot write is then read back, and stands if its own number is there.
                 tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed; saving each alone");
                 for save in batch {
                     let alone = write_batch(&store, std::slice::from_ref(&save)).await;
                     let alone = landed_anyway(&store, &save, alone).await;
                     save.record(&mut runs, &alone);
                     save.answer(&alone);
-                }
-            }
-            Err(e) => {
-                let session = batch.first().map(|s| s.id.as_str()).unwrap_or_default();
-                tracing::warn!(session, error = %e, "sessions: a state save failed");
-                for save in batch {
-                    let outcome = landed_anyway(&store, &save, Err(e.clone())).await;
-                    save.record(&mut runs, &outcome);
-                    save.answer(&outcome);
                 }
             }
         }
