@@ -103,7 +103,7 @@ impl PgJournal {
     ) -> Result<Reserved<R>, StoreError> {
         let mut tx = self.store.pool().begin().await?;
         let key = format!("holdfast:reserve:{}:{}", new.chain_id, new.from.to_ascii_lowercase());
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut *tx).await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(&key).execute(&mut *tx).await?;
         // The authorization a row relies on may be relied on by a reservation of another wallet or chain, which the
         // wallet's lock does not exclude: its own lock (always taken after the wallet's, so two reservations cannot
         // wait for each other) makes the second see the first's row.
@@ -126,8 +126,30 @@ impl PgJournal {
             return Ok(Reserved::Refused(reason));
         }
         query(super::sql::insert(&new)).execute(&mut *tx).await?;
-        tx.commit().await?;
+        if let Err(e) = tx.commit().await {
+            // A COMMIT whose answer was lost may have committed the row: a live reservation that counts against the
+            // cap and holds the user's authorization. Whether it did is read back, under the wallet's lock (which the
+            // failed transaction holds until the server has finished with it), by the row's id, a random number
+            // this process drew; a row found is reported as inserted, not as an error beside a live reservation.
+            return match self.inserted(&key, &new.id).await {
+                Ok(true) => {
+                    tracing::info!(journal_id = %new.id, "journal: a reservation whose COMMIT went unanswered was committed");
+                    Ok(Reserved::Inserted)
+                }
+                _ => Err(e.into()),
+            };
+        }
         Ok(Reserved::Inserted)
+    }
+
+    /// Whether the row `id` is stored, read once the wallet's reservation lock `key` is free.
+    async fn inserted(&self, key: &str, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.store.pool().begin().await?;
+        sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut *tx).await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut *tx).await?;
+        let found = sqlx::query("SELECT 1 FROM journal WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(found.is_some())
     }
 
     pub(super) async fn lock_wallet(&self, chain_id: u64, from: &str) -> Result<WalletLock, StoreError> {

@@ -1,6 +1,7 @@
 //! A PostgreSQL COMMIT whose answer is lost: the server committed, then the connection was cut before the client
 //! heard so. The state writer must not report such a save as a conflict (or an error): it stands, so its caller is
-//! told it was saved, and the session takes the next save on top of it.
+//! told it was saved, and the session takes the next save on top of it. Nor may the journal report such a
+//! reservation as failed: it is live, counts against the cap and holds the user's authorization.
 //!
 //! A TCP proxy between the store and the server forwards everything until it sees a `COMMIT` go out; then it lets the
 //! server process it, swallows the answer and cuts both sides.
@@ -8,8 +9,9 @@
 use holdfast_core::SessionStateStore;
 use holdfast_core::config::DatabaseUrl;
 use holdfast_core::session_state::StateDelta;
-use holdfast_store::PgStore;
+use holdfast_store::journal::{JournalTable, NewRow, Reserved, Select};
 use holdfast_store::sessions::{PgSessionStore, SessionStorage};
+use holdfast_store::{PgStore, Storage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -74,6 +76,15 @@ impl CommitCutter {
     }
 }
 
+/// The URL of `url`'s database through a new cutter in front of its server.
+async fn through_cutter(url: &DatabaseUrl) -> (Arc<CommitCutter>, DatabaseUrl) {
+    let text = url.expose().to_owned();
+    let (prefix, rest) = text.rsplit_once('@').unwrap();
+    let (host_port, database) = rest.split_once('/').unwrap();
+    let (cutter, port) = CommitCutter::start(host_port.to_owned()).await;
+    (cutter, DatabaseUrl::parse(&format!("{prefix}@127.0.0.1:{port}/{database}")).unwrap())
+}
+
 fn note(value: &str) -> StateDelta {
     StateDelta { parts: vec![("note".to_owned(), Some(value.to_owned()))], copy: 0, follows: false }
 }
@@ -81,11 +92,7 @@ fn note(value: &str) -> StateDelta {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_whose_commit_answer_is_lost_is_acknowledged_not_refused() {
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
-    let text = url.expose().to_owned();
-    let (prefix, rest) = text.rsplit_once('@').unwrap();
-    let (host_port, database) = rest.split_once('/').unwrap();
-    let (cutter, port) = CommitCutter::start(host_port.to_owned()).await;
-    let proxied = DatabaseUrl::parse(&format!("{prefix}@127.0.0.1:{port}/{database}")).unwrap();
+    let (cutter, proxied) = through_cutter(&url).await;
     let store = PgSessionStore::open(PgStore::connect(&proxied).await.unwrap()).await.unwrap();
     for id in ["a", "b"] {
         store.create(id, "http").await.unwrap();
@@ -121,4 +128,48 @@ async fn a_save_whose_commit_answer_is_lost_is_acknowledged_not_refused() {
     assert_eq!(cutter.cuts.load(Ordering::SeqCst), 3, "the proxy cut the third COMMIT");
     let stored = direct.load_state("b").await.unwrap().unwrap();
     assert_eq!(stored.parts.get("note").map(String::as_str), Some("b 4 by the other"));
+}
+
+fn reservation(id: &str) -> NewRow {
+    NewRow {
+        id: id.to_owned(),
+        session_id: "s".to_owned(),
+        kind: "transfer".to_owned(),
+        network: "base".to_owned(),
+        chain_id: 8453,
+        from: "0xabc".to_owned(),
+        to: "0xdef".to_owned(),
+        value: "0".to_owned(),
+        asset: "usdc".to_owned(),
+        asset_symbol: "USDC".to_owned(),
+        amount: "5000000".to_owned(),
+        fingerprint: "f".to_owned(),
+        intent: Some("i".to_owned()),
+        status: "reserved".to_owned(),
+        summary: "{}".to_owned(),
+        now: "2026-11-26T00:00:00Z".to_owned(),
+        day: "2026-11-26".to_owned(),
+        ..NewRow::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_whose_commit_answer_is_lost_is_reported_inserted() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let (cutter, proxied) = through_cutter(&url).await;
+    let journal = JournalTable::open(&Storage::Postgres(PgStore::connect(&proxied).await.unwrap())).await.unwrap();
+
+    cutter.armed.store(true, Ordering::SeqCst);
+    let reserved = journal.reserve(reservation("j_1"), &["transfer"], |_| Ok(None::<String>)).await;
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1, "the proxy cut the reservation's COMMIT");
+    // Before: the error, beside a live reservation the caller believed was never made.
+    assert!(matches!(reserved, Ok(Reserved::Inserted)), "{reserved:?}");
+    let held = journal.select(Select::Id("j_1".to_owned())).await.unwrap();
+    assert_eq!(held.len(), 1);
+    // The same intent again finds it live.
+    let again = journal
+        .reserve(reservation("j_2"), &["transfer"], |found| Ok(found.same_action.map(|row| row.id)))
+        .await
+        .unwrap();
+    assert!(matches!(again, Reserved::Refused(ref id) if id == "j_1"), "{again:?}");
 }
