@@ -64,6 +64,14 @@ impl PgStore {
         &self.pool
     }
 
+    /// A transaction for reading back what a failed one may have committed (its COMMIT's answer lost): its reads
+    /// that lock wait for the failed transaction to be finished on the server, at most 30 s.
+    pub(crate) async fn begin_read_back(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut *tx).await?;
+        Ok(tx)
+    }
+
     /// The database, shown without credentials.
     pub fn url(&self) -> &DatabaseUrl {
         &self.url

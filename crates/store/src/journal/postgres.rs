@@ -144,8 +144,7 @@ impl PgJournal {
 
     /// Whether the row `id` is stored, read once the wallet's reservation lock `key` is free.
     async fn inserted(&self, key: &str, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.store.pool().begin().await?;
-        sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut *tx).await?;
+        let mut tx = self.store.begin_read_back().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut *tx).await?;
         let found = sqlx::query("SELECT 1 FROM journal WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
         tx.commit().await?;

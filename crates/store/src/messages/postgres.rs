@@ -482,8 +482,43 @@ impl PgMessages {
             .execute(&mut *tx)
             .await?;
         }
-        tx.commit().await?;
+        if let Err(e) = tx.commit().await {
+            // A COMMIT whose answer was lost may have fired the reminder: then the message is stored, and its
+            // delivery beyond the store (the user's channel, a webhook) must still happen, or it is lost (the next
+            // pass finds it fired). Read back once the failed transaction has let go of the reminder's row.
+            if let Some((reminder, at)) = &m.fires
+                && let Ok(Some(id)) = self.fired_by(*reminder, at, &m).await
+            {
+                tracing::info!(reminder, "messages: a reminder whose COMMIT went unanswered was fired");
+                return Ok(Sent::Written(Written { id, delivered, skipped }));
+            }
+            return Err(e.into());
+        }
         Ok(Sent::Written(Written { id, delivered, skipped }))
+    }
+
+    /// The log row of the message `m` if it fired `reminder` at `at` (read under the reminder row's lock).
+    async fn fired_by(&self, reminder: i64, at: &str, m: &NewMessage) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.pg.begin_read_back().await?;
+        let fired: Option<Option<String>> =
+            sqlx::query_scalar("SELECT fired_at FROM reminders_items WHERE id = $1 FOR SHARE")
+                .bind(reminder)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if fired.flatten().as_deref() != Some(at) {
+            return Ok(None);
+        }
+        let id = sqlx::query_scalar(
+            "SELECT id FROM messages_log WHERE sender = $1 AND created_at = $2 AND metadata IS NOT DISTINCT FROM $3
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(&m.sender)
+        .bind(&m.created_at)
+        .bind(&m.metadata)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     pub(super) async fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>, StoreError> {
@@ -505,8 +540,28 @@ impl PgMessages {
             .bind(row.inbox_id)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        if let Err(e) = tx.commit().await {
+            // A COMMIT whose answer was lost may have marked it taken: then it is handed over, not lost (no later
+            // take would return it). Read back once the failed transaction has let go of the row.
+            let taken = self.taken_at(row.inbox_id).await;
+            if taken.ok().flatten().as_deref() == Some(at) {
+                return Ok(Some(row));
+            }
+            return Err(e.into());
+        }
         Ok(Some(row))
+    }
+
+    /// When the inbox row `inbox_id` was marked delivered (read under the row's lock).
+    async fn taken_at(&self, inbox_id: i64) -> Result<Option<String>, StoreError> {
+        let mut tx = self.pg.begin_read_back().await?;
+        let at: Option<Option<String>> =
+            sqlx::query_scalar("SELECT delivered_at FROM messages_inbox WHERE id = $1 FOR SHARE")
+                .bind(inbox_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok(at.flatten())
     }
 
     pub(super) async fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<(), StoreError> {

@@ -1,7 +1,8 @@
 //! A PostgreSQL COMMIT whose answer is lost: the server committed, then the connection was cut before the client
 //! heard so. The state writer must not report such a save as a conflict (or an error): it stands, so its caller is
 //! told it was saved, and the session takes the next save on top of it. Nor may the journal report such a
-//! reservation as failed: it is live, counts against the cap and holds the user's authorization.
+//! reservation as failed: it is live, counts against the cap and holds the user's authorization. Nor may a fired
+//! reminder or a taken message be reported as not stored: nothing would deliver them again.
 //!
 //! A TCP proxy between the store and the server forwards everything until it sees a `COMMIT` go out; then it lets the
 //! server process it, swallows the answer and cuts both sides.
@@ -10,6 +11,7 @@ use holdfast_core::SessionStateStore;
 use holdfast_core::config::DatabaseUrl;
 use holdfast_core::session_state::StateDelta;
 use holdfast_store::journal::{JournalTable, NewRow, Reserved, Select};
+use holdfast_store::messages::{Added, AfterWindows, MessageTable, NewMessage, NewReminder, Sent, Windows};
 use holdfast_store::sessions::{PgSessionStore, SessionStorage};
 use holdfast_store::{PgStore, Storage};
 use std::sync::Arc;
@@ -172,4 +174,52 @@ async fn a_reservation_whose_commit_answer_is_lost_is_reported_inserted() {
         .await
         .unwrap();
     assert!(matches!(again, Reserved::Refused(ref id) if id == "j_1"), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_fired_and_a_message_taken_whose_commit_answer_is_lost_are_not_lost() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let (cutter, proxied) = through_cutter(&url).await;
+    let messages = MessageTable::open(&Storage::Postgres(PgStore::connect(&proxied).await.unwrap())).await.unwrap();
+    let reminder = NewReminder {
+        agent_id: "a".to_owned(),
+        due_at: "2026-11-26T00:00:00.000Z".to_owned(),
+        message: "stand up".to_owned(),
+        target_type: "agent".to_owned(),
+        target_id: Some("b".to_owned()),
+        created_at: "2026-11-25T00:00:00.000Z".to_owned(),
+        ..NewReminder::default()
+    };
+    let Added::Inserted(id) = messages.add_reminder(reminder, |_| None::<()>).await.unwrap() else { panic!() };
+
+    // The reminder's delivery commits, its answer is lost: before, the scheduler was told the store failed and
+    // skipped what comes after the store (the user's channel, a webhook), and the next pass found it fired: lost.
+    cutter.armed.store(true, Ordering::SeqCst);
+    let fires = NewMessage {
+        sender: "a".to_owned(),
+        target_type: "agent".to_owned(),
+        target_id: Some("b".to_owned()),
+        content: "stand up".to_owned(),
+        metadata: Some(format!(r#"{{"kind":"reminder","reminder_id":"r_{id}"}}"#)),
+        created_at: "2026-11-26T00:00:01.000Z".to_owned(),
+        recipients: vec!["b".to_owned()],
+        via: "reminder".to_owned(),
+        fires: Some((id, "2026-11-26T00:00:01.000Z".to_owned())),
+        ..NewMessage::default()
+    };
+    let no_windows = None::<Windows<fn(&str) -> Option<Duration>>>;
+    let sent = messages.send(fires, no_windows, |_, _| AfterWindows::<()>::Store).await;
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1, "the proxy cut the delivery's COMMIT");
+    let Ok(Sent::Written(written)) = sent else { panic!("{sent:?}") };
+    assert_eq!(written.delivered, vec!["b".to_owned()]);
+    let waiting = messages.inbox_pending("b").await.unwrap();
+    assert_eq!((waiting.len(), waiting[0].message_id), (1, written.id));
+
+    // Taking it commits, the answer is lost: before, the caller got an error and no later take returned it.
+    cutter.armed.store(true, Ordering::SeqCst);
+    let taken = messages.inbox_take("b", "2026-11-26T00:00:02.000Z").await;
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 2, "the proxy cut the take's COMMIT");
+    let Ok(Some(row)) = taken else { panic!("{taken:?}") };
+    assert_eq!((row.message_id, row.content.as_str()), (written.id, "stand up"));
+    assert!(messages.inbox_pending("b").await.unwrap().is_empty());
 }
