@@ -130,6 +130,13 @@ async fn a_save_whose_commit_answer_is_lost_is_acknowledged_not_refused() {
     assert_eq!(cutter.cuts.load(Ordering::SeqCst), 3, "the proxy cut the third COMMIT");
     let stored = direct.load_state("b").await.unwrap().unwrap();
     assert_eq!(stored.parts.get("note").map(String::as_str), Some("b 4 by the other"));
+
+    // A link merge (an inbox turn's "answering" mark) committed with its answer lost is done, not an error: before,
+    // the worker looked at the message again, found the mark, and took the turn that never ran for interrupted.
+    cutter.armed.store(true, Ordering::SeqCst);
+    store.link_merge("inbox:x", serde_json::json!({"answering": "m_1"})).await.unwrap();
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 4, "the proxy cut the merge's COMMIT");
+    assert_eq!(direct.link_get("inbox:x").await.unwrap(), Some(serde_json::json!({"answering": "m_1"})));
 }
 
 fn reservation(id: &str) -> NewRow {
