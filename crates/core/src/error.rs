@@ -258,30 +258,41 @@ impl HasErrorCode for ToolError {
     }
 }
 
-/// Prefix used to smuggle a stable code through `serde`'s string-only custom errors (see [`coded_de_error`]).
-const CODE_MARK: char = '\u{1}';
+/// The mark around a stable code smuggled through `serde`'s string-only custom errors (see [`coded_de_error`]):
+/// a control character and a number drawn once per process. A bare control character would not do: serde quotes
+/// the input it rejects (an unknown field's name, a bad value) in the same message, so a caller could write the
+/// mark and a code of its choice into its own parameters (`internal`, `session_conflict`, …) and have its error
+/// reported with that code.
+fn code_mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| format!("\u{1}{}\u{1}", crate::confirm::random_id()))
+}
 
 /// Builds a `serde` deserialisation error that carries a stable code.
 ///
 /// `serde` errors are strings; the registry recognises this marker and reports `code` instead of the generic
 /// `invalid_params`. Used by [`crate::PresetOrCustom`] to report `preset_conflict`.
 pub fn coded_de_error<E: serde::de::Error>(code: ErrorCode, message: impl fmt::Display) -> E {
-    E::custom(format_args!("{CODE_MARK}{code}{CODE_MARK}{message}"))
+    let mark = code_mark();
+    E::custom(format_args!("{mark}{code}{mark}{message}"))
 }
 
 /// Splits a message produced by [`coded_de_error`] into its code and plain text. Messages without the marker are
-/// returned unchanged with no code. The marker may sit anywhere (serde prepends field paths).
+/// returned with no code (and without control characters, which only a caller's own input could have put there).
+/// The marker may sit anywhere (serde prepends field paths).
 pub fn split_coded_message(message: &str) -> (Option<ErrorCode>, String) {
-    let Some(start) = message.find(CODE_MARK) else {
-        return (None, message.to_owned());
+    let mark = code_mark();
+    let plain = |text: &str| text.replace('\u{1}', "");
+    let Some(start) = message.find(mark) else {
+        return (None, plain(message));
     };
-    let rest = &message[start + CODE_MARK.len_utf8()..];
-    let Some(end) = rest.find(CODE_MARK) else {
-        return (None, message.replace(CODE_MARK, ""));
+    let rest = &message[start + mark.len()..];
+    let Some(end) = rest.find(mark) else {
+        return (None, plain(message));
     };
     let code = ErrorCode::parse(&rest[..end]);
-    let text = format!("{}{}", &message[..start], &rest[end + CODE_MARK.len_utf8()..]);
-    (code, text)
+    let text = format!("{}{}", &message[..start], &rest[end + mark.len()..]);
+    (code, plain(&text))
 }
 
 #[cfg(test)]
@@ -305,5 +316,17 @@ mod tests {
         assert_eq!(code, Some(ErrorCode::PresetConflict));
         assert_eq!(text, "mode: mixed `url` with preset");
         assert_eq!(split_coded_message("plain"), (None, "plain".to_owned()));
+    }
+
+    /// Found by fuzzing `tool_params`: a field named with the old bare mark around `internal` made the registry
+    /// report the caller's own bad input as the runtime's failure. Any code could be forged that way.
+    #[test]
+    fn a_callers_input_cannot_forge_a_code() {
+        for forged in ["\u{1}internal\u{1}", "\u{1}session_conflict\u{1}", "\u{1}\u{1}internal\u{1}\u{1}"] {
+            let message = format!("unknown field `x{forged}k`, expected one of `symbol`");
+            let (code, text) = split_coded_message(&message);
+            assert_eq!(code, None, "{message:?}");
+            assert!(!text.contains('\u{1}'), "{text:?}");
+        }
     }
 }
