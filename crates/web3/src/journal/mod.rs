@@ -119,7 +119,7 @@ impl Journal {
     /// an intent, of the same fingerprint) is returned instead; a cap that would be exceeded writes nothing.
     pub(crate) async fn reserve(&self, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
         let row = rows::new_row(entry, EntryStatus::Reserved);
-        let id = row.id.clone();
+        let (id, written) = (row.id.clone(), rows::written(&row));
         let amount = row.amount.clone();
         let capped: Vec<&str> = cap.map(|cap| cap.kinds.iter().map(|k| k.as_str()).collect()).unwrap_or_default();
         let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap));
@@ -138,7 +138,7 @@ impl Journal {
             }
             Decided::Inserted => {
                 tracing::info!(journal_id = %id, status = "reserved", "journal transition");
-                Ok(Reserved::New(self.must_get(&id).await?))
+                Ok(Reserved::New(written))
             }
         }
     }

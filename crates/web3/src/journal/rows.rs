@@ -36,6 +36,37 @@ pub(super) fn new_row(entry: NewEntry, status: EntryStatus) -> NewRow {
     }
 }
 
+/// The entry `row` is once written as it is (no read: what was just inserted is known; a read that failed after
+/// the insert committed would leave a live reservation its caller took for never made).
+pub(super) fn written(row: &NewRow) -> JournalEntry {
+    entry(Row {
+        id: row.id.clone(),
+        session_id: row.session_id.clone(),
+        kind: row.kind.clone(),
+        network: row.network.clone(),
+        chain_id: row.chain_id.try_into().unwrap_or_default(),
+        from: row.from.clone(),
+        to: row.to.clone(),
+        nonce: row.nonce.and_then(|n| n.try_into().ok()),
+        value: row.value.clone(),
+        asset: row.asset.clone(),
+        asset_symbol: row.asset_symbol.clone(),
+        amount: row.amount.clone(),
+        fingerprint: row.fingerprint.clone(),
+        raw_tx: row.raw_tx.clone(),
+        tx_hash: row.tx_hash.clone(),
+        status: row.status.clone(),
+        block_number: None,
+        gas_used: None,
+        error: row.error.clone(),
+        summary: row.summary.clone(),
+        created_at: row.now.clone(),
+        updated_at: row.now.clone(),
+        intent: row.intent.clone(),
+        genesis: None,
+    })
+}
+
 /// The entry a stored row holds.
 pub(super) fn entry(row: Row) -> JournalEntry {
     let ts = |s: &str| DateTime::parse_from_rfc3339(s).map(|d| d.with_timezone(&Utc)).unwrap_or_default();

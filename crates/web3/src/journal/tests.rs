@@ -68,6 +68,21 @@ async fn entries_survive_reopening_and_settle() {
     assert!(j.unsettled_sends(8453, "0xa").await.unwrap().is_empty());
 }
 
+/// A reservation is answered with the entry as written, not read back (a read failing after the insert committed
+/// would leave a live reservation its caller took for never made): it must be what the journal holds.
+#[tokio::test]
+async fn a_new_reservation_is_what_the_journal_holds() {
+    for (backend, j) in journals().await {
+        let mut e = entry("w", "7", Some("iw"));
+        e.nonce = Some(4);
+        e.summary = json!({"action": "swap", "note": "ünïcode ✓"});
+        let reserved = new(j.reserve(e, Some(CAP)).await.unwrap());
+        let held = j.get(&reserved.id).await.unwrap().unwrap();
+        assert_eq!(format!("{reserved:?}"), format!("{held:?}"), "{backend}");
+        assert_eq!((reserved.status, reserved.nonce), (EntryStatus::Reserved, Some(4)), "{backend}");
+    }
+}
+
 #[tokio::test]
 async fn a_reservation_never_exceeds_the_cap_and_a_failure_releases_it() {
     for (backend, j) in journals().await {
