@@ -803,14 +803,17 @@ async fn broadcast(
                     let why = format!("{why}; {shown}: this transaction was not sent");
                     let update = EntryUpdate { error: Some(why.clone()), ..Default::default() };
                     let from_signed = [EntryStatus::Signed];
-                    // A journal that cannot record it leaves the entry `signed`: its outcome is then unknown to the
-                    // caller (reconciliation decides), never reported as failed while the journal still holds it.
-                    if journal.transition(id, &from_signed, EntryStatus::Failed, update).await.unwrap_or(false) {
-                        return Err(ToolError::new(ErrorCode::TransactionFailed, why));
-                    }
-                    // Reconciliation moved it meanwhile (it found the transaction): what it holds stands.
-                    let now = journal.get(id).await.ok().flatten().map_or(EntryStatus::Unknown, |e| e.status);
-                    return Ok(if now == EntryStatus::Failed { EntryStatus::Unknown } else { now });
+                    return Ok(match journal.transition(id, &from_signed, EntryStatus::Failed, update).await {
+                        Ok(true) => return Err(ToolError::new(ErrorCode::TransactionFailed, why)),
+                        // Reconciliation moved it meanwhile (it found the transaction): what it holds stands.
+                        Ok(false) => match journal.get(id).await.ok().flatten().map(|e| e.status) {
+                            Some(EntryStatus::Failed | EntryStatus::Signed) | None => EntryStatus::Unknown,
+                            Some(now) => now,
+                        },
+                        // A journal that cannot record it leaves the entry `signed`, which reconciliation may send
+                        // again: unknown, never "failed" and never "pending" (no node has it).
+                        Err(_) => EntryStatus::Unknown,
+                    });
                 }
                 Proof::Sent => (EntryStatus::Pending, None),
                 Proof::Unproven => {

@@ -5,7 +5,8 @@
 //! database connection does to that one write).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::Env;
+use crate::common::rpc_proxy::Fault;
+use crate::common::{Env, Tweaks};
 use crate::transfer::{prepare, to_register};
 use alloy::primitives::{Address, U256, address};
 use holdfast_core::ErrorCode;
@@ -92,4 +93,32 @@ async fn a_signed_transfer_whose_record_is_in_doubt_is_unknown_not_failed() {
     env.web3.reconcile().await.unwrap();
     assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce), "still nothing sent");
     assert_eq!(env.devnet.balance_of(USDC, FRIEND).await.unwrap(), friend, "the recipient got nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_send_every_node_refused_whose_failure_cannot_be_recorded_is_unknown_not_pending() {
+    let (env, proxy) = crate::kernel::behind_proxy(TestDevnet::start().await.unwrap(), Tweaks::default()).await;
+    prepare(&env, "send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base", "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
+    // The node refuses the transaction and never has it; the chain shows the nonce unused, so it is proven unsent,
+    // but the journal cannot record the failure: the entry stays `signed`, bytes and all.
+    proxy.set_fault(Fault::RejectUnsent);
+    fail_status_changes(&env.devnet, &["failed"]);
+
+    // Before: "pending" (a hash no node has), after waiting out the receipt timeout.
+    let out = env.ok("transfer", to_register()).await;
+    assert_eq!(out["status"], "unknown", "{out}");
+    assert!(proxy.faults_applied() >= 1, "the node refused it");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce), "nothing was sent");
+    assert_eq!(transfers(&env).await[0].status, EntryStatus::Signed);
+
+    // Unknown was the truth: once the journal and the node work again, reconciliation sends the journaled bytes, and
+    // the transfer happens exactly once.
+    heal(&env.devnet);
+    proxy.set_fault(Fault::Forward);
+    env.web3.reconcile().await.unwrap();
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(env.nonce().await, nonce + 1);
+    assert_eq!(env.balance(USDC).await, mine - U256::from(5_000_000u64));
 }

@@ -178,7 +178,7 @@ async fn calldata_paying_another_recipient_is_refused_by_its_decoding_and_the_re
 // ---------------------------------------------------------------------------------------------------------------
 
 /// A devnet whose network `base` is reached only through an [`RpcProxy`].
-async fn behind_proxy(devnet: TestDevnet, mut tweaks: Tweaks) -> (Env, RpcProxy) {
+pub(crate) async fn behind_proxy(devnet: TestDevnet, mut tweaks: Tweaks) -> (Env, RpcProxy) {
     let proxy = RpcProxy::start(&devnet.rpc_url).await;
     let text = std::fs::read_to_string(&devnet.config_path).unwrap();
     assert!(text.contains(&devnet.rpc_url), "the generated config names anvil's URL:\n{text}");

@@ -29,6 +29,9 @@ pub(crate) enum Fault {
     /// Forward it to the node, then answer a JSON-RPC error a gateway gives (`-32603 internal error`): a lie that the
     /// transaction was not taken.
     ForwardThenRpcError,
+    /// Do not forward it; answer the JSON-RPC error a node gives a transaction it refuses: the transaction is not
+    /// out there (its nonce stays unused).
+    RejectUnsent,
 }
 
 /// Rewrites the node's answer (`response`, a JSON-RPC response object) to one call (`request`): a lying node.
@@ -134,6 +137,14 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             for m in &called {
                 *counts.entry(m.clone()).or_default() += 1;
             }
+        }
+        if *shared.fault.lock() == Fault::RejectUnsent && called.iter().any(|m| m == "eth_sendRawTransaction") {
+            shared.faults_applied.fetch_add(1, Ordering::SeqCst);
+            let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "transaction underpriced"}});
+            if !respond(&mut stream, 200, "application/json", error.to_string().as_bytes(), false).await {
+                return;
+            }
+            continue;
         }
         let request: Option<Value> = serde_json::from_slice(&body).ok();
         let forwarded =
