@@ -64,8 +64,9 @@ impl PgStore {
         &self.pool
     }
 
-    /// A transaction for reading back what a failed one may have committed (its COMMIT's answer lost): its reads
-    /// that lock wait for the failed transaction to be finished on the server, at most 30 s.
+    /// A transaction for work after a failed one (reading back what it may have committed, its COMMIT's answer
+    /// lost; writing its rows again): its locks wait for the failed transaction to be finished on the server, which a
+    /// connection cut half-open can leave idle for long, at most 30 s.
     pub(crate) async fn begin_read_back(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut *tx).await?;

@@ -486,8 +486,8 @@ impl PgMessages {
             // A COMMIT whose answer was lost may have fired the reminder: then the message is stored, and its
             // delivery beyond the store (the user's channel, a webhook) must still happen, or it is lost (the next
             // pass finds it fired). Read back once the failed transaction has let go of the reminder's row.
-            if let Some((reminder, at)) = &m.fires
-                && let Ok(Some(id)) = self.fired_by(*reminder, at, &m).await
+            if let Some((reminder, _)) = &m.fires
+                && let Ok(true) = self.fired_by(*reminder, id).await
             {
                 tracing::info!(reminder, "messages: a reminder whose COMMIT went unanswered was fired");
                 return Ok(Sent::Written(Written { id, delivered, skipped }));
@@ -497,28 +497,15 @@ impl PgMessages {
         Ok(Sent::Written(Written { id, delivered, skipped }))
     }
 
-    /// The log row of the message `m` if it fired `reminder` at `at` (read under the reminder row's lock).
-    async fn fired_by(&self, reminder: i64, at: &str, m: &NewMessage) -> Result<Option<i64>, StoreError> {
+    /// Whether the transaction that fired `reminder` and wrote log row `id` committed: the row exists (a sequence's
+    /// numbers are never handed out twice, so no other transaction's row has it), read once the failed transaction
+    /// has let go of the reminder's row.
+    async fn fired_by(&self, reminder: i64, id: i64) -> Result<bool, StoreError> {
         let mut tx = self.pg.begin_read_back().await?;
-        let fired: Option<Option<String>> =
-            sqlx::query_scalar("SELECT fired_at FROM reminders_items WHERE id = $1 FOR SHARE")
-                .bind(reminder)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if fired.flatten().as_deref() != Some(at) {
-            return Ok(None);
-        }
-        let id = sqlx::query_scalar(
-            "SELECT id FROM messages_log WHERE sender = $1 AND created_at = $2 AND metadata IS NOT DISTINCT FROM $3
-             ORDER BY id DESC LIMIT 1",
-        )
-        .bind(&m.sender)
-        .bind(&m.created_at)
-        .bind(&m.metadata)
-        .fetch_optional(&mut *tx)
-        .await?;
+        sqlx::query("SELECT 1 FROM reminders_items WHERE id = $1 FOR SHARE").bind(reminder).execute(&mut *tx).await?;
+        let found = sqlx::query("SELECT 1 FROM messages_log WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
         tx.commit().await?;
-        Ok(id)
+        Ok(found.is_some())
     }
 
     pub(super) async fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>, StoreError> {
@@ -535,16 +522,17 @@ impl PgMessages {
         );
         let row = sqlx::query(AssertSqlSafe(sql)).bind(agent).fetch_optional(&mut *tx).await?;
         let Some(row) = row.as_ref().map(inbox_row).transpose()? else { return Ok(None) };
-        sqlx::query("UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2")
-            .bind(at)
-            .bind(row.inbox_id)
-            .execute(&mut *tx)
-            .await?;
+        // The row version this transaction writes carries its id (`xmin`): what tells its take from another's.
+        let version: String =
+            sqlx::query_scalar("UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2 RETURNING xmin::text")
+                .bind(at)
+                .bind(row.inbox_id)
+                .fetch_one(&mut *tx)
+                .await?;
         if let Err(e) = tx.commit().await {
             // A COMMIT whose answer was lost may have marked it taken: then it is handed over, not lost (no later
             // take would return it). Read back once the failed transaction has let go of the row.
-            let taken = self.taken_at(row.inbox_id).await;
-            if taken.ok().flatten().as_deref() == Some(at) {
+            if self.taken_by(row.inbox_id).await.ok().flatten().as_deref() == Some(version.as_str()) {
                 return Ok(Some(row));
             }
             return Err(e.into());
@@ -552,16 +540,16 @@ impl PgMessages {
         Ok(Some(row))
     }
 
-    /// When the inbox row `inbox_id` was marked delivered (read under the row's lock).
-    async fn taken_at(&self, inbox_id: i64) -> Result<Option<String>, StoreError> {
+    /// The transaction that last wrote the inbox row `inbox_id` (`xmin`), read under the row's lock.
+    async fn taken_by(&self, inbox_id: i64) -> Result<Option<String>, StoreError> {
         let mut tx = self.pg.begin_read_back().await?;
-        let at: Option<Option<String>> =
-            sqlx::query_scalar("SELECT delivered_at FROM messages_inbox WHERE id = $1 FOR SHARE")
+        let version: Option<String> =
+            sqlx::query_scalar("SELECT xmin::text FROM messages_inbox WHERE id = $1 FOR SHARE")
                 .bind(inbox_id)
                 .fetch_optional(&mut *tx)
                 .await?;
         tx.commit().await?;
-        Ok(at.flatten())
+        Ok(version)
     }
 
     pub(super) async fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<(), StoreError> {

@@ -129,15 +129,22 @@ impl PgSessionStore {
 }
 
 impl PgSessionStore {
-    /// Whether the link `key` holds every one of `fields` (read under the row's lock, so a merge still being
-    /// committed is waited for).
+    /// Whether the link `key` holds every one of `fields`, once a merge still being committed is done: a row's lock
+    /// waits for one that changed it, and an insert of the key (undone: this transaction never commits) for one that
+    /// created it, which no read would see before it commits.
     async fn link_holds(&self, key: &str, fields: &serde_json::Map<String, Value>) -> Result<bool, ToolError> {
         let mut tx = self.store.begin_read_back().await.map_err(db_err)?;
+        sqlx::query("INSERT INTO session_links (key, value) VALUES ($1, '{}') ON CONFLICT (key) DO NOTHING")
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let text: Option<String> = sqlx::query_scalar("SELECT value FROM session_links WHERE key = $1 FOR SHARE")
             .bind(key)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
+        let _ = tx.rollback().await;
         let held = text.and_then(|t| serde_json::from_str::<serde_json::Map<String, Value>>(&t).ok());
         Ok(held.is_some_and(|held| fields.iter().all(|(k, v)| held.get(k) == Some(v))))
     }
@@ -480,7 +487,7 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
             continue;
         }
         batch.sort_by(|a, b| a.id.cmp(&b.id));
-        match write_batch(&store, &batch).await {
+        match write_batch(&store, &batch, false).await {
             Ok(written) => {
                 let outcome = Ok(written);
                 for save in batch {
@@ -494,7 +501,7 @@ async fn write_saves(store: PgStore, mut rx: mpsc::UnboundedReceiver<Save>) {
                 // is settled: a save it cannot write is then read back, and stands if its own number is there.
                 tracing::warn!(saves = batch.len(), error = %e, "sessions: a batch of state saves failed; saving each alone");
                 for save in batch {
-                    let alone = write_batch(&store, std::slice::from_ref(&save)).await;
+                    let alone = write_batch(&store, std::slice::from_ref(&save), true).await;
                     let alone = landed_anyway(&store, &save, alone).await;
                     save.record(&mut runs, &alone);
                     save.answer(&alone);
@@ -556,8 +563,11 @@ async fn landed_anyway(
 /// The batch (sorted by session id) in one transaction: its existing rows locked in that order, first saves
 /// (revision 1) inserted, the others compared-and-set, each kind with one statement over arrays. The ids of the
 /// sessions whose row was written.
-async fn write_batch(store: &PgStore, batch: &[Save]) -> Result<HashSet<String>, ToolError> {
-    let mut tx = store.pool().begin().await.map_err(db_err)?;
+///
+/// `again`: the batch is being tried again after a failure, whose transaction the server may still hold (a connection
+/// cut half-open can leave it idle for as long as TCP keeps it): its row locks are waited for at most 30 s.
+async fn write_batch(store: &PgStore, batch: &[Save], again: bool) -> Result<HashSet<String>, ToolError> {
+    let mut tx = if again { store.begin_read_back().await } else { store.pool().begin().await }.map_err(db_err)?;
     let ids: Vec<&str> = batch.iter().map(|s| s.id.as_str()).collect();
     sqlx::query("SELECT 1 FROM session_state WHERE session_id = ANY($1) ORDER BY session_id FOR UPDATE")
         .bind(&ids)

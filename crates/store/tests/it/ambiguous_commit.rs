@@ -25,13 +25,17 @@ use tokio::net::{TcpListener, TcpStream};
 struct CommitCutter {
     armed: AtomicBool,
     cuts: AtomicUsize,
+    /// Cut before the COMMIT reaches the server instead (it then never commits): the case a read-back must not
+    /// take for committed.
+    before: AtomicBool,
 }
 
 impl CommitCutter {
     async fn start(upstream: String) -> (Arc<Self>, u16) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let cutter = Arc::new(Self { armed: AtomicBool::new(false), cuts: AtomicUsize::new(0) });
+        let cutter =
+            Arc::new(Self { armed: AtomicBool::new(false), cuts: AtomicUsize::new(0), before: AtomicBool::new(false) });
         let shared = cutter.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
@@ -64,6 +68,9 @@ impl CommitCutter {
             if cut {
                 swallow.store(true, Ordering::SeqCst);
                 self.cuts.fetch_add(1, Ordering::SeqCst);
+                if self.before.load(Ordering::SeqCst) {
+                    break;
+                }
             }
             if server_tx.write_all(&buf[..n]).await.is_err() {
                 break;
@@ -139,6 +146,19 @@ async fn a_save_whose_commit_answer_is_lost_is_acknowledged_not_refused() {
     assert_eq!(direct.link_get("inbox:x").await.unwrap(), Some(serde_json::json!({"answering": "m_1"})));
 }
 
+/// Agent `a`'s reminder to agent `b`.
+fn stand_up() -> NewReminder {
+    NewReminder {
+        agent_id: "a".to_owned(),
+        due_at: "2026-11-26T00:00:00.000Z".to_owned(),
+        message: "stand up".to_owned(),
+        target_type: "agent".to_owned(),
+        target_id: Some("b".to_owned()),
+        created_at: "2026-11-25T00:00:00.000Z".to_owned(),
+        ..NewReminder::default()
+    }
+}
+
 fn reservation(id: &str) -> NewRow {
     NewRow {
         id: id.to_owned(),
@@ -188,15 +208,7 @@ async fn a_reminder_fired_and_a_message_taken_whose_commit_answer_is_lost_are_no
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
     let (cutter, proxied) = through_cutter(&url).await;
     let messages = MessageTable::open(&Storage::Postgres(PgStore::connect(&proxied).await.unwrap())).await.unwrap();
-    let reminder = NewReminder {
-        agent_id: "a".to_owned(),
-        due_at: "2026-11-26T00:00:00.000Z".to_owned(),
-        message: "stand up".to_owned(),
-        target_type: "agent".to_owned(),
-        target_id: Some("b".to_owned()),
-        created_at: "2026-11-25T00:00:00.000Z".to_owned(),
-        ..NewReminder::default()
-    };
+    let reminder = stand_up();
     let Added::Inserted(id) = messages.add_reminder(reminder, |_| None::<()>).await.unwrap() else { panic!() };
 
     // The reminder's delivery commits, its answer is lost: before, the scheduler was told the store failed and
@@ -229,4 +241,70 @@ async fn a_reminder_fired_and_a_message_taken_whose_commit_answer_is_lost_are_no
     let Ok(Some(row)) = taken else { panic!("{taken:?}") };
     assert_eq!((row.message_id, row.content.as_str()), (written.id, "stand up"));
     assert!(messages.inbox_pending("b").await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_that_never_reached_the_server_are_not_taken_for_committed() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    let (cutter, proxied) = through_cutter(&url).await;
+    cutter.before.store(true, Ordering::SeqCst);
+    let pg = PgStore::connect(&proxied).await.unwrap();
+    let cut = |n: usize| {
+        cutter.armed.store(true, Ordering::SeqCst);
+        move |cutter: &CommitCutter| assert_eq!(cutter.cuts.load(Ordering::SeqCst), n, "the proxy cut COMMIT {n}")
+    };
+
+    // A reservation: an error, no row, and the same intent can be reserved afresh.
+    let journal = JournalTable::open(&Storage::Postgres(pg.clone())).await.unwrap();
+    let check = cut(1);
+    assert!(journal.reserve(reservation("j_1"), &["transfer"], |_| Ok(None::<String>)).await.is_err());
+    check(&cutter);
+    assert!(journal.select(Select::Id("j_1".to_owned())).await.unwrap().is_empty());
+    let again = journal.reserve(reservation("j_2"), &["transfer"], |found| Ok(found.same_action.map(|r| r.id)));
+    assert!(matches!(again.await.unwrap(), Reserved::Inserted));
+
+    // A new link: an error, and no link (the read-back's probe of the key left nothing either).
+    let sessions = PgSessionStore::open(pg.clone()).await.unwrap();
+    let check = cut(2);
+    assert!(sessions.link_merge("inbox:y", serde_json::json!({"answering": "m_2"})).await.is_err());
+    check(&cutter);
+    assert_eq!(sessions.link_get("inbox:y").await.unwrap(), None);
+
+    // A session's save: tried again on a new connection, written once, acknowledged.
+    sessions.create("c", "http").await.unwrap();
+    let check = cut(3);
+    sessions.save_state("c", 1, note("c 1")).await.unwrap();
+    check(&cutter);
+    let stored = sessions.load_state("c").await.unwrap().unwrap();
+    assert_eq!((stored.revision, stored.parts.get("note").map(String::as_str)), (1, Some("c 1")));
+
+    // A reminder's delivery: an error, nothing in the inbox, the reminder still due.
+    let messages = MessageTable::open(&Storage::Postgres(pg.clone())).await.unwrap();
+    let reminder = stand_up();
+    let Added::Inserted(id) = messages.add_reminder(reminder, |_| None::<()>).await.unwrap() else { panic!() };
+    let fires = NewMessage {
+        sender: "a".to_owned(),
+        target_type: "agent".to_owned(),
+        target_id: Some("b".to_owned()),
+        content: "stand up".to_owned(),
+        created_at: "2026-11-26T00:00:01.000Z".to_owned(),
+        recipients: vec!["b".to_owned()],
+        via: "reminder".to_owned(),
+        fires: Some((id, "2026-11-26T00:00:01.000Z".to_owned())),
+        ..NewMessage::default()
+    };
+    let no_windows = || None::<Windows<fn(&str) -> Option<Duration>>>;
+    let check = cut(4);
+    assert!(messages.send(fires.clone(), no_windows(), |_, _| AfterWindows::<()>::Store).await.is_err());
+    check(&cutter);
+    assert!(messages.inbox_pending("b").await.unwrap().is_empty());
+    assert_eq!(messages.reminders("a", false).await.unwrap().len(), 1, "still due");
+
+    // A take: an error, and the message still waiting.
+    let sent = messages.send(fires, no_windows(), |_, _| AfterWindows::<()>::Store).await.unwrap();
+    assert!(matches!(sent, Sent::Written(_)), "{sent:?}");
+    let check = cut(5);
+    assert!(messages.inbox_take("b", "2026-11-26T00:00:02.000Z").await.is_err());
+    check(&cutter);
+    assert_eq!(messages.inbox_pending("b").await.unwrap().len(), 1, "still waiting");
 }
