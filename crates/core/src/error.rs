@@ -278,7 +278,8 @@ pub fn coded_de_error<E: serde::de::Error>(code: ErrorCode, message: impl fmt::D
 }
 
 /// Splits a message produced by [`coded_de_error`] into its code and plain text. Messages without the marker are
-/// returned with no code (and without control characters, which only a caller's own input could have put there).
+/// returned with no code (and without the mark's character U+0001, which only a caller's own input could have put
+/// there).
 /// The marker may sit anywhere (serde prepends field paths).
 pub fn split_coded_message(message: &str) -> (Option<ErrorCode>, String) {
     let mark = code_mark();

@@ -1,7 +1,8 @@
 //! Every table holdfast keeps, in both dialects, in one place: each owner's steps are SQL files under
 //! `crates/store/migrations/<dialect>/<owner>/NNNN_*.sql`, compiled in, and applied in order by the one runner
 //! ([`crate::migrate`], recorded in `holdfast_migrations`). A file that must look before it changes (a column older
-//! SQLite files may already have) has its step as code here, around its SQL file. What each table's
+//! SQLite files may already have) has its step as code here, around its SQL file; a step one dialect does not need
+//! is empty there (sessions' step 3 on SQLite). What each table's
 //! acknowledgement promises is declared beside it ([`crate::durability`]).
 //!
 //! Every table's queries are this crate's too; the domain crate that uses them decides what their rows mean.

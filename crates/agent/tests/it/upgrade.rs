@@ -69,8 +69,8 @@ async fn a_data_dir_of_an_earlier_release_opens_in_place_with_everything_in_it()
     everything_is_there(&config(dir.path(), &data)).await;
 }
 
-/// The PostgreSQL database of 2026-11-26 (before the same three steps of the messages tables) is migrated in place
-/// when an instance of this release starts on it, and nothing in it is lost.
+/// The PostgreSQL database of 2026-11-26 (before the same three steps of the messages tables, and the sessions
+/// table's `save_id`) is migrated in place when an instance of this release starts on it, and nothing in it is lost.
 #[tokio::test]
 async fn a_postgres_database_of_an_earlier_release_is_migrated_in_place_with_everything_in_it() {
     let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };

@@ -748,9 +748,9 @@ async fn commit<K: TxKind>(
     Ok((sent(outcome, receipt.block_number, Some(gas_used)), plan.summary))
 }
 
-/// The answer when the journal's record of a signed transaction is unknown (its write failed, and so did every look
-/// at it): the bytes may be journaled, and then reconciliation sends them, so the outcome is unknown — never
-/// "failed".
+/// The answer when the journal's record of a signed transaction is unknown (its write failed, it was not found
+/// `signed`, and its release to `failed` could not be recorded): the bytes may be journaled, and then reconciliation
+/// sends them, so the outcome is unknown — never "failed".
 fn unrecorded(id: &str, e: &ToolError) -> ToolError {
     ToolError::new(
         ErrorCode::OutcomeUnknown,
