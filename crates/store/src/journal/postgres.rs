@@ -128,9 +128,10 @@ impl PgJournal {
         query(super::sql::insert(&new)).execute(&mut *tx).await?;
         if let Err(e) = tx.commit().await {
             // A COMMIT whose answer was lost may have committed the row: a live reservation that counts against the
-            // cap and holds the user's authorization. Whether it did is read back, under the wallet's reservation lock (which the
-            // failed transaction holds until the server has finished with it), by the row's id, a random number
-            // this process drew; a row found is reported as inserted, not as an error beside a live reservation.
+            // cap and holds the user's authorization. Whether it did is read back under the wallet's reservation
+            // lock (which the failed transaction holds until the server has finished with it), by the row's id, a
+            // random number this process drew; a row found is reported as inserted, not as an error beside a live
+            // reservation.
             return match self.inserted(&key, &new.id).await {
                 Ok(true) => {
                     tracing::info!(journal_id = %new.id, "journal: a reservation whose COMMIT went unanswered was committed");

@@ -13,8 +13,8 @@
 //! was written. A batch whose COMMIT went out but whose answer was lost (the connection cut after the server
 //! committed) may have been committed: each row records the number its writer drew for the save that wrote it
 //! (`save_id`), so a save that is not written when tried again is read back, and acknowledged if its own number is
-//! there, not reported as a conflict. A pipelined save is written only on top of
-//! its own copy's write (`super::runs`), or refused unwritten.
+//! there, not reported as a conflict. A pipelined save is written only on top of its own copy's write
+//! (`super::runs`), or refused unwritten.
 
 use super::{MessageRole, NewMessage, SessionInfo, SessionStorage, StoredMessage, conflict, ts};
 use crate::PgStore;
@@ -72,7 +72,7 @@ struct Save {
     revision: i64,
     delta: StateDelta,
     saved_at: String,
-    /// Drawn by the writer when it takes the save (never 0, the number of rows written before it was recorded).
+    /// Drawn by the writer when it takes the save; never 0, which rows written before the column existed hold.
     save_id: i64,
     replies: Vec<oneshot::Sender<Result<bool, ToolError>>>,
 }
@@ -126,9 +126,7 @@ impl PgSessionStore {
             .map_err(db_err)?;
         row.as_ref().map(info).transpose()
     }
-}
 
-impl PgSessionStore {
     /// Whether the link `key` holds every one of `fields`, once a merge still being committed is done: a row's lock
     /// waits for one that changed it, and an insert of the key (undone: this transaction never commits) for one that
     /// created it, which no read would see before it commits.

@@ -44,7 +44,8 @@ pub(super) fn written(row: &NewRow) -> JournalEntry {
         session_id: row.session_id.clone(),
         kind: row.kind.clone(),
         network: row.network.clone(),
-        chain_id: row.chain_id.try_into().unwrap_or_default(),
+        // As the table stores them (`holdfast_store::journal`'s statements): a chain id past i64 as i64::MAX.
+        chain_id: i64::try_from(row.chain_id).unwrap_or(i64::MAX),
         from: row.from.clone(),
         to: row.to.clone(),
         nonce: row.nonce.and_then(|n| n.try_into().ok()),
