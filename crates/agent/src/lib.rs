@@ -2,7 +2,7 @@
 //!
 //! The agent layer: [`Runtime`] composes every layer from one configuration file into one tool registry;
 //! [`SessionStorage`] persists sessions and their history; [`llm`] speaks the OpenAI-compatible and Anthropic wire
-//! protocols; [`Agent`] runs the tool loop, fitting the history into the context window ([`window`]); [`inbox`]
+//! protocols; [`Agent`] runs the tool loop, showing the model its history as [`transcript`] puts it, fitting the history into the context window ([`window`]); [`inbox`]
 //! starts the turns that messages and reminders ask for; [`skills`] loads markdown skills; [`access`] guards the HTTP front ends (access token, `Host`/`Origin` checks).
 
 pub mod access;
@@ -14,6 +14,7 @@ pub mod llm;
 pub mod runtime;
 pub use holdfast_store::sessions;
 pub mod skills;
+pub mod transcript;
 pub mod turns;
 pub mod window;
 

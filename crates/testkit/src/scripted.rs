@@ -1,6 +1,7 @@
 //! Scripted LLM servers on loopback speaking the real wire protocols (OpenAI chat completions SSE, Anthropic
 //! Messages SSE), replaying recorded-style responses, and recording every request they receive: the double for a
-//! model API, shared by the agent, server and binary tests.
+//! model API, shared by the agent, server and binary tests. Like the real APIs, they refuse (HTTP 400,
+//! `invalid_request_error`) a request whose tool calls and tool results do not pair up.
 //!
 //! Test support: a failure here is the calling test's failure, so it unwraps and panics.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -151,7 +152,94 @@ fn halves(s: &str) -> (String, String) {
     (s[..mid].to_owned(), s[mid..].to_owned())
 }
 
+/// What OpenAI's chat completions API answers (HTTP 400) to a request whose tool calls and results do not pair up:
+/// every assistant message with `tool_calls` must be followed at once by one `tool` message per call id, and every
+/// `tool` message must answer a call of the assistant message before it. `None` when they pair up.
+fn openai_unpaired(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap_or_default();
+            match open.iter().position(|c| c == id) {
+                Some(at) => drop(open.remove(at)),
+                None => {
+                    return Some(format!(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages.[{i}])"
+                    ));
+                }
+            }
+            continue;
+        }
+        if !open.is_empty() {
+            return Some(format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                open.join(", ")
+            ));
+        }
+        if let Some(calls) = m["tool_calls"].as_array() {
+            open = calls.iter().filter_map(|c| c["id"].as_str().map(str::to_owned)).collect();
+        }
+    }
+    (!open.is_empty())
+        .then(|| format!("The following tool_call_ids did not have response messages: {}", open.join(", ")))
+}
+
+/// What Anthropic's Messages API answers (HTTP 400) to a request whose `tool_use` and `tool_result` blocks do not
+/// pair up: the message after one with `tool_use` blocks must hold a `tool_result` for each id, and a `tool_result`
+/// must answer a `tool_use` of the message before it. `None` when they pair up.
+fn anthropic_unpaired(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let blocks = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .map(|c| {
+                c.iter().filter(|b| b["type"] == kind).filter_map(|b| b[key].as_str().map(str::to_owned)).collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let results = blocks(m, "tool_result", "tool_use_id");
+        if let Some(stray) = results.iter().find(|id| !open.contains(id)) {
+            return Some(format!(
+                "messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {stray}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+            ));
+        }
+        let missing: Vec<&String> = open.iter().filter(|id| !results.contains(id)).collect();
+        if !missing.is_empty() {
+            let ids: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+            return Some(format!(
+                "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                i.saturating_sub(1),
+                ids.join(", ")
+            ));
+        }
+        open = blocks(m, "tool_use", "id");
+    }
+    (!open.is_empty()).then(|| format!("`tool_use` ids were found without `tool_result` blocks: {}", open.join(", ")))
+}
+
+/// HTTP 400 with the provider's `invalid_request_error` body.
+fn invalid_request(wire: Wire, message: &str) -> Response {
+    let body = match wire {
+        Wire::OpenAi => {
+            json!({"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": null}})
+        }
+        Wire::Anthropic => json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+    };
+    Response::builder()
+        .status(StatusCode::BAD_REQUEST)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
 async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    if let Some(message) = openai_unpaired(&body.0) {
+        s.requests.lock().push((headers, body.0));
+        return invalid_request(Wire::OpenAi, &message);
+    }
     let mut reply = s.next(headers, body.0);
     while let Reply::Delay(d, inner) = reply {
         tokio::time::sleep(d).await;
@@ -195,6 +283,10 @@ async fn serve_openai(State(s): State<Scripted>, headers: HeaderMap, body: axum:
 }
 
 async fn serve_anthropic(State(s): State<Scripted>, headers: HeaderMap, body: axum::Json<Value>) -> Response {
+    if let Some(message) = anthropic_unpaired(&body.0) {
+        s.requests.lock().push((headers, body.0));
+        return invalid_request(Wire::Anthropic, &message);
+    }
     let mut reply = s.next(headers, body.0);
     while let Reply::Delay(d, inner) = reply {
         tokio::time::sleep(d).await;

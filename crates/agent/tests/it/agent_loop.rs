@@ -5,8 +5,8 @@ use holdfast_agent::llm::anthropic::AnthropicProvider;
 use holdfast_agent::llm::openai::OpenAiProvider;
 use holdfast_agent::llm::{ChatProvider, LlmErrorKind, RetryPolicy};
 use holdfast_agent::{
-    Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, MessageRole, NoObserver, Runtime, StopReason,
-    TurnObserver,
+    Agent, AgentConfig, AgentError, CancelToken, ConfirmDecision, MessageRole, NewMessage, NoObserver, Runtime,
+    StopReason, ToolCallRecord, TurnObserver,
 };
 use holdfast_core::confirm::Confirmation;
 use holdfast_core::tool::BoxFuture;
@@ -513,4 +513,101 @@ async fn a_server_that_does_not_stream_is_understood_on_both_wires() {
         assert_eq!((out.usage.input_tokens, out.usage.output_tokens), (120, 16), "{wire:?}");
         assert_eq!(ctx.registers.get("buy_token").unwrap().value["symbol"], "USDC", "{wire:?}");
     }
+}
+
+async fn runtime_in(dir: &std::path::Path) -> Arc<Runtime> {
+    let doc = holdfast_core::config::ConfigDocument::empty();
+    Arc::new(Runtime::from_document_with_data_dir(doc, Some(dir.to_path_buf())).await.unwrap())
+}
+
+/// The tool results of the last request the model got, as (call id, error code or "ok"), on either wire.
+fn last_request_results(scripted: &Scripted) -> Vec<(String, String)> {
+    let body = scripted.requests.lock().last().unwrap().1.clone();
+    let code = |content: &str| {
+        serde_json::from_str::<Value>(content).ok().and_then(|v| v["error"]["code"].as_str().map(str::to_owned))
+    };
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        if m["role"] == "tool" {
+            let c = code(m["content"].as_str().unwrap()).unwrap_or_else(|| "ok".into());
+            out.push((m["tool_call_id"].as_str().unwrap().to_owned(), c));
+        }
+        for b in m["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "tool_result") {
+            let c = code(b["content"].as_str().unwrap()).unwrap_or_else(|| "ok".into());
+            out.push((b["tool_use_id"].as_str().unwrap().to_owned(), c));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_session_whose_process_stopped_during_a_tool_call_goes_on_after_a_restart() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = {
+            // What a process killed while a tool ran leaves on disk: the model's call recorded, no result.
+            let runtime = runtime_in(tmp.path()).await;
+            let (info, _) = runtime.open_session("test").await.unwrap();
+            let sessions = &runtime.sessions;
+            sessions.append(&info.id, NewMessage::text(MessageRole::User, "pay the invoice")).await.unwrap();
+            let call = ToolCallRecord { id: "call_stopped".into(), name: "web3_tx".into(), arguments: json!({}) };
+            let asked = NewMessage { tool_calls: vec![call], ..NewMessage::text(MessageRole::Assistant, "") };
+            sessions.append(&info.id, asked).await.unwrap();
+            info.id
+        };
+        let runtime = runtime_in(tmp.path()).await;
+        let ctx = runtime.session(&id).await.unwrap().unwrap();
+        let scripted =
+            Scripted::start(wire, vec![Reply::Text("It may have been paid; let me check first.".into())]).await;
+        let agent = Agent::new(Arc::clone(&runtime), provider(wire, &scripted));
+        let out = agent.run_turn(&ctx, "did it go through?", &NoObserver, &CancelToken::new()).await;
+        let out = out.unwrap_or_else(|e| panic!("{wire:?}: the session is stuck: {e}"));
+        assert_eq!(out.text, "It may have been paid; let me check first.");
+        assert_eq!(
+            last_request_results(&scripted),
+            [("call_stopped".to_owned(), "outcome_unknown".to_owned())],
+            "{wire:?}: the model is told the call's outcome is unknown"
+        );
+        let history = runtime.sessions.history(&id).await.unwrap();
+        assert!(history.iter().all(|m| m.role != MessageRole::Tool), "the stored history is left as it was");
+    }
+}
+
+#[tokio::test]
+async fn a_result_that_cannot_be_saved_ends_the_turn_saying_what_the_call_did() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = runtime_in(tmp.path()).await;
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
+    let db = holdfast_store::SqliteDb::open(&tmp.path().join("holdfast.db")).unwrap();
+    db.lock()
+        .execute_batch(
+            "CREATE TRIGGER history_fault BEFORE INSERT ON session_messages WHEN NEW.role = 'tool'
+             BEGIN SELECT RAISE(ABORT, 'disk full (injected by the test)'); END;",
+        )
+        .unwrap();
+    let scripted = Scripted::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Tools(vec![tool("register_set", json!({"key": "invoice_note", "value": "paid by the agent"}))]),
+            Reply::Text("It was written; I will check before doing it again.".into()),
+        ],
+    )
+    .await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let err =
+        agent.run_turn(&ctx, "note that the invoice is paid", &NoObserver, &CancelToken::new()).await.unwrap_err();
+    let AgentError::Tool(err) = err else { panic!("a storage error: {err:?}") };
+    assert!(err.message.contains("`register_set` ran"), "{}", err.message);
+    assert!(err.message.contains("invoice_note"), "the user is told what it answered: {}", err.message);
+    assert_eq!(ctx.registers.get("invoice_note").unwrap().value, json!("paid by the agent"), "the call did run");
+    assert_eq!(scripted.requests.lock().len(), 1, "the turn stopped instead of going on unrecorded");
+
+    db.lock().execute_batch("DROP TRIGGER history_fault").unwrap();
+    let out = agent.run_turn(&ctx, "was it written?", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert_eq!(out.text, "It was written; I will check before doing it again.");
+    let results = last_request_results(&scripted);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].1, "outcome_unknown", "the next turn tells the model the call's outcome is unknown");
+    let history = runtime.sessions.history(&info.id).await.unwrap();
+    assert_eq!(history.last().unwrap().content, out.text);
 }
