@@ -19,6 +19,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long [`PgLock::is_held`] waits for its connection to answer.
 pub const HELD_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a read-back after a failed `COMMIT` waits for that transaction to be finished on the server.
+const READ_BACK_WAIT: Duration = Duration::from_secs(30);
+
 /// The most connections one instance opens (locks held across a broadcast use their own, outside the pool).
 const POOL_SIZE: u32 = 16;
 
@@ -69,8 +72,50 @@ impl PgStore {
     /// connection cut half-open can leave idle for long, at most 30 s.
     pub(crate) async fn begin_read_back(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut *tx).await?;
+        let wait = format!("SET LOCAL lock_timeout = '{}s'", READ_BACK_WAIT.as_secs());
+        sqlx::query(sqlx::AssertSqlSafe(wait)).execute(&mut *tx).await?;
         Ok(tx)
+    }
+
+    /// Commits `tx`, the transaction whose id one of its statements returned as `xid` (`pg_current_xact_id()::text`,
+    /// asked for before the `COMMIT`). When the `COMMIT` fails — its answer may have been lost with the connection
+    /// after the server committed — the server is asked what became of transaction `xid` (`pg_xact_status`, which
+    /// PostgreSQL provides for exactly this), waiting while it is still in progress, at most 30 s: committed is
+    /// success, so a caller never retries (and duplicates) a write that stands. Otherwise the `COMMIT`'s error.
+    ///
+    /// For writes that insert new rows (a history entry, a message, a task, a reminder): their retry would add a
+    /// second row. Writes that decide on what they read under a lock read back their own way
+    /// ([`Self::begin_read_back`]).
+    pub(crate) async fn commit(
+        &self,
+        tx: sqlx::Transaction<'static, sqlx::Postgres>,
+        xid: &str,
+    ) -> Result<(), sqlx::Error> {
+        let Err(e) = tx.commit().await else { return Ok(()) };
+        if self.committed(xid).await {
+            tracing::info!(xid, "storage: a COMMIT whose answer was lost had committed");
+            return Ok(());
+        }
+        Err(e)
+    }
+
+    /// Whether transaction `xid` committed, by the server's word; false when it aborted, is still in progress after
+    /// 30 s, is too old to be known, or the server cannot be asked.
+    async fn committed(&self, xid: &str) -> bool {
+        let deadline = tokio::time::Instant::now() + READ_BACK_WAIT;
+        loop {
+            let status = sqlx::query_scalar::<_, Option<String>>("SELECT pg_xact_status($1::xid8)")
+                .bind(xid)
+                .fetch_one(&self.pool)
+                .await;
+            match status.as_ref().map(Option::as_deref) {
+                Ok(Some("committed")) => return true,
+                Ok(Some("in progress")) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                _ => return false,
+            }
+        }
     }
 
     /// The database, shown without credentials.

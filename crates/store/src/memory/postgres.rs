@@ -148,9 +148,9 @@ impl PgMemory {
         .execute(&mut *tx)
         .await
         .map_err(store)?;
-        sqlx::query(
+        let xid: String = sqlx::query_scalar(
             "INSERT INTO memory_history (agent_id, label, actor, op, old_value, new_value, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING pg_current_xact_id()::text",
         )
         .bind(agent)
         .bind(label)
@@ -159,10 +159,11 @@ impl PgMemory {
         .bind(old)
         .bind(&b.value)
         .bind(&b.updated_at)
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(store)?;
-        tx.commit().await.map_err(store)?;
+        // An append retried after a lost answer would add its text twice: the COMMIT's outcome is read back.
+        self.pg.commit(tx, &xid).await.map_err(store)?;
         Ok(out)
     }
 

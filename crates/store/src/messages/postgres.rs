@@ -281,9 +281,9 @@ impl PgMessages {
         if let Some(refusal) = refuse(u64::try_from(pending).unwrap_or_default()) {
             return Ok(Added::Refused(refusal));
         }
-        let id: i64 = sqlx::query_scalar(
+        let (id, xid): (i64, String) = sqlx::query_as(
             "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, pg_current_xact_id()::text",
         )
         .bind(&r.agent_id)
         .bind(&r.due_at)
@@ -295,7 +295,8 @@ impl PgMessages {
         .bind(&r.session_id)
         .fetch_one(&mut *tx)
         .await?;
-        tx.commit().await?;
+        // Added again after a lost answer, it would fire twice.
+        self.pg.commit(tx, &xid).await?;
         Ok(Added::Inserted(id))
     }
 
@@ -441,9 +442,9 @@ impl PgMessages {
                 delivered = m.recipients.iter().filter(|r| delivered.contains(r)).cloned().collect();
             }
         }
-        let id: i64 = sqlx::query_scalar(
+        let (id, xid): (i64, String) = sqlx::query_as(
             "INSERT INTO messages_log (sender, target_type, target_id, content, metadata, session_id, created_at, hops)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, pg_current_xact_id()::text",
         )
         .bind(&m.sender)
         .bind(&m.target_type)
@@ -482,30 +483,11 @@ impl PgMessages {
             .execute(&mut *tx)
             .await?;
         }
-        if let Err(e) = tx.commit().await {
-            // A COMMIT whose answer was lost may have fired the reminder: then the message is stored, and its
-            // delivery beyond the store (the user's channel, a webhook) must still happen, or it is lost (the next
-            // pass finds it fired). Read back once the failed transaction has let go of the reminder's row.
-            if let Some((reminder, _)) = &m.fires
-                && let Ok(true) = self.fired_by(*reminder, id).await
-            {
-                tracing::info!(reminder, "messages: a reminder whose COMMIT went unanswered was fired");
-                return Ok(Sent::Written(Written { id, delivered, skipped }));
-            }
-            return Err(e.into());
-        }
+        // A COMMIT whose answer was lost may have stored the message: sent again, every recipient would get it
+        // twice; and a reminder it fired would be lost (its delivery beyond the store — the user's channel, a
+        // webhook — skipped, and the next pass finds it fired). So its outcome is read back.
+        self.pg.commit(tx, &xid).await?;
         Ok(Sent::Written(Written { id, delivered, skipped }))
-    }
-
-    /// Whether the transaction that fired `reminder` and wrote log row `id` committed: the row exists (a sequence's
-    /// numbers are never handed out twice, so no other transaction's row has it), read once the failed transaction
-    /// has let go of the reminder's row.
-    async fn fired_by(&self, reminder: i64, id: i64) -> Result<bool, StoreError> {
-        let mut tx = self.pg.begin_read_back().await?;
-        sqlx::query("SELECT 1 FROM reminders_items WHERE id = $1 FOR SHARE").bind(reminder).execute(&mut *tx).await?;
-        let found = sqlx::query("SELECT 1 FROM messages_log WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(found.is_some())
     }
 
     pub(super) async fn inbox_first(&self, agent: &str) -> Result<Option<InboxRow>, StoreError> {

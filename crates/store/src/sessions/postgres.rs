@@ -323,9 +323,9 @@ impl SessionStorage for PgSessionStore {
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(db_err)?;
-            sqlx::query(
+            let xid: String = sqlx::query_scalar(
                 "INSERT INTO session_messages (session_id, seq, role, content, tool_calls, tool_call_id, name, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING pg_current_xact_id()::text",
             )
             .bind(session_id)
             .bind(seq)
@@ -335,7 +335,7 @@ impl SessionStorage for PgSessionStore {
             .bind(&message.tool_call_id)
             .bind(&message.name)
             .bind(&now_s)
-            .execute(&mut *tx)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
             if message.role == MessageRole::User {
@@ -353,7 +353,8 @@ impl SessionStorage for PgSessionStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
-            tx.commit().await.map_err(db_err)?;
+            // Appended again after a lost answer, the entry would be in the history twice.
+            self.store.commit(tx, &xid).await.map_err(db_err)?;
             Ok(StoredMessage {
                 seq,
                 role: message.role,

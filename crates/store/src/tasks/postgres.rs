@@ -41,10 +41,13 @@ async fn load(c: &mut PgConnection, agent: &str, id: i64, lock: bool) -> Result<
 
 impl PgTasks {
     pub(super) async fn insert(&self, agent: &str, t: &TaskRow) -> Result<i64, StoreError> {
-        Ok(sqlx::query_scalar(
+        // In a transaction of its own so that a COMMIT whose answer was lost is read back, not retried into a
+        // second task.
+        let mut tx = self.pg.pool().begin().await?;
+        let (id, xid): (i64, String) = sqlx::query_as(
             "INSERT INTO tasks_items (agent_id, title, notes, due_at, priority, status, steps, created_at,
                  updated_at, completed_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id, pg_current_xact_id()::text",
         )
         .bind(agent)
         .bind(&t.title)
@@ -56,8 +59,10 @@ impl PgTasks {
         .bind(&t.created_at)
         .bind(&t.updated_at)
         .bind(&t.completed_at)
-        .fetch_one(self.pg.pool())
-        .await?)
+        .fetch_one(&mut *tx)
+        .await?;
+        self.pg.commit(tx, &xid).await?;
+        Ok(id)
     }
 
     pub(super) async fn get(&self, agent: &str, id: i64) -> Result<Option<TaskRow>, StoreError> {

@@ -2,7 +2,9 @@
 //! heard so. The state writer must not report such a save as a conflict (or an error): it stands, so its caller is
 //! told it was saved, and the session takes the next save on top of it. Nor may the journal report such a
 //! reservation as failed: it is live, counts against the cap and holds the user's authorization. Nor may a fired
-//! reminder or a taken message be reported as not stored: nothing would deliver them again.
+//! reminder or a taken message be reported as not stored: nothing would deliver them again. Nor may a write that adds
+//! a row (a memory edit's history entry, a task, a reminder, a message, a history entry) be reported as failed: its
+//! caller would write it again, and it would be there twice.
 //!
 //! A TCP proxy between the store and the server forwards everything until it sees a `COMMIT` go out; then it lets the
 //! server process it, swallows the answer and cuts both sides.
@@ -11,8 +13,10 @@ use holdfast_core::SessionStateStore;
 use holdfast_core::config::DatabaseUrl;
 use holdfast_core::session_state::StateDelta;
 use holdfast_store::journal::{JournalTable, NewRow, Reserved, Select};
+use holdfast_store::memory::{BlockRow, BlockWrite, MemoryTable};
 use holdfast_store::messages::{Added, AfterWindows, MessageTable, NewMessage, NewReminder, Sent, Windows};
-use holdfast_store::sessions::{PgSessionStore, SessionStorage};
+use holdfast_store::sessions::{MessageRole, NewMessage as HistoryEntry, PgSessionStore, SessionStorage};
+use holdfast_store::tasks::{TaskRow, TaskTable};
 use holdfast_store::{PgStore, Storage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -159,6 +163,16 @@ fn stand_up() -> NewReminder {
     }
 }
 
+/// The delivery of reminder `id` (agent `a`'s to agent `b`), which fires it.
+fn fires(id: i64) -> NewMessage {
+    NewMessage {
+        content: "stand up".to_owned(),
+        via: "reminder".to_owned(),
+        fires: Some((id, "2026-11-26T00:00:01.000Z".to_owned())),
+        ..hello()
+    }
+}
+
 fn reservation(id: &str) -> NewRow {
     NewRow {
         id: id.to_owned(),
@@ -214,18 +228,7 @@ async fn a_reminder_fired_and_a_message_taken_whose_commit_answer_is_lost_are_no
     // The reminder's delivery commits, its answer is lost: before, the scheduler was told the store failed and
     // skipped what comes after the store (the user's channel, a webhook), and the next pass found it fired: lost.
     cutter.armed.store(true, Ordering::SeqCst);
-    let fires = NewMessage {
-        sender: "a".to_owned(),
-        target_type: "agent".to_owned(),
-        target_id: Some("b".to_owned()),
-        content: "stand up".to_owned(),
-        metadata: Some(format!(r#"{{"kind":"reminder","reminder_id":"r_{id}"}}"#)),
-        created_at: "2026-11-26T00:00:01.000Z".to_owned(),
-        recipients: vec!["b".to_owned()],
-        via: "reminder".to_owned(),
-        fires: Some((id, "2026-11-26T00:00:01.000Z".to_owned())),
-        ..NewMessage::default()
-    };
+    let fires = NewMessage { metadata: Some(format!(r#"{{"kind":"reminder","reminder_id":"r_{id}"}}"#)), ..fires(id) };
     let no_windows = None::<Windows<fn(&str) -> Option<Duration>>>;
     let sent = messages.send(fires, no_windows, |_, _| AfterWindows::<()>::Store).await;
     assert_eq!(cutter.cuts.load(Ordering::SeqCst), 1, "the proxy cut the delivery's COMMIT");
@@ -282,17 +285,7 @@ async fn commits_that_never_reached_the_server_are_not_taken_for_committed() {
     let messages = MessageTable::open(&Storage::Postgres(pg.clone())).await.unwrap();
     let reminder = stand_up();
     let Added::Inserted(id) = messages.add_reminder(reminder, |_| None::<()>).await.unwrap() else { panic!() };
-    let fires = NewMessage {
-        sender: "a".to_owned(),
-        target_type: "agent".to_owned(),
-        target_id: Some("b".to_owned()),
-        content: "stand up".to_owned(),
-        created_at: "2026-11-26T00:00:01.000Z".to_owned(),
-        recipients: vec!["b".to_owned()],
-        via: "reminder".to_owned(),
-        fires: Some((id, "2026-11-26T00:00:01.000Z".to_owned())),
-        ..NewMessage::default()
-    };
+    let fires = fires(id);
     let no_windows = || None::<Windows<fn(&str) -> Option<Duration>>>;
     let check = cut(4);
     assert!(messages.send(fires.clone(), no_windows(), |_, _| AfterWindows::<()>::Store).await.is_err());
@@ -307,4 +300,113 @@ async fn commits_that_never_reached_the_server_are_not_taken_for_committed() {
     assert!(messages.inbox_take("b", "2026-11-26T00:00:02.000Z").await.is_err());
     check(&cutter);
     assert_eq!(messages.inbox_pending("b").await.unwrap().len(), 1, "still waiting");
+}
+
+/// An edit that appends `text` to block `notes` (creating it), as `append_memory` does.
+fn append(
+    text: &'static str,
+) -> impl FnOnce(Option<BlockRow>) -> Result<(Option<BlockWrite>, ()), holdfast_store::StoreError> + Send + 'static {
+    move |before| {
+        let mut block = before.unwrap_or_else(|| BlockRow {
+            label: "notes".to_owned(),
+            permission: "read_write".to_owned(),
+            char_limit: 1000,
+            created_at: "2026-11-26T00:00:00.000Z".to_owned(),
+            ..BlockRow::default()
+        });
+        block.value.push_str(text);
+        block.updated_at = "2026-11-26T00:00:01.000Z".to_owned();
+        Ok((Some(BlockWrite { block, actor: "agent".to_owned(), op: "append".to_owned() }), ()))
+    }
+}
+
+fn task(title: &str) -> TaskRow {
+    TaskRow {
+        title: title.to_owned(),
+        priority: "normal".to_owned(),
+        status: "open".to_owned(),
+        steps: "[]".to_owned(),
+        created_at: "2026-11-26T00:00:00.000Z".to_owned(),
+        updated_at: "2026-11-26T00:00:00.000Z".to_owned(),
+        ..TaskRow::default()
+    }
+}
+
+/// Agent `a`'s direct message to agent `b`.
+fn hello() -> NewMessage {
+    NewMessage {
+        sender: "a".to_owned(),
+        target_type: "agent".to_owned(),
+        target_id: Some("b".to_owned()),
+        content: "hello".to_owned(),
+        created_at: "2026-11-26T00:00:01.000Z".to_owned(),
+        recipients: vec!["b".to_owned()],
+        via: "direct".to_owned(),
+        ..NewMessage::default()
+    }
+}
+
+/// Each kind of write that adds a row, with the proxy cutting its COMMIT (`before` it reaches the server, or after
+/// it was processed). Returns what each answered: ok or not, in order: memory edit, task, reminder, message,
+/// history entry.
+async fn add_one_of_each(url: &DatabaseUrl, before: bool) -> Vec<bool> {
+    let (cutter, proxied) = through_cutter(url).await;
+    cutter.before.store(before, Ordering::SeqCst);
+    let storage = Storage::Postgres(PgStore::connect(&proxied).await.unwrap());
+    let (memory, tasks) = (MemoryTable::open(&storage).await.unwrap(), TaskTable::open(&storage).await.unwrap());
+    let messages = MessageTable::open(&storage).await.unwrap();
+    let Storage::Postgres(pg) = &storage else { unreachable!() };
+    let sessions = PgSessionStore::open(pg.clone()).await.unwrap();
+    sessions.create("h", "http").await.unwrap();
+    let no_windows = None::<Windows<fn(&str) -> Option<Duration>>>;
+    let mut answers = Vec::new();
+    let mut cut = |ok: bool| {
+        answers.push(ok);
+        assert_eq!(cutter.cuts.load(Ordering::SeqCst), answers.len(), "the proxy cut COMMIT {}", answers.len());
+        cutter.armed.store(true, Ordering::SeqCst);
+    };
+    cutter.armed.store(true, Ordering::SeqCst);
+    cut(memory.modify("a", "notes", append("met Bob. ")).await.is_ok());
+    cut(tasks.insert("a", &task("pay the invoice")).await.is_ok());
+    cut(matches!(messages.add_reminder(stand_up(), |_| None::<()>).await, Ok(Added::Inserted(_))));
+    cut(matches!(messages.send(hello(), no_windows, |_, _| AfterWindows::<()>::Store).await, Ok(Sent::Written(_))));
+    let entry = HistoryEntry::text(MessageRole::User, "pay the invoice");
+    answers.push(sessions.append("h", entry).await.is_ok());
+    assert_eq!(cutter.cuts.load(Ordering::SeqCst), 5, "the proxy cut the history entry's COMMIT");
+    answers
+}
+
+/// How many rows each write of [`add_one_of_each`] left, read directly.
+async fn rows_of_each(url: &DatabaseUrl) -> Vec<usize> {
+    let storage = Storage::Postgres(PgStore::connect(url).await.unwrap());
+    let memory = MemoryTable::open(&storage).await.unwrap();
+    let messages = MessageTable::open(&storage).await.unwrap();
+    let Storage::Postgres(pg) = &storage else { unreachable!() };
+    let sessions = PgSessionStore::open(pg.clone()).await.unwrap();
+    vec![
+        memory.history("a", "notes", 10).await.unwrap().len(),
+        TaskTable::open(&storage).await.unwrap().list("a").await.unwrap().len(),
+        messages.reminders("a", true).await.unwrap().len(),
+        messages.inbox_pending("b").await.unwrap().len(),
+        sessions.history("h").await.unwrap().len(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_rows_whose_commit_answer_is_lost_are_acknowledged_and_written_once() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    // Before: each answered an error (its caller would write it again: a second history entry, task, reminder,
+    // message), though it stood.
+    assert_eq!(add_one_of_each(&url, false).await, [true; 5], "memory edit, task, reminder, message, history entry");
+    assert_eq!(rows_of_each(&url).await, [1; 5]);
+    let storage = Storage::Postgres(PgStore::connect(&url).await.unwrap());
+    let block = MemoryTable::open(&storage).await.unwrap().get("a", "notes").await.unwrap().unwrap();
+    assert_eq!(block.value, "met Bob. ");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_rows_whose_commit_never_reached_the_server_are_errors_and_absent() {
+    let Some(url) = holdfast_testkit::postgres::fresh_database().await else { return };
+    assert_eq!(add_one_of_each(&url, true).await, [false; 5], "memory edit, task, reminder, message, history entry");
+    assert_eq!(rows_of_each(&url).await, [0; 5]);
 }
