@@ -444,7 +444,7 @@ impl Agent {
                 tracing::info!(steps = outcome.steps, tool_calls = outcome.tool_calls, "turn finished");
                 return Ok(outcome);
             }
-            for call in &response.tool_calls {
+            for (n, call) in response.tool_calls.iter().enumerate() {
                 if cancel.is_cancelled() {
                     self.record_result(
                         ctx,
@@ -464,6 +464,12 @@ impl Agent {
                         format!("stopped: `{}` was called {} times with identical arguments", call.name, *count),
                     );
                     self.record_result(ctx, call, &Err(error)).await?;
+                    // The calls after it are answered too: not run, rather than shown as of unknown outcome.
+                    for later in &response.tool_calls[n + 1..] {
+                        let not_run =
+                            ToolError::new(ErrorCode::Cancelled, "not run: the turn stopped before this call");
+                        self.record_result(ctx, later, &Err(not_run)).await?;
+                    }
                     let note = format!("Stopped: the model repeated the same `{}` call.", call.name);
                     return self.stop(ctx, outcome, StopReason::RepeatedCall, &note).await;
                 }
@@ -574,10 +580,12 @@ impl Agent {
 }
 
 /// The turn's error when a call ran but its result could not be written to the history: the storage error's code,
-/// and a message that says the call ran and what it answered, so the user is not left to guess whether value moved.
-/// (The model is told `outcome_unknown` for that call on the next turn: [`crate::transcript`].)
+/// a message that says the call ran, and what it answered in `details` (`{"tool", "result"}`, the result's text cut
+/// at 2,000 characters), so the user is not left to guess whether value moved. The answer stays out of the message,
+/// which is what logs show. (The model is told `outcome_unknown` for that call on the next turn:
+/// [`crate::transcript`].)
 fn unrecorded(call: &ToolCall, result: &Result<Value, ToolError>, e: ToolError) -> ToolError {
-    /// The most of the result quoted in the message.
+    /// The most of the result quoted.
     const QUOTED_MAX: usize = 2_000;
     let mut answer = match result {
         Ok(v) => v.to_string(),
@@ -588,11 +596,15 @@ fn unrecorded(call: &ToolCall, result: &Result<Value, ToolError>, e: ToolError) 
         answer.truncate(cut);
         answer.push('…');
     }
+    // The name is the model's text: shown escaped and short, so it cannot start a line of its own in a log.
+    let name: String = call.name.escape_debug().take(64).collect();
     ToolError::new(
         e.code,
         format!(
-            "`{}` ran, but its result could not be saved to this session ({}); the turn stopped. It answered: {answer}",
-            call.name, e.message
+            "`{name}` ran, but its result could not be saved to this session ({}); the turn stopped. What it answered \
+             is in this error's details",
+            e.message
         ),
     )
+    .with_details(json!({"tool": call.name, "result": answer}))
 }

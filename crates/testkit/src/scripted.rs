@@ -152,9 +152,10 @@ fn halves(s: &str) -> (String, String) {
     (s[..mid].to_owned(), s[mid..].to_owned())
 }
 
-/// What OpenAI's chat completions API answers (HTTP 400) to a request whose tool calls and results do not pair up:
-/// every assistant message with `tool_calls` must be followed at once by one `tool` message per call id, and every
-/// `tool` message must answer a call of the assistant message before it. `None` when they pair up.
+/// What OpenAI's chat completions API answers (HTTP 400) to a request whose tool calls and results do not pair up
+/// (every assistant message with `tool_calls` must be followed at once by one `tool` message per call id, and every
+/// `tool` message must answer a call of the assistant message before it), or with an assistant message that has
+/// neither content nor calls. `None` when it is well formed.
 fn openai_unpaired(body: &Value) -> Option<String> {
     let messages = body["messages"].as_array()?;
     let mut open: Vec<String> = Vec::new();
@@ -177,8 +178,11 @@ fn openai_unpaired(body: &Value) -> Option<String> {
                 open.join(", ")
             ));
         }
+        if m["role"] == "assistant" && m["content"].is_null() && m["tool_calls"].as_array().is_none_or(Vec::is_empty) {
+            return Some(format!("Invalid value for 'content': expected a string, got null. (messages.[{i}].content)"));
+        }
         if let Some(calls) = m["tool_calls"].as_array() {
-            open = calls.iter().filter_map(|c| c["id"].as_str().map(str::to_owned)).collect();
+            open = calls.iter().map(|c| c["id"].as_str().unwrap_or_default().to_owned()).collect();
         }
     }
     (!open.is_empty())
@@ -186,8 +190,9 @@ fn openai_unpaired(body: &Value) -> Option<String> {
 }
 
 /// What Anthropic's Messages API answers (HTTP 400) to a request whose `tool_use` and `tool_result` blocks do not
-/// pair up: the message after one with `tool_use` blocks must hold a `tool_result` for each id, and a `tool_result`
-/// must answer a `tool_use` of the message before it. `None` when they pair up.
+/// pair up (the message after one with `tool_use` blocks must hold a `tool_result` for each id, and a `tool_result`
+/// must answer a `tool_use` of the message before it), that uses a `tool_use` id twice, or that holds a blank text.
+/// `None` when it is well formed.
 fn anthropic_unpaired(body: &Value) -> Option<String> {
     let messages = body["messages"].as_array()?;
     let blocks = |m: &Value, kind: &str, key: &str| -> Vec<String> {
@@ -199,7 +204,24 @@ fn anthropic_unpaired(body: &Value) -> Option<String> {
             .unwrap_or_default()
     };
     let mut open: Vec<String> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
+        let texts: Vec<&str> = match &m["content"] {
+            Value::String(text) => vec![text.as_str()],
+            Value::Array(blocks) => {
+                blocks.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect()
+            }
+            _ => Vec::new(),
+        };
+        if texts.iter().any(|t| t.trim().is_empty()) {
+            return Some(format!("messages.{i}: text content blocks must contain non-whitespace text"));
+        }
+        for id in blocks(m, "tool_use", "id") {
+            if ids.contains(&id) {
+                return Some(format!("messages.{i}: `tool_use` ids must be unique: {id}"));
+            }
+            ids.push(id);
+        }
         let results = blocks(m, "tool_result", "tool_use_id");
         if let Some(stray) = results.iter().find(|id| !open.contains(id)) {
             return Some(format!(

@@ -229,13 +229,18 @@ async fn the_step_limit_stops_the_loop_and_says_so() {
 #[tokio::test]
 async fn repeated_identical_calls_are_stopped() {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());
-    let same = || Reply::Tools(vec![tool("register_get", json!({"key": "sell_amount", "path": null}))]);
-    let scripted = Scripted::start(Wire::OpenAi, vec![same(), same(), same(), same()]).await;
+    let call = || tool("register_get", json!({"key": "sell_amount", "path": null}));
+    let same = || Reply::Tools(vec![call()]);
+    let third_and_another = Reply::Tools(vec![call(), tool("use_skill", json!({"name": "swap"}))]);
+    let scripted = Scripted::start(Wire::OpenAi, vec![same(), same(), third_and_another, same()]).await;
     let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
-    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    let (info, ctx) = runtime.open_session("test").await.unwrap();
     let out = agent.run_turn(&ctx, "what is the amount?", &NoObserver, &CancelToken::new()).await.unwrap();
     assert_eq!(out.stopped, Some(StopReason::RepeatedCall), "{out:?}");
     assert_eq!(out.tool_calls, 2);
+    // The call after the repeated one is answered as not run (not left for the model to take as of unknown outcome).
+    let results = tool_results(&runtime.sessions.history(&info.id).await.unwrap());
+    assert_eq!(results.last().unwrap(), &("use_skill".to_owned(), "cancelled".to_owned()), "{results:?}");
 }
 
 #[tokio::test]
@@ -598,7 +603,13 @@ async fn a_result_that_cannot_be_saved_ends_the_turn_saying_what_the_call_did() 
         agent.run_turn(&ctx, "note that the invoice is paid", &NoObserver, &CancelToken::new()).await.unwrap_err();
     let AgentError::Tool(err) = err else { panic!("a storage error: {err:?}") };
     assert!(err.message.contains("`register_set` ran"), "{}", err.message);
-    assert!(err.message.contains("invoice_note"), "the user is told what it answered: {}", err.message);
+    let details = err.details.clone().unwrap();
+    assert_eq!(details["tool"], "register_set");
+    assert!(
+        details["result"].as_str().unwrap().contains("invoice_note"),
+        "the user is told what it answered: {details}"
+    );
+    assert!(!err.message.contains("invoice_note"), "what it answered stays out of the message logs show");
     assert_eq!(ctx.registers.get("invoice_note").unwrap().value, json!("paid by the agent"), "the call did run");
     assert_eq!(scripted.requests.lock().len(), 1, "the turn stopped instead of going on unrecorded");
 
