@@ -243,7 +243,7 @@ fn plain_transfer_floor(
                     let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
                     let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
                     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-                    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
+                    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap();
                 }
                 start.elapsed()
             })

@@ -443,24 +443,52 @@ impl Chain {
         Ok(found.is_some_and(|v| !v.is_null()))
     }
 
-    /// The receipt of `hash`, if mined.
+    /// The receipt of `hash`, if mined, as far as it can be relied on.
+    ///
+    /// A receipt that shows success is the first node's word: taking the amount as spent is the safe side. One that
+    /// shows a revert releases the amount from the day's caps, so one node's word is not enough: every configured
+    /// node must show the revert. A node that shows success instead is believed (its receipt is returned); one that
+    /// shows no receipt yet leaves it undecided (`None`, asked again later). With one configured node there is no
+    /// other to ask.
     pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, ToolError> {
-        self.provider
-            .get_transaction_receipt(hash)
-            .await
-            .map_err(|e| upstream(&self.network.name, "eth_getTransactionReceipt", e))
+        let asked = |url: &str, provider: &DynProvider| {
+            let url = url.to_owned();
+            let provider = provider.clone();
+            async move {
+                provider.get_transaction_receipt(hash).await.map_err(|e| upstream(&url, "eth_getTransactionReceipt", e))
+            }
+        };
+        let Some(first) = asked(&self.network.name, &self.provider).await? else { return Ok(None) };
+        if first.status() {
+            return Ok(Some(first));
+        }
+        for (url, provider) in self.readers.iter().skip(1) {
+            match asked(url, provider).await? {
+                Some(other) if other.status() => {
+                    tracing::warn!(%hash, node = %url, "a node shows a revert another node does not: the success stands");
+                    return Ok(Some(other));
+                }
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(first))
     }
 
-    /// Waits for the receipt of `hash`, up to `timeout`.
-    pub async fn wait_receipt(&self, hash: B256, timeout: Duration) -> Result<Option<TransactionReceipt>, ToolError> {
+    /// Waits for the receipt of `hash` ([`Self::receipt`]), up to `timeout`. A node's error while waiting is asked
+    /// again, as a missing receipt is: the transaction was sent, and only the chain's answer ends the wait. `None`
+    /// when none was shown by the deadline (whatever the last error).
+    pub async fn wait_receipt(&self, hash: B256, timeout: Duration) -> Option<TransactionReceipt> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut delay = Duration::from_millis(20);
         loop {
-            if let Some(r) = self.receipt(hash).await? {
-                return Ok(Some(r));
+            match self.receipt(hash).await {
+                Ok(Some(r)) => return Some(r),
+                Ok(None) => {}
+                Err(e) => tracing::debug!(%hash, error = %e.message, "receipt: asked again"),
             }
             if tokio::time::Instant::now() >= deadline {
-                return Ok(None);
+                return None;
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_millis(500));

@@ -708,8 +708,8 @@ async fn commit<K: TxKind>(
     // the receipt timeout, and the journal settles it.
     let waiting = chain.wait_receipt(signed.hash, web3.receipt_timeout());
     let receipt = match session {
-        Some((ctx, _)) => ctx.until_cancelled("waiting for the receipt", waiting).await.unwrap_or(Ok(None))?,
-        None => waiting.await?,
+        Some((ctx, _)) => ctx.until_cancelled("waiting for the receipt", waiting).await.unwrap_or(None),
+        None => waiting.await,
     };
     let Some(receipt) = receipt else {
         return Ok((sent(TxOutcome::Pending, None, None), plan.summary));

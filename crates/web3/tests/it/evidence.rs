@@ -56,7 +56,7 @@ async fn approve_outside(env: &Env, token: Address, spender: Address, amount: U2
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
     let signed = chain.sign(&signer, &plan, fees, chain.next_nonce(signer.address(), None).await.unwrap()).unwrap();
     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-    chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap().unwrap();
+    chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap();
 }
 
 async fn allowance(env: &Env, token: Address) -> U256 {
@@ -203,7 +203,7 @@ async fn the_exact_simulation_cannot_be_told_apart_from_the_next_block() {
     // And the real block agrees.
     let signed = chain.sign_tx(&env.devnet.signer().unwrap(), chain.build(&plan, fees, nonce)).unwrap();
     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-    let receipt = chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap().unwrap();
+    let receipt = chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap();
     assert!(receipt.status(), "the probe passes on chain too");
 }
 
@@ -563,4 +563,54 @@ async fn an_amount_the_user_did_not_write_moves_nothing_by_itself() {
     f.check(sent.as_ref().is_ok_and(|v| v["status"] == "confirmed"), format!("{sent:?}"));
     f.check(env.devnet.balance_of(USDC, ALICE).await.unwrap() - alice == U256::from(500_000u64), "exactly 0.5 USDC");
     f.finish();
+}
+
+/// "send 5 USDC to ALICE" ready to transfer on `env`: the wallet's USDC and its nonce before.
+async fn five_usdc_to_alice(env: &Env) -> (U256, u64) {
+    let user = "send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base";
+    crate::transfer::prepare(env, user, "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    (env.balance(USDC).await, env.nonce().await)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revert_one_node_fakes_cannot_release_the_cap_while_another_shows_success() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    // The first node forwards everything and answers every receipt as reverted (status 0): were it believed, the
+    // transfer's 5 USDC would leave the day's cap while they left the wallet.
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getTransactionReceipt" && resp["result"].is_object() {
+            resp["result"]["status"] = json!("0x0");
+        }
+    })));
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    let out = env.ok("transfer", crate::transfer::to_register()).await;
+    // Before: "reverted", and the entry released from the cap.
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1));
+    let entries = env.web3.journal().for_session("session-1").await.unwrap();
+    let transfer = entries.iter().find(|e| e.kind == EntryKind::Transfer).unwrap();
+    assert_eq!(transfer.status, EntryStatus::Confirmed, "counted against the cap, as it was mined");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_that_errs_while_the_receipt_is_awaited_does_not_turn_a_sent_transfer_into_an_error() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), false).await;
+    // The node takes the transaction, then fails the first three receipt requests (a gateway's 5xx-like error).
+    let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&failed);
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getTransactionReceipt" && counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 3
+        {
+            *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": "internal error"}});
+        }
+    })));
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    // Before: the node's error, for a transfer that was sent and mined.
+    let out = env.ok("transfer", crate::transfer::to_register()).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert!(failed.load(std::sync::atomic::Ordering::SeqCst) > 3, "the node erred, then answered");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1));
 }

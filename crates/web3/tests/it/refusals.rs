@@ -109,7 +109,7 @@ async fn calldata_that_takes_more_than_the_quoted_amount_is_refused_before_anyth
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
     let signed = chain.sign(&signer, &plan, fees, chain.next_nonce(signer.address(), None).await.unwrap()).unwrap();
     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-    chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap().unwrap();
+    chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.unwrap();
     let usdc = env.balance(USDC).await;
     let err = env.err("web3_tx", tx()).await;
     assert_eq!(err.code, ErrorCode::QuoteRejected, "{err:?}");

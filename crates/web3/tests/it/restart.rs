@@ -59,7 +59,7 @@ async fn a_transaction_journaled_but_never_broadcast_is_resent_identically_once(
     assert_eq!(report.len(), 1);
     assert_eq!(report[0].status, EntryStatus::Pending, "{report:?}");
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
-    let receipt = chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
+    let receipt = chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap();
     assert!(receipt.status());
 
     // A second reconciliation records the receipt and sends nothing.
@@ -98,7 +98,7 @@ async fn a_journaled_transaction_whose_nonce_was_used_elsewhere_is_marked_droppe
     let other = chain.sign(&signer, &plan, fees, chain.next_nonce(signer.address(), None).await.unwrap()).unwrap();
     assert_eq!(chain.broadcast(&other.raw).await, holdfast_web3::chain::Broadcast::Accepted);
     assert_eq!(other.nonce, nonce);
-    chain.wait_receipt(other.hash, Duration::from_secs(10)).await.unwrap().unwrap();
+    chain.wait_receipt(other.hash, Duration::from_secs(10)).await.unwrap();
 
     let env = Env::load(env.devnet, "after-restart");
     let report = env.web3.reconcile().await.unwrap();
@@ -150,7 +150,7 @@ async fn a_transaction_of_a_devnet_chain_that_began_anew_is_chain_reset_never_dr
     // Mined after all (the node lied about its genesis, or the bytes were sent elsewhere): the receipt is recorded and
     // the amount counts again.
     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
-    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().unwrap();
+    chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap();
     let report = env.web3.reconcile().await.unwrap();
     assert_eq!((report.len(), report[0].status), (1, EntryStatus::Confirmed), "{report:?}");
 }
@@ -163,5 +163,5 @@ async fn on_a_public_chain_id_an_entry_is_reconciled_as_always_whatever_genesis_
     let report = env.web3.reconcile().await.unwrap();
     assert!(report.iter().any(|r| r.journal_id == id && r.status == EntryStatus::Pending), "{report:?}");
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
-    assert!(chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.unwrap().is_some());
+    assert!(chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.is_some());
 }
