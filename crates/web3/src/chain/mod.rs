@@ -267,6 +267,43 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "authorizationState", e))
     }
 
+    /// Whether `authorizer`'s EIP-3009 authorization `nonce` on `token` was used or canceled, as every configured node
+    /// shows it: `Some(true)` when any node shows it used (counting a payment as made is the safe side), `Some(false)`
+    /// when every node shows it unused, `None` when a node could not answer.
+    pub async fn authorization_state_everywhere(
+        &self,
+        token: Address,
+        authorizer: Address,
+        nonce: B256,
+    ) -> Option<bool> {
+        let data: Bytes = IERC3009::authorizationStateCall { authorizer, nonce }.abi_encode().into();
+        let mut every_unused = true;
+        for (_, answer) in self.call_each(token, data).await {
+            match answer.ok().and_then(|out| IERC3009::authorizationStateCall::abi_decode_returns(&out).ok()) {
+                Some(true) => return Some(true),
+                Some(false) => {}
+                None => every_unused = false,
+            }
+        }
+        every_unused.then_some(false)
+    }
+
+    /// The latest block's timestamp on each configured node, the lowest of them: the chain's clock as far as every
+    /// node agrees it has come ([`Self::latest_block_timestamp`] asks the first node only).
+    pub async fn latest_block_timestamp_everywhere(&self) -> Result<u64, ToolError> {
+        self.verify().await?;
+        let mut lowest = u64::MAX;
+        for (url, provider) in &self.readers {
+            let block = provider
+                .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+                .await
+                .map_err(|e| upstream(url, "eth_getBlockByNumber", e))?
+                .ok_or_else(|| upstream(url, "eth_getBlockByNumber", "the node has no latest block"))?;
+            lowest = lowest.min(block.header.timestamp);
+        }
+        Ok(lowest)
+    }
+
     /// `eth_call` on the latest block, after the chain id check.
     pub(crate) async fn call(&self, to: Address, data: Bytes) -> Result<Bytes, ToolError> {
         self.verify().await?;
@@ -445,11 +482,11 @@ impl Chain {
 
     /// The receipt of `hash`, if mined, as far as it can be relied on.
     ///
-    /// A receipt that shows success is the first node's word: taking the amount as spent is the safe side. One that
-    /// shows a revert releases the amount from the day's caps, so one node's word is not enough: every configured
-    /// node must show the revert. A node that shows success instead is believed (its receipt is returned); one that
-    /// shows no receipt yet leaves it undecided (`None`, asked again later). With one configured node there is no
-    /// other to ask.
+    /// A receipt that shows success is one node's word, the first that shows one: taking the amount as spent is the
+    /// safe side. One that shows a revert releases the amount from the day's caps, so one node's word is not enough:
+    /// every configured node must show the revert. A node that shows success instead is believed (its receipt is
+    /// returned); one that shows no receipt yet leaves it undecided (`None`, asked again later). With one configured
+    /// node there is no other to ask.
     pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, ToolError> {
         let asked = |url: &str, provider: &DynProvider| {
             let url = url.to_owned();
@@ -458,7 +495,18 @@ impl Chain {
                 provider.get_transaction_receipt(hash).await.map_err(|e| upstream(&url, "eth_getTransactionReceipt", e))
             }
         };
-        let Some(first) = asked(&self.network.name, &self.provider).await? else { return Ok(None) };
+        let Some(first) = asked(&self.network.name, &self.provider).await? else {
+            // A node that hides a receipt cannot keep a mined transaction from counting: another node's success
+            // does (the safe side; a revert shown elsewhere decides nothing while the first node shows none).
+            for (url, provider) in self.readers.iter().skip(1) {
+                if let Ok(Some(other)) = asked(url, provider).await
+                    && other.status()
+                {
+                    return Ok(Some(other));
+                }
+            }
+            return Ok(None);
+        };
         if first.status() {
             return Ok(Some(first));
         }
@@ -516,6 +564,27 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "eth_getBlockByNumber(0)", e))?
             .ok_or_else(|| upstream(&self.network.name, "eth_getBlockByNumber(0)", "the node has no genesis block"))?;
         Ok(block.header.hash)
+    }
+
+    /// The genesis block's hash every configured node shows, when none of them shows `recorded` (the chain the
+    /// caller's transaction was sent on is gone everywhere): the first node's. `None` when any node still shows
+    /// `recorded`; an error when a node cannot answer.
+    pub async fn genesis_other_than(&self, recorded: B256) -> Result<Option<B256>, ToolError> {
+        let first = self.genesis_now().await?;
+        if first == recorded {
+            return Ok(None);
+        }
+        for (url, provider) in self.readers.iter().skip(1) {
+            let block = provider
+                .get_block_by_number(alloy::eips::BlockNumberOrTag::Number(0))
+                .await
+                .map_err(|e| upstream(url, "eth_getBlockByNumber(0)", e))?
+                .ok_or_else(|| upstream(url, "eth_getBlockByNumber(0)", "the node has no genesis block"))?;
+            if block.header.hash == recorded {
+                return Ok(None);
+            }
+        }
+        Ok(Some(first))
     }
 
     /// The latest block's timestamp (seconds): the chain's own clock, which is what `eth_call` at `latest` (a

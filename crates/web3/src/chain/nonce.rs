@@ -13,6 +13,11 @@
 //! - **unknown**: anything else — in the pool but not known by hash, a node that cannot answer for old blocks, a
 //!   block that does not hold what its count says. The entry stays `unknown`, its amount reserved, and is
 //!   reconciled again later.
+//!
+//! Both decisive answers release an entry's amount (and "used by another" gives the user's authorization back), so
+//! one node's word is not enough: the first node finds the answer, and every other configured node must show the
+//! same — the nonce unused there too, or the other transaction mined there, from this account, with this nonce.
+//! A node that shows otherwise, or errs, makes the answer **unknown**.
 
 use super::{Chain, upstream};
 use alloy::consensus::Transaction as _;
@@ -76,7 +81,7 @@ impl Chain {
         self.verify().await?;
         let (latest, pending) = tokio::try_join!(self.mined_nonce(account), self.pending_nonce(account))?;
         if latest <= nonce {
-            return Ok(if pending <= nonce { NonceUse::Unused } else { NonceUse::Unknown });
+            return Ok(if pending <= nonce { self.confirm_unused(account, nonce).await } else { NonceUse::Unknown });
         }
         let head =
             self.provider.get_block_number().await.map_err(|e| upstream(&self.network.name, "eth_blockNumber", e))?;
@@ -116,6 +121,30 @@ impl Chain {
         let found = block.and_then(|b| {
             b.transactions.into_transactions().find(|t| t.from() == account && t.nonce() == nonce).map(|t| t.tx_hash())
         });
-        Ok(found.map_or(NonceUse::Unknown, NonceUse::UsedBy))
+        let Some(other) = found else { return Ok(NonceUse::Unknown) };
+        Ok(if self.mined_everywhere(other, account, nonce).await { NonceUse::UsedBy(other) } else { NonceUse::Unknown })
+    }
+
+    /// The first node's "unused", confirmed by every configured node (errors are no proof).
+    async fn confirm_unused(&self, account: Address, nonce: u64) -> NonceUse {
+        match self.nonce_unused_everywhere(account, nonce).await {
+            Ok(true) => NonceUse::Unused,
+            _ => NonceUse::Unknown,
+        }
+    }
+
+    /// True when every configured node other than the first shows transaction `hash` mined, sent by `account` with
+    /// `nonce`.
+    async fn mined_everywhere(&self, hash: B256, account: Address, nonce: u64) -> bool {
+        for (url, provider) in self.readers.iter().skip(1) {
+            let shown = provider.get_transaction_by_hash(hash).await;
+            let agrees = matches!(&shown, Ok(Some(t))
+                if t.block_number.is_some() && t.from() == account && t.nonce() == nonce);
+            if !agrees {
+                tracing::warn!(%hash, node = %url, "a node does not show the transaction another node says used the nonce");
+                return false;
+            }
+        }
+        true
     }
 }

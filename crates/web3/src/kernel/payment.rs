@@ -482,17 +482,21 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     let chain = web3.chain(&network)?;
     let asset = holdfast_core::address::parse_address("asset", &entry.asset)?;
     let payer = holdfast_core::address::parse_address("from", &entry.from)?;
-    if chain.authorization_state(asset, payer, nonce).await? {
+    // Every node is asked: one that shows it used is enough to count it (the safe side); releasing the budget needs
+    // every node to show it unused, so one lying node cannot release it while the payment settles elsewhere.
+    let used = chain.authorization_state_everywhere(asset, payer, nonce).await;
+    if used == Some(true) {
         // Also from `failed`: a payment called expired by a lagging node's clock was settled after all, and counts.
         let moved = web3.journal().transition(&entry.id, &from, EntryStatus::Confirmed, EntryUpdate::default()).await?;
         return Ok(moved.then_some(EntryStatus::Confirmed));
     }
-    if entry.status == EntryStatus::Failed {
+    if entry.status == EntryStatus::Failed || used.is_none() {
         return Ok(None);
     }
     // Expired only when no block can carry it any more: the token checks `block.timestamp < validBefore`, so the
     // chain's clock decides — a chain lagging behind ours could still settle it (and it keeps counting until then).
-    let chain_time = chain.latest_block_timestamp().await?;
+    // By the clock of the node furthest behind: one node that shows a block from the future cannot expire it early.
+    let chain_time = chain.latest_block_timestamp_everywhere().await?;
     let now = now_secs();
     let chain_keeps_time = now.saturating_sub(chain_time) <= CHAIN_LAG_TOLERANCE_SECS;
     if chain_time >= valid_before || (now > valid_before && chain_keeps_time) {

@@ -199,10 +199,8 @@ async fn chain_began_anew(
         return Ok(None);
     }
     let Some(recorded) = entry.genesis.as_deref().and_then(|g| g.parse::<B256>().ok()) else { return Ok(None) };
-    let now = chain.genesis_now().await?;
-    if now == recorded {
-        return Ok(None);
-    }
+    // Every node must show another chain: one that still shows the entry's keeps it live.
+    let Some(now) = chain.genesis_other_than(recorded).await? else { return Ok(None) };
     let update = EntryUpdate {
         error: Some(format!(
             "the chain was reset: the node's chain begins at {now}, not at {recorded} where this was sent; it is \

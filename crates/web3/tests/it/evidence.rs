@@ -614,3 +614,39 @@ async fn a_node_that_errs_while_the_receipt_is_awaited_does_not_turn_a_sent_tran
     assert!(failed.load(std::sync::atomic::Ordering::SeqCst) > 3, "the node erred, then answered");
     assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_and_sends_nothing_twice() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    // The first node forwards the transfer, answers "nonce too low", hides it by hash, and shows the block that mined
+    // it holding a transaction with another hash: "your nonce was used by another transaction, yours was never sent".
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| match req["method"].as_str() {
+        Some("eth_sendRawTransaction") => {
+            *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32000, "message": "nonce too low"}});
+        }
+        Some("eth_getTransactionByHash") => resp["result"] = Value::Null,
+        Some("eth_getBlockByNumber") if req["params"][1] == true => {
+            for tx in resp["result"]["transactions"].as_array_mut().into_iter().flatten() {
+                tx["hash"] = json!(format!("0x{}", "11".repeat(32)));
+            }
+        }
+        _ => {}
+    })));
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    // Before: `transaction_failed` ("mined by 0x1111…"), the entry `failed`, its 5 USDC released from the cap and
+    // the user's authorization given back, for a transfer that was mined.
+    let out = env.ok("transfer", crate::transfer::to_register()).await;
+    assert_eq!(out["status"], "unknown", "{out}");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1));
+    let transfer = || async {
+        let entries = env.web3.journal().for_session("session-1").await.unwrap();
+        entries.into_iter().find(|e| e.kind == EntryKind::Transfer).unwrap()
+    };
+    assert_eq!(transfer().await.status, EntryStatus::Unknown, "still counted against the cap");
+    // The same request again sends nothing; reconciliation finds the receipt and records it.
+    env.call("transfer", crate::transfer::to_register()).await.ok();
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(transfer().await.status, EntryStatus::Confirmed);
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1), "once");
+}
