@@ -131,6 +131,8 @@ pub struct Chain {
     /// are asked of each.
     readers: Vec<(String, DynProvider)>,
     verified_chain_id: tokio::sync::OnceCell<()>,
+    /// Per reader: its chain id was checked ([`Chain::verify_reader`]).
+    verified_readers: Vec<tokio::sync::OnceCell<()>>,
 }
 
 fn upstream(network: &str, what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -163,7 +165,14 @@ impl Chain {
             readers.push((holdfast_core::redact_urls(url).into_owned(), provider));
         }
         let provider = readers[0].1.clone();
-        Ok(Self { network: network.clone(), provider, readers, verified_chain_id: tokio::sync::OnceCell::new() })
+        let verified_readers = readers.iter().map(|_| tokio::sync::OnceCell::new()).collect();
+        Ok(Self {
+            network: network.clone(),
+            provider,
+            readers,
+            verified_chain_id: tokio::sync::OnceCell::new(),
+            verified_readers,
+        })
     }
 
     /// `eth_call` of `data` on `to` at the latest block of every configured RPC node, each answer with the node's
@@ -268,24 +277,30 @@ impl Chain {
     }
 
     /// Whether `authorizer`'s EIP-3009 authorization `nonce` on `token` was used or canceled, as every configured node
-    /// shows it: `Some(true)` when any node shows it used (counting a payment as made is the safe side), `Some(false)`
-    /// when every node shows it unused, `None` when a node could not answer.
+    /// shows it: true when any node shows it used (counting a payment as made is the safe side), false when every
+    /// node shows it unused, and the first node's error when one could not answer (nor showed it used).
     pub async fn authorization_state_everywhere(
         &self,
         token: Address,
         authorizer: Address,
         nonce: B256,
-    ) -> Option<bool> {
+    ) -> Result<bool, ToolError> {
         let data: Bytes = IERC3009::authorizationStateCall { authorizer, nonce }.abi_encode().into();
-        let mut every_unused = true;
-        for (_, answer) in self.call_each(token, data).await {
-            match answer.ok().and_then(|out| IERC3009::authorizationStateCall::abi_decode_returns(&out).ok()) {
-                Some(true) => return Some(true),
-                Some(false) => {}
-                None => every_unused = false,
+        let mut failed = None;
+        for (url, answer) in self.call_each(token, data).await {
+            let state = answer.and_then(|out| {
+                IERC3009::authorizationStateCall::abi_decode_returns(&out)
+                    .map_err(|e| upstream(&url, "authorizationState", e))
+            });
+            match state {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
-        every_unused.then_some(false)
+        failed.map_or(Ok(false), Err)
     }
 
     /// The latest block's timestamp on each configured node, the lowest of them: the chain's clock as far as every
@@ -293,7 +308,8 @@ impl Chain {
     pub async fn latest_block_timestamp_everywhere(&self) -> Result<u64, ToolError> {
         self.verify().await?;
         let mut lowest = u64::MAX;
-        for (url, provider) in &self.readers {
+        for (i, (url, provider)) in self.readers.iter().enumerate() {
+            self.verify_reader(i).await?;
             let block = provider
                 .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
                 .await
@@ -483,44 +499,82 @@ impl Chain {
     /// The receipt of `hash`, if mined, as far as it can be relied on.
     ///
     /// A receipt that shows success is one node's word, the first that shows one: taking the amount as spent is the
-    /// safe side. One that shows a revert releases the amount from the day's caps, so one node's word is not enough:
-    /// every configured node must show the revert. A node that shows success instead is believed (its receipt is
-    /// returned); one that shows no receipt yet leaves it undecided (`None`, asked again later). With one configured
-    /// node there is no other to ask.
+    /// safe side (a node hiding a receipt another shows cannot keep it from counting). One that shows a revert
+    /// releases the amount from the day's caps, so one node's word is not enough: every configured node must show
+    /// the revert. While a node shows no receipt, shows success instead (the nodes disagree), errs or serves another
+    /// chain, it is undecided (`None`, asked again later; the entry stays live). With one configured node there is
+    /// no other to ask. A receipt for another hash is no receipt.
     pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, ToolError> {
-        let asked = |url: &str, provider: &DynProvider| {
-            let url = url.to_owned();
-            let provider = provider.clone();
-            async move {
-                provider.get_transaction_receipt(hash).await.map_err(|e| upstream(&url, "eth_getTransactionReceipt", e))
-            }
-        };
-        let Some(first) = asked(&self.network.name, &self.provider).await? else {
-            // A node that hides a receipt cannot keep a mined transaction from counting: another node's success
-            // does (the safe side; a revert shown elsewhere decides nothing while the first node shows none).
-            for (url, provider) in self.readers.iter().skip(1) {
-                if let Ok(Some(other)) = asked(url, provider).await
-                    && other.status()
-                {
-                    return Ok(Some(other));
+        let first = self
+            .provider
+            .get_transaction_receipt(hash)
+            .await
+            .map_err(|e| upstream(&self.network.name, "eth_getTransactionReceipt", e))?
+            .filter(|r| r.transaction_hash == hash);
+        match first {
+            Some(success) if success.status() => Ok(Some(success)),
+            None => {
+                for i in 1..self.readers.len() {
+                    if let Ok(Some(other)) = self.reader_receipt(i, hash).await
+                        && other.status()
+                    {
+                        return Ok(Some(other));
+                    }
                 }
+                Ok(None)
             }
-            return Ok(None);
-        };
-        if first.status() {
-            return Ok(Some(first));
-        }
-        for (url, provider) in self.readers.iter().skip(1) {
-            match asked(url, provider).await? {
-                Some(other) if other.status() => {
-                    tracing::warn!(%hash, node = %url, "a node shows a revert another node does not: the success stands");
-                    return Ok(Some(other));
+            Some(revert) => {
+                for i in 1..self.readers.len() {
+                    let url = &self.readers[i].0;
+                    match self.reader_receipt(i, hash).await {
+                        Ok(Some(other)) if !other.status() => {}
+                        Ok(Some(_)) => {
+                            tracing::warn!(%hash, node = %url, "the nodes disagree on a transaction's outcome (revert or success): left pending");
+                            return Ok(None);
+                        }
+                        Ok(None) => return Ok(None),
+                        Err(e) => {
+                            tracing::warn!(%hash, node = %url, error = %e.message, "a revert cannot be confirmed: left pending");
+                            return Ok(None);
+                        }
+                    }
                 }
-                Some(_) => {}
-                None => return Ok(None),
+                Ok(Some(revert))
             }
         }
-        Ok(Some(first))
+    }
+
+    /// Reader `i`'s receipt of `hash`, after its chain id check.
+    async fn reader_receipt(&self, i: usize, hash: B256) -> Result<Option<TransactionReceipt>, ToolError> {
+        self.verify_reader(i).await?;
+        let (url, provider) = &self.readers[i];
+        let shown =
+            provider.get_transaction_receipt(hash).await.map_err(|e| upstream(url, "eth_getTransactionReceipt", e))?;
+        Ok(shown.filter(|r| r.transaction_hash == hash))
+    }
+
+    /// Checks, once, that reader `i` serves this network's chain id (the first reader: [`Self::verify`]). A node on
+    /// another chain is no witness for this one.
+    pub(crate) async fn verify_reader(&self, i: usize) -> Result<(), ToolError> {
+        if i == 0 {
+            return self.verify().await;
+        }
+        let (Some((url, provider)), Some(cell)) = (self.readers.get(i), self.verified_readers.get(i)) else {
+            return Err(ToolError::internal(format!("no RPC reader {i}")));
+        };
+        cell.get_or_try_init(|| async {
+            let id = provider.get_chain_id().await.map_err(|e| upstream(url, "eth_chainId", e))?;
+            if id == self.network.chain_id {
+                Ok(())
+            } else {
+                Err(ToolError::new(
+                    ErrorCode::UnknownNetwork,
+                    format!("{url} serves chain id {id}, not {}'s {}", self.network.name, self.network.chain_id),
+                ))
+            }
+        })
+        .await?;
+        Ok(())
     }
 
     /// Waits for the receipt of `hash` ([`Self::receipt`]), up to `timeout`. A node's error while waiting is asked
@@ -567,21 +621,25 @@ impl Chain {
     }
 
     /// The genesis block's hash every configured node shows, when none of them shows `recorded` (the chain the
-    /// caller's transaction was sent on is gone everywhere): the first node's. `None` when any node still shows
-    /// `recorded`; an error when a node cannot answer.
+    /// caller's transaction was sent on is gone everywhere): the first node's. `None` when any other node still
+    /// shows `recorded`, or cannot show its genesis; the first node's error when it cannot.
     pub async fn genesis_other_than(&self, recorded: B256) -> Result<Option<B256>, ToolError> {
         let first = self.genesis_now().await?;
         if first == recorded {
             return Ok(None);
         }
-        for (url, provider) in self.readers.iter().skip(1) {
-            let block = provider
-                .get_block_by_number(alloy::eips::BlockNumberOrTag::Number(0))
-                .await
-                .map_err(|e| upstream(url, "eth_getBlockByNumber(0)", e))?
-                .ok_or_else(|| upstream(url, "eth_getBlockByNumber(0)", "the node has no genesis block"))?;
-            if block.header.hash == recorded {
-                return Ok(None);
+        for (i, (url, provider)) in self.readers.iter().enumerate().skip(1) {
+            // A node that cannot show its genesis (or serves another chain) is no proof of a reset.
+            let shown = match self.verify_reader(i).await {
+                Ok(()) => provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Number(0)).await.ok().flatten(),
+                Err(_) => None,
+            };
+            match shown {
+                Some(block) if block.header.hash != recorded => {}
+                _ => {
+                    tracing::debug!(node = %url, "a node does not show another genesis: no reset");
+                    return Ok(None);
+                }
             }
         }
         Ok(Some(first))

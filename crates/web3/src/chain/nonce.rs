@@ -14,10 +14,11 @@
 //!   block that does not hold what its count says. The entry stays `unknown`, its amount reserved, and is
 //!   reconciled again later.
 //!
-//! Both decisive answers release an entry's amount (and "used by another" gives the user's authorization back), so
-//! one node's word is not enough: the first node finds the answer, and every other configured node must show the
-//! same — the nonce unused there too, or the other transaction mined there, from this account, with this nonce.
-//! A node that shows otherwise, or errs, makes the answer **unknown**.
+//! These are the first node's answers, which route reconciliation (sending the identical bytes again needs no
+//! proof). What releases an entry's amount — or, for "used by another", gives the user's authorization back — needs
+//! every configured node to show the same: the nonce unused there too ([`Chain::nonce_unused_everywhere`]), or the
+//! other transaction mined there, from this account, with this nonce ([`Chain::mined_elsewhere_too`]). A node that
+//! shows otherwise, errs, or serves another chain is no proof.
 
 use super::{Chain, upstream};
 use alloy::consensus::Transaction as _;
@@ -54,7 +55,8 @@ impl Chain {
     /// True when every configured RPC node shows `account`'s `nonce` unused: its latest and its pending transaction
     /// count are both at most `nonce`. A node that errs is no proof.
     pub async fn nonce_unused_everywhere(&self, account: Address, nonce: u64) -> Result<bool, ToolError> {
-        for (url, provider) in &self.readers {
+        for (i, (url, provider)) in self.readers.iter().enumerate() {
+            self.verify_reader(i).await?;
             let latest = provider.get_transaction_count(account).latest().await;
             let pending = provider.get_transaction_count(account).pending().await;
             let (latest, pending) = (
@@ -81,7 +83,7 @@ impl Chain {
         self.verify().await?;
         let (latest, pending) = tokio::try_join!(self.mined_nonce(account), self.pending_nonce(account))?;
         if latest <= nonce {
-            return Ok(if pending <= nonce { self.confirm_unused(account, nonce).await } else { NonceUse::Unknown });
+            return Ok(if pending <= nonce { NonceUse::Unused } else { NonceUse::Unknown });
         }
         let head =
             self.provider.get_block_number().await.map_err(|e| upstream(&self.network.name, "eth_blockNumber", e))?;
@@ -121,22 +123,16 @@ impl Chain {
         let found = block.and_then(|b| {
             b.transactions.into_transactions().find(|t| t.from() == account && t.nonce() == nonce).map(|t| t.tx_hash())
         });
-        let Some(other) = found else { return Ok(NonceUse::Unknown) };
-        Ok(if self.mined_everywhere(other, account, nonce).await { NonceUse::UsedBy(other) } else { NonceUse::Unknown })
+        Ok(found.map_or(NonceUse::Unknown, NonceUse::UsedBy))
     }
 
-    /// The first node's "unused", confirmed by every configured node (errors are no proof).
-    async fn confirm_unused(&self, account: Address, nonce: u64) -> NonceUse {
-        match self.nonce_unused_everywhere(account, nonce).await {
-            Ok(true) => NonceUse::Unused,
-            _ => NonceUse::Unknown,
-        }
-    }
-
-    /// True when every configured node other than the first shows transaction `hash` mined, sent by `account` with
-    /// `nonce`.
-    async fn mined_everywhere(&self, hash: B256, account: Address, nonce: u64) -> bool {
-        for (url, provider) in self.readers.iter().skip(1) {
+    /// True when every configured node other than the first (whose block showed it) shows transaction `hash` mined,
+    /// sent by `account` with `nonce`: the proof that lets an entry whose nonce `hash` used be released.
+    pub async fn mined_elsewhere_too(&self, hash: B256, account: Address, nonce: u64) -> bool {
+        for (i, (url, provider)) in self.readers.iter().enumerate().skip(1) {
+            if self.verify_reader(i).await.is_err() {
+                return false;
+            }
             let shown = provider.get_transaction_by_hash(hash).await;
             let agrees = matches!(&shown, Ok(Some(t))
                 if t.block_number.is_some() && t.from() == account && t.nonce() == nonce);

@@ -484,13 +484,13 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     let payer = holdfast_core::address::parse_address("from", &entry.from)?;
     // Every node is asked: one that shows it used is enough to count it (the safe side); releasing the budget needs
     // every node to show it unused, so one lying node cannot release it while the payment settles elsewhere.
-    let used = chain.authorization_state_everywhere(asset, payer, nonce).await;
-    if used == Some(true) {
+    let used = chain.authorization_state_everywhere(asset, payer, nonce).await?;
+    if used {
         // Also from `failed`: a payment called expired by a lagging node's clock was settled after all, and counts.
         let moved = web3.journal().transition(&entry.id, &from, EntryStatus::Confirmed, EntryUpdate::default()).await?;
         return Ok(moved.then_some(EntryStatus::Confirmed));
     }
-    if entry.status == EntryStatus::Failed || used.is_none() {
+    if entry.status == EntryStatus::Failed {
         return Ok(None);
     }
     // Expired only when no block can carry it any more: the token checks `block.timestamp < validBefore`, so the

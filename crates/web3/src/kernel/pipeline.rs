@@ -866,7 +866,10 @@ async fn prove(chain: &Chain, from: Address, nonce: u64, hash: B256) -> Proof {
             }
         }
         Ok(NonceUse::UsedBy(h)) if h == hash => Proof::Sent,
-        Ok(NonceUse::UsedBy(h)) => Proof::NotSent(format!("the chain shows nonce {nonce} mined by {h}")),
-        Ok(NonceUse::Unknown) | Err(_) => Proof::Unproven,
+        // Releases the entry and gives the authorization back: every node must show that other transaction.
+        Ok(NonceUse::UsedBy(h)) if chain.mined_elsewhere_too(h, from, nonce).await => {
+            Proof::NotSent(format!("every RPC node shows nonce {nonce} mined by {h}"))
+        }
+        Ok(NonceUse::UsedBy(_) | NonceUse::Unknown) | Err(_) => Proof::Unproven,
     }
 }

@@ -125,6 +125,10 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
     match nonce_use {
         Some(NonceUse::UsedBy(other)) if Some(other) != hash => {
             let nonce = entry.nonce.unwrap_or_default();
+            // Released only when every node shows that other transaction; until then it stays as it is.
+            if !chain.mined_elsewhere_too(other, from, nonce).await {
+                return Ok(None);
+            }
             let update = EntryUpdate {
                 error: Some(format!("nonce {nonce} was used by another transaction ({other})")),
                 ..Default::default()
@@ -173,9 +177,11 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             .await
         }
         Broadcast::Rejected(why) => {
-            // The node does not know it and refuses it now; released only if the chain shows its nonce unused.
+            // The node does not know it and refuses it now; released only if every node shows its nonce unused.
             let Some(nonce) = entry.nonce else { return Ok(None) };
-            if chain.nonce_use(from, nonce).await? != NonceUse::Unused {
+            if chain.nonce_use(from, nonce).await? != NonceUse::Unused
+                || !chain.nonce_unused_everywhere(from, nonce).await.unwrap_or(false)
+            {
                 return Ok(None);
             }
             let update = EntryUpdate { error: Some(why), ..Default::default() };
