@@ -179,6 +179,11 @@ pub(crate) async fn resets_today(web3: &Web3, network: &str, token: Address) -> 
 /// Resets of one token in a day after which its approvals wait for the user.
 pub const RESETS_BEFORE_ASKING: usize = 3;
 
+/// Resets of one token in a day after which the sweep sends no more that day (it logs a warning instead). A node
+/// that answers a different non-zero allowance on each pass would otherwise have the wallet pay for a reset every
+/// pass; honest use stays far below this, as approvals wait for the user after [`RESETS_BEFORE_ASKING`].
+pub const RESETS_PER_DAY: usize = 2 * RESETS_BEFORE_ASKING;
+
 /// Resets `token`'s allowance for the pinned spender on `network` when it is above zero and no swap selling it is in
 /// flight. `Some(hash)` when a reset was sent.
 async fn sweep_token(
@@ -196,6 +201,13 @@ async fn sweep_token(
     }
     let unresolved = web3.journal().unresolved().await?;
     if swap_in_flight(&unresolved, &network.name, token) {
+        return Ok(None);
+    }
+    if resets_today(web3, &network.name, token).await >= RESETS_PER_DAY {
+        tracing::warn!(
+            network = %network.name, token = %info.symbol, %allowance,
+            "an allowance still stands after today's resets; no more are sent today (check the RPC nodes)"
+        );
         return Ok(None);
     }
     let occasion = match approval {

@@ -661,3 +661,38 @@ async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_an
     assert_eq!(transfer().await.status, EntryStatus::Confirmed);
     assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1), "once");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_that_shows_a_new_allowance_each_pass_gets_a_bounded_number_of_resets() {
+    let tweaks = Tweaks {
+        toml_replace: vec![("auto_per_tx = \"50\"".into(), "auto_per_tx = \"1\"".into())],
+        ..Default::default()
+    };
+    let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), tweaks, false).await;
+    // An approval whose swap the user denied, abandoned: the sweep resets it.
+    env.quote("swap 10 USDC for ETH", "USDC", "ETH", "10").await;
+    let err = env.err("token_approve", json!({"for_quote": "swap_quote"})).await;
+    env.decide(err.details.unwrap()["confirmation_id"].as_str().unwrap(), UserDecision::Approve).unwrap();
+    env.ok("token_approve", json!({"for_quote": "swap_quote"})).await;
+    let err = env.err("web3_tx", tx()).await;
+    env.decide(err.details.unwrap()["confirmation_id"].as_str().unwrap(), UserDecision::Deny).unwrap();
+    env.web3.set_abandoned_after(std::time::Duration::ZERO);
+    // From now on the node answers every `allowance(owner, spender)` with a new non-zero amount.
+    let shown = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        let data = req["params"][0]["input"].as_str().or(req["params"][0]["data"].as_str()).unwrap_or_default();
+        if req["method"] == "eth_call" && data.starts_with("0xdd62ed3e") {
+            let n = shown.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            resp["result"] = json!(format!("0x{n:064x}"));
+        }
+    })));
+    let nonce = env.nonce().await;
+    let mut resets = 0;
+    for _ in 0..10 {
+        resets += env.web3.reset_abandoned_allowances().await.len();
+    }
+    // Before: a reset sent on every pass, each paid for.
+    let cap = holdfast_web3::kernel::allowances::RESETS_PER_DAY;
+    assert!(resets >= 1 && resets <= cap, "{resets} resets sent");
+    assert!(env.nonce().await - nonce <= u64::try_from(cap).unwrap(), "at most {cap} transactions");
+}
