@@ -31,7 +31,10 @@ struct Case {
 
 impl Case {
     async fn start(make: impl FnOnce(String) -> Script, tweaks: Tweaks) -> Case {
-        let devnet = TestDevnet::start().await.unwrap();
+        Self::start_on(TestDevnet::start().await.unwrap(), make, tweaks).await
+    }
+
+    async fn start_on(devnet: TestDevnet, make: impl FnOnce(String) -> Script, tweaks: Tweaks) -> Case {
         // The script needs the server's own URL (for `resource`), so it is installed once the server listens.
         let slot: Arc<Mutex<Option<Script>>> = Arc::default();
         let installed = Arc::clone(&slot);
@@ -490,4 +493,46 @@ async fn a_made_payment_whose_outcome_the_journal_cannot_record_still_delivers_w
     case.env.web3.reconcile().await.unwrap();
     assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
     assert_eq!(case.server.payments_received(), 1, "paid once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clock_one_node_moves_ahead_cannot_expire_a_payment_that_can_still_settle() {
+    let devnet = TestDevnet::start().await.unwrap();
+    // A lying first node beside an honest second one.
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks =
+        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
+    let case = Case::start_on(
+        devnet,
+        never_settles(|url| {
+            let mut r = honest_requirement();
+            r["maxTimeoutSeconds"] = json!(600);
+            offer_v2(url, vec![r], None)
+        }),
+        tweaks,
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    assert_eq!(case.payments().await[0].status, EntryStatus::Pending, "signed, not settled: it may still be");
+    // The first node now shows a latest block an hour ahead: past the authorization's window.
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getBlockByNumber" && req["params"][0] == "latest" && resp["result"].is_object() {
+            let now = u64::from_str_radix(resp["result"]["timestamp"].as_str().unwrap().trim_start_matches("0x"), 16);
+            resp["result"]["timestamp"] = json!(format!("0x{:x}", now.unwrap() + 3_600));
+        }
+    })));
+    // Before: `failed` ("expired"), and its price released from the day's budget while the payee could still
+    // settle it on the real chain.
+    assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live: the honest node's clock decides");
+    assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
+    let wallet = case.env.web3.wallet().address().to_checksum(None);
+    let spent = case
+        .env
+        .web3
+        .journal()
+        .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
+        .await
+        .unwrap();
+    assert!(spent > U256::ZERO, "it still counts against the budget");
 }
