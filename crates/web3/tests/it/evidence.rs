@@ -696,3 +696,26 @@ async fn a_node_that_shows_a_new_allowance_each_pass_gets_a_bounded_number_of_re
     assert!(resets >= 1 && resets <= cap, "{resets} resets sent");
     assert!(env.nonce().await - nonce <= u64::try_from(cap).unwrap(), "at most {cap} transactions");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_reset_one_node_makes_up_releases_nothing_and_the_send_goes_on() {
+    let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), Tweaks::default(), true).await;
+    let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
+    let nonce = env.nonce().await;
+    // A transaction journaled on this devnet's chain, not yet sent (as after a crash between the two).
+    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    // The first node shows another genesis block: "the devnet was reset, that transaction's chain is gone".
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getBlockByNumber" && req["params"][0] == "0x0" && resp["result"].is_object() {
+            resp["result"]["hash"] = json!(format!("0x{}", "22".repeat(32)));
+        }
+    })));
+    // Before: `chain_reset`, its amount released and its bytes never sent. The honest node still shows the chain.
+    let report = env.web3.reconcile().await.unwrap();
+    assert!(report.iter().all(|r| r.status != EntryStatus::ChainReset), "{report:?}");
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    assert!(chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.is_some(), "sent, and mined");
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(env.web3.journal().get(&id).await.unwrap().unwrap().status, EntryStatus::Confirmed);
+    assert_eq!(env.nonce().await, nonce + 1);
+}

@@ -108,7 +108,7 @@ async fn a_journaled_transaction_whose_nonce_was_used_elsewhere_is_marked_droppe
 
 /// Journals a signed, never-sent 1-wei transfer as the kernel would, recorded for the chain whose genesis is
 /// `genesis`, on the devnet's own (local) chain id or on `chain_id`.
-async fn signed_for(env: &Env, genesis: B256, chain_id: u64) -> (holdfast_web3::chain::SignedTx, String) {
+pub(crate) async fn signed_for(env: &Env, genesis: B256, chain_id: u64) -> (holdfast_web3::chain::SignedTx, String) {
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
     let signer = env.devnet.signer().unwrap();
     let plan = TxPlan { to: env.devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
