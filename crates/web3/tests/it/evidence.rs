@@ -719,3 +719,36 @@ async fn a_chain_reset_one_node_makes_up_releases_nothing_and_the_send_goes_on()
     assert_eq!(env.web3.journal().get(&id).await.unwrap().unwrap().status, EntryStatus::Confirmed);
     assert_eq!(env.nonce().await, nonce + 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_send_one_node_says_it_refused_and_never_saw_keeps_its_amount_while_another_node_has_it() {
+    let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), Tweaks::default(), true).await;
+    let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
+    let nonce = env.nonce().await;
+    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    // Nothing is mined for now; the first node takes the transaction, answers an error, denies knowing it and shows
+    // the wallet's counts (mined and pending) as if the nonce were unused.
+    env.devnet.provider().anvil_set_auto_mine(false).await.unwrap();
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| match req["method"].as_str() {
+        Some("eth_sendRawTransaction") => {
+            *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32000, "message": "nonce too low"}});
+        }
+        Some("eth_getTransactionByHash") => resp["result"] = Value::Null,
+        Some("eth_getTransactionCount") => resp["result"] = json!(format!("0x{nonce:x}")),
+        _ => {}
+    })));
+    // Before: `failed` ("refused again, and the chain shows its nonce unused"), its amount released, while the
+    // transaction waits in the other node's pool.
+    env.web3.reconcile().await.unwrap();
+    let status = env.web3.journal().get(&id).await.unwrap().unwrap().status;
+    assert!(status.is_live(), "{status:?}");
+    // The chain goes on: it is mined, once, and recorded.
+    proxy.set_rewrite(None);
+    env.devnet.provider().anvil_set_auto_mine(true).await.unwrap();
+    env.devnet.provider().anvil_mine(Some(1), None).await.unwrap();
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    assert!(chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.is_some());
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(env.web3.journal().get(&id).await.unwrap().unwrap().status, EntryStatus::Confirmed);
+    assert_eq!(env.nonce().await, nonce + 1);
+}
