@@ -697,13 +697,19 @@ async fn a_node_that_shows_a_new_allowance_each_pass_gets_a_bounded_number_of_re
     assert!(env.nonce().await - nonce <= u64::try_from(cap).unwrap(), "at most {cap} transactions");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_chain_reset_one_node_makes_up_releases_nothing_and_the_send_goes_on() {
+/// Behind a proxy with an honest second node: a transaction journaled on this devnet's chain and not yet sent (as
+/// after a crash between the two), with the wallet's nonce before it and its journal id.
+async fn journaled_not_sent() -> (Env, RpcProxy, u64, holdfast_web3::chain::SignedTx, String) {
     let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), Tweaks::default(), true).await;
     let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
     let nonce = env.nonce().await;
-    // A transaction journaled on this devnet's chain, not yet sent (as after a crash between the two).
     let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    (env, proxy, nonce, signed, id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_reset_one_node_makes_up_releases_nothing_and_the_send_goes_on() {
+    let (env, proxy, nonce, signed, id) = journaled_not_sent().await;
     // The first node shows another genesis block: "the devnet was reset, that transaction's chain is gone".
     proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
         if req["method"] == "eth_getBlockByNumber" && req["params"][0] == "0x0" && resp["result"].is_object() {
@@ -722,10 +728,7 @@ async fn a_chain_reset_one_node_makes_up_releases_nothing_and_the_send_goes_on()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_send_one_node_says_it_refused_and_never_saw_keeps_its_amount_while_another_node_has_it() {
-    let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), Tweaks::default(), true).await;
-    let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
-    let nonce = env.nonce().await;
-    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    let (env, proxy, nonce, signed, id) = journaled_not_sent().await;
     // Nothing is mined for now; the first node takes the transaction, answers an error, denies knowing it and shows
     // the wallet's counts (mined and pending) as if the nonce were unused.
     env.devnet.provider().anvil_set_auto_mine(false).await.unwrap();
