@@ -755,3 +755,31 @@ async fn a_send_one_node_says_it_refused_and_never_saw_keeps_its_amount_while_an
     assert_eq!(env.web3.journal().get(&id).await.unwrap().unwrap().status, EntryStatus::Confirmed);
     assert_eq!(env.nonce().await, nonce + 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_node_that_is_down_stops_nothing_that_releases_nothing() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    // The first node honest, the second answering every request with an error.
+    let proxy = RpcProxy::start(&devnet.rpc_url).await;
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": "internal error"}});
+    })));
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", devnet.rpc_url, proxy.url);
+    let tweaks =
+        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
+    let env = Env::apply(devnet, tweaks);
+    let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
+    let nonce = env.nonce().await;
+    // A transaction journaled and not yet sent: reconciliation sends its identical bytes, which needs no proof.
+    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    env.web3.reconcile().await.unwrap();
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    assert!(chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.is_some(), "sent and mined");
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(env.web3.journal().get(&id).await.unwrap().unwrap().status, EntryStatus::Confirmed);
+    // And a new transfer goes through: a success is the first node's word.
+    let (mine, _) = five_usdc_to_alice(&env).await;
+    let out = env.ok("transfer", crate::transfer::to_register()).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 2));
+}
