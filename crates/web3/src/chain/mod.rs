@@ -577,22 +577,24 @@ impl Chain {
         Ok(())
     }
 
-    /// Waits for the receipt of `hash` ([`Self::receipt`]), up to `timeout`. A node's error while waiting is asked
-    /// again, as a missing receipt is: the transaction was sent, and only the chain's answer ends the wait. `None`
-    /// when none was shown by the deadline (whatever the last error).
+    /// Waits for the receipt of `hash` ([`Self::receipt`]), up to `timeout` (each round's requests included). A node's
+    /// error while waiting is asked again, as a missing receipt is: the transaction was sent, and only the chain's
+    /// answer ends the wait. `None` when none was shown by the deadline (whatever the last error).
     pub async fn wait_receipt(&self, hash: B256, timeout: Duration) -> Option<TransactionReceipt> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut delay = Duration::from_millis(20);
         loop {
-            match self.receipt(hash).await {
-                Ok(Some(r)) => return Some(r),
-                Ok(None) => {}
-                Err(e) => tracing::debug!(%hash, error = %e.message, "receipt: asked again"),
+            // The deadline bounds each round too: a slow node (each request may take up to 20 s) cannot stretch it.
+            match tokio::time::timeout_at(deadline, self.receipt(hash)).await {
+                Ok(Ok(Some(r))) => return Some(r),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => tracing::debug!(%hash, error = %e.message, "receipt: asked again"),
+                Err(_) => return None,
             }
             if tokio::time::Instant::now() >= deadline {
                 return None;
             }
-            tokio::time::sleep(delay).await;
+            tokio::time::sleep(delay.min(deadline.saturating_duration_since(tokio::time::Instant::now()))).await;
             delay = (delay * 2).min(Duration::from_millis(500));
         }
     }
