@@ -95,9 +95,9 @@ impl PgStore {
     /// PostgreSQL provides for exactly this), waiting while it is still in progress, at most 30 s: committed is
     /// success, so a caller never retries (and duplicates) a write that stands. Otherwise the `COMMIT`'s error.
     ///
-    /// For writes that insert new rows (a history entry, a message, a task, a reminder): their retry would add a
-    /// second row. Writes that decide on what they read under a lock read back their own way
-    /// ([`Self::begin_read_back`]).
+    /// For writes whose retry would do them twice (a history entry, a message, a task, a reminder) or whose caller,
+    /// told they failed, would lose what they did (an inbox take, a session link's merge). The journal's reservation
+    /// and the session saves read back their own rows instead ([`Self::begin_read_back`]).
     pub(crate) async fn commit(
         &self,
         tx: sqlx::Transaction<'static, sqlx::Postgres>,

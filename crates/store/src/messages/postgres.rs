@@ -504,34 +504,17 @@ impl PgMessages {
         );
         let row = sqlx::query(AssertSqlSafe(sql)).bind(agent).fetch_optional(&mut *tx).await?;
         let Some(row) = row.as_ref().map(inbox_row).transpose()? else { return Ok(None) };
-        // The row version this transaction writes carries its id (`xmin`): what tells its take from another's.
-        let version: String =
-            sqlx::query_scalar("UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2 RETURNING xmin::text")
-                .bind(at)
-                .bind(row.inbox_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        if let Err(e) = tx.commit().await {
-            // A COMMIT whose answer was lost may have marked it taken: then it is handed over, not lost (no later
-            // take would return it). Read back once the failed transaction has let go of the row.
-            if self.taken_by(row.inbox_id).await.ok().flatten().as_deref() == Some(version.as_str()) {
-                return Ok(Some(row));
-            }
-            return Err(e.into());
-        }
+        let xid: String = sqlx::query_scalar(
+            "UPDATE messages_inbox SET delivered_at = $1 WHERE id = $2 RETURNING pg_current_xact_id()::text",
+        )
+        .bind(at)
+        .bind(row.inbox_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        // A COMMIT whose answer was lost may have marked it taken: then it is handed over, not lost (no later take
+        // would return it). Its outcome is read back.
+        self.pg.commit(tx, &xid).await?;
         Ok(Some(row))
-    }
-
-    /// The transaction that last wrote the inbox row `inbox_id` (`xmin`), read under the row's lock.
-    async fn taken_by(&self, inbox_id: i64) -> Result<Option<String>, StoreError> {
-        let mut tx = self.pg.begin_read_back().await?;
-        let version: Option<String> =
-            sqlx::query_scalar("SELECT xmin::text FROM messages_inbox WHERE id = $1 FOR SHARE")
-                .bind(inbox_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        tx.commit().await?;
-        Ok(version)
     }
 
     pub(super) async fn inbox_ack(&self, agent: &str, inbox_id: i64, at: &str) -> Result<(), StoreError> {

@@ -126,26 +126,6 @@ impl PgSessionStore {
             .map_err(db_err)?;
         row.as_ref().map(info).transpose()
     }
-
-    /// Whether the link `key` holds every one of `fields`, once a merge still being committed is done: a row's lock
-    /// waits for one that changed it, and an insert of the key (undone: this transaction never commits) for one that
-    /// created it, which no read would see before it commits.
-    async fn link_holds(&self, key: &str, fields: &serde_json::Map<String, Value>) -> Result<bool, ToolError> {
-        let mut tx = self.store.begin_read_back().await.map_err(db_err)?;
-        sqlx::query("INSERT INTO session_links (key, value) VALUES ($1, '{}') ON CONFLICT (key) DO NOTHING")
-            .bind(key)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let text: Option<String> = sqlx::query_scalar("SELECT value FROM session_links WHERE key = $1 FOR SHARE")
-            .bind(key)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let _ = tx.rollback().await;
-        let held = text.and_then(|t| serde_json::from_str::<serde_json::Map<String, Value>>(&t).ok());
-        Ok(held.is_some_and(|held| fields.iter().all(|(k, v)| held.get(k) == Some(v))))
-    }
 }
 
 impl SessionStateStore for PgSessionStore {
@@ -200,23 +180,19 @@ impl SessionStorage for PgSessionStore {
                 .map_err(db_err)?;
             let mut value =
                 old.and_then(|t| serde_json::from_str::<serde_json::Map<String, Value>>(&t).ok()).unwrap_or_default();
-            value.extend(fields.clone());
-            sqlx::query(
+            value.extend(fields);
+            let xid: String = sqlx::query_scalar(
                 "INSERT INTO session_links (key, value) VALUES ($1, $2)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING pg_current_xact_id()::text",
             )
             .bind(key)
             .bind(Value::Object(value).to_string())
-            .execute(&mut *tx)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
-            let Err(e) = tx.commit().await else { return Ok(()) };
             // A COMMIT whose answer was lost may have merged them (an inbox turn's "answering" mark, read after a
-            // restart as "this turn began"): the merge is done when the link holds every field as given.
-            match self.link_holds(key, &fields).await {
-                Ok(true) => Ok(()),
-                _ => Err(db_err(e)),
-            }
+            // restart as "this turn began"): its outcome is read back, never reported as an error if it stood.
+            self.store.commit(tx, &xid).await.map_err(db_err)
         })
     }
 
