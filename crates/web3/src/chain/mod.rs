@@ -130,7 +130,6 @@ pub struct Chain {
     /// One client per configured RPC URL (the first is `provider`'s): independent reads, such as the price feeds,
     /// are asked of each.
     readers: Vec<(String, DynProvider)>,
-    verified_chain_id: tokio::sync::OnceCell<()>,
     /// Per reader: its chain id was checked ([`Chain::verify_reader`]).
     verified_readers: Vec<tokio::sync::OnceCell<()>>,
 }
@@ -166,32 +165,18 @@ impl Chain {
         }
         let provider = readers[0].1.clone();
         let verified_readers = readers.iter().map(|_| tokio::sync::OnceCell::new()).collect();
-        Ok(Self {
-            network: network.clone(),
-            provider,
-            readers,
-            verified_chain_id: tokio::sync::OnceCell::new(),
-            verified_readers,
-        })
+        Ok(Self { network: network.clone(), provider, readers, verified_readers })
     }
 
     /// `eth_call` of `data` on `to` at the latest block of every configured RPC node, each answer with the node's
-    /// redacted URL. Each node's chain id is checked first; a node on another chain answers an error.
+    /// redacted URL. Each node's chain id is checked first ([`Self::verify_reader`]); a node on another chain answers
+    /// an error.
     pub(crate) async fn call_each(&self, to: Address, data: Bytes) -> Vec<(String, Result<Bytes, ToolError>)> {
-        let calls = self.readers.iter().map(|(url, provider)| {
+        let calls = self.readers.iter().enumerate().map(|(i, (url, provider))| {
             let data = data.clone();
             async move {
                 let answer = async {
-                    let id = provider.get_chain_id().await.map_err(|e| upstream(url, "eth_chainId", e))?;
-                    if id != self.network.chain_id {
-                        return Err(ToolError::new(
-                            ErrorCode::UnknownNetwork,
-                            format!(
-                                "{url} serves chain id {id}, not {}'s {}",
-                                self.network.name, self.network.chain_id
-                            ),
-                        ));
-                    }
+                    self.verify_reader(i).await?;
                     let req = alloy::rpc::types::TransactionRequest::default().to(to).input(data.into());
                     provider.call(req).await.map_err(|e| upstream(url, "eth_call", e))
                 }
@@ -207,26 +192,9 @@ impl Chain {
         &self.network
     }
 
-    /// Fails closed when the node serves another chain than the configured one. Checked once per client.
+    /// Fails closed when the (first) node serves another chain than the configured one. Checked once per client.
     pub async fn verify(&self) -> Result<(), ToolError> {
-        self.verified_chain_id
-            .get_or_try_init(|| async {
-                let id =
-                    self.provider.get_chain_id().await.map_err(|e| upstream(&self.network.name, "eth_chainId", e))?;
-                if id == self.network.chain_id {
-                    Ok(())
-                } else {
-                    Err(ToolError::new(
-                        ErrorCode::UnknownNetwork,
-                        format!(
-                            "the RPC node for `{}` serves chain id {id}, not the configured {}; refusing to use it",
-                            self.network.name, self.network.chain_id
-                        ),
-                    ))
-                }
-            })
-            .await
-            .map(|_| ())
+        self.verify_reader(0).await
     }
 
     /// Checks that the node answers `eth_simulateV1` (after the chain id check) the way every swap and transfer is
@@ -306,7 +274,6 @@ impl Chain {
     /// The latest block's timestamp on each configured node, the lowest of them: the chain's clock as far as every
     /// node agrees it has come ([`Self::latest_block_timestamp`] asks the first node only).
     pub async fn latest_block_timestamp_everywhere(&self) -> Result<u64, ToolError> {
-        self.verify().await?;
         let mut lowest = u64::MAX;
         for (i, (url, provider)) in self.readers.iter().enumerate() {
             self.verify_reader(i).await?;
@@ -553,23 +520,26 @@ impl Chain {
         Ok(shown.filter(|r| r.transaction_hash == hash))
     }
 
-    /// Checks, once, that reader `i` serves this network's chain id (the first reader: [`Self::verify`]). A node on
-    /// another chain is no witness for this one.
+    /// Checks, once per client, that reader `i` (0: the first node, [`Self::verify`]) serves this network's chain id:
+    /// a node on another chain is refused, and is no witness for this one.
     pub(crate) async fn verify_reader(&self, i: usize) -> Result<(), ToolError> {
-        if i == 0 {
-            return self.verify().await;
-        }
         let (Some((url, provider)), Some(cell)) = (self.readers.get(i), self.verified_readers.get(i)) else {
             return Err(ToolError::internal(format!("no RPC reader {i}")));
         };
+        // The first node is named by its network, as in every other error about it.
+        let node = if i == 0 { self.network.name.as_str() } else { url.as_str() };
         cell.get_or_try_init(|| async {
-            let id = provider.get_chain_id().await.map_err(|e| upstream(url, "eth_chainId", e))?;
+            let id = provider.get_chain_id().await.map_err(|e| upstream(node, "eth_chainId", e))?;
             if id == self.network.chain_id {
                 Ok(())
             } else {
+                let which = if i == 0 { String::new() } else { format!(" {url}") };
                 Err(ToolError::new(
                     ErrorCode::UnknownNetwork,
-                    format!("{url} serves chain id {id}, not {}'s {}", self.network.name, self.network.chain_id),
+                    format!(
+                        "the RPC node{which} for `{}` serves chain id {id}, not the configured {}; refusing to use it",
+                        self.network.name, self.network.chain_id
+                    ),
                 ))
             }
         })
