@@ -1,8 +1,9 @@
 //! x402 payments against scripted servers on the devnet: honest v2 and v1 servers settled on chain (choosing the
 //! offer that passes policy, not the first), and hostile ones — price above the cap, payee switched between the
 //! 402 and the retry, wrong network, unknown asset, payee off the allow-list, malformed and huge headers, a 402
-//! loop, a fake settlement report, an exhausted budget. Each hostile case ends with a stable code, and with nothing
-//! paid (balances and journal checked); the refusals also sign nothing.
+//! loop, a fake settlement report, an exhausted budget, a node that lies about the chain's clock or hides a settled
+//! payment. Each hostile case ends with a stable code, and with nothing paid (balances and journal checked); the
+//! refusals also sign nothing. A payment that was made is counted, whatever one node says.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common::server::{
@@ -77,6 +78,16 @@ impl Case {
             .into_iter()
             .filter(|e| e.kind == EntryKind::Payment)
             .collect()
+    }
+
+    /// What the day's payment budget counts as spent (USDC, the wallet's).
+    async fn budget_spent(&self) -> U256 {
+        let wallet = self.env.web3.wallet().address().to_checksum(None);
+        let journal = self.env.web3.journal();
+        journal
+            .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
+            .await
+            .unwrap()
     }
 
     async fn paid_nothing(&self) {
@@ -202,6 +213,22 @@ fn never_settles(
         script(move |_call: Call, _ctx: Ctx| {
             let resp = offer(&url);
             async move { resp }
+        })
+    }
+}
+
+/// A server that settles the payment on chain and still refuses the content.
+fn settles_and_refuses() -> impl FnOnce(String) -> Script {
+    |url| {
+        script(move |call: Call, ctx: Ctx| {
+            let url = url.clone();
+            async move {
+                if let Some(payload) = call.payload() {
+                    let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
+                    assert!(settled.success, "{settled:?}");
+                }
+                offer_v2(&url, vec![honest_requirement()], Some("thanks, but no"))
+            }
         })
     }
 }
@@ -420,22 +447,7 @@ async fn unpaid_presets_and_replays_of_the_real_paywall() {
 
 #[tokio::test]
 async fn a_server_that_settles_and_still_refuses_is_recorded_as_paid() {
-    let case = Case::start(
-        |url| {
-            script(move |call: Call, ctx: Ctx| {
-                let url = url.clone();
-                async move {
-                    if let Some(payload) = call.payload() {
-                        let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
-                        assert!(settled.success, "{settled:?}");
-                    }
-                    offer_v2(&url, vec![honest_requirement()], Some("thanks, but no"))
-                }
-            })
-        },
-        Tweaks::default(),
-    )
-    .await;
+    let case = Case::start(settles_and_refuses(), Tweaks::default()).await;
     refused(&case.attempt().await, ErrorCode::PaymentFailed, "the server settled it and still refused the content");
     let payments = case.payments().await;
     assert_eq!(payments[0].status, EntryStatus::Confirmed, "the chain shows it settled");
@@ -467,12 +479,7 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     assert_eq!(done[0].status, EntryStatus::Failed);
     let entry = &case.payments().await[0];
     assert!(entry.error.as_deref().unwrap().contains("expired"), "{entry:?}");
-    let wallet = case.env.web3.wallet().address().to_checksum(None);
-    let journal = case.env.web3.journal();
-    let spent = journal
-        .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
-        .await
-        .unwrap();
+    let spent = case.budget_spent().await;
     assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
     case.paid_nothing().await;
 }
@@ -526,13 +533,43 @@ async fn a_clock_one_node_moves_ahead_cannot_expire_a_payment_that_can_still_set
     // settle it on the real chain.
     assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live: the honest node's clock decides");
     assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
-    let wallet = case.env.web3.wallet().address().to_checksum(None);
-    let spent = case
-        .env
-        .web3
-        .journal()
-        .spent_today(holdfast_devnet::CHAIN_ID, &wallet, &USDC.to_checksum(None), EntryKind::Payment.cap_group())
-        .await
-        .unwrap();
+    let spent = case.budget_spent().await;
     assert!(spent > U256::ZERO, "it still counts against the budget");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_that_hides_a_settled_payment_cannot_release_its_budget() {
+    let devnet = TestDevnet::start().await.unwrap();
+    // A lying first node beside an honest second one: every `authorizationState` it answers is "unused".
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let selector = format!(
+        "0x{}",
+        alloy::primitives::hex::encode(&alloy::primitives::keccak256("authorizationState(address,bytes32)")[..4])
+    );
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        let call = &req["params"][0];
+        let data = call["input"].as_str().or_else(|| call["data"].as_str()).unwrap_or_default();
+        if req["method"] == "eth_call" && data.starts_with(&selector) && resp["result"].is_string() {
+            resp["result"] = json!(format!("0x{}", "0".repeat(64)));
+        }
+    })));
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks =
+        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
+    // The server settles the payment on chain and still refuses the content.
+    let case = Case::start_on(devnet, settles_and_refuses(), tweaks).await;
+    assert!(case.attempt().await.is_err());
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE, "it was paid");
+    // The chain's clock passes the authorization's window; the lying node still shows it unused.
+    use alloy::providers::ext::AnvilApi as _;
+    case.env.devnet.provider().anvil_increase_time(3_600).await.unwrap();
+    case.env.devnet.provider().anvil_mine(Some(1), None).await.unwrap();
+    case.env.web3.reconcile().await.unwrap();
+    // Before (the first node's word alone): `failed` ("expired"), and its price released from the day's budget
+    // though the payee holds it.
+    let payments = case.payments().await;
+    assert_eq!(payments[0].status, EntryStatus::Confirmed, "the honest node shows it settled: {:?}", payments[0]);
+    let spent = case.budget_spent().await;
+    assert_eq!(spent, QUOTE_PRICE, "it counts against the budget");
+    assert_eq!(case.server.payments_received(), 1, "paid once");
 }
