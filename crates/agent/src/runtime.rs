@@ -711,6 +711,14 @@ impl Runtime {
         Ok(match decision {
             UserDecision::Approve => {
                 let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
+                // The approval is spent by this run only: unused by it, it expires (and that is saved), so no later
+                // call of the same action finds it standing.
+                if ctx.confirmations.retire_unused(&confirmation.id)
+                    && let Err(e) = ctx.persist().await
+                {
+                    // The call's outcome is still the answer; a later process expires the approval when it restores it.
+                    tracing::warn!(confirmation = %confirmation.id, error = %e.message, "an unused approval's expiry could not be saved");
+                }
                 Decided::Ran(confirmation, outcome)
             }
             UserDecision::Deny => {

@@ -13,7 +13,9 @@
 //! 3. **Executed once.** The front end re-runs the same tool call (`Runtime::decide` in `holdfast-agent` is the one
 //!    implementation); the tool calls `require` again, finds the approval for the same fingerprint, consumes it and
 //!    proceeds. If anything that feeds the fingerprint changed in between, the approval does not match and the user
-//!    is asked again. Approvals are used once.
+//!    is asked again. Approvals are used once, and only by that re-run: one it did not use (stopped, or failed before
+//!    the action) expires when it ends ([`Confirmations::retire_unused`]), and one restored by a later process
+//!    expires too.
 
 use crate::error::{ErrorCode, ToolError};
 use crate::event::{ConfirmationResolved, EventBus, EventPayload};
@@ -253,6 +255,21 @@ impl Confirmations {
         Ok(resolved)
     }
 
+    /// Expires confirmation `id` when it is approved and still unused. An approval is spent by the one run it was
+    /// given for (the re-run of the approved call: `Runtime::decide` in `holdfast-agent`): an approval that run did not
+    /// use (it was stopped, or failed before it reached the action) is not left for a later call of the same action to
+    /// find — the model's next turn, another agent's turn, a retry — which would then run without the user being
+    /// asked. True when it expired it.
+    pub fn retire_unused(&self, id: &str) -> bool {
+        let mut items = self.items.lock();
+        let Some(c) = items.iter_mut().find(|c| c.id == id && c.state == ConfirmationState::Approved) else {
+            return false;
+        };
+        c.state = ConfirmationState::Expired;
+        self.changed();
+        true
+    }
+
     /// Whether the user approved `tool`'s action `fingerprint` and the approval is not used yet (it is not used by
     /// asking).
     pub fn has_approved(&self, tool: &str, fingerprint: &str) -> bool {
@@ -285,10 +302,18 @@ impl Confirmations {
             .collect()
     }
 
-    /// Puts back confirmations an earlier process saved; those past their time expire as they would have.
+    /// Puts back confirmations an earlier process saved; those past their time expire as they would have, and so
+    /// does an approval still unused: the run it was given for ended with that process
+    /// ([`Confirmations::retire_unused`]).
     pub(crate) fn restore(&self, saved: Vec<SavedConfirmation>) {
         let mut items = self.items.lock();
-        items.extend(saved.into_iter().map(|s| Confirmation { fingerprint: s.fingerprint, ..s.confirmation }));
+        items.extend(saved.into_iter().map(|s| {
+            let mut c = Confirmation { fingerprint: s.fingerprint, ..s.confirmation };
+            if c.state == ConfirmationState::Approved {
+                c.state = ConfirmationState::Expired;
+            }
+            c
+        }));
         expire(&mut items, Utc::now());
     }
 
@@ -380,6 +405,31 @@ mod tests {
         assert_eq!(approve(&c, &id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
         assert_eq!(approve(&c, "cf_nope").unwrap_err().code, ErrorCode::ConfirmationNotFound);
         assert!(c.require("web3_tx", &json!({}), "fp", json!({}), "r").is_err());
+    }
+
+    #[test]
+    fn an_approval_left_unused_by_its_run_or_by_a_stopped_process_is_never_used_later() {
+        let c = confirmations();
+        let ask = |c: &Confirmations| c.require("t", &json!({}), "fp", json!({}), "r");
+        let id = ask(&c).unwrap_err().details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+        approve(&c, &id).unwrap();
+        // Its run ended without using it.
+        assert!(c.retire_unused(&id));
+        assert_eq!(ask(&c).unwrap_err().code, ErrorCode::ConfirmationRequired, "asked again");
+        // A used approval stays used.
+        let id = c.last_pending().unwrap().id;
+        approve(&c, &id).unwrap();
+        assert!(ask(&c).is_ok());
+        assert!(!c.retire_unused(&id));
+        assert_eq!(c.get(&id).unwrap().state, ConfirmationState::Used);
+        // Approved, and the process stopped before its run used it: restored, it has expired.
+        let id = ask(&c).unwrap_err().details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+        approve(&c, &id).unwrap();
+        let restored = confirmations();
+        restored.restore(c.saved());
+        assert_eq!(restored.get(&id).unwrap().state, ConfirmationState::Expired);
+        assert_eq!(restored.get(&id).unwrap().decided_by, Some(UserChannel::Terminal), "who decided is kept");
+        assert_eq!(ask(&restored).unwrap_err().code, ErrorCode::ConfirmationRequired);
     }
 
     #[test]

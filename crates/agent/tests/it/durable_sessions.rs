@@ -60,8 +60,9 @@ async fn registers_bank_and_pending_confirmations_survive_a_restart() {
     let ctx = rt.session(&id).await.unwrap().unwrap();
     assert!(ctx.confirmations.pending().is_empty());
     let decided = ctx.confirmations.get(&confirmation_id).unwrap();
-    // register_set itself asks for nothing, so the approval was not consumed by it; who decided is kept.
-    assert_eq!((decided.state, decided.decided_by), (ConfirmationState::Approved, Some(UserChannel::WebUi)));
+    // register_set itself asks for nothing, so its run did not use the approval: it expired when that run ended
+    // (no later call can find it); who decided is kept.
+    assert_eq!((decided.state, decided.decided_by), (ConfirmationState::Expired, Some(UserChannel::WebUi)));
     assert_eq!(ctx.registers.get("approved_note").unwrap().value, json!("ran"));
     assert!(rt.session("s_unknown").await.unwrap().is_none());
 }

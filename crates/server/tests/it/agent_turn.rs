@@ -24,7 +24,18 @@ async fn api(http: &reqwest::Client, method: reqwest::Method, url: String, body:
     request.send().await.unwrap().json().await.unwrap()
 }
 
-async fn run(decision: &str) -> (Value, Value, String) {
+/// A server whose agent's turn waits for the user's approval of a 0.02 ETH swap.
+struct Waiting {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+    turn: tokio::task::JoinHandle<Value>,
+    /// The pending confirmation.
+    pending: Value,
+    _devnet: holdfast_devnet::TestDevnet,
+}
+
+async fn waiting_turn() -> Waiting {
     let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
     let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
     let scripted = Scripted::start(Wire::OpenAi, swap_script("0.02")).await;
@@ -58,14 +69,34 @@ async fn run(decision: &str) -> (Value, Value, String) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(pending["summary"]["sell"], "0.02 ETH", "{pending}");
-    let cid = pending["id"].as_str().unwrap();
-    let resolved =
-        api(&http, reqwest::Method::POST, format!("{url}/api/sessions/{id}/confirmations/{cid}/{decision}"), None)
-            .await;
+    Waiting { http, url, id, turn, pending, _devnet: devnet }
+}
+
+impl Waiting {
+    /// `POST …/confirmations/{id}/{decision}` on the pending confirmation.
+    async fn decide(&self, decision: &str) -> Value {
+        let cid = self.pending["id"].as_str().unwrap();
+        let url = format!("{}/api/sessions/{}/confirmations/{cid}/{decision}", self.url, self.id);
+        api(&self.http, reqwest::Method::POST, url, None).await
+    }
+
+    /// The turn's answer (within a minute).
+    async fn turn_answer(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_secs(60), &mut self.turn).await.unwrap().unwrap()
+    }
+
+    async fn journal(&self) -> Value {
+        api(&self.http, reqwest::Method::GET, format!("{}/api/journal?session_id={}", self.url, self.id), None).await
+    }
+}
+
+async fn run(decision: &str) -> (Value, Value, String) {
+    let mut w = waiting_turn().await;
+    let resolved = w.decide(decision).await;
     assert_eq!(resolved["resumed"], "agent", "{resolved}");
-    let outcome = tokio::time::timeout(Duration::from_secs(60), turn).await.unwrap().unwrap();
-    let journal = api(&http, reqwest::Method::GET, format!("{url}/api/journal?session_id={id}"), None).await;
-    let session = api(&http, reqwest::Method::GET, format!("{url}/api/sessions/{id}"), None).await;
+    let outcome = w.turn_answer().await;
+    let journal = w.journal().await;
+    let session = api(&w.http, reqwest::Method::GET, format!("{}/api/sessions/{}", w.url, w.id), None).await;
     (outcome, journal, session["history"].to_string())
 }
 
@@ -92,6 +123,32 @@ async fn a_denied_action_is_reported_to_the_model_and_nothing_is_sent() {
     assert_eq!(outcome["agent"]["text"], "Done: swapped 0.02 ETH for USDC.", "{outcome}");
     assert!(swaps(&journal).is_empty());
     assert!(history.contains("confirmation_denied"), "the model was told: {history}");
+}
+
+/// An approval is spent by the one run it was given for. Stopped while it waited, the turn's run of the approved
+/// action ends at once (`cancelled`); the approval does not stay behind for a later call of the same action — the
+/// model's next turn, another agent's turn in an inbox session, a retry — to be sent without the user being asked.
+#[tokio::test]
+async fn an_approval_whose_run_was_stopped_is_not_left_for_a_later_call() {
+    let mut w = waiting_turn().await;
+    let stopped = api(&w.http, reqwest::Method::POST, format!("{}/api/sessions/{}/cancel", w.url, w.id), None).await;
+    assert_eq!(stopped["cancelled"], true, "{stopped}");
+    w.decide("approve").await;
+    let outcome = w.turn_answer().await;
+    assert_eq!(outcome["agent"]["stopped"], "cancelled", "{outcome}");
+    assert!(swaps(&w.journal().await).is_empty(), "the stopped run sent nothing");
+    // The same call again, with the same registers (the quote is still fresh).
+    let tool = w.pending["tool"].as_str().unwrap();
+    let again = api(
+        &w.http,
+        reqwest::Method::POST,
+        format!("{}/api/sessions/{}/tools/{tool}", w.url, w.id),
+        Some(w.pending["params"].clone()),
+    )
+    .await;
+    // Before: sent, on the approval the stopped run left unused.
+    assert_eq!(again["error"]["code"], "confirmation_required", "the user is asked again: {again}");
+    assert!(swaps(&w.journal().await).is_empty(), "nothing sent");
 }
 
 /// A preset server that holds every request for a minute (a data source that hangs), counting the requests and
