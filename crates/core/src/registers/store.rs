@@ -337,6 +337,13 @@ impl RegisterStore {
     /// Reads a register that must be fresh: older than its declared maximum age → `register_stale`.
     pub fn require_fresh(&self, key: &str) -> Result<SharedEntry, ToolError> {
         let entry = self.require(key)?;
+        self.check_fresh(key, &entry)?;
+        Ok(entry)
+    }
+
+    /// Fails with `register_stale` when `entry`, read earlier from register `key`, is now older than the key's declared
+    /// maximum age (whatever the register holds now).
+    pub fn check_fresh(&self, key: &str, entry: &RegisterEntry) -> Result<(), ToolError> {
         if let Some(max_age) = self.inner.decls.get(key).and_then(|d| d.max_age) {
             let age = entry.age();
             if age > max_age {
@@ -346,7 +353,7 @@ impl RegisterStore {
                 ));
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     /// Reads a register for a value-moving tool: it must be declared (scratch registers are never consumed), hold

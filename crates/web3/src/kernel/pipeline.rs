@@ -13,7 +13,8 @@
 //!    journal, and the transaction is built — the exact one that will be signed;
 //! 8. the **exact simulation** of that transaction ([`crate::chain::simulate`]) and the kind's **check** of its effects
 //!    (a refusal is journaled `refused` with the reason);
-//! 9. **authorization** — a turn the user did not start, or an amount whose authorization another action spent,
+//! 9. **freshness** again, under the lock (what came since step 3 took time); **authorization** — a turn the user did
+//!    not start, or an amount whose authorization another action spent,
 //!    makes the action wait for the user; **confirmation** — the user is asked when anything above says so;
 //! 10. the authorization is spent for this intent, and the **day's cap reserved** atomically in the journal;
 //! 11. **journal before broadcast** — the signed bytes are written durably, then sent;
@@ -528,6 +529,14 @@ async fn commit<K: TxKind>(
     let intent = session.map_or_else(|| plan.fingerprint.clone(), |(_, inputs)| inputs.intent.clone());
     let mut spent = Spent::Nothing;
     if let Some((ctx, inputs)) = session {
+        // Still within their maximum age (a quote's 60 s) now, under the lock, right before the action is reserved and
+        // signed: `run` checked them before the plan's reads, the fees, the wait for the wallet's lock (another send
+        // of this wallet) and the simulation, which all take time.
+        // The entries the action was planned on are judged, whatever the registers hold now (a concurrent twin of
+        // this call may have spent the quote: the journal then answers with its transaction below).
+        for (key, entry) in inputs.registers.iter().filter(|(k, _)| inputs.fresh.contains(k)) {
+            ctx.registers.check_fresh(key, entry)?;
+        }
         // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
         if !upfront && let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
             reasons.push(format!("this turn was started by {who}, not by you"));

@@ -94,3 +94,32 @@ async fn sells_usdc_for_eth_after_an_exact_approval() {
     use holdfast_web3::EntryKind::{Approval, Payment, Swap};
     assert_eq!(kinds, [Payment, Approval, Swap], "paid quote + approval + swap");
 }
+
+/// A quote's maximum age holds up to the signature: a swap that passed the freshness check and then waited for the
+/// wallet (another send of it held the lock) until its quote was older than 60 s is refused `register_stale`, and
+/// nothing is signed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quote_that_grows_stale_while_the_swap_waits_for_the_wallet_is_not_signed() {
+    let env = Env::start().await;
+    env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    let quoted = tokio::time::Instant::now();
+    let nonce0 = env.nonce().await;
+    let wallet = env.web3.wallet().address().to_checksum(None);
+    let held = env.web3.journal().lock_wallet(holdfast_devnet::CHAIN_ID, &wallet).await.unwrap();
+    let swap = {
+        let (registry, ctx) = (env.registry.clone(), env.ctx.clone());
+        tokio::spawn(async move {
+            registry.call("web3_tx", json!({"from_register": "swap_quote", "network": "base"}), &ctx).await
+        })
+    };
+    let stale = quoted + holdfast_core::registers::QUOTE_MAX_AGE + std::time::Duration::from_secs(1);
+    tokio::time::sleep_until(stale).await;
+    assert!(!swap.is_finished(), "the swap waits for the wallet");
+    drop(held);
+    // Before: signed and mined on the 61-second-old quote.
+    let err = swap.await.unwrap().unwrap_err();
+    assert_eq!(err.code, ErrorCode::RegisterStale, "{err:?}");
+    assert_eq!(env.nonce().await, nonce0, "nothing signed");
+    let journal = env.web3.journal().for_session("session-1").await.unwrap();
+    assert!(journal.iter().all(|e| e.kind != holdfast_web3::EntryKind::Swap), "{journal:?}");
+}
