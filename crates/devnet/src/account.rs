@@ -16,8 +16,8 @@
 use crate::contracts::{USDC, dev_account, send_unlocked};
 use crate::error::DevnetError;
 use alloy::primitives::{Address, B256, Bytes, U256, address, keccak256};
-use alloy::providers::DynProvider;
 use alloy::providers::ext::AnvilApi;
+use alloy::providers::{DynProvider, Provider as _};
 use alloy::sol_types::SolCall;
 use serde::{Deserialize, Serialize};
 
@@ -290,12 +290,25 @@ pub async fn set_limit(
         .ok()
         .filter(|m| *m > 0)
         .ok_or_else(|| DevnetError::Account("a limit's period is 1 minute to 45 days".into()))?;
+    // The module's periods follow a fixed grid from `resetBaseMin` (0: from when the limit is set). A limit of whole
+    // days starts its grid at a UTC midnight, so it resets when holdfast's own day caps do.
+    let base = if limit.period_secs.is_multiple_of(DAY_SECS) {
+        let latest = provider
+            .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+            .await
+            .map_err(|e| DevnetError::rpc("reading the chain's time", e))?
+            .ok_or_else(|| DevnetError::Account("the chain has no latest block".into()))?;
+        let midnight_min = latest.header.timestamp / DAY_SECS * (DAY_SECS / 60);
+        u32::try_from(midnight_min).map_err(|_| DevnetError::Account("the chain's time is past the module's".into()))?
+    } else {
+        0
+    };
     let call = IAllowanceModule::setAllowanceCall {
         delegate: signer,
         token: limit.token()?,
         allowanceAmount: amount,
         resetTimeMin: minutes,
-        resetBaseMin: 0,
+        resetBaseMin: base,
     };
     exec_as_owner(provider, account, owner, ALLOWANCE_MODULE, call.abi_encode().into(), "setting an on-chain limit")
         .await

@@ -110,3 +110,40 @@ async fn the_key_alone_moves_at_most_what_remains_of_the_limit() {
     let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
     assert_eq!(left, U256::from(40_000_000u64));
 }
+
+/// A day's limit resets at UTC midnight, when holdfast's own day caps do (the module's periods follow a fixed grid;
+/// the devnet starts it at a midnight): a minute before it, what was spent still counts; a minute after, the whole
+/// limit is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_days_limit_resets_at_utc_midnight() {
+    use alloy::providers::ext::AnvilApi as _;
+    let dn = TestDevnet::start_with_account(OnchainLimit::defaults()).await.unwrap();
+    let (account, signer, provider) = (dn.account.expect("an account"), dn.wallet_address, dn.provider());
+    let chain_now = || async {
+        let block = provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await.unwrap().unwrap();
+        block.header.timestamp
+    };
+    let travel = |secs: u64| {
+        let provider = provider.clone();
+        async move {
+            provider.anvil_increase_time(secs).await.unwrap();
+            provider.anvil_mine(Some(1), None).await.unwrap();
+        }
+    };
+    // To a minute before the next UTC midnight (at least two minutes away, so that no midnight is crossed on the way).
+    let now = chain_now().await;
+    let mut midnight = (now / 86_400 + 1) * 86_400;
+    if midnight - now < 120 {
+        midnight += 86_400;
+    }
+    travel(midnight - 60 - now).await;
+    let (limit, before) = remaining(&provider, account, signer, USDC).await.unwrap();
+    let key = key_provider(&dn);
+    assert!(sent_ok(&key, module_transfer(account, signer, USDC, THIEF, 10_000_000)).await);
+    let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
+    assert_eq!(left, before - U256::from(10_000_000u64), "spent this period");
+    travel(120).await;
+    // Before: the grid started when the limit was set, so midnight reset nothing.
+    let (_, left) = remaining(&provider, account, signer, USDC).await.unwrap();
+    assert_eq!(left, limit, "the whole limit is back after midnight");
+}
