@@ -344,14 +344,14 @@ impl JournalTable {
         Ok(n.and_then(|n| u64::try_from(n).ok()))
     }
 
-    /// Amounts of `asset` of the wallet's [`LIVE`] rows of `kinds` on `day` (none for no kinds).
+    /// Amounts of `asset` of the wallet's [`LIVE`] rows of `kinds` on `day` (on any day: `None`; none for no kinds).
     pub async fn spent(
         &self,
         chain_id: u64,
         from: &str,
         asset: &str,
         kinds: &[&str],
-        day: &str,
+        day: Option<&str>,
     ) -> Result<Vec<String>, StoreError> {
         let Some(statement) = sql::spent(chain_id, from, asset, kinds, day) else { return Ok(Vec::new()) };
         match self {

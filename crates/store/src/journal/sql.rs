@@ -117,19 +117,27 @@ pub(super) fn reservation_reads(r: &NewRow, capped_kinds: &[&str]) -> Reservatio
             vec![text(used), text(r.intent.clone().unwrap_or_default())],
         )
     });
-    let spent = spent(r.chain_id, &r.from, &r.asset, capped_kinds, &r.day);
+    let spent = spent(r.chain_id, &r.from, &r.asset, capped_kinds, Some(&r.day));
     ReservationReads { same_action, authorization_holder, spent }
 }
 
-/// Live amounts of `asset` sent by `from` on `chain_id` on `day`, in rows of `kinds` (none for no kinds).
-pub(super) fn spent(chain_id: u64, from: &str, asset: &str, kinds: &[&str], day: &str) -> Option<Statement> {
+/// Live amounts of `asset` sent by `from` on `chain_id` on `day` (on any day: `None`), in rows of `kinds` (none for
+/// no kinds).
+pub(super) fn spent(chain_id: u64, from: &str, asset: &str, kinds: &[&str], day: Option<&str>) -> Option<Statement> {
     if kinds.is_empty() {
         return None;
     }
-    let mut params = vec![int(chain_id), text(from), text(asset), text(day)];
+    let mut params = vec![int(chain_id), text(from), text(asset)];
+    let on_day = match day {
+        Some(day) => {
+            params.push(text(day));
+            format!(" AND day = ${}", params.len())
+        }
+        None => String::new(),
+    };
     let kinds = placeholders(kinds, &mut params);
     let sql = format!(
-        "SELECT amount FROM journal WHERE chain_id = $1 AND from_address = $2 AND asset = $3 AND day = $4 \
+        "SELECT amount FROM journal WHERE chain_id = $1 AND from_address = $2 AND asset = $3{on_day} \
          AND kind IN {kinds} AND status IN {}",
         in_list(LIVE)
     );

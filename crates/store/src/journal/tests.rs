@@ -73,7 +73,7 @@ async fn concurrent_reservations_of_one_wallet_each_see_the_others_rows() {
             }
         }
         assert_eq!(inserted, 3);
-        assert_eq!(table.spent(1, "0xA", "0xT", &["swap", "transfer"], "2026-11-26").await.unwrap().len(), 3);
+        assert_eq!(table.spent(1, "0xA", "0xT", &["swap", "transfer"], Some("2026-11-26")).await.unwrap().len(), 3);
     }
 }
 
@@ -97,11 +97,13 @@ async fn a_callers_kind_or_status_is_a_value_not_sql() {
     for table in all {
         table.insert(row("j1", "i1", "5")).await.unwrap();
         for kinds in [&["swap') OR ('1'='1"][..], &["x\\", ") OR 1=1 --"][..]] {
-            assert!(table.spent(1, "0xA", "0xT", kinds, "2026-11-26").await.unwrap().is_empty(), "{kinds:?}");
+            assert!(table.spent(1, "0xA", "0xT", kinds, Some("2026-11-26")).await.unwrap().is_empty(), "{kinds:?}");
             let moved = table.set_status("j1", Some(kinds), "failed", Settled::default(), "2026-11-26T00:00:01Z");
             assert_eq!(moved.await.unwrap(), 0, "{kinds:?}");
         }
-        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], "2026-11-26").await.unwrap(), vec!["5".to_owned()]);
+        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], Some("2026-11-26")).await.unwrap(), vec!["5".to_owned()]);
+        assert!(table.spent(1, "0xA", "0xT", &["swap"], Some("2026-11-27")).await.unwrap().is_empty(), "another day");
+        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], None).await.unwrap(), vec!["5".to_owned()], "any day");
     }
 }
 

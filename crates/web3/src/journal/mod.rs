@@ -279,8 +279,28 @@ impl Journal {
         asset: &str,
         kinds: &'static [EntryKind],
     ) -> Result<alloy::primitives::U256, ToolError> {
+        self.sent((chain_id, from, asset), kinds, Some(&day(Utc::now()))).await
+    }
+
+    /// Like [`Journal::spent_today`], over every day: what the live entries of `kinds` of the wallet `from` on
+    /// `chain_id` moved of `asset`, `wallet` being `(chain_id, from, asset)`.
+    pub async fn sent_ever(
+        &self,
+        wallet: (u64, &str, &str),
+        kinds: &'static [EntryKind],
+    ) -> Result<alloy::primitives::U256, ToolError> {
+        self.sent(wallet, kinds, None).await
+    }
+
+    /// The sum of `asset` the wallet `(chain_id, from, asset)` sent in live entries of `kinds`, on `day` or on any.
+    async fn sent(
+        &self,
+        (chain_id, from, asset): (u64, &str, &str),
+        kinds: &[EntryKind],
+        day: Option<&str>,
+    ) -> Result<alloy::primitives::U256, ToolError> {
         let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        let amounts = self.table.spent(chain_id, from, asset, &kinds, &day(Utc::now())).await.map_err(db_err)?;
+        let amounts = self.table.spent(chain_id, from, asset, &kinds, day).await.map_err(db_err)?;
         reserve::sum(&amounts).map_err(db_err)
     }
 }

@@ -281,8 +281,8 @@ impl TxKind for Fund {
 /// that never happen (declined after the simulation, refused by a later check), retries and concurrent calls cannot
 /// pile the account's funds up in the signer:
 /// - a token: the signer's balance of it (the signer holds tokens only for the account);
-/// - ether: what today's funds moved to the signer and today's swaps have not spent (at most the signer's balance):
-///   the rest of its ether is its gas money, never spent on the account's behalf.
+/// - ether: what the funds moved to the signer and its swaps have not spent, over every day (at most the signer's
+///   balance): the rest of its ether is its gas money, never spent on the account's behalf.
 pub(crate) async fn fund(
     web3: &Web3,
     network: &NetworkConfig,
@@ -297,8 +297,10 @@ pub(crate) async fn fund(
     let available = if mv.native {
         let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
         let journal = web3.journal();
-        let funded = journal.spent_today(network.chain_id, &from, &asset, &[EntryKind::Fund]).await?;
-        let spent = journal.spent_today(network.chain_id, &from, &asset, &[EntryKind::Swap]).await?;
+        // Over every day: ether funded on an earlier day and not spent is still the account's, used before any more.
+        let wallet = (network.chain_id, from.as_str(), asset.as_str());
+        let funded = journal.sent_ever(wallet, &[EntryKind::Fund]).await?;
+        let spent = journal.sent_ever(wallet, &[EntryKind::Swap]).await?;
         funded.saturating_sub(spent).min(held)
     } else {
         held

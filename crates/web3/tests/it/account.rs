@@ -297,20 +297,27 @@ async fn nothing_is_funded_before_the_user_approves_and_one_approval_runs_the_sw
     assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), funded, "no second swap fund");
 }
 
-/// Swaps that fail after their fund (a quote whose minimum the independent price refuses) fund once: the next ones,
-/// and the honest swap after them, use what the signer already holds for the account. The key never keeps more.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_the_key() {
+/// An account devnet whose quoter halves each quote's minimum (which the independent price then refuses, after the
+/// fund): the env, the account and the quoter's tamper (to make it honest again).
+async fn halved_minimum_quotes() -> (Env, Address, crate::common::Tamper) {
     let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
     let account = devnet.account.unwrap();
     let (url, tamper) = crate::common::hostile_quoter(&devnet).await;
     let env = Env::apply(devnet, crate::common::Tweaks { quoter_url: Some(url), ..Default::default() });
-    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
     *tamper.lock() = Box::new(|q: &mut Value| {
         let min = crate::common::u256(&q["minBuyAmount"]) / U256::from(2);
         q["minBuyAmount"] = json!(min.to_string());
         crate::common::recalldata(q, |c| c.minBuyAmount = min);
     });
+    (env, account, tamper)
+}
+
+/// Swaps that fail after their fund (a quote whose minimum the independent price refuses) fund once: the next ones,
+/// and the honest swap after them, use what the signer already holds for the account. The key never keeps more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_the_key() {
+    let (env, account, tamper) = halved_minimum_quotes().await;
+    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
     for attempt in 0..4 {
         let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
         assert!(quote.get("error").is_none(), "{quote}");
@@ -328,6 +335,31 @@ async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_t
         before - U256::from(FINNEY),
         "the honest swap used the ether already funded"
     );
+    let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    assert_eq!(kernel.iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).count(), 1, "{kernel:#?}");
+}
+
+/// Ether funded on an earlier day and not spent is used before any more is funded: a swap that failed after its fund
+/// yesterday leaves its ether with the key, and today's swap uses it rather than moving the account's ether again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ether_funded_on_an_earlier_day_is_used_before_funding_again() {
+    let (env, account, _tamper) = halved_minimum_quotes().await;
+    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
+    let refused = || async {
+        let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+        assert!(quote.get("error").is_none(), "{quote}");
+        let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
+        assert_eq!(err.code, ErrorCode::QuoteRejected, "{err:?}");
+    };
+    refused().await;
+    assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY), "funded once");
+    // A day passes: every journal entry so far was made yesterday.
+    let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
+    db.lock().execute_batch("UPDATE journal SET day = date(day, '-1 day')").unwrap();
+    refused().await;
+    // Before: funded again (today's funds were none), a second 0.001 ETH left with the key.
+    assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY), "not funded again");
     let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
     let kernel = env.web3.journal().for_session("kernel").await.unwrap();
     assert_eq!(kernel.iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).count(), 1, "{kernel:#?}");
