@@ -97,6 +97,7 @@ pub mod abi {
             function isModuleEnabled(address module) external view returns (bool);
             function getOwners() external view returns (address[] memory);
             function getThreshold() external view returns (uint256);
+            function addOwnerWithThreshold(address owner, uint256 _threshold) external;
             function nonce() external view returns (uint256);
         }
 
@@ -312,6 +313,18 @@ pub async fn set_limit(
     };
     exec_as_owner(provider, account, owner, ALLOWANCE_MODULE, call.abi_encode().into(), "setting an on-chain limit")
         .await
+}
+
+/// Makes `new_owner` an owner of `account` too, keeping the threshold at 1 (an owner action, as the owner's wallet
+/// would send it): what a user must never do with holdfast's key, whose limits then bind nothing.
+pub async fn add_owner(
+    provider: &DynProvider,
+    account: Address,
+    owner: Address,
+    new_owner: Address,
+) -> Result<(), DevnetError> {
+    let call = ISafe::addOwnerWithThresholdCall { owner: new_owner, _threshold: U256::from(1) };
+    exec_as_owner(provider, account, owner, account, call.abi_encode().into(), "adding an owner").await
 }
 
 /// What remains of `signer`'s limit on `account` for `token` (zero address: ether) this period, with the limit:

@@ -333,6 +333,31 @@ impl Web3 {
         Ok(())
     }
 
+    /// Checks, on every network with an RPC node, that the smart account's on-chain limits bind the key holdfast signs
+    /// with: a key that is one of the account's owners is not bound by them (an owner executes whatever the threshold
+    /// allows), and is refused with `config_invalid` naming the key, the account and the network. The front ends run it
+    /// at start-up (`holdfast doctor` shows the rest of the account's state). Nothing to check without an account.
+    pub async fn verify_account(&self) -> Result<(), ToolError> {
+        let Some(account) = self.account() else { return Ok(()) };
+        let signer = self.wallet().address();
+        for network in self.core.networks.iter().filter(|n| !n.rpc_urls.is_empty()) {
+            let state = kernel::account::inspect(&*self.chain(network)?, account, Some(signer)).await?;
+            if state.signer_is_owner == Some(true) {
+                return Err(ToolError::new(
+                    ErrorCode::ConfigInvalid,
+                    format!(
+                        "the key {} is an owner of the account {} on `{}`: the on-chain limits do not bind an owner; \
+                         use a key that is only the module's delegate",
+                        signer.to_checksum(None),
+                        account.address,
+                        network.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Resets to zero every allowance of a token holdfast approved whose swap was abandoned (its newest approval older
     /// than a quote may live, no swap of it unsettled): what the background reconciliation runs every 15 s. Returns
     /// the reset transactions' hashes.

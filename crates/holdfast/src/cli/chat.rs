@@ -149,6 +149,7 @@ fn watch_events(ctx: &ToolContext) {
 pub(crate) async fn run(config: Option<&Path>, agent: &str) -> anyhow::Result<()> {
     let runtime = Arc::new(Runtime::load(config).await?);
     crate::startup::verify_price_feeds(&runtime).await?;
+    crate::startup::verify_account(&runtime).await?;
     crate::startup::reconcile_journal(&runtime).await;
     let profile = runtime.profile(agent).with_context(|| {
         let known: Vec<String> = runtime.profiles().map(|p| p.name.clone()).collect();

@@ -155,6 +155,7 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
     }
     let runtime = Arc::new(holdfast_agent::Runtime::load(args.config.as_deref()).await?);
     crate::startup::verify_price_feeds(&runtime).await?;
+    crate::startup::verify_account(&runtime).await?;
     crate::startup::reconcile_journal(&runtime).await;
     let section = McpSection::from_document(&runtime.document)?;
     let transport = match args.transport {

@@ -192,6 +192,7 @@ async fn serve(doc: ConfigDocument, data_dir: Option<PathBuf>, bind: SocketAddr,
     };
     let data_dir_is_default = default_data_dir().is_ok_and(|d| d == data_dir);
     crate::startup::verify_price_feeds(&runtime).await?;
+    crate::startup::verify_account(&runtime).await?;
     crate::startup::reconcile_journal(&runtime).await;
     let unloader = tokio_util::sync::CancellationToken::new();
     runtime.spawn_idle_unloader(unloader.clone());

@@ -492,3 +492,40 @@ fn the_binary_gives_freed_memory_back_through_the_allocators_background_thread()
     child.wait().unwrap();
     assert!(seen.iter().any(|name| name.trim() == "jemalloc_bg_thd"), "threads: {seen:?}");
 }
+
+/// `holdfast mcp --config FILE` on stdio with stdin closed (so it stops once it serves): (whether it got as far as
+/// serving, stderr).
+fn mcp_start(config: &std::path::Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(["mcp", "--config", config.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (err.contains("serving MCP on stdio"), err)
+}
+
+/// A key that is one of the smart account's owners is not bound by its on-chain limits: the front ends do not start
+/// with it (checked on the chain at start-up), where before only `holdfast doctor` said so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_owns_the_account_is_refused_at_start() {
+    let devnet = holdfast_devnet::TestDevnet::start_with_account(holdfast_devnet::account::OnchainLimit::defaults())
+        .await
+        .unwrap();
+    let config = devnet.config_path.clone();
+    let (served, err) = tokio::task::spawn_blocking({
+        let config = config.clone();
+        move || mcp_start(&config)
+    })
+    .await
+    .unwrap();
+    assert!(served, "the key is only the module's delegate: {err}");
+    // The owner makes the key an owner too.
+    let account = devnet.account.unwrap();
+    holdfast_devnet::account::add_owner(&devnet.provider(), account, devnet.dev_account(), devnet.wallet_address)
+        .await
+        .unwrap();
+    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    assert!(!served, "{err}");
+    assert!(err.contains("is an owner of the account") && err.contains("config_invalid"), "{err}");
+}
