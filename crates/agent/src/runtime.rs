@@ -710,10 +710,12 @@ impl Runtime {
         let confirmation = self.services.user_decisions().decide(&ctx.confirmations, channel, id, decision)?;
         Ok(match decision {
             UserDecision::Approve => {
-                let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
                 // The approval is spent by this run only: unused by it, it expires (and that is saved), so no later
-                // call of the same action finds it standing.
-                if ctx.confirmations.retire_unused(&confirmation.id)
+                // call of the same action finds it standing — also when the run is dropped part-way (the client
+                // that awaited it went away).
+                let unused = RetireUnused { ctx, id: &confirmation.id, done: false };
+                let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
+                if unused.now()
                     && let Err(e) = ctx.persist().await
                 {
                     // The call's outcome is still the answer; a later process expires the approval when it restores it.
@@ -749,5 +751,30 @@ impl Runtime {
     /// Ids of the sessions open in this process.
     pub fn live_sessions(&self) -> Vec<String> {
         self.live.lock().keys().cloned().collect()
+    }
+}
+
+/// Expires the approval `id` of `ctx` if its run has not used it, when [`RetireUnused::now`] is called at the run's
+/// end or, failing that, when the run is dropped part-way (then in memory only: a later process expires an approval
+/// it restores anyway).
+struct RetireUnused<'a> {
+    ctx: &'a ToolContext,
+    id: &'a str,
+    done: bool,
+}
+
+impl RetireUnused<'_> {
+    /// Expires it now; true when it was still unused.
+    fn now(mut self) -> bool {
+        self.done = true;
+        self.ctx.confirmations.retire_unused(self.id)
+    }
+}
+
+impl Drop for RetireUnused<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.ctx.confirmations.retire_unused(self.id);
+        }
     }
 }

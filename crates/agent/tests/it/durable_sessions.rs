@@ -507,3 +507,22 @@ async fn a_held_data_dir_is_refused_before_its_database_is_touched() {
     assert!(err.to_string().contains("another holdfast process is using the data dir"), "{err}");
     assert!(!dir.join("holdfast.db").exists(), "the held data dir's database was opened");
 }
+
+/// An approval is spent by its run only, even when that run is dropped part-way (the HTTP client that awaited it went
+/// away): it has expired, and the same call later asks the user again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_whose_run_was_dropped_part_way_is_not_left_standing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = runtime(tmp.path()).await;
+    let (_, ctx) = rt.open_session("http").await.unwrap();
+    let params = json!({"key": "approved_note", "value": "ran"});
+    let err = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
+    let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+    // Polled once, then dropped: the run waits for its save on the SQLite writer thread.
+    let run = rt.decide(&ctx, UserChannel::WebUi, &cid, UserDecision::Approve);
+    assert!(tokio::time::timeout(Duration::ZERO, run).await.is_err(), "dropped while it ran");
+    // Before: still approved, for the next call of the same action to use without asking.
+    assert_eq!(ctx.confirmations.get(&cid).unwrap().state, ConfirmationState::Expired);
+    let again = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
+    assert_eq!(again.code, ErrorCode::ConfirmationRequired);
+}
