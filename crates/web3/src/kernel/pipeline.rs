@@ -533,9 +533,16 @@ async fn commit<K: TxKind>(
         // signed: `run` checked them before the plan's reads, the fees, the wait for the wallet's lock (another send
         // of this wallet) and the simulation, which all take time.
         // The entries the action was planned on are judged, whatever the registers hold now (a concurrent twin of
-        // this call may have spent the quote: the journal then answers with its transaction below).
+        // this call may have spent the quote: the journal then answers with its transaction).
         for (key, entry) in inputs.registers.iter().filter(|(k, _)| inputs.fresh.contains(k)) {
-            ctx.registers.check_fresh(key, entry)?;
+            if let Err(stale) = ctx.registers.check_fresh(key, entry) {
+                // A concurrent twin of this call sent while it waited is its answer, not the staleness.
+                drop(sending);
+                return match journal.live_by_intent(&inputs.intent).await? {
+                    Some(earlier) => Ok((already_sent(web3, earlier).await?, plan.summary)),
+                    None => Err(stale),
+                };
+            }
         }
         // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
         if !upfront && let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
