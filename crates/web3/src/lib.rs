@@ -340,8 +340,21 @@ impl Web3 {
     pub async fn verify_account(&self) -> Result<(), ToolError> {
         let Some(account) = self.account() else { return Ok(()) };
         let signer = self.wallet().address();
+        // Every network is checked, whatever an earlier one answered: one node that does not answer hides nothing
+        // on another network.
+        let mut unchecked = None;
         for network in self.core.networks.iter().filter(|n| !n.rpc_urls.is_empty()) {
-            let state = kernel::account::inspect(&*self.chain(network)?, account, Some(signer)).await?;
+            let state = match self.chain(network) {
+                Ok(chain) => kernel::account::inspect(&chain, account, Some(signer)).await,
+                Err(e) => Err(e),
+            };
+            let state = match state {
+                Ok(state) => state,
+                Err(e) => {
+                    unchecked.get_or_insert(e);
+                    continue;
+                }
+            };
             if state.signer_is_owner == Some(true) {
                 return Err(ToolError::new(
                     ErrorCode::ConfigInvalid,
@@ -355,7 +368,7 @@ impl Web3 {
                 ));
             }
         }
-        Ok(())
+        unchecked.map_or(Ok(()), Err)
     }
 
     /// Resets to zero every allowance of a token holdfast approved whose swap was abandoned (its newest approval older

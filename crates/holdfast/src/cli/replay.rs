@@ -30,6 +30,8 @@ pub(crate) async fn run(runtime: &Runtime, transcript: &str) -> anyhow::Result<E
         std::fs::read_to_string(transcript).with_context(|| format!("cannot read transcript {transcript}"))?
     };
     let lines = parse_transcript(&text)?;
+    crate::startup::verify_price_feeds(runtime).await?;
+    crate::startup::verify_account(runtime).await?;
     crate::startup::reconcile_journal(runtime).await;
     let (info, ctx) = runtime.open_session("replay").await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let session_id = info.id;
