@@ -32,6 +32,16 @@ use crate::{Storage, StoreError};
 
 /// Statuses whose rows count against caps and block a second send of the same action or intent.
 pub const LIVE: &[&str] = &["reserved", "signed", "pending", "unknown", "confirmed"];
+/// Which of a wallet's rows [`JournalTable::spent`] sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpentWindow<'a> {
+    /// The rows of this day (`YYYY-MM-DD`, UTC).
+    Day(&'a str),
+    /// The rows made since the wallet's first row (of this asset, in any status) of this kind; none before it, and
+    /// none at all while there is no such row.
+    SinceFirst(&'a str),
+}
+
 /// Statuses whose rows are not settled yet: reconciliation still has work to do.
 pub const UNRESOLVED: &[&str] = &["reserved", "signed", "pending", "unknown"];
 /// Statuses whose transaction's nonce is taken: it may still be mined, or was.
@@ -344,16 +354,16 @@ impl JournalTable {
         Ok(n.and_then(|n| u64::try_from(n).ok()))
     }
 
-    /// Amounts of `asset` of the wallet's [`LIVE`] rows of `kinds` on `day` (on any day: `None`; none for no kinds).
+    /// Amounts of `asset` of the wallet's [`LIVE`] rows of `kinds` within `window` (none for no kinds).
     pub async fn spent(
         &self,
         chain_id: u64,
         from: &str,
         asset: &str,
         kinds: &[&str],
-        day: Option<&str>,
+        window: SpentWindow<'_>,
     ) -> Result<Vec<String>, StoreError> {
-        let Some(statement) = sql::spent(chain_id, from, asset, kinds, day) else { return Ok(Vec::new()) };
+        let Some(statement) = sql::spent(chain_id, from, asset, kinds, window) else { return Ok(Vec::new()) };
         match self {
             Self::Sqlite(s) => s.strings(statement).await,
             Self::Postgres(p) => p.strings(statement).await,

@@ -4,7 +4,7 @@
 //! every value a caller passes (ids, kinds, the statuses a transition moves from) is a bound parameter. (The table's
 //! migrations are [`crate::schema::JOURNAL`].)
 
-use super::{FAILED, LIVE, NONCE_TAKEN, NewRow, Select, Settled, UNRESOLVED, UNSETTLED_SEND};
+use super::{FAILED, LIVE, NONCE_TAKEN, NewRow, Select, Settled, SpentWindow, UNRESOLVED, UNSETTLED_SEND};
 
 /// Every column a [`super::Row`] is read from, in its order.
 pub(super) const COLUMNS: &str = "id, session_id, kind, network, chain_id, from_address, to_address, nonce, value, \
@@ -117,23 +117,35 @@ pub(super) fn reservation_reads(r: &NewRow, capped_kinds: &[&str]) -> Reservatio
             vec![text(used), text(r.intent.clone().unwrap_or_default())],
         )
     });
-    let spent = spent(r.chain_id, &r.from, &r.asset, capped_kinds, Some(&r.day));
+    let spent = spent(r.chain_id, &r.from, &r.asset, capped_kinds, SpentWindow::Day(&r.day));
     ReservationReads { same_action, authorization_holder, spent }
 }
 
-/// Live amounts of `asset` sent by `from` on `chain_id` on `day` (on any day: `None`), in rows of `kinds` (none for
-/// no kinds).
-pub(super) fn spent(chain_id: u64, from: &str, asset: &str, kinds: &[&str], day: Option<&str>) -> Option<Statement> {
+/// Live amounts of `asset` sent by `from` on `chain_id` in rows of `kinds` within `window` (none for no kinds).
+pub(super) fn spent(
+    chain_id: u64,
+    from: &str,
+    asset: &str,
+    kinds: &[&str],
+    window: SpentWindow<'_>,
+) -> Option<Statement> {
     if kinds.is_empty() {
         return None;
     }
     let mut params = vec![int(chain_id), text(from), text(asset)];
-    let on_day = match day {
-        Some(day) => {
+    let on_day = match window {
+        SpentWindow::Day(day) => {
             params.push(text(day));
             format!(" AND day = ${}", params.len())
         }
-        None => String::new(),
+        SpentWindow::SinceFirst(kind) => {
+            params.push(text(kind));
+            format!(
+                " AND created_at >= (SELECT MIN(created_at) FROM journal WHERE chain_id = $1 AND from_address = $2 \
+                 AND asset = $3 AND kind = ${})",
+                params.len()
+            )
+        }
     };
     let kinds = placeholders(kinds, &mut params);
     let sql = format!(

@@ -1,5 +1,7 @@
 use super::*;
 
+use super::SpentWindow;
+
 fn row(id: &str, intent: &str, amount: &str) -> NewRow {
     NewRow {
         id: id.into(),
@@ -73,7 +75,10 @@ async fn concurrent_reservations_of_one_wallet_each_see_the_others_rows() {
             }
         }
         assert_eq!(inserted, 3);
-        assert_eq!(table.spent(1, "0xA", "0xT", &["swap", "transfer"], Some("2026-11-26")).await.unwrap().len(), 3);
+        assert_eq!(
+            table.spent(1, "0xA", "0xT", &["swap", "transfer"], SpentWindow::Day("2026-11-26")).await.unwrap().len(),
+            3
+        );
     }
 }
 
@@ -97,13 +102,30 @@ async fn a_callers_kind_or_status_is_a_value_not_sql() {
     for table in all {
         table.insert(row("j1", "i1", "5")).await.unwrap();
         for kinds in [&["swap') OR ('1'='1"][..], &["x\\", ") OR 1=1 --"][..]] {
-            assert!(table.spent(1, "0xA", "0xT", kinds, Some("2026-11-26")).await.unwrap().is_empty(), "{kinds:?}");
+            assert!(
+                table.spent(1, "0xA", "0xT", kinds, SpentWindow::Day("2026-11-26")).await.unwrap().is_empty(),
+                "{kinds:?}"
+            );
             let moved = table.set_status("j1", Some(kinds), "failed", Settled::default(), "2026-11-26T00:00:01Z");
             assert_eq!(moved.await.unwrap(), 0, "{kinds:?}");
         }
-        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], Some("2026-11-26")).await.unwrap(), vec!["5".to_owned()]);
-        assert!(table.spent(1, "0xA", "0xT", &["swap"], Some("2026-11-27")).await.unwrap().is_empty(), "another day");
-        assert_eq!(table.spent(1, "0xA", "0xT", &["swap"], None).await.unwrap(), vec!["5".to_owned()], "any day");
+        assert_eq!(
+            table.spent(1, "0xA", "0xT", &["swap"], SpentWindow::Day("2026-11-26")).await.unwrap(),
+            vec!["5".to_owned()]
+        );
+        assert!(
+            table.spent(1, "0xA", "0xT", &["swap"], SpentWindow::Day("2026-11-27")).await.unwrap().is_empty(),
+            "another day"
+        );
+        let since_first_fund = || table.spent(1, "0xA", "0xT", &["swap", "fund"], SpentWindow::SinceFirst("fund"));
+        assert!(since_first_fund().await.unwrap().is_empty(), "no fund yet: nothing");
+        let fund = NewRow { kind: "fund".into(), now: "2026-11-26T00:00:01Z".into(), ..row("j2", "i2", "3") };
+        table.insert(fund).await.unwrap();
+        let later = NewRow { now: "2026-11-27T09:00:00Z".into(), day: "2026-11-27".into(), ..row("j3", "i3", "2") };
+        table.insert(later).await.unwrap();
+        let mut since = since_first_fund().await.unwrap();
+        since.sort();
+        assert_eq!(since, ["2", "3"], "the fund and the swap after it, on any day; not the swap before it");
     }
 }
 

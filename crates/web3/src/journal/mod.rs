@@ -31,7 +31,7 @@ pub use holdfast_store::journal::{Select, WalletLock};
 
 use chrono::{DateTime, Utc};
 use holdfast_core::ToolError;
-use holdfast_store::journal::{JournalTable, Reserved as Decided, Settled};
+use holdfast_store::journal::{JournalTable, Reserved as Decided, Settled, SpentWindow};
 use holdfast_store::{SqliteDb, Storage};
 use reserve::Refusal;
 use std::path::Path;
@@ -279,28 +279,30 @@ impl Journal {
         asset: &str,
         kinds: &'static [EntryKind],
     ) -> Result<alloy::primitives::U256, ToolError> {
-        self.sent((chain_id, from, asset), kinds, Some(&day(Utc::now()))).await
+        self.sent((chain_id, from, asset), kinds, SpentWindow::Day(&day(Utc::now()))).await
     }
 
-    /// Like [`Journal::spent_today`], over every day: what the live entries of `kinds` of the wallet `from` on
-    /// `chain_id` moved of `asset`, `wallet` being `(chain_id, from, asset)`.
-    pub async fn sent_ever(
+    /// Like [`Journal::spent_today`], on any day since the wallet's first entry of kind `first` (of this asset, in
+    /// any status): what its live entries of `kinds` moved of `asset`, `wallet` being `(chain_id, from, asset)`.
+    /// Nothing while it has no such entry.
+    pub async fn sent_since_first(
         &self,
         wallet: (u64, &str, &str),
         kinds: &'static [EntryKind],
+        first: EntryKind,
     ) -> Result<alloy::primitives::U256, ToolError> {
-        self.sent(wallet, kinds, None).await
+        self.sent(wallet, kinds, SpentWindow::SinceFirst(first.as_str())).await
     }
 
-    /// The sum of `asset` the wallet `(chain_id, from, asset)` sent in live entries of `kinds`, on `day` or on any.
+    /// The sum of `asset` the wallet `(chain_id, from, asset)` sent in live entries of `kinds` within `window`.
     async fn sent(
         &self,
         (chain_id, from, asset): (u64, &str, &str),
         kinds: &[EntryKind],
-        day: Option<&str>,
+        window: SpentWindow<'_>,
     ) -> Result<alloy::primitives::U256, ToolError> {
         let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        let amounts = self.table.spent(chain_id, from, asset, &kinds, day).await.map_err(db_err)?;
+        let amounts = self.table.spent(chain_id, from, asset, &kinds, window).await.map_err(db_err)?;
         reserve::sum(&amounts).map_err(db_err)
     }
 }

@@ -281,8 +281,8 @@ impl TxKind for Fund {
 /// that never happen (declined after the simulation, refused by a later check), retries and concurrent calls cannot
 /// pile the account's funds up in the signer:
 /// - a token: the signer's balance of it (the signer holds tokens only for the account);
-/// - ether: what the funds moved to the signer and its swaps have not spent, over every day (at most the signer's
-///   balance): the rest of its ether is its gas money, never spent on the account's behalf.
+/// - ether: what the funds moved to the signer and its swaps since the first fund have not spent, over every day (at
+///   most the signer's balance): the rest of its ether is its gas money, never spent on the account's behalf.
 pub(crate) async fn fund(
     web3: &Web3,
     network: &NetworkConfig,
@@ -297,10 +297,11 @@ pub(crate) async fn fund(
     let available = if mv.native {
         let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
         let journal = web3.journal();
-        // Over every day: ether funded on an earlier day and not spent is still the account's, used before any more.
+        // Over every day since the signer's first fund: ether funded on an earlier day and not spent is still the
+        // account's, used before any more; its swaps before any fund sold its own ether, not the account's.
         let wallet = (network.chain_id, from.as_str(), asset.as_str());
-        let funded = journal.sent_ever(wallet, &[EntryKind::Fund]).await?;
-        let spent = journal.sent_ever(wallet, &[EntryKind::Swap]).await?;
+        let funded = journal.sent_since_first(wallet, &[EntryKind::Fund], EntryKind::Fund).await?;
+        let spent = journal.sent_since_first(wallet, &[EntryKind::Swap], EntryKind::Fund).await?;
         funded.saturating_sub(spent).min(held)
     } else {
         held

@@ -342,6 +342,7 @@ async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_t
 
 /// Ether funded on an earlier day and not spent is used before any more is funded: a swap that failed after its fund
 /// yesterday leaves its ether with the key, and today's swap uses it rather than moving the account's ether again.
+/// The key's swaps of its own ether from before the account (before its first fund) do not count against the funds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ether_funded_on_an_earlier_day_is_used_before_funding_again() {
     let (env, account, _tamper) = halved_minimum_quotes().await;
@@ -352,10 +353,23 @@ async fn ether_funded_on_an_earlier_day_is_used_before_funding_again() {
         let err = env.err("web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
         assert_eq!(err.code, ErrorCode::QuoteRejected, "{err:?}");
     };
+    // Before the account, the key swapped 0.01 ETH of its own (journaled as the signer's swap, a day earlier).
+    let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
+    db.lock()
+        .execute_batch(&format!(
+            "INSERT INTO journal (id, session_id, kind, network, chain_id, from_address, to_address, value, asset, \
+             asset_symbol, amount, status, summary, created_at, updated_at, fingerprint, day) VALUES ('j_own', 's', \
+             'swap', 'base', {}, '{}', '{}', '0', '{}', 'ETH', '10000000000000000', 'confirmed', '{{}}', \
+             '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00', 'fp-own', '2026-01-01')",
+            holdfast_devnet::CHAIN_ID,
+            env.web3.wallet().address().to_checksum(None),
+            holdfast_devnet::VENUE.to_checksum(None),
+            holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None),
+        ))
+        .unwrap();
     refused().await;
     assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY), "funded once");
     // A day passes: every journal entry so far was made yesterday.
-    let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
     db.lock().execute_batch("UPDATE journal SET day = date(day, '-1 day')").unwrap();
     refused().await;
     // Before: funded again (today's funds were none), a second 0.001 ETH left with the key.
