@@ -130,13 +130,14 @@ async fn a_days_limit_resets_at_utc_midnight() {
             provider.anvil_mine(Some(1), None).await.unwrap();
         }
     };
-    // To a minute before the next UTC midnight (at least two minutes away, so that no midnight is crossed on the way).
+    // To noon of the next UTC day (the limit was set today: its old grid, which began when it was set, has no step
+    // between that noon and the next midnight unless it was set within a minute of midnight), then to a minute
+    // before the next midnight.
     let now = chain_now().await;
-    let mut midnight = (now / 86_400 + 1) * 86_400;
-    if midnight - now < 120 {
-        midnight += 86_400;
-    }
-    travel(midnight - 60 - now).await;
+    let noon = (now / 86_400 + 1) * 86_400 + 43_200;
+    travel(noon - now).await;
+    let midnight = noon + 43_200;
+    travel(midnight - 60 - chain_now().await).await;
     let (limit, before) = remaining(&provider, account, signer, USDC).await.unwrap();
     let key = key_provider(&dn);
     assert!(sent_ok(&key, module_transfer(account, signer, USDC, THIEF, 10_000_000)).await);
