@@ -153,8 +153,9 @@ pub(crate) struct UserMessage {
     content: String,
 }
 
-/// Waits for the user's answer through the approve/deny endpoints, in the turn's session.
-struct ServerObserver(Arc<AppState>, ToolContext);
+/// Waits for the user's answer through the approve/deny endpoints, in the turn's session, until the turn is stopped
+/// (its token).
+struct ServerObserver(Arc<AppState>, ToolContext, CancelToken);
 
 impl TurnObserver for ServerObserver {
     fn channel(&self) -> Option<UserChannel> {
@@ -171,10 +172,22 @@ impl TurnObserver for ServerObserver {
                 self.0.waiters.lock().remove(&c.id);
                 return ConfirmDecision::Defer;
             }
-            match tokio::time::timeout(CONFIRMATION_TTL, rx).await {
-                Ok(Ok(decision)) => decision,
-                _ => {
+            let answer = tokio::select! {
+                biased;
+                () = self.2.cancelled() => None,
+                answer = tokio::time::timeout(CONFIRMATION_TTL, rx) => Some(answer),
+            };
+            match answer {
+                Some(Ok(Ok(decision))) => decision,
+                Some(_) => {
                     self.0.waiters.lock().remove(&c.id);
+                    ConfirmDecision::Defer
+                }
+                None => {
+                    // Stopped while it waited: the question is withdrawn, so nothing is approved for a run that is
+                    // gone (the UI no longer lists it; an approval is refused as no longer pending).
+                    self.0.waiters.lock().remove(&c.id);
+                    self.1.confirmations.withdraw(&c.id);
                     ConfirmDecision::Defer
                 }
             }
@@ -219,7 +232,7 @@ pub(crate) async fn send_message(
     let turn = tokio::spawn({
         let (state, ctx) = (Arc::clone(&state), ctx.clone());
         async move {
-            let observer = ServerObserver(Arc::clone(&state), ctx.clone());
+            let observer = ServerObserver(Arc::clone(&state), ctx.clone(), cancel.clone());
             let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
             drop(running);
             result

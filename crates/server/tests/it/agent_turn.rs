@@ -125,17 +125,22 @@ async fn a_denied_action_is_reported_to_the_model_and_nothing_is_sent() {
     assert!(history.contains("confirmation_denied"), "the model was told: {history}");
 }
 
-/// An approval is spent by the one run it was given for. Stopped while it waited, the turn's run of the approved
-/// action ends at once (`cancelled`); the approval does not stay behind for a later call of the same action — the
-/// model's next turn, another agent's turn in an inbox session, a retry — to be sent without the user being asked.
+/// A question whose turn was stopped while it waited is withdrawn: no longer listed, an approval of it refused, and
+/// nothing is left behind for a later call of the same action — the model's next turn, another agent's turn in an
+/// inbox session, a retry — to be sent without the user being asked.
 #[tokio::test]
-async fn an_approval_whose_run_was_stopped_is_not_left_for_a_later_call() {
+async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a_later_call() {
     let mut w = waiting_turn().await;
     let stopped = api(&w.http, reqwest::Method::POST, format!("{}/api/sessions/{}/cancel", w.url, w.id), None).await;
     assert_eq!(stopped["cancelled"], true, "{stopped}");
-    w.decide("approve").await;
     let outcome = w.turn_answer().await;
     assert_eq!(outcome["agent"]["stopped"], "cancelled", "{outcome}");
+    let pending =
+        api(&w.http, reqwest::Method::GET, format!("{}/api/sessions/{}/confirmations", w.url, w.id), None).await;
+    assert_eq!(pending["pending"], json!([]), "withdrawn: {pending}");
+    // Before: `resumed`, and the approval stood (the turn's run of it ended at once) for the call below.
+    let approved = w.decide("approve").await;
+    assert_eq!(approved["error"]["code"], "confirmation_not_found", "{approved}");
     assert!(swaps(&w.journal().await).is_empty(), "the stopped run sent nothing");
     // The same call again, with the same registers (the quote is still fresh).
     let tool = w.pending["tool"].as_str().unwrap();
