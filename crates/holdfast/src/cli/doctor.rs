@@ -374,7 +374,7 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
                 format!("the module {} is not enabled on the account {}", account.module, account.address),
             ),
             s if s.module_is_allowance_module == Some(false) => (
-                Status::Warn,
+                Status::Fail,
                 format!(
                     "{}: the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it; compare it \
                      on a block explorer before trusting its limits",
@@ -396,7 +396,24 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
         }
         let mut shown = Vec::new();
         let mut any = false;
-        for t in tokens.into_iter().flatten() {
+        let tokens: Vec<_> = tokens.into_iter().flatten().collect();
+        // Limits the owners set on assets the configuration does not name can be moved by the key too: listed by
+        // address, in base units.
+        let mut unnamed = Vec::new();
+        match tokio::time::timeout(PROBE_TIMEOUT, account::limited_assets(&chain, account, signer)).await {
+            Ok(Ok(assets)) => {
+                for asset in assets {
+                    let known = tokens.iter().any(|t| account::module_token(t.address) == asset);
+                    if !known {
+                        unnamed.push(asset);
+                    }
+                }
+            }
+            Ok(Err(e)) => shown.push(format!("the module's list of limited assets: {}", e.message)),
+            Err(_) => shown
+                .push(format!("the module's list of limited assets: no answer within {} s", PROBE_TIMEOUT.as_secs())),
+        }
+        for t in tokens {
             match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, t.address)).await {
                 Ok(Ok(l)) => {
                     any |= !l.limit.is_zero();
@@ -410,6 +427,18 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
                 }
                 Ok(Err(e)) => shown.push(format!("{}: {}", t.symbol, e.message)),
                 Err(_) => shown.push(format!("{}: no answer within {} s", t.symbol, PROBE_TIMEOUT.as_secs())),
+            }
+        }
+        for asset in unnamed {
+            if let Ok(Ok(l)) =
+                tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, asset)).await
+            {
+                any |= !l.limit.is_zero();
+                let period = account::period_text(l.period_minutes);
+                shown.push(format!(
+                    "{asset} (not in the configuration): {} base units {period} ({} left)",
+                    l.limit, l.remaining
+                ));
             }
         }
         let status = if any { Status::Ok } else { Status::Warn };

@@ -529,3 +529,27 @@ async fn a_key_that_owns_the_account_is_refused_at_start() {
     assert!(!served, "{err}");
     assert!(err.contains("is an owner of the account") && err.contains("config_invalid"), "{err}");
 }
+
+/// `doctor` shows every on-chain limit the key has, also on an asset the configuration does not name (the key can
+/// move it): the module's own list, by address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_shows_an_on_chain_limit_on_an_asset_the_configuration_does_not_name() {
+    use holdfast_devnet::account::OnchainLimit;
+    let devnet = holdfast_devnet::TestDevnet::start_with_account(OnchainLimit::defaults()).await.unwrap();
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(ok, "{out}");
+    let limits = row(&out, "on-chain limits base");
+    assert!(limits.contains("0.05 ETH per day") && limits.contains("100 USDC per day"), "{out}");
+    assert!(!limits.contains("not in the configuration"), "{out}");
+    // The owner gives the key a limit on another token too.
+    let other = "0x000000000000000000000000000000000000bEEF";
+    let limit = OnchainLimit { asset: other.into(), amount: "7000".into(), period_secs: 86_400 };
+    let (provider, account) = (devnet.provider(), devnet.account.unwrap());
+    holdfast_devnet::account::set_limit(&provider, account, devnet.dev_account(), devnet.wallet_address, &limit)
+        .await
+        .unwrap();
+    let (_, out) = doctor(&devnet.config_path).await;
+    // Before: only the configured assets' limits were shown.
+    let limits = row(&out, "on-chain limits base");
+    assert!(limits.contains(&format!("{other} (not in the configuration): 7000 base units per day")), "{out}");
+}

@@ -36,6 +36,7 @@ alloy::sol! {
     /// Safe's AllowanceModule 0.1.1 (the calls holdfast makes).
     interface IAllowanceModule {
         function getTokenAllowance(address safe, address delegate, address token) external view returns (uint256[5] memory);
+        function getTokens(address safe, address delegate) external view returns (address[] memory);
         function executeAllowanceTransfer(address safe, address token, address to, uint96 amount, address paymentToken, uint96 payment, address delegate, bytes memory signature) external;
     }
 }
@@ -144,6 +145,16 @@ pub async fn read_limit(
         limit: amount,
         remaining: amount.saturating_sub(spent),
         period_minutes: u64::try_from(reset_minutes).unwrap_or(u64::MAX),
+    })
+}
+
+/// Every asset the module holds a limit of the signer's on `account` for, as the module lists it (the zero address:
+/// ether): what the key can move, whether or not holdfast's configuration names the token.
+pub async fn limited_assets(chain: &Chain, account: Account, signer: Address) -> Result<Vec<Address>, ToolError> {
+    let call = IAllowanceModule::getTokensCall { safe: account.address, delegate: signer };
+    let out = chain.call(account.module, call.abi_encode().into()).await?;
+    IAllowanceModule::getTokensCall::abi_decode_returns(&out).map_err(|e| {
+        ToolError::new(ErrorCode::UpstreamError, format!("the AllowanceModule's token list does not decode: {e}"))
     })
 }
 
