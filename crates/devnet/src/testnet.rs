@@ -237,6 +237,14 @@ impl TestDevnet {
         self.dev
     }
 
+    /// Puts the code deployed at `from` at `at` too (tests: a contract swapped for another).
+    pub async fn replace_code(&self, at: Address, from: Address) -> Result<(), DevnetError> {
+        use alloy::providers::Provider as _;
+        use alloy::providers::ext::AnvilApi as _;
+        let code = self.provider.get_code_at(from).await.map_err(|e| DevnetError::rpc("reading code", e))?;
+        self.provider.anvil_set_code(at, code).await.map_err(|e| DevnetError::rpc("replacing code", e))
+    }
+
     /// Adds `wei` to the ether balance of `addr`.
     pub async fn fund_eth(&self, addr: Address, wei: U256) -> Result<(), DevnetError> {
         contracts::add_eth(&self.provider, addr, wei).await

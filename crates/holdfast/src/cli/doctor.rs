@@ -430,15 +430,20 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             }
         }
         for asset in unnamed {
-            if let Ok(Ok(l)) =
-                tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, asset)).await
-            {
-                any |= !l.limit.is_zero();
-                let period = account::period_text(l.period_minutes);
-                shown.push(format!(
-                    "{asset} (not in the configuration): {} base units {period} ({} left)",
-                    l.limit, l.remaining
-                ));
+            match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, asset)).await {
+                Ok(Ok(l)) => {
+                    any |= !l.limit.is_zero();
+                    let period = account::period_text(l.period_minutes);
+                    shown.push(format!(
+                        "{asset} (not in the configuration): {} base units {period} ({} left)",
+                        l.limit, l.remaining
+                    ));
+                }
+                Ok(Err(e)) => shown.push(format!("{asset} (not in the configuration): {}", e.message)),
+                Err(_) => shown.push(format!(
+                    "{asset} (not in the configuration): no answer within {} s",
+                    PROBE_TIMEOUT.as_secs()
+                )),
             }
         }
         let status = if any { Status::Ok } else { Status::Warn };

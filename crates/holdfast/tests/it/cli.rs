@@ -525,9 +525,32 @@ async fn a_key_that_owns_the_account_is_refused_at_start() {
     holdfast_devnet::account::add_owner(&devnet.provider(), account, devnet.dev_account(), devnet.wallet_address)
         .await
         .unwrap();
-    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    let (served, err) = tokio::task::spawn_blocking({
+        let config = config.clone();
+        move || mcp_start(&config)
+    })
+    .await
+    .unwrap();
     assert!(!served, "{err}");
     assert!(err.contains("is an owner of the account") && err.contains("config_invalid"), "{err}");
+}
+
+/// A module whose code is not the audited AllowanceModule's does not bind the key as holdfast assumes: the front ends
+/// do not start on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_that_is_not_the_audited_allowance_module_is_refused_at_start() {
+    let devnet = holdfast_devnet::TestDevnet::start_with_account(holdfast_devnet::account::OnchainLimit::defaults())
+        .await
+        .unwrap();
+    // Other code at the module's address: the Safe singleton's.
+    devnet
+        .replace_code(holdfast_devnet::account::ALLOWANCE_MODULE, holdfast_devnet::account::SAFE_SINGLETON)
+        .await
+        .unwrap();
+    let config = devnet.config_path.clone();
+    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    assert!(!served, "{err}");
+    assert!(err.contains("is not Safe's AllowanceModule") && err.contains("config_invalid"), "{err}");
 }
 
 /// `doctor` shows every on-chain limit the key has, also on an asset the configuration does not name (the key can
