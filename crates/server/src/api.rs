@@ -301,13 +301,21 @@ pub(crate) async fn call_tool(
     let axum::extract::Query(options) = options?;
     let ctx = session(&state, &id).await?;
     let params = body.unwrap_or_else(|| json!({}));
-    if !options.record {
-        let output = state.runtime.registry.call(&name, params, &ctx).await?;
-        return Ok(Json(ToolOutput { ok: true, output }));
+    let outcome = {
+        let (runtime, ctx, name, params) = (Arc::clone(&state.runtime), ctx.clone(), name.clone(), params.clone());
+        to_its_end(async move { runtime.registry.call(&name, params, &ctx).await }).await?
+    };
+    if options.record {
+        record_console(&state, &id, &name, outcome_record(&name, Some(&params), &outcome)).await;
     }
-    let outcome = state.runtime.registry.call(&name, params.clone(), &ctx).await;
-    record_console(&state, &id, &name, outcome_record(&name, Some(&params), &outcome)).await;
     Ok(Json(ToolOutput { ok: true, output: outcome? }))
+}
+
+/// Runs `call` on a task of its own, so that a tool call that started runs to its end — a value-moving one through
+/// its reservation, signature, broadcast and journal — even when the client that asked goes away and this request's
+/// future is dropped.
+async fn to_its_end<T: Send + 'static>(call: impl Future<Output = T> + Send + 'static) -> Result<T, ToolError> {
+    tokio::spawn(call).await.map_err(|e| ToolError::internal(format!("the call failed unexpectedly: {e}")))
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/registers", tag = "sessions", params(("id" = String, Path, description = "Session id")), responses((status = 200, description = "Registers with value, origin, writer, age", body = schema::Registers), (status = 404, description = "No such session", body = schema::ErrorBody)))]
@@ -397,7 +405,11 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
     }
     let decision = if approve { UserDecision::Approve } else { UserDecision::Deny };
     // The user's decision and what became of it are part of the session's history (shown after a reload).
-    match state.runtime.decide(&ctx, UserChannel::WebUi, cid, decision).await? {
+    let decided = {
+        let (runtime, ctx, cid) = (Arc::clone(&state.runtime), ctx.clone(), cid.to_owned());
+        to_its_end(async move { runtime.decide(&ctx, UserChannel::WebUi, &cid, decision).await }).await?
+    };
+    match decided? {
         Decided::Ran(c, outcome) => {
             let mut record = outcome_record(&c.tool, None, &outcome);
             record["decision"] = json!("approved");

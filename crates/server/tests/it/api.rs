@@ -15,6 +15,7 @@ const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
 struct Server {
     url: String,
     http: reqwest::Client,
+    runtime: Arc<Runtime>,
     _devnet: holdfast_devnet::TestDevnet,
 }
 
@@ -22,13 +23,13 @@ impl Server {
     async fn start() -> Server {
         let devnet = holdfast_devnet::TestDevnet::start().await.unwrap();
         let runtime = Arc::new(Runtime::load(Some(&devnet.config_path)).await.unwrap());
-        let state = AppState::with_agent(runtime, None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+        let state = AppState::with_agent(Arc::clone(&runtime), None, Some(AccessToken::from_secret(TOKEN).unwrap()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}");
         let app = holdfast_server::router(state, HostPolicy::loopback(addr));
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Server { url, http: reqwest::Client::new(), _devnet: devnet }
+        Server { url, http: reqwest::Client::new(), runtime, _devnet: devnet }
     }
 
     async fn req(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -43,6 +44,29 @@ impl Server {
 
     async fn tool(&self, session: &str, name: &str, params: Value) -> (u16, Value) {
         self.req(reqwest::Method::POST, &format!("/api/sessions/{session}/tools/{name}"), Some(params)).await
+    }
+
+    /// Session `a` ready to swap 0.001 ETH for USDC from the user's message: its registers filled through the console.
+    async fn prepare_swap(&self, a: &str) {
+        let (status, _) = self
+            .req(
+                reqwest::Method::POST,
+                &format!("/api/sessions/{a}/messages"),
+                Some(json!({"content": "swap 0.001 ETH for USDC"})),
+            )
+            .await;
+        assert_eq!(status, 200);
+        for (tool, params) in [
+            (
+                "local_burner_wallet",
+                json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
+            ),
+            ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
+            ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
+            ("to_raw_amount", json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"})),
+        ] {
+            assert_eq!(self.tool(a, tool, params).await.0, 200, "{tool}");
+        }
     }
 
     async fn session(&self) -> String {
@@ -167,31 +191,49 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
     money_views_agree_with_the_node_and_the_journal(&s, &a).await;
 }
 
+/// A tool call that started runs to its end: a console swap whose client went away while the call waited for the
+/// wallet (another send held it) is still sent once the wallet is free, and journaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_call_whose_client_went_away_runs_to_its_end() {
+    let s = Server::start().await;
+    let a = s.session().await;
+    s.prepare_swap(&a).await;
+    let (status, _) =
+        s.tool(&a, "x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})).await;
+    assert_eq!(status, 200);
+    let wallet = s.runtime.web3.wallet().address().to_checksum(None);
+    let held = s.runtime.web3.journal().lock_wallet(holdfast_devnet::CHAIN_ID, &wallet).await.unwrap();
+    let gone = s
+        .http
+        .post(format!("{}/api/sessions/{a}/tools/web3_tx", s.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"from_register": "swap_quote", "network": "base"}))
+        .timeout(Duration::from_secs(1))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client gave up while the call waited: {gone:?}");
+    drop(held);
+    // Before: the call was dropped with the request, and nothing was sent.
+    let mut swaps = Vec::new();
+    for _ in 0..300 {
+        let (_, journal) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={a}&kind=swap"), None).await;
+        swaps =
+            journal["journal"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap().to_owned()).collect();
+        if swaps == ["confirmed"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(swaps, ["confirmed"], "the swap went out once the wallet was free");
+}
+
 /// The tool console (`POST /api/sessions/{id}/tools/{name}`) is no way around the user's authorization: one message's
 /// amount moves value once, however many quotes are fetched and sent after it.
 #[tokio::test]
 async fn the_tool_console_spends_the_users_amount_once() {
     let s = Server::start().await;
     let a = s.session().await;
-    let (status, _) = s
-        .req(
-            reqwest::Method::POST,
-            &format!("/api/sessions/{a}/messages"),
-            Some(json!({"content": "swap 0.001 ETH for USDC"})),
-        )
-        .await;
-    assert_eq!(status, 200);
-    for (tool, params) in [
-        (
-            "local_burner_wallet",
-            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-        ),
-        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-        ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-        ("to_raw_amount", json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"})),
-    ] {
-        assert_eq!(s.tool(&a, tool, params).await.0, 200, "{tool}");
-    }
+    s.prepare_swap(&a).await;
     let rpc = |method: &'static str, params: Value| {
         let (http, url) = (s.http.clone(), s._devnet.rpc_url.clone());
         async move {
