@@ -334,10 +334,9 @@ impl Web3 {
     }
 
     /// Checks, on every network with an RPC node, that the smart account's on-chain limits bind the key holdfast signs
-    /// with: a key that is one of the account's owners is not bound by them (an owner executes whatever the threshold
-    /// allows), and is refused with `config_invalid` naming the key, the account and the network; so is a module
-    /// whose code is not the audited AllowanceModule. The front ends run it
-    /// at start-up (`holdfast doctor` shows the rest of the account's state). Nothing to check without an account.
+    /// with ([`kernel::account::AccountState::unbound`]: the key is no owner of the account, the module is the audited
+    /// AllowanceModule); otherwise `config_invalid`, naming the network. The front ends run it at start-up (`holdfast
+    /// doctor` shows the rest of the account's state). Nothing to check without an account.
     pub async fn verify_account(&self) -> Result<(), ToolError> {
         let Some(account) = self.account() else { return Ok(()) };
         let signer = self.wallet().address();
@@ -345,41 +344,19 @@ impl Web3 {
         // on another network.
         let mut unchecked = None;
         for network in self.core.networks.iter().filter(|n| !n.rpc_urls.is_empty()) {
-            let state = match self.chain(network) {
-                Ok(chain) => kernel::account::inspect(&chain, account, Some(signer)).await,
-                Err(e) => Err(e),
-            };
-            let state = match state {
-                Ok(state) => state,
+            let state = async { kernel::account::inspect(&*self.chain(network)?, account, Some(signer)).await };
+            match state.await {
+                Ok(state) => {
+                    if let Some(why) = state.unbound(account, Some(signer)) {
+                        return Err(ToolError::new(ErrorCode::ConfigInvalid, format!("`{}`: {why}", network.name)));
+                    }
+                }
                 // A configuration error stops the start at once; a node that does not answer is reported after
                 // every other network was checked.
                 Err(e) if e.code == ErrorCode::ConfigInvalid => return Err(e),
                 Err(e) => {
                     unchecked.get_or_insert(e);
-                    continue;
                 }
-            };
-            if state.module_is_allowance_module == Some(false) {
-                return Err(ToolError::new(
-                    ErrorCode::ConfigInvalid,
-                    format!(
-                        "the code at the module {} on `{}` is not Safe's AllowanceModule 0.1.1 as holdfast knows it: \
-                         its limits are not the audited module's",
-                        account.module, network.name
-                    ),
-                ));
-            }
-            if state.signer_is_owner == Some(true) {
-                return Err(ToolError::new(
-                    ErrorCode::ConfigInvalid,
-                    format!(
-                        "the key {} is an owner of the account {} on `{}`: the on-chain limits do not bind an owner; \
-                         use a key that is only the module's delegate",
-                        signer.to_checksum(None),
-                        account.address,
-                        network.name
-                    ),
-                ));
             }
         }
         unchecked.map_or(Ok(()), Err)

@@ -355,31 +355,16 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
                 continue;
             }
         };
+        let unbound = state.unbound(account, signer);
         let (status, detail) = match state {
             s if !s.account_deployed => (Status::Fail, format!("no contract at the account {}", account.address)),
             s if s.module_is_allowance_module.is_none() => {
                 (Status::Fail, format!("no contract at the module {}", account.module))
             }
-            s if s.signer_is_owner == Some(true) => (
-                Status::Fail,
-                format!(
-                    "the key {} is an owner of the account {}: the on-chain limit does not bind an owner; use a key \
-                     that is only the module's delegate",
-                    signer.map(|a| a.to_checksum(None)).unwrap_or_default(),
-                    account.address
-                ),
-            ),
+            _ if let Some(why) = unbound => (Status::Fail, format!("{}: {why}", account.address)),
             s if !s.module_enabled => (
                 Status::Fail,
                 format!("the module {} is not enabled on the account {}", account.module, account.address),
-            ),
-            s if s.module_is_allowance_module == Some(false) => (
-                Status::Fail,
-                format!(
-                    "{}: the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it; compare it \
-                     on a block explorer before trusting its limits",
-                    account.address, account.module
-                ),
             ),
             _ => (
                 Status::Ok,
@@ -396,16 +381,15 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
         }
         let mut shown = Vec::new();
         let mut any = false;
-        let tokens: Vec<_> = tokens.into_iter().flatten().collect();
-        // Limits the owners set on assets the configuration does not name can be moved by the key too: listed by
-        // address, in base units.
-        let mut unnamed = Vec::new();
+        // Each asset: its name and decimals when the configuration names it; by address, in base units, when only
+        // the module lists it (the owners set a limit on it: the key can move it too).
+        let mut assets: Vec<(String, alloy_primitives::Address, Option<u8>)> =
+            tokens.into_iter().flatten().map(|t| (t.symbol.clone(), t.address, Some(t.decimals))).collect();
         match tokio::time::timeout(PROBE_TIMEOUT, account::limited_assets(&chain, account, signer)).await {
-            Ok(Ok(assets)) => {
-                for asset in assets {
-                    let known = tokens.iter().any(|t| account::module_token(t.address) == asset);
-                    if !known {
-                        unnamed.push(asset);
+            Ok(Ok(listed)) => {
+                for asset in listed {
+                    if !assets.iter().any(|(_, a, _)| account::module_token(*a) == asset) {
+                        assets.push((format!("{asset} (not in the configuration)"), asset, None));
                     }
                 }
             }
@@ -413,37 +397,22 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             Err(_) => shown
                 .push(format!("the module's list of limited assets: no answer within {} s", PROBE_TIMEOUT.as_secs())),
         }
-        for t in tokens {
-            match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, t.address)).await {
-                Ok(Ok(l)) => {
-                    any |= !l.limit.is_zero();
-                    let period = account::period_text(l.period_minutes);
-                    shown.push(format!(
-                        "{} {} {period} ({} left)",
-                        from_base_units(l.limit, t.decimals),
-                        t.symbol,
-                        from_base_units(l.remaining, t.decimals)
-                    ));
-                }
-                Ok(Err(e)) => shown.push(format!("{}: {}", t.symbol, e.message)),
-                Err(_) => shown.push(format!("{}: no answer within {} s", t.symbol, PROBE_TIMEOUT.as_secs())),
-            }
-        }
-        for asset in unnamed {
+        for (name, asset, decimals) in assets {
             match tokio::time::timeout(PROBE_TIMEOUT, account::read_limit(&chain, account, signer, asset)).await {
                 Ok(Ok(l)) => {
                     any |= !l.limit.is_zero();
                     let period = account::period_text(l.period_minutes);
-                    shown.push(format!(
-                        "{asset} (not in the configuration): {} base units {period} ({} left)",
-                        l.limit, l.remaining
-                    ));
+                    shown.push(match decimals {
+                        Some(d) => format!(
+                            "{} {name} {period} ({} left)",
+                            from_base_units(l.limit, d),
+                            from_base_units(l.remaining, d)
+                        ),
+                        None => format!("{name}: {} base units {period} ({} left)", l.limit, l.remaining),
+                    });
                 }
-                Ok(Err(e)) => shown.push(format!("{asset} (not in the configuration): {}", e.message)),
-                Err(_) => shown.push(format!(
-                    "{asset} (not in the configuration): no answer within {} s",
-                    PROBE_TIMEOUT.as_secs()
-                )),
+                Ok(Err(e)) => shown.push(format!("{name}: {}", e.message)),
+                Err(_) => shown.push(format!("{name}: no answer within {} s", PROBE_TIMEOUT.as_secs())),
             }
         }
         let status = if any { Status::Ok } else { Status::Warn };

@@ -46,16 +46,13 @@ impl Server {
         self.req(reqwest::Method::POST, &format!("/api/sessions/{session}/tools/{name}"), Some(params)).await
     }
 
-    /// Session `a` ready to swap 0.001 ETH for USDC from the user's message: its registers filled through the console.
-    async fn prepare_swap(&self, a: &str) {
-        let (status, _) = self
-            .req(
-                reqwest::Method::POST,
-                &format!("/api/sessions/{a}/messages"),
-                Some(json!({"content": "swap 0.001 ETH for USDC"})),
-            )
-            .await;
-        assert_eq!(status, 200);
+    /// Session `a` ready to swap `amount` ETH for USDC from the user's message ("swap AMOUNT ETH for USDC"): its
+    /// registers filled through the console. The message's answer.
+    async fn prepare_swap(&self, a: &str, amount: &str) -> Value {
+        let message = json!({"content": format!("swap {amount} ETH for USDC")});
+        let (status, answer) =
+            self.req(reqwest::Method::POST, &format!("/api/sessions/{a}/messages"), Some(message)).await;
+        assert_eq!(status, 200, "{answer}");
         for (tool, params) in [
             (
                 "local_burner_wallet",
@@ -63,10 +60,13 @@ impl Server {
             ),
             ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
             ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-            ("to_raw_amount", json!({"amount": "0.001", "token_register": "sell_token", "cache_as": "sell_amount"})),
+            ("to_raw_amount", json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"})),
         ] {
-            assert_eq!(self.tool(a, tool, params).await.0, 200, "{tool}");
+            let (status, body) = self.tool(a, tool, params).await;
+            assert_eq!(status, 200, "{tool}: {body}");
+            assert_eq!(body["ok"], true);
         }
+        answer
     }
 
     async fn session(&self) -> String {
@@ -131,31 +131,13 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
     let mut ws_a = s.ws(&a).await;
     let mut ws_b = s.ws(&b).await;
 
-    let (status, body) = s
-        .req(
-            reqwest::Method::POST,
-            &format!("/api/sessions/{a}/messages"),
-            Some(json!({"content": "swap 0.02 ETH for USDC"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let body = s.prepare_swap(&a, "0.02").await;
     assert_eq!(body["agent"], Value::Null);
     assert_eq!(body["context_bank"][0]["value"], "0.02");
-
-    for (tool, params) in [
-        (
-            "local_burner_wallet",
-            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-        ),
-        ("token_lookup", json!({"symbol": "ETH", "network": "base", "cache_as": "sell_token"})),
-        ("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "buy_token"})),
-        ("to_raw_amount", json!({"amount": "0.02", "token_register": "sell_token", "cache_as": "sell_amount"})),
-        ("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})),
-    ] {
-        let (status, body) = s.tool(&a, tool, params).await;
-        assert_eq!(status, 200, "{tool}: {body}");
-        assert_eq!(body["ok"], true);
-    }
+    let (status, body) =
+        s.tool(&a, "x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})).await;
+    assert_eq!(status, 200, "x402_fetch: {body}");
+    assert_eq!(body["ok"], true);
     // 0.02 ETH is above the devnet's auto-approve limit: the action waits for the user.
     let (status, body) = s.tool(&a, "web3_tx", json!({"from_register": "swap_quote", "network": "base"})).await;
     assert_eq!(status, 202, "{body}");
@@ -197,7 +179,7 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
 async fn a_console_call_whose_client_went_away_runs_to_its_end() {
     let s = Server::start().await;
     let a = s.session().await;
-    s.prepare_swap(&a).await;
+    s.prepare_swap(&a, "0.001").await;
     let (status, _) =
         s.tool(&a, "x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})).await;
     assert_eq!(status, 200);
@@ -233,7 +215,7 @@ async fn a_console_call_whose_client_went_away_runs_to_its_end() {
 async fn the_tool_console_spends_the_users_amount_once() {
     let s = Server::start().await;
     let a = s.session().await;
-    s.prepare_swap(&a).await;
+    s.prepare_swap(&a, "0.001").await;
     let rpc = |method: &'static str, params: Value| {
         let (http, url) = (s.http.clone(), s._devnet.rpc_url.clone());
         async move {

@@ -32,6 +32,15 @@ use crate::{Storage, StoreError};
 
 /// Statuses whose rows count against caps and block a second send of the same action or intent.
 pub const LIVE: &[&str] = &["reserved", "signed", "pending", "unknown", "confirmed"];
+/// Statuses whose rows are not settled yet: reconciliation still has work to do.
+pub const UNRESOLVED: &[&str] = &["reserved", "signed", "pending", "unknown"];
+/// Statuses whose transaction's nonce is taken: it may still be mined, or was.
+pub const NONCE_TAKEN: &[&str] = &["signed", "pending", "unknown", "confirmed", "reverted"];
+/// Statuses of a send whose broadcast is not known to have reached the node.
+pub const UNSETTLED_SEND: &[&str] = &["signed", "unknown"];
+/// Statuses of an entry that did not reach the chain (or whose chain is gone), which reconciliation still checks.
+pub const FAILED: &[&str] = &["failed", "dropped", "chain_reset"];
+
 /// Which of a wallet's rows [`JournalTable::spent`] sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpentWindow<'a> {
@@ -41,15 +50,6 @@ pub enum SpentWindow<'a> {
     /// none at all while there is no such row.
     SinceFirst(&'a str),
 }
-
-/// Statuses whose rows are not settled yet: reconciliation still has work to do.
-pub const UNRESOLVED: &[&str] = &["reserved", "signed", "pending", "unknown"];
-/// Statuses whose transaction's nonce is taken: it may still be mined, or was.
-pub const NONCE_TAKEN: &[&str] = &["signed", "pending", "unknown", "confirmed", "reverted"];
-/// Statuses of a send whose broadcast is not known to have reached the node.
-pub const UNSETTLED_SEND: &[&str] = &["signed", "unknown"];
-/// Statuses of an entry that did not reach the chain (or whose chain is gone), which reconciliation still checks.
-pub const FAILED: &[&str] = &["failed", "dropped", "chain_reset"];
 
 /// One new row, as stored. Times are RFC 3339; `day` is the UTC day (`YYYY-MM-DD`) the caps count it on.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -133,7 +133,7 @@ pub(super) fn spent(
         return None;
     }
     let mut params = vec![int(chain_id), text(from), text(asset)];
-    let on_day = match window {
+    let within = match window {
         SpentWindow::Day(day) => {
             params.push(text(day));
             format!(" AND day = ${}", params.len())
@@ -149,7 +149,7 @@ pub(super) fn spent(
     };
     let kinds = placeholders(kinds, &mut params);
     let sql = format!(
-        "SELECT amount FROM journal WHERE chain_id = $1 AND from_address = $2 AND asset = $3{on_day} \
+        "SELECT amount FROM journal WHERE chain_id = $1 AND from_address = $2 AND asset = $3{within} \
          AND kind IN {kinds} AND status IN {}",
         in_list(LIVE)
     );

@@ -1,7 +1,5 @@
 use super::*;
 
-use super::SpentWindow;
-
 fn row(id: &str, intent: &str, amount: &str) -> NewRow {
     NewRow {
         id: id.into(),

@@ -59,7 +59,7 @@ pub fn executable_hash(code: &[u8]) -> B256 {
     alloy::primitives::keccak256(body)
 }
 
-/// What `holdfast doctor` reads about the account on a live node.
+/// What the front ends' start-up and `holdfast doctor` read about the account on a live node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountState {
     /// The module's code is Safe's AllowanceModule 0.1.1 ([`ALLOWANCE_MODULE_EXECUTABLE_HASH`]); `None`: no code
@@ -72,6 +72,29 @@ pub struct AccountState {
     /// The key is one of the account's owners: then the on-chain limit does not bind it (an owner can execute
     /// anything the threshold allows). `None`: not asked (no key given, or no account deployed).
     pub signer_is_owner: Option<bool>,
+}
+
+impl AccountState {
+    /// Why the on-chain limits would not bind `signer` as holdfast assumes, if they would not: the module's code is not
+    /// the audited AllowanceModule's, or the key is one of the account's owners (whom the module does not bind). What
+    /// the front ends refuse to start on, and `holdfast doctor` fails.
+    pub fn unbound(&self, account: Account, signer: Option<Address>) -> Option<String> {
+        if self.module_is_allowance_module == Some(false) {
+            return Some(format!(
+                "the code at the module {} is not Safe's AllowanceModule 0.1.1 as holdfast knows it: its limits are \
+                 not the audited module's",
+                account.module
+            ));
+        }
+        (self.signer_is_owner == Some(true)).then(|| {
+            format!(
+                "the key {} is an owner of the account {}: the on-chain limits do not bind an owner; use a key that \
+                 is only the module's delegate",
+                signer.map(|a| a.to_checksum(None)).unwrap_or_default(),
+                account.address
+            )
+        })
+    }
 }
 
 /// Reads [`AccountState`] from `chain`; `signer` is the key's address, when known.

@@ -531,12 +531,11 @@ async fn commit<K: TxKind>(
     if let Some((ctx, inputs)) = session {
         // Still within their maximum age (a quote's 60 s) now, under the lock, right before the action is reserved and
         // signed: `run` checked them before the plan's reads, the fees, the wait for the wallet's lock (another send
-        // of this wallet) and the simulation, which all take time.
-        // The entries the action was planned on are judged, whatever the registers hold now (a concurrent twin of
-        // this call may have spent the quote: the journal then answers with its transaction).
+        // of this wallet) and the simulation, which all take time. The entries the action was planned on are judged,
+        // whatever the registers hold now.
         for (key, entry) in inputs.registers.iter().filter(|(k, _)| inputs.fresh.contains(k)) {
             if let Err(stale) = ctx.registers.check_fresh(key, entry) {
-                // A concurrent twin of this call sent while it waited is its answer, not the staleness.
+                // A concurrent twin of this call sent while it waited (it spent the quote) is its answer.
                 drop(sending);
                 return match journal.live_by_intent(&inputs.intent).await? {
                     Some(earlier) => Ok((already_sent(web3, earlier).await?, plan.summary)),
