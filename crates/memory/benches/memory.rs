@@ -204,7 +204,15 @@ fn bench_search_100k(c: &mut Criterion) {
     let sqlite = holdfast_memory::SqliteMemoryStore::new(db.clone());
     let values = values_n(N);
     load(&rt, &(Arc::new(sqlite.clone()) as Arc<dyn MemoryStore>), &values);
+    // The index as the store's background merge left it (it runs as the index grows), then merged at once.
+    rt.block_on(sqlite.index_merged()).unwrap();
     db.sqlite().lock().execute_batch("PRAGMA synchronous = FULL; PRAGMA optimize;").unwrap();
+    let segments = || -> i64 {
+        db.sqlite()
+            .lock()
+            .query_row("SELECT count(DISTINCT segid) FROM memory_fts_values_idx", [], |r| r.get(0))
+            .unwrap()
+    };
     let postgres = rt.block_on(holdfast_testkit::postgres::fresh_database()).map(|url| {
         let store: Arc<dyn MemoryStore> =
             Arc::new(rt.block_on(holdfast_memory::PgMemoryStore::open(url.clone())).unwrap());
@@ -218,7 +226,18 @@ fn bench_search_100k(c: &mut Criterion) {
     let terms = query_terms(&query);
 
     let mut group = c.benchmark_group("search_memory_100k_blocks");
+    let left = segments();
     group.bench_function("sqlite_fts5", |b| b.iter(|| black_box(sqlite.search_blocking("bench", &terms, 10).unwrap())));
+    let started = std::time::Instant::now();
+    rt.block_on(sqlite.merge_index()).unwrap();
+    eprintln!(
+        "values index: {left} segments as the background merge left it, {} after merge_index ({:.0} ms)",
+        segments(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    group.bench_function("sqlite_fts5_one_segment", |b| {
+        b.iter(|| black_box(sqlite.search_blocking("bench", &terms, 10).unwrap()))
+    });
     match &postgres {
         Some(pg) => {
             group.bench_function("postgres_text_search", |b| {

@@ -26,6 +26,7 @@
 //! ```
 
 mod adopt;
+mod compact;
 mod postgres;
 mod sqlite;
 
@@ -160,7 +161,25 @@ impl MemoryTable {
     /// The tables in the SQLite file (or memory) `db`, whose owner has already applied [`crate::schema::MEMORY`]
     /// (as holdfast-memory's `Database` does when it opens the file).
     pub fn on_migrated_sqlite(db: &SqliteDb) -> Self {
-        Self::Sqlite(sqlite::SqliteMemory { db: db.clone() })
+        Self::Sqlite(sqlite::SqliteMemory::on_migrated(db))
+    }
+
+    /// Merges SQLite's full-text indexes into one segment each now, the fastest form to search, after any merge
+    /// already running (the tables merge them in the background as they grow; this is for a caller that wants it at
+    /// once, after a bulk load). On PostgreSQL nothing to do: its GIN index needs no merging by holdfast.
+    pub async fn merge_index(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.merge_index().await,
+            Self::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Waits until no background merge of SQLite's full-text indexes runs (at once on PostgreSQL).
+    pub async fn index_merged(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Sqlite(s) => s.index_merged().await,
+            Self::Postgres(_) => Ok(()),
+        }
     }
 
     /// [`MemoryTable::search`] on the current thread (a blocking context: it waits for SQLite), for benchmarks that

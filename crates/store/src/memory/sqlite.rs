@@ -1,18 +1,22 @@
 //! Memory's tables in the SQLite file: blocks in `memory_blocks`, every edit in `memory_history`, both full-text
 //! indexed with FTS5 (`memory_fts_values` keyed by block id, `memory_fts_history` keyed by history id, the
 //! `porter unicode61` tokenizer), embeddings in `memory_embeddings`. Writes run on the process's one writing
-//! connection (an edit is one `IMMEDIATE` transaction); reads on a read-only one.
+//! connection (an edit is one `IMMEDIATE` transaction); reads on a read-only one. The full-text indexes are merged into
+//! one segment each in the background as they grow ([`super::compact`]).
 
+use super::compact::Compactor;
 use super::{BlockRow, BlockWrite, EditRow, EmbeddingRow, HitRow, Hits, decode_vector, encode_vector, to_i64};
 use crate::{SqliteDb, StoreError};
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::sync::Arc;
 
 const BLOCK_COLUMNS: &str = "label, value, description, permission, char_limit, pinned, created_at, updated_at";
 
-/// Memory's tables in SQLite. Clones share the handle.
+/// Memory's tables in SQLite. Clones share the handle and the background merge of the full-text indexes.
 #[derive(Debug, Clone)]
 pub struct SqliteMemory {
-    pub(super) db: SqliteDb,
+    db: SqliteDb,
+    compactor: Arc<Compactor>,
 }
 
 /// A block from a row of [`BLOCK_COLUMNS`].
@@ -39,14 +43,14 @@ fn get_block(c: &Connection, agent: &str, label: &str) -> rusqlite::Result<Optio
 }
 
 /// Writes `write` as block (`agent`, `label`) over `before` (its id and row), with its history row and the full-text
-/// index kept in step, inside the caller's transaction.
+/// index kept in step, inside the caller's transaction; whether the full-text index was written.
 fn write_block(
     tx: &rusqlite::Transaction<'_>,
     agent: &str,
     label: &str,
     before: Option<&BlockRow>,
     write: &BlockWrite,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<bool> {
     let b = &write.block;
     let block_id: i64 = tx.query_row(
         "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at)
@@ -71,8 +75,9 @@ fn write_block(
         if let Some(old) = old.filter(|v| !v.is_empty()) {
             tx.execute("INSERT INTO memory_fts_history (rowid, content) VALUES (?1, ?2)", params![history_id, old])?;
         }
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The FTS5 query for the terms: each quoted (so no term is an operator), joined with `OR`.
@@ -88,7 +93,27 @@ fn hit(r: &Row<'_>) -> rusqlite::Result<HitRow> {
 impl SqliteMemory {
     pub(super) fn open(db: &SqliteDb) -> Result<Self, StoreError> {
         crate::migrate::sqlite(&mut db.lock(), &crate::schema::MEMORY)?;
-        Ok(Self { db: db.clone() })
+        Ok(Self::on_migrated(db))
+    }
+
+    pub(super) fn on_migrated(db: &SqliteDb) -> Self {
+        Self { db: db.clone(), compactor: Arc::default() }
+    }
+
+    /// Merges the full-text indexes into one segment each now ([`super::compact`]), after any merge running.
+    pub(super) async fn merge_index(&self) -> Result<(), StoreError> {
+        let (db, compactor) = (self.db.clone(), Arc::clone(&self.compactor));
+        tokio::task::spawn_blocking(move || compactor.merge_now(&db))
+            .await
+            .map_err(|e| StoreError::Query(format!("a database task failed: {e}")))?
+    }
+
+    /// Waits until no background merge of the full-text indexes runs.
+    pub(super) async fn index_merged(&self) -> Result<(), StoreError> {
+        let compactor = Arc::clone(&self.compactor);
+        tokio::task::spawn_blocking(move || compactor.wait_idle())
+            .await
+            .map_err(|e| StoreError::Query(format!("a database task failed: {e}")))
     }
 
     async fn read<T: Send + 'static>(
@@ -133,18 +158,23 @@ impl SqliteMemory {
         E: From<StoreError> + Send + 'static,
     {
         let (agent, label) = (agent.to_owned(), label.to_owned());
-        let done = self.db.write(move |c| -> Result<T, E> {
+        let done = self.db.write(move |c| -> Result<(T, bool), E> {
             let sql = |e: rusqlite::Error| E::from(StoreError::from(e));
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql)?;
             let before = get_block(&tx, &agent, &label).map_err(sql)?;
             let (write, out) = edit(before.clone())?;
+            let mut indexed = false;
             if let Some(write) = write {
-                write_block(&tx, &agent, &label, before.as_ref(), &write).map_err(sql)?;
+                indexed = write_block(&tx, &agent, &label, before.as_ref(), &write).map_err(sql)?;
                 tx.commit().map_err(sql)?;
             }
-            Ok(out)
+            Ok((out, indexed))
         });
-        done.await.map_err(E::from)?
+        let (out, indexed) = done.await.map_err(E::from)??;
+        if indexed {
+            self.compactor.wrote(&self.db);
+        }
+        Ok(out)
     }
 
     pub(super) async fn delete(&self, agent: &str, label: &str) -> Result<bool, StoreError> {
@@ -167,6 +197,11 @@ impl SqliteMemory {
             Ok(id.is_some())
         })
         .await
+        .inspect(|&deleted| {
+            if deleted {
+                self.compactor.wrote(&self.db);
+            }
+        })
     }
 
     pub(super) async fn history(&self, agent: &str, label: &str, limit: usize) -> Result<Vec<EditRow>, StoreError> {

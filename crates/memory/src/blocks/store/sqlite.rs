@@ -38,6 +38,17 @@ impl SqliteMemoryStore {
     pub fn search_blocking(&self, agent: &str, terms: &[String], limit: usize) -> Result<Vec<TextHit>> {
         super::table::hits(self.table.search_blocking(agent, terms, limit)?, limit)
     }
+
+    /// Merges the full-text indexes into one segment each now, their fastest form to search (the store also does so
+    /// in the background as they grow): for a caller that wants it at once, after a bulk load.
+    pub async fn merge_index(&self) -> Result<()> {
+        Ok(self.table.merge_index().await?)
+    }
+
+    /// Waits until no background merge of the full-text indexes runs.
+    pub async fn index_merged(&self) -> Result<()> {
+        Ok(self.table.index_merged().await?)
+    }
 }
 
 memory_store_on_table!(SqliteMemoryStore, "sqlite");
