@@ -18,7 +18,7 @@
 //!    expires too.
 
 use crate::error::{ErrorCode, ToolError};
-use crate::event::{ConfirmationResolved, EventBus, EventPayload};
+use crate::event::{ConfirmationResolved, ConfirmationWithdrawn, EventBus, EventPayload};
 use crate::session_state::SavedConfirmation;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
@@ -144,6 +144,11 @@ impl TurnStarter {
     }
 }
 
+/// The `confirmation.withdrawn` event of `c`.
+fn withdrawn(c: &Confirmation, reason: String) -> EventPayload {
+    EventPayload::ConfirmationWithdrawn(ConfirmationWithdrawn { id: c.id.clone(), tool: c.tool.clone(), reason })
+}
+
 /// How long an approval or a pending request stays usable.
 pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
 
@@ -184,10 +189,12 @@ impl Confirmations {
             return Ok(());
         }
         // A new request for the same tool supersedes older pending ones.
+        let id = format!("cf_{}", random_id());
+        let mut superseded = Vec::new();
         for c in items.iter_mut().filter(|c| c.state == ConfirmationState::Pending && c.tool == tool) {
             c.state = ConfirmationState::Expired;
+            superseded.push(withdrawn(c, format!("a newer request of {tool} ({id}) replaces it")));
         }
-        let id = format!("cf_{}", random_id());
         let confirmation = Confirmation {
             id: id.clone(),
             tool: tool.to_owned(),
@@ -202,6 +209,9 @@ impl Confirmations {
         let event = EventPayload::ConfirmationRequired(confirmation.clone());
         items.push(confirmation);
         drop(items);
+        for gone in superseded {
+            self.events.publish(gone);
+        }
         self.events.publish(event);
         Err(ToolError::new(
             ErrorCode::ConfirmationRequired,
@@ -210,14 +220,19 @@ impl Confirmations {
         .with_details(serde_json::json!({"confirmation_id": id, "summary": summary, "reason": reason})))
     }
 
-    /// Expires a pending confirmation that no user channel can be asked about (an MCP client without elicitation):
-    /// it can then never be approved.
-    pub fn withdraw(&self, id: &str) {
+    /// Expires a pending confirmation that nothing will act on any more (the turn waiting for it was stopped; no
+    /// user channel can be asked about it, as with an MCP client without elicitation): it can then never be approved.
+    /// Publishes `confirmation.withdrawn` with `reason` (words for the user) when it was still pending.
+    pub fn withdraw(&self, id: &str, reason: &str) {
         let mut items = self.items.lock();
-        if let Some(c) = items.iter_mut().find(|c| c.id == id && c.state == ConfirmationState::Pending) {
-            c.state = ConfirmationState::Expired;
-            self.changed();
-        }
+        let Some(c) = items.iter_mut().find(|c| c.id == id && c.state == ConfirmationState::Pending) else {
+            return;
+        };
+        c.state = ConfirmationState::Expired;
+        self.changed();
+        let event = withdrawn(c, reason.to_owned());
+        drop(items);
+        self.events.publish(event);
     }
 
     fn changed(&self) {
@@ -439,7 +454,7 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned();
-        c.withdraw(&id);
+        c.withdraw(&id, "test");
         assert_eq!(approve(&c, &id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
         assert!(c.pending().is_empty());
     }
@@ -448,8 +463,18 @@ mod tests {
     fn a_new_request_supersedes_the_old_pending_one() {
         let c = confirmations();
         let first = c.require("t", &json!({}), "a", json!({}), "r").unwrap_err().details.unwrap();
+        let mut events = c.events.subscribe();
         let _second = c.require("t", &json!({}), "b", json!({}), "r").unwrap_err();
         assert_eq!(c.pending().len(), 1);
+        // A page showing the first question is told it is gone, before it is shown the second.
+        let names: Vec<_> = std::iter::from_fn(|| events.try_recv().ok()).map(|e| e.payload.clone()).collect();
+        match names.as_slice() {
+            [EventPayload::ConfirmationWithdrawn(w), EventPayload::ConfirmationRequired(_)] => {
+                assert_eq!(Some(w.id.as_str()), first["confirmation_id"].as_str());
+                assert!(w.reason.contains("newer request"), "{}", w.reason);
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             approve(&c, first["confirmation_id"].as_str().unwrap()).unwrap_err().code,
             ErrorCode::ConfirmationNotFound

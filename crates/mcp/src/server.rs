@@ -284,7 +284,7 @@ impl HoldfastMcp {
     /// Withdraws `pending` (nothing can approve it any more), notes it in the history, and returns
     /// `confirmation_unavailable` saying `why` and where to run the action instead.
     async fn unavailable(&self, session: &Session, pending: &Confirmation, why: &str) -> ToolError {
-        session.ctx.confirmations.withdraw(&pending.id);
+        session.ctx.confirmations.withdraw(&pending.id, &format!("{why} (MCP)"));
         if let Err(e) = session.ctx.persist().await {
             tracing::error!(session = %session.id, "the withdrawn confirmation could not be saved: {e}");
         }

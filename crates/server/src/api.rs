@@ -178,7 +178,11 @@ impl TurnObserver for ServerObserver {
                 answer = tokio::time::timeout(CONFIRMATION_TTL, rx) => Some(answer),
             };
             match answer {
-                Some(Ok(Ok(decision))) => decision,
+                Some(Ok(Ok((decision, taken)))) => {
+                    // The approve/deny call answers `resumed` only once the decision reached this turn.
+                    let _ = taken.send(());
+                    decision
+                }
                 Some(_) => {
                     self.0.waiters.lock().remove(&c.id);
                     ConfirmDecision::Defer
@@ -187,7 +191,7 @@ impl TurnObserver for ServerObserver {
                     // Stopped while it waited: the question is withdrawn, so nothing is approved for a run that is
                     // gone (the UI no longer lists it; an approval is refused as no longer pending).
                     self.0.waiters.lock().remove(&c.id);
-                    self.1.confirmations.withdraw(&c.id);
+                    self.1.confirmations.withdraw(&c.id, "the turn waiting for it was stopped; nothing was sent");
                     ConfirmDecision::Defer
                 }
             }
@@ -369,7 +373,7 @@ pub(crate) async fn confirmations(
 /// confirmation is listed as soon as the tool asks, and the turn waits once the call has returned and the session is
 /// saved. So while a turn runs, its waiter is given a moment (at most 2 s) to appear before the confirmation is
 /// taken for the tool console's.
-async fn waiting_turn(state: &AppState, session: &str, cid: &str) -> Option<oneshot::Sender<ConfirmDecision>> {
+async fn waiting_turn(state: &AppState, session: &str, cid: &str) -> Option<crate::Waiter> {
     for _ in 0..100 {
         if let Some(tx) = state.waiters.lock().remove(cid) {
             return Some(tx);
@@ -395,7 +399,14 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
     let approve = decision == ConfirmDecision::Approve;
     tracing::info!(session = id, confirmation = cid, approve, "user decision from the web UI");
     if let Some(tx) = waiting_turn(state, id, cid).await {
-        let _ = tx.send(decision);
+        let (taken, was_taken) = oneshot::channel();
+        // The turn may be stopped as the decision reaches it: it then withdraws the question, and nothing ran.
+        if tx.send((decision, taken)).is_err() || was_taken.await.is_err() {
+            return Err(ApiError::Tool(ToolError::new(
+                ErrorCode::ConfirmationNotFound,
+                format!("confirmation {cid} was withdrawn: the turn waiting for it was stopped; nothing was sent"),
+            )));
+        }
         return Ok(Json(Resolution::Resumed {
             id: cid.to_owned(),
             approved: approve,

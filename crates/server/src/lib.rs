@@ -60,6 +60,10 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; \
      form-action 'self'";
 
+/// Hands a waiting turn the user's decision; the turn answers on the inner sender once it has taken it (a turn stopped
+/// at that moment drops both, and the question is withdrawn instead).
+pub(crate) type Waiter = oneshot::Sender<(ConfirmDecision, oneshot::Sender<()>)>;
+
 /// Shared server state.
 pub struct AppState {
     /// The runtime.
@@ -73,7 +77,8 @@ pub struct AppState {
     /// Per session, how many WebSocket clients watch it: when the last one closes, the session's running turn
     /// stops (the page that started it is gone).
     watchers: Mutex<HashMap<String, usize>>,
-    waiters: Mutex<HashMap<String, oneshot::Sender<ConfirmDecision>>>,
+    /// Per confirmation id, the turn waiting for the user's decision on it.
+    waiters: Mutex<HashMap<String, Waiter>>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -262,6 +262,10 @@ function onEvent(msg) {
       S.pending.delete(d.id); renderPending();
       if (S.dialogId === d.id && !S.dialogDone && S.deciding !== d.id) closeConfirm();
       break;
+    case "confirmation.withdrawn":
+      S.pending.delete(d.id); renderPending();
+      if (S.dialogId === d.id && !S.dialogDone && S.deciding !== d.id) { closeConfirm(); toast("Withdrawn: " + (d.reason || "")); }
+      break;
     case "tx.pending": case "tx.confirmed": case "payment.made":
       moneyChanged(); break;
     case "message.outbox":

@@ -10,8 +10,8 @@ pub mod payload;
 pub mod relay;
 
 pub use payload::{
-    AgentInboxTurn, AgentMessage, AgentRateLimited, ConfirmationResolved, ContextBankUpdate, EventPayload,
-    MemoryUpdate, MessageHopLimit, MessageOutbox, PaymentMade, RegisterUpdate, SessionSaved, TokenUsage,
+    AgentInboxTurn, AgentMessage, AgentRateLimited, ConfirmationResolved, ConfirmationWithdrawn, ContextBankUpdate,
+    EventPayload, MemoryUpdate, MessageHopLimit, MessageOutbox, PaymentMade, RegisterUpdate, SessionSaved, TokenUsage,
     ToolCallFinished, ToolCallStarted, TxConfirmed, TxPending,
 };
 
@@ -39,6 +39,8 @@ pub mod names {
     pub const CONFIRMATION_REQUIRED: &str = "confirmation.required";
     /// A pending confirmation was approved or denied.
     pub const CONFIRMATION_RESOLVED: &str = "confirmation.resolved";
+    /// A pending confirmation was withdrawn without a decision.
+    pub const CONFIRMATION_WITHDRAWN: &str = "confirmation.withdrawn";
     /// A transaction was broadcast.
     pub const TX_PENDING: &str = "tx.pending";
     /// A transaction was mined.

@@ -40,6 +40,9 @@ pub enum EventPayload {
     /// A pending confirmation was approved or denied.
     #[serde(rename = "confirmation.resolved")]
     ConfirmationResolved(ConfirmationResolved),
+    /// A pending confirmation was withdrawn without a decision: nothing can approve it any more.
+    #[serde(rename = "confirmation.withdrawn")]
+    ConfirmationWithdrawn(ConfirmationWithdrawn),
     /// A transaction was broadcast.
     #[serde(rename = "tx.pending")]
     TxPending(TxPending),
@@ -78,6 +81,7 @@ impl EventPayload {
             Self::AgentMessage(_) => names::AGENT_MESSAGE,
             Self::ConfirmationRequired(_) => names::CONFIRMATION_REQUIRED,
             Self::ConfirmationResolved(_) => names::CONFIRMATION_RESOLVED,
+            Self::ConfirmationWithdrawn(_) => names::CONFIRMATION_WITHDRAWN,
             Self::TxPending(_) => names::TX_PENDING,
             Self::TxConfirmed(_) => names::TX_CONFIRMED,
             Self::PaymentMade(_) => names::PAYMENT_MADE,
@@ -250,6 +254,19 @@ pub struct ConfirmationResolved {
     pub approved: bool,
     /// The channel that decided.
     pub channel: UserChannel,
+}
+
+/// `confirmation.withdrawn`: a pending confirmation was withdrawn without a decision (the turn waiting for it was
+/// stopped, a newer request of the same tool superseded it, or no user channel can be asked), so a page showing the
+/// question can take it away.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationWithdrawn {
+    /// The confirmation.
+    pub id: String,
+    /// Its tool.
+    pub tool: String,
+    /// Why, in words for the user.
+    pub reason: String,
 }
 
 /// `tx.pending`: a transaction was broadcast.

@@ -130,11 +130,29 @@ async fn a_denied_action_is_reported_to_the_model_and_nothing_is_sent() {
 /// inbox session, a retry — to be sent without the user being asked.
 #[tokio::test]
 async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a_later_call() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let mut w = waiting_turn().await;
+    // A page showing the question (its WebSocket) is told it is withdrawn.
+    let mut request = format!("{}/ws?session={}", w.url.replace("http", "ws"), w.id).into_client_request().unwrap();
+    request.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     let stopped = api(&w.http, reqwest::Method::POST, format!("{}/api/sessions/{}/cancel", w.url, w.id), None).await;
     assert_eq!(stopped["cancelled"], true, "{stopped}");
     let outcome = w.turn_answer().await;
     assert_eq!(outcome["agent"]["stopped"], "cancelled", "{outcome}");
+    let withdrawn = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let frame = futures::StreamExt::next(&mut ws).await.unwrap().unwrap();
+            let frame: Value = serde_json::from_str(frame.to_text().unwrap_or("{}")).unwrap_or_default();
+            if frame["event"] == "confirmation.withdrawn" {
+                return frame;
+            }
+        }
+    })
+    .await
+    .expect("a confirmation.withdrawn event");
+    assert_eq!(withdrawn["data"]["id"], w.pending["id"], "{withdrawn}");
+    assert!(withdrawn["data"]["reason"].as_str().unwrap().contains("stopped"), "{withdrawn}");
     let pending =
         api(&w.http, reqwest::Method::GET, format!("{}/api/sessions/{}/confirmations", w.url, w.id), None).await;
     assert_eq!(pending["pending"], json!([]), "withdrawn: {pending}");

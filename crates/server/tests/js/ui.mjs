@@ -493,8 +493,20 @@ async function swapScenario() {
 
   await step("deny: the dialog and the console both say it was denied", async () => {
     await runTool("x402_fetch", { preset: "swap_quote", network: "base", cache_as: "swap_quote" }, 200);
+    const { body: first } = await runTool("web3_tx", { from_register: "swap_quote", network: "base" }, 202);
+    if (first.error.code !== "confirmation_required") fail(JSON.stringify(first));
+    await page.waitForSelector(`${T("confirm-dialog")}[open]`);
+    await page.click(T("confirm-later"));
+    await page.waitForFunction((sel) => !document.querySelector(sel).open, T("confirm-dialog"));
+    // Asked again before answering: the newer request replaces the first, which leaves the pending list live
+    // (its confirmation.withdrawn event), with no reload.
     const { body } = await runTool("web3_tx", { from_register: "swap_quote", network: "base" }, 202);
     if (body.error.code !== "confirmation_required") fail(JSON.stringify(body));
+    const second = body.error.details.confirmation_id;
+    await page.waitForFunction(([sel, id]) => {
+      const items = [...document.querySelectorAll(sel)];
+      return items.length === 1 && items[0].dataset.id === id;
+    }, [T("pending-item"), second]);
     await page.waitForSelector(`${T("confirm-dialog")}[open]`);
     await page.click(T("confirm-deny"));
     await page.waitForSelector(T("confirm-denied"));
