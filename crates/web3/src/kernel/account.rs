@@ -112,16 +112,31 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
         false
     };
     let signer_is_owner = match signer {
-        Some(signer) if account_deployed => {
-            let out = chain.call(account.address, ISafeModules::getOwnersCall {}.abi_encode().into()).await?;
-            let owners = ISafeModules::getOwnersCall::abi_decode_returns(&out).map_err(|e| {
-                ToolError::new(ErrorCode::UpstreamError, format!("the account's owners do not decode: {e}"))
-            })?;
-            Some(owners.contains(&signer))
-        }
+        Some(signer) if account_deployed => Some(listed_as_owner(chain, account.address, signer).await?),
         _ => None,
     };
     Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled, signer_is_owner })
+}
+
+/// Whether any configured node lists `signer` among `account`'s owners: a node that leaves it out cannot hide an owner
+/// key beside one that shows it. When no node lists it and one could not answer, that node's error.
+async fn listed_as_owner(chain: &Chain, account: Address, signer: Address) -> Result<bool, ToolError> {
+    let mut failed = None;
+    for (node, answer) in chain.call_each(account, ISafeModules::getOwnersCall {}.abi_encode().into()).await {
+        let owners = answer.and_then(|out| {
+            ISafeModules::getOwnersCall::abi_decode_returns(&out).map_err(|e| {
+                ToolError::new(ErrorCode::UpstreamError, format!("{node}: the account's owners do not decode: {e}"))
+            })
+        });
+        match owners {
+            Ok(owners) if owners.contains(&signer) => return Ok(true),
+            Ok(_) => {}
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    failed.map_or(Ok(false), Err)
 }
 
 /// The smart account a wallet signs for.

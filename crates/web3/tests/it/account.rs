@@ -409,3 +409,42 @@ async fn a_question_before_the_fund_and_one_from_the_simulation_take_two_approva
     assert_eq!(out["status"], "confirmed", "{out}");
     assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY));
 }
+
+/// A key that is one of the account's owners is not bound by its limits, and start-up refuses it. A first node that
+/// leaves the key out of the owners it answers cannot pass that check while a second node shows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_check() {
+    use std::sync::Arc;
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let account = devnet.account.expect("an account");
+    let owner = devnet.dev_account();
+    holdfast_devnet::account::add_owner(&devnet.provider(), account, owner, devnet.wallet_address).await.unwrap();
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let selector = format!("0x{}", alloy::primitives::hex::encode(&alloy::primitives::keccak256("getOwners()")[..4]));
+    // Its answer to getOwners: the owner alone (an `address[]` of one).
+    let alone = format!("0x{:064x}{:064x}{:0>64}", 32, 1, alloy::primitives::hex::encode(owner));
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        let call = &req["params"][0];
+        let data = call["input"].as_str().or_else(|| call["data"].as_str()).unwrap_or_default();
+        if req["method"] == "eth_call" && data.starts_with(&selector) && resp["result"].is_string() {
+            resp["result"] = json!(alone);
+        }
+    })));
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks = crate::common::Tweaks {
+        toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)],
+        ..Default::default()
+    };
+    let env = Env::apply(devnet, tweaks);
+    // The lie works on its own: asked alone, the lying node hides the key.
+    let mut first_only = env.web3.core().networks.iter().find(|n| n.name == "base").unwrap().clone();
+    first_only.rpc_urls.truncate(1);
+    let chain = holdfast_web3::chain::Chain::new(&first_only).unwrap();
+    let signer = Some(env.web3.wallet().address());
+    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer).await.unwrap();
+    assert_eq!(seen.signer_is_owner, Some(false), "the first node alone hides the key");
+    // Before (the first node's word alone): started, with a key the limits do not bind.
+    let err = env.web3.verify_account().await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
+    assert!(err.message.contains("is an owner of the account"), "{err}");
+}
