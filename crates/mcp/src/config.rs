@@ -5,6 +5,7 @@
 //! bind = "127.0.0.1:8765"        # streamable HTTP listen address (loopback by default)
 //! max_message_bytes = 1048576    # largest JSON-RPC message accepted, on either transport
 //! allowed_hosts = ["mcp.lan"]    # Host names accepted besides loopback with the bound port (and the bound IP)
+//! trust_elicitation = true        # false: no form the client answers counts as the user's (approve elsewhere)
 //!
 //! [mcp.connections]              # the HTTP transport's connection bounds (holdfast_agent::listen)
 //! header_read_timeout_secs = 10
@@ -29,7 +30,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1 << 20;
 pub const MIN_MAX_MESSAGE_BYTES: usize = 4096;
 
 /// The `[mcp]` section.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpSection {
     /// Streamable HTTP listen address.
@@ -43,6 +44,29 @@ pub struct McpSection {
     /// The HTTP transport's connection bounds.
     #[serde(default)]
     pub connections: holdfast_agent::listen::ConnectionLimits,
+    /// Whether an answered elicitation form counts as the user's: it approves or denies a confirmation, and the
+    /// `user_request` text submitted in it is the user's words. Default true. An MCP host can answer a form itself
+    /// instead of showing it to the human; set false when the host is not trusted that far: then no form is sent,
+    /// an action that needs the user's approval over MCP gets `confirmation_unavailable` (approve it in `holdfast
+    /// chat` or the web UI), and `user_request` text stays the client's.
+    #[serde(default = "yes")]
+    pub trust_elicitation: bool,
+}
+
+impl Default for McpSection {
+    fn default() -> Self {
+        Self {
+            bind: None,
+            max_message_bytes: None,
+            allowed_hosts: Vec::new(),
+            connections: holdfast_agent::listen::ConnectionLimits::default(),
+            trust_elicitation: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl McpSection {

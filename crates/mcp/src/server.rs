@@ -59,6 +59,10 @@ pub fn supported_versions() -> &'static [ProtocolVersion] {
     ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
 }
 
+/// Why no form is sent when `[mcp] trust_elicitation = false`.
+const UNTRUSTED: &str =
+    "this server does not take an MCP client's forms as the user's answers ([mcp] trust_elicitation = false)";
+
 /// One open holdfast session.
 #[derive(Debug, Clone)]
 struct Session {
@@ -72,6 +76,8 @@ struct Session {
 /// The MCP server handler for one MCP session.
 pub struct HoldfastMcp {
     runtime: Arc<Runtime>,
+    /// `[mcp] trust_elicitation`: whether an answered form counts as the user's.
+    trust_elicitation: bool,
     session: OnceCell<Session>,
     subscriptions: Subscriptions,
     forwarder: parking_lot::Mutex<Option<tokio::task::AbortHandle>>,
@@ -102,8 +108,13 @@ fn rpc_error(code: RpcCode, error: &ToolError) -> ErrorData {
 impl HoldfastMcp {
     /// A handler serving `runtime`'s registry; its holdfast session opens on first use.
     pub fn new(runtime: Arc<Runtime>) -> Self {
+        // Read from the runtime's configuration, which `holdfast mcp` has checked; one that does not read trusts no
+        // form.
+        let trust_elicitation =
+            crate::McpSection::from_document(&runtime.document).is_ok_and(|section| section.trust_elicitation);
         Self {
             runtime,
+            trust_elicitation,
             session: OnceCell::new(),
             subscriptions: Subscriptions::default(),
             forwarder: parking_lot::Mutex::new(None),
@@ -233,6 +244,9 @@ impl HoldfastMcp {
         pending: &Confirmation,
     ) -> Result<Value, ToolError> {
         let id = pending.id.as_str();
+        if !self.trust_elicitation {
+            return Err(self.unavailable(session, pending, UNTRUSTED).await);
+        }
         if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             let why = "this MCP client does not support elicitation (form mode), so holdfast cannot ask the user";
             return Err(self.unavailable(session, pending, why).await);
@@ -307,7 +321,9 @@ impl HoldfastMcp {
                 None,
             ));
         }
-        let confirmed: Result<String, String> = if peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+        let confirmed: Result<String, String> = if !self.trust_elicitation {
+            Err(UNTRUSTED.to_owned())
+        } else if peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             let request = prompts::request_elicitation(&text)?;
             match peer.create_elicitation_with_timeout(request, Some(CONFIRMATION_TTL)).await {
                 Ok(answer) => prompts::submitted_request(&answer)?.map_err(str::to_owned),

@@ -59,3 +59,22 @@ async fn one_submitted_request_moves_value_once_over_mcp() {
     let received = devnet.balance_of(USDC, alice).await.unwrap() - before;
     assert_eq!(received, U256::from(40_000_000u64), "40 USDC once, not 160: {findings}");
 }
+
+/// With `[mcp] trust_elicitation = false`, a host that answers holdfast's forms itself (untrusted_host.mjs: it
+/// accepts everything) is never sent one: its request stays its own text and the swap is refused. Nothing moved.
+#[tokio::test]
+async fn a_host_not_trusted_with_forms_cannot_approve_by_answering_them() {
+    crate::common::require_sdk();
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let mut config = std::fs::read_to_string(&devnet.config_path).unwrap();
+    config.push_str("\n[mcp]\ntrust_elicitation = false\n");
+    std::fs::write(&devnet.config_path, config).unwrap();
+    let wallet = devnet.wallet_address;
+    let eth0 = devnet.balance_of(NATIVE, wallet).await.unwrap();
+    let path = devnet.config_path.to_str().unwrap().to_owned();
+    let findings =
+        crate::common::run_script("untrusted_host.mjs", &crate::common::stdio_env(&["--config", &path])).await;
+    assert!(findings["withdrawn"].as_str().is_some_and(|id| id.starts_with("cf_")), "{findings}");
+    let spent = eth0 - devnet.balance_of(NATIVE, wallet).await.unwrap();
+    assert!(spent < U256::from(20_000_000_000_000_000u128), "no swap of 0.02 ETH went out: spent {spent} wei");
+}
