@@ -187,6 +187,20 @@ impl Chain {
         futures::future::join_all(calls).await
     }
 
+    /// The code at `at` on every configured RPC node, each answer with the node's redacted URL (after its chain id
+    /// check, as [`Self::call_each`]).
+    pub(crate) async fn code_each(&self, at: Address) -> Vec<(String, Result<Bytes, ToolError>)> {
+        let reads = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
+            let answer = async {
+                self.verify_reader(i).await?;
+                provider.get_code_at(at).await.map_err(|e| upstream(url, "eth_getCode", e))
+            }
+            .await;
+            (url.clone(), answer)
+        });
+        futures::future::join_all(reads).await
+    }
+
     /// The network.
     pub fn network(&self) -> &NetworkConfig {
         &self.network

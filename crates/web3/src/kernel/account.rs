@@ -98,11 +98,13 @@ impl AccountState {
 }
 
 /// Reads [`AccountState`] from `chain`; `signer` is the key's address, when known.
+///
+/// Every configured node is asked for the code at the module and at the account, and for the owners: a node that
+/// hides what another shows (other code at the module, a deployed account, the key among the owners) cannot pass the
+/// checks of [`AccountState::unbound`].
 pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -> Result<AccountState, ToolError> {
-    let code = chain.code(account.module).await?;
-    let module_is_allowance_module =
-        (!code.is_empty()).then(|| executable_hash(&code) == ALLOWANCE_MODULE_EXECUTABLE_HASH);
-    let account_deployed = !chain.code(account.address).await?.is_empty();
+    let module_is_allowance_module = module_everywhere(chain, account.module).await?;
+    let account_deployed = deployed_anywhere(chain, account.address).await?;
     let module_enabled = if account_deployed {
         let out = chain
             .call(account.address, ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into())
@@ -116,6 +118,42 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
         _ => None,
     };
     Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled, signer_is_owner })
+}
+
+/// Whether the code at `module` is the audited AllowanceModule on every node that has code there (`Some(false)` as
+/// soon as one node shows other code); `None` when no node has code there. When no node shows other code and one
+/// could not answer, that node's error.
+async fn module_everywhere(chain: &Chain, module: Address) -> Result<Option<bool>, ToolError> {
+    let (mut audited, mut failed) = (false, None);
+    for (_, answer) in chain.code_each(module).await {
+        match answer {
+            Ok(code) if code.is_empty() => {}
+            Ok(code) if executable_hash(&code) == ALLOWANCE_MODULE_EXECUTABLE_HASH => audited = true,
+            Ok(_) => return Ok(Some(false)),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(audited.then_some(true)),
+    }
+}
+
+/// Whether any configured node shows code at `account`. When none does and one could not answer, that node's error.
+async fn deployed_anywhere(chain: &Chain, account: Address) -> Result<bool, ToolError> {
+    let mut failed = None;
+    for (_, answer) in chain.code_each(account).await {
+        match answer {
+            Ok(code) if !code.is_empty() => return Ok(true),
+            Ok(_) => {}
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    failed.map_or(Ok(false), Err)
 }
 
 /// Whether any configured node lists `signer` among `account`'s owners: a node that leaves it out cannot hide an owner

@@ -411,7 +411,8 @@ async fn a_question_before_the_fund_and_one_from_the_simulation_take_two_approva
 }
 
 /// A key that is one of the account's owners is not bound by its limits, and start-up refuses it. A first node that
-/// leaves the key out of the owners it answers cannot pass that check while a second node shows it.
+/// leaves the key out of the owners it answers, or shows no account there at all, cannot pass that check while a
+/// second node shows it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_check() {
     use std::sync::Arc;
@@ -423,11 +424,18 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     let selector = format!("0x{}", alloy::primitives::hex::encode(&alloy::primitives::keccak256("getOwners()")[..4]));
     // Its answer to getOwners: the owner alone (an `address[]` of one).
     let alone = format!("0x{:064x}{:064x}{:0>64}", 32, 1, alloy::primitives::hex::encode(owner));
+    let hide_account = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hiding = Arc::clone(&hide_account);
+    let account_hex = format!("{account:#x}");
     proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
         let call = &req["params"][0];
         let data = call["input"].as_str().or_else(|| call["data"].as_str()).unwrap_or_default();
         if req["method"] == "eth_call" && data.starts_with(&selector) && resp["result"].is_string() {
             resp["result"] = json!(alone);
+        }
+        let at = req["params"][0].as_str().unwrap_or_default().to_lowercase();
+        if hiding.load(std::sync::atomic::Ordering::SeqCst) && req["method"] == "eth_getCode" && at == account_hex {
+            resp["result"] = json!("0x");
         }
     })));
     let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
@@ -446,5 +454,12 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     // Before (the first node's word alone): started, with a key the limits do not bind.
     let err = env.web3.verify_account().await.unwrap_err();
     assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
+    assert!(err.message.contains("is an owner of the account"), "{err}");
+    // The same node now also shows no account at that address, so that the owners are never asked.
+    hide_account.store(true, std::sync::atomic::Ordering::SeqCst);
+    let chain = holdfast_web3::chain::Chain::new(&first_only).unwrap();
+    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer).await.unwrap();
+    assert_eq!((seen.account_deployed, seen.signer_is_owner), (false, None), "the first node alone hides the account");
+    let err = env.web3.verify_account().await.unwrap_err();
     assert!(err.message.contains("is an owner of the account"), "{err}");
 }
