@@ -153,6 +153,32 @@ pub(crate) struct UserMessage {
     content: String,
 }
 
+/// Resolves once confirmation `id` is withdrawn (its `confirmation.withdrawn` on the session's events; after missed
+/// events, its state), never otherwise.
+async fn withdrawn(
+    mut events: tokio::sync::broadcast::Receiver<Arc<holdfast_core::event::Event>>,
+    ctx: &ToolContext,
+    id: &str,
+) {
+    use holdfast_core::event::EventPayload;
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match events.recv().await {
+            Ok(event) => {
+                if matches!(&event.payload, EventPayload::ConfirmationWithdrawn(w) if w.id == id) {
+                    return;
+                }
+            }
+            Err(RecvError::Lagged(_)) => {
+                if ctx.confirmations.get(id).is_some_and(|c| c.state == ConfirmationState::Expired) {
+                    return;
+                }
+            }
+            Err(RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
 /// Waits for the user's answer through the approve/deny endpoints, in the turn's session, until the turn is stopped
 /// (its token).
 struct ServerObserver(Arc<AppState>, ToolContext, CancelToken);
@@ -166,24 +192,29 @@ impl TurnObserver for ServerObserver {
     fn confirm<'a>(&'a self, c: &'a Confirmation) -> BoxFuture<'a, ConfirmDecision> {
         Box::pin(async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
+            // Subscribed before the state is read: a withdrawal after it is seen below.
+            let withdrawn = withdrawn(self.1.events.subscribe(), &self.1, &c.id);
             self.0.waiters.lock().insert(c.id.clone(), tx);
             // Decided before this turn started waiting (through the tool console's path): nothing will answer.
             if self.1.confirmations.get(&c.id).is_some_and(|now| now.state != ConfirmationState::Pending) {
                 self.0.waiters.lock().remove(&c.id);
                 return ConfirmDecision::Defer;
             }
-            let answer = tokio::select! {
+            let waited = tokio::select! {
                 biased;
                 () = self.2.cancelled() => None,
-                answer = tokio::time::timeout(CONFIRMATION_TTL, rx) => Some(answer),
+                // Replaced by a newer request of the same tool (the tool console's): no answer will come for it.
+                () = withdrawn => Some(None),
+                answer = tokio::time::timeout(CONFIRMATION_TTL, rx) => Some(answer.ok().and_then(Result::ok)),
             };
-            match answer {
-                Some(Ok(Ok((decision, taken)))) => {
+            match waited {
+                Some(Some((decision, taken))) => {
                     // The approve/deny call answers `resumed` only once the decision reached this turn.
                     let _ = taken.send(());
                     decision
                 }
-                Some(_) => {
+                Some(None) => {
+                    // Withdrawn, expired, or the server dropped the waiter: nothing answers.
                     self.0.waiters.lock().remove(&c.id);
                     ConfirmDecision::Defer
                 }
@@ -390,11 +421,20 @@ async fn waiting_turn(state: &AppState, session: &str, cid: &str) -> Option<crat
 /// console is approved and re-run here (or denied).
 async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecision) -> ApiResult<Resolution> {
     let ctx = session(state, id).await?;
-    if ctx.confirmations.get(cid).is_none() {
-        return Err(ApiError::Tool(ToolError::new(
-            ErrorCode::ConfirmationNotFound,
-            format!("no confirmation {cid:?} in this session"),
-        )));
+    match ctx.confirmations.get(cid).map(|c| c.state) {
+        None => {
+            return Err(ApiError::Tool(ToolError::new(
+                ErrorCode::ConfirmationNotFound,
+                format!("no confirmation {cid:?} in this session"),
+            )));
+        }
+        Some(ConfirmationState::Pending) => {}
+        Some(other) => {
+            return Err(ApiError::Tool(ToolError::new(
+                ErrorCode::ConfirmationNotFound,
+                format!("confirmation {cid} is no longer pending (it is {other:?}): nothing was approved or sent"),
+            )));
+        }
     }
     let approve = decision == ConfirmDecision::Approve;
     tracing::info!(session = id, confirmation = cid, approve, "user decision from the web UI");

@@ -136,6 +136,9 @@ async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a
     let mut request = format!("{}/ws?session={}", w.url.replace("http", "ws"), w.id).into_client_request().unwrap();
     request.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
     let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    // Subscribed before the stop, so the event cannot be missed.
+    let first = futures::StreamExt::next(&mut ws).await.unwrap().unwrap();
+    assert!(first.to_string().contains("subscribed"), "{first}");
     let stopped = api(&w.http, reqwest::Method::POST, format!("{}/api/sessions/{}/cancel", w.url, w.id), None).await;
     assert_eq!(stopped["cancelled"], true, "{stopped}");
     let outcome = w.turn_answer().await;
@@ -171,6 +174,29 @@ async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a
     .await;
     // Before: sent, on the approval the stopped run left unused.
     assert_eq!(again["error"]["code"], "confirmation_required", "the user is asked again: {again}");
+    assert!(swaps(&w.journal().await).is_empty(), "nothing sent");
+}
+
+/// A question the turn waits on that a newer request of the same tool replaces (the tool console's, in the same
+/// session) ends the turn's wait: before, the turn waited the confirmation's ten minutes for an answer nothing could
+/// give, and approving the replaced question answered `resumed`.
+#[tokio::test]
+async fn a_question_replaced_while_its_turn_waits_ends_the_wait() {
+    let mut w = waiting_turn().await;
+    let tool = w.pending["tool"].as_str().unwrap();
+    let again = api(
+        &w.http,
+        reqwest::Method::POST,
+        format!("{}/api/sessions/{}/tools/{tool}", w.url, w.id),
+        Some(w.pending["params"].clone()),
+    )
+    .await;
+    assert_eq!(again["error"]["code"], "confirmation_required", "{again}");
+    assert_ne!(again["error"]["details"]["confirmation_id"], w.pending["id"], "a new question: {again}");
+    let outcome = w.turn_answer().await;
+    assert!(outcome["agent"].is_object(), "the turn ended: {outcome}");
+    let old = w.decide("approve").await;
+    assert_eq!(old["error"]["code"], "confirmation_not_found", "{old}");
     assert!(swaps(&w.journal().await).is_empty(), "nothing sent");
 }
 
