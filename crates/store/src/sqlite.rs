@@ -26,6 +26,8 @@
 use crate::StoreError;
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, OpenFlags};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,6 +45,8 @@ pub struct SqliteDb {
 
 struct Inner {
     writer: Arc<Mutex<Connection>>,
+    /// Per-database state of the tables' owners ([`SqliteDb::shared`]), one value per type.
+    shared: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
     path: Option<PathBuf>,
@@ -79,10 +83,23 @@ impl SqliteDb {
         Self {
             inner: Arc::new(Inner {
                 writer: Arc::new(Mutex::new(writer)),
+                shared: Mutex::default(),
                 readers,
                 next_reader: AtomicUsize::new(0),
                 path,
             }),
+        }
+    }
+
+    /// The one value of type `T` that every user of this database shares (made with `T::default()` on first use): for
+    /// a table's owner that keeps state per database beside the connections, such as memory's index merge.
+    pub fn shared<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut shared = self.inner.shared.lock();
+        let value = shared.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default()));
+        match Arc::clone(value).downcast::<T>() {
+            Ok(value) => value,
+            // Unreachable (the entry of `T`'s type id holds a `T`); a value of its own is still correct, unshared.
+            Err(_) => Arc::new(T::default()),
         }
     }
 

@@ -6,13 +6,15 @@
 //! rows in one segment (docs/benchmarks.md: about 12%, measured on the `search_memory` bench).
 //!
 //! [`Compactor`] merges each index into one segment once the indexes have taken writes amounting to an eighth of the
-//! rows they held after the last merge (at least [`MIN_WRITES`]). So a row is rewritten a bounded number of times as
-//! the index grows (about eight more times than FTS5's own merging does), not on every edit. The merge is FTS5's
-//! incremental optimize, run on a thread of its own: one `'merge'` command with a negative page count (it puts every
-//! segment on one level), then positive ones until a command does no work (FTS5's documented test: the connection's
-//! total changes grow by less than two). Each command is its own short transaction on the writing connection, at most
-//! [`PAGES`] pages of merged data, so a session's save or a memory edit waits for one step at most, never for the
-//! whole merge; a process killed between steps leaves a consistent index that the next merge continues.
+//! rows they held after the last merge (at least [`MIN_WRITES`]; after a restart, counted from the rows the indexes
+//! hold then). So the merges cost about eight row rewrites per indexed write on average (the rows written first are
+//! rewritten more often, the last ones less), not a rewrite of the whole index per edit. One compactor serves each
+//! database ([`SqliteDb::shared`]). The merge is FTS5's incremental optimize, run on a thread of its own: one `'merge'`
+//! command with a negative page count (it puts every segment on one level), then positive ones until a command does
+//! no work (FTS5's documented test: the connection's total changes grow by less than two). Each command is its own
+//! short transaction on the writing connection, at most [`PAGES`] pages of merged data, so a session's save or a
+//! memory edit waits for a step or a few, never for the whole merge; a process killed between steps leaves a
+//! consistent index, which the next merge merges from where it was left.
 
 use crate::SqliteDb;
 use parking_lot::{Condvar, Mutex};
@@ -45,8 +47,8 @@ pub(super) struct Compactor {
 struct State {
     /// Index writes since the last merge began.
     writes: u64,
-    /// Rows in the indexes after the last merge (0 before the first).
-    rows: u64,
+    /// Rows in the indexes after the last merge, or when first counted (`None` before).
+    rows: Option<u64>,
     running: bool,
 }
 
@@ -56,14 +58,15 @@ impl Compactor {
     pub(super) fn wrote(self: &Arc<Self>, db: &SqliteDb) {
         let mut state = self.state.lock();
         state.writes += 1;
-        if state.running || state.writes < MIN_WRITES.max(state.rows / SHARE) {
+        if state.running || state.writes < MIN_WRITES.max(state.rows.unwrap_or(0) / SHARE) {
             return;
         }
         state.running = true;
-        state.writes = 0;
+        let writes = std::mem::take(&mut state.writes);
         drop(state);
         let (me, db) = (Arc::clone(self), db.clone());
-        let started = std::thread::Builder::new().name("holdfast-memory-merge".into()).spawn(move || me.run(&db));
+        let started =
+            std::thread::Builder::new().name("holdfast-memory-merge".into()).spawn(move || me.run(&db, writes));
         if let Err(e) = started {
             tracing::warn!(error = %e, "cannot start the thread that merges memory's full-text index");
             self.finish(None);
@@ -80,10 +83,9 @@ impl Compactor {
         state.running = true;
         state.writes = 0;
         drop(state);
-        let merged = merge(db);
-        let rows = merged.as_ref().ok().copied();
-        self.finish(rows);
-        merged.map(|_| ()).map_err(crate::StoreError::from)
+        let mut done = Done { compactor: self, rows: None };
+        done.rows = Some(merge(db)?);
+        Ok(())
     }
 
     /// Waits until no merge runs.
@@ -94,16 +96,30 @@ impl Compactor {
         }
     }
 
-    fn run(&self, db: &SqliteDb) {
+    /// The background merge, started after `writes` index writes.
+    fn run(&self, db: &SqliteDb, writes: u64) {
+        // Whatever happens below (an error, a panic), the merge ends and may start again.
+        let mut done = Done { compactor: self, rows: None };
         let started = std::time::Instant::now();
+        if self.state.lock().rows.is_none() {
+            // The first merge since the database was opened: the writes are measured against what the indexes hold.
+            match count_rows(db) {
+                Ok(rows) if writes < rows / SHARE => {
+                    self.state.lock().writes += writes;
+                    done.rows = Some(rows);
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot count memory's full-text index rows"),
+            }
+        }
         match merge(db) {
             Ok(rows) => {
                 tracing::debug!(rows, ms = started.elapsed().as_millis(), "merged memory's full-text index");
-                self.finish(Some(rows));
+                done.rows = Some(rows);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "merging memory's full-text index failed; it is tried again after more writes");
-                self.finish(None);
             }
         }
     }
@@ -111,16 +127,27 @@ impl Compactor {
     fn finish(&self, rows: Option<u64>) {
         let mut state = self.state.lock();
         state.running = false;
-        if let Some(rows) = rows {
+        if rows.is_some() {
             state.rows = rows;
         }
         self.idle.notify_all();
     }
 }
 
+/// Ends a merge when dropped: the rows it left (none when it failed).
+struct Done<'a> {
+    compactor: &'a Compactor,
+    rows: Option<u64>,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.compactor.finish(self.rows);
+    }
+}
+
 /// Merges each index into one segment, one step per transaction; the rows the indexes hold afterwards.
 fn merge(db: &SqliteDb) -> rusqlite::Result<u64> {
-    let mut rows = 0;
     for index in INDEXES {
         let sql = format!("INSERT INTO {index} ({index}, rank) VALUES ('merge', ?1)");
         // Negative first: every segment onto one level, and merge even two. Positive after, so that a segment
@@ -132,7 +159,16 @@ fn merge(db: &SqliteDb) -> rusqlite::Result<u64> {
             }
             pages = PAGES;
         }
-        let count: i64 = db.lock().query_row(&format!("SELECT count(*) FROM {index}_docsize"), [], |r| r.get(0))?;
+    }
+    count_rows(db)
+}
+
+/// The rows both indexes hold.
+fn count_rows(db: &SqliteDb) -> rusqlite::Result<u64> {
+    let mut rows = 0;
+    for index in INDEXES {
+        let sql = format!("SELECT count(*) FROM {index}_docsize");
+        let count: i64 = db.read_blocking(|c| c.query_row(&sql, [], |r| r.get(0)))?;
         rows += u64::try_from(count).unwrap_or_default();
     }
     Ok(rows)

@@ -97,7 +97,7 @@ impl SqliteMemory {
     }
 
     pub(super) fn on_migrated(db: &SqliteDb) -> Self {
-        Self { db: db.clone(), compactor: Arc::default() }
+        Self { db: db.clone(), compactor: db.shared::<Compactor>() }
     }
 
     /// Merges the full-text indexes into one segment each now ([`super::compact`]), after any merge running.
