@@ -47,8 +47,8 @@ pub struct McpSection {
     /// Whether an answered elicitation form counts as the user's: it approves or denies a confirmation, and the
     /// `user_request` text submitted in it is the user's words. Default true. An MCP host can answer a form itself
     /// instead of showing it to the human; set false when the host is not trusted that far: then no form is sent,
-    /// an action that needs the user's approval over MCP gets `confirmation_unavailable` (approve it in `holdfast
-    /// chat` or the web UI), and `user_request` text stays the client's.
+    /// an action that needs the user's approval over MCP gets `confirmation_unavailable` and is withdrawn (run it in `holdfast
+    /// chat` or the web UI instead), and `user_request` text stays the client's.
     #[serde(default = "yes")]
     pub trust_elicitation: bool,
 }

@@ -145,7 +145,7 @@ pub fn refusal(result: &ElicitResult) -> &'static str {
 
 /// Where to run an action that needs the user's approval when the MCP client cannot ask the user.
 pub const RUN_IT_ELSEWHERE: &str = "To do it, run it where holdfast can ask you: `holdfast chat`, or the web UI of \
-`holdfast serve` — or use an MCP client that supports elicitation.";
+`holdfast serve`.";
 
 /// `confirmation_unavailable` for a pending confirmation that no user channel can be asked about: `why` says why the
 /// client cannot ask the user. The caller withdraws the confirmation; `details` keep the (withdrawn) id, the decoded

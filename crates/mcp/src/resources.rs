@@ -75,7 +75,9 @@ pub fn affected_by(event: &str) -> &'static [&'static str] {
     match event {
         names::REGISTER_UPDATE => &[REGISTERS_URI],
         names::CONTEXT_BANK_UPDATE => &[CONTEXT_BANK_URI],
-        names::CONFIRMATION_REQUIRED | names::CONFIRMATION_RESOLVED => &[CONFIRMATIONS_URI],
+        names::CONFIRMATION_REQUIRED | names::CONFIRMATION_RESOLVED | names::CONFIRMATION_WITHDRAWN => {
+            &[CONFIRMATIONS_URI]
+        }
         _ => &[],
     }
 }
@@ -130,5 +132,6 @@ mod tests {
         assert_eq!(list().len(), ALL_URIS.len());
         assert_eq!(affected_by("register.update"), &[REGISTERS_URI]);
         assert!(affected_by("tool.call").is_empty());
+        assert_eq!(affected_by("confirmation.withdrawn"), &[CONFIRMATIONS_URI], "a withdrawn question leaves the list");
     }
 }

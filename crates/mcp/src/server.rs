@@ -248,7 +248,8 @@ impl HoldfastMcp {
             return Err(self.unavailable(session, pending, UNTRUSTED).await);
         }
         if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-            let why = "this MCP client does not support elicitation (form mode), so holdfast cannot ask the user";
+            let why = "this MCP client does not support elicitation (form mode), so holdfast cannot ask the user (an MCP \
+                       client that supports it could)";
             return Err(self.unavailable(session, pending, why).await);
         }
         let request = match confirm::elicitation(pending) {
@@ -298,7 +299,8 @@ impl HoldfastMcp {
     /// Withdraws `pending` (nothing can approve it any more), notes it in the history, and returns
     /// `confirmation_unavailable` saying `why` and where to run the action instead.
     async fn unavailable(&self, session: &Session, pending: &Confirmation, why: &str) -> ToolError {
-        session.ctx.confirmations.withdraw(&pending.id, &format!("{why} (MCP)"));
+        // The event carries fixed words: `why` may hold a client's error text, which is kept for the history below.
+        session.ctx.confirmations.withdraw(&pending.id, "no user could be asked about it over MCP");
         if let Err(e) = session.ctx.persist().await {
             tracing::error!(session = %session.id, "the withdrawn confirmation could not be saved: {e}");
         }
