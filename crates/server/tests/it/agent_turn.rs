@@ -80,6 +80,13 @@ impl Waiting {
         api(&self.http, reqwest::Method::POST, url, None).await
     }
 
+    /// The pending action's call again, from the tool console, with the same parameters.
+    async fn call_again(&self) -> Value {
+        let tool = self.pending["tool"].as_str().unwrap();
+        let url = format!("{}/api/sessions/{}/tools/{tool}", self.url, self.id);
+        api(&self.http, reqwest::Method::POST, url, Some(self.pending["params"].clone())).await
+    }
+
     /// The turn's answer (within a minute).
     async fn turn_answer(&mut self) -> Value {
         tokio::time::timeout(Duration::from_secs(60), &mut self.turn).await.unwrap().unwrap()
@@ -164,14 +171,7 @@ async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a
     assert_eq!(approved["error"]["code"], "confirmation_not_found", "{approved}");
     assert!(swaps(&w.journal().await).is_empty(), "the stopped run sent nothing");
     // The same call again, with the same registers (the quote is still fresh).
-    let tool = w.pending["tool"].as_str().unwrap();
-    let again = api(
-        &w.http,
-        reqwest::Method::POST,
-        format!("{}/api/sessions/{}/tools/{tool}", w.url, w.id),
-        Some(w.pending["params"].clone()),
-    )
-    .await;
+    let again = w.call_again().await;
     // Before: sent, on the approval the stopped run left unused.
     assert_eq!(again["error"]["code"], "confirmation_required", "the user is asked again: {again}");
     assert!(swaps(&w.journal().await).is_empty(), "nothing sent");
@@ -183,14 +183,7 @@ async fn a_question_whose_turn_was_stopped_is_withdrawn_and_leaves_nothing_for_a
 #[tokio::test]
 async fn a_question_replaced_while_its_turn_waits_ends_the_wait() {
     let mut w = waiting_turn().await;
-    let tool = w.pending["tool"].as_str().unwrap();
-    let again = api(
-        &w.http,
-        reqwest::Method::POST,
-        format!("{}/api/sessions/{}/tools/{tool}", w.url, w.id),
-        Some(w.pending["params"].clone()),
-    )
-    .await;
+    let again = w.call_again().await;
     assert_eq!(again["error"]["code"], "confirmation_required", "{again}");
     assert_ne!(again["error"]["details"]["confirmation_id"], w.pending["id"], "a new question: {again}");
     let outcome = w.turn_answer().await;
