@@ -19,7 +19,7 @@
 //! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |
 //! | 9 | confirmation | `pipeline` ([`holdfast_core::Confirmations::require`]) |
 //! | 10 | journal before broadcast | `pipeline` (`crate::journal::Journal::mark_signed`) |
-//! | 11 | broadcast; a reservation released only on the chain's proof | `pipeline` with [`crate::chain::nonce`] |
+//! | 11 | broadcast; a reservation released only on the chain's proof | `broadcast` with [`crate::chain::nonce`] |
 //! | 12 | reconciliation by hash and by nonce | [`reconcile`] |
 //!
 //! Each kind owns what is its own: the quote validator ([`crate::quote`], run by the register store on every write
@@ -31,6 +31,7 @@
 pub mod account;
 pub mod allowances;
 pub mod approve;
+mod broadcast;
 pub mod calldata;
 pub mod inputs;
 pub mod payment;
