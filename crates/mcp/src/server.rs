@@ -46,7 +46,9 @@ asks the user to confirm it; only then do its addresses, tokens and amounts go i
 (→ sell_amount), x402_fetch preset swap_quote (→ swap_quote), then web3_tx from_register swap_quote.
 - A value-moving action outside the auto-approve limits, or with a model-typed input, needs the user's approval: \
 holdfast asks the user directly through elicitation. An MCP client cannot approve anything; without elicitation such \
-a call fails with `confirmation_unavailable` and the user must run it from `holdfast chat` or the web UI.
+a call fails with `confirmation_unavailable` and the user must run it from `holdfast chat` or the web UI. A server \
+configured not to trust forms (`[mcp] trust_elicitation = false`) sends none: the request stays the client's text and \
+every such action fails the same way.
 - Errors carry a stable `code` and a message naming the offending field.";
 
 /// How many times one tool call asks the user: again only when the action changed between the request and the

@@ -265,6 +265,8 @@ function onEvent(msg) {
     case "confirmation.withdrawn":
       S.pending.delete(d.id); renderPending();
       if (S.dialogId === d.id && !S.dialogDone && S.deciding !== d.id) { closeConfirm(); toast("Withdrawn: " + (d.reason || "")); }
+      // Events of two requests made at once may arrive out of order: the list is read again.
+      refreshPending().catch(() => {});
       break;
     case "tx.pending": case "tx.confirmed": case "payment.made":
       moneyChanged(); break;
