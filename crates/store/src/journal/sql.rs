@@ -140,10 +140,12 @@ pub(super) fn spent(
         }
         SpentWindow::SinceFirst(kind) => {
             params.push(text(kind));
+            // The first row of `kind` that still counts: a refused or failed one moved nothing and opens no window.
             format!(
                 " AND created_at >= (SELECT MIN(created_at) FROM journal WHERE chain_id = $1 AND from_address = $2 \
-                 AND asset = $3 AND kind = ${})",
-                params.len()
+                 AND asset = $3 AND kind = ${} AND status IN {})",
+                params.len(),
+                in_list(LIVE)
             )
         }
     };

@@ -117,6 +117,16 @@ async fn a_callers_kind_or_status_is_a_value_not_sql() {
         );
         let since_first_fund = || table.spent(1, "0xA", "0xT", &["swap", "fund"], SpentWindow::SinceFirst("fund"));
         assert!(since_first_fund().await.unwrap().is_empty(), "no fund yet: nothing");
+        // A fund the day before that failed moved nothing: it opens no window (the swap j1 after it stays out).
+        let failed = NewRow {
+            kind: "fund".into(),
+            status: "failed".into(),
+            now: "2026-11-25T00:00:00Z".into(),
+            day: "2026-11-25".into(),
+            ..row("j0", "i0", "7")
+        };
+        table.insert(failed).await.unwrap();
+        assert!(since_first_fund().await.unwrap().is_empty(), "no fund that counts yet: nothing");
         let fund = NewRow { kind: "fund".into(), now: "2026-11-26T00:00:01Z".into(), ..row("j2", "i2", "3") };
         table.insert(fund).await.unwrap();
         let later = NewRow { now: "2026-11-27T09:00:00Z".into(), day: "2026-11-27".into(), ..row("j3", "i3", "2") };
