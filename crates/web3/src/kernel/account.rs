@@ -101,23 +101,41 @@ impl AccountState {
 ///
 /// Every configured node is asked for the code at the module and at the account, and for the owners: a node that
 /// hides what another shows (other code at the module, a deployed account, the key among the owners) cannot pass the
-/// checks of [`AccountState::unbound`].
+/// checks of [`AccountState::unbound`]. Every question is asked whatever another one answered: a node that errs on
+/// one (on purpose or not) does not skip the others, and what any node shows against the key (an owner, other code at
+/// the module) is returned even when some answer is missing. Otherwise a missing answer is the first node error.
 pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -> Result<AccountState, ToolError> {
-    let module_is_allowance_module = module_everywhere(chain, account.module).await?;
-    let account_deployed = deployed_anywhere(chain, account.address).await?;
-    let module_enabled = if account_deployed {
-        let out = chain
-            .call(account.address, ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into())
-            .await?;
-        ISafeModules::isModuleEnabledCall::abi_decode_returns(&out).unwrap_or(false)
-    } else {
-        false
-    };
-    let signer_is_owner = match signer {
-        Some(signer) if account_deployed => Some(listed_as_owner(chain, account.address, signer).await?),
+    let module = module_everywhere(chain, account.module).await;
+    let deployed = deployed_anywhere(chain, account.address).await;
+    // Asked unless every node showed no account there: a node that errs on the code cannot skip the owners.
+    let owner = match (signer, &deployed) {
+        (Some(signer), Ok(true) | Err(_)) => Some(listed_as_owner(chain, account.address, signer).await),
         _ => None,
     };
-    Ok(AccountState { module_is_allowance_module, account_deployed, module_enabled, signer_is_owner })
+    let enabled = if matches!(deployed, Ok(true)) {
+        let ask = ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into();
+        chain
+            .call(account.address, ask)
+            .await
+            .map(|out| ISafeModules::isModuleEnabledCall::abi_decode_returns(&out).unwrap_or(false))
+    } else {
+        Ok(false)
+    };
+    let refuted = matches!(module, Ok(Some(false))) || matches!(owner, Some(Ok(true)));
+    let state = AccountState {
+        module_is_allowance_module: module.as_ref().ok().copied().flatten(),
+        account_deployed: deployed.as_ref().is_ok_and(|d| *d) || matches!(owner, Some(Ok(true))),
+        module_enabled: enabled.as_ref().is_ok_and(|e| *e),
+        signer_is_owner: owner.as_ref().and_then(|o| o.as_ref().ok().copied()),
+    };
+    if refuted {
+        return Ok(state);
+    }
+    module?;
+    deployed?;
+    enabled?;
+    owner.transpose()?;
+    Ok(state)
 }
 
 /// Whether the code at `module` is the audited AllowanceModule on every node that has code there (`Some(false)` as

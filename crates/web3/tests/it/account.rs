@@ -426,6 +426,9 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     let alone = format!("0x{:064x}{:064x}{:0>64}", 32, 1, alloy::primitives::hex::encode(owner));
     let hide_account = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hiding = Arc::clone(&hide_account);
+    let fail_module = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let failing = Arc::clone(&fail_module);
+    let module_hex = format!("{:#x}", holdfast_devnet::account::ALLOWANCE_MODULE);
     let account_hex = format!("{account:#x}");
     proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
         let call = &req["params"][0];
@@ -436,6 +439,10 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
         let at = req["params"][0].as_str().unwrap_or_default().to_lowercase();
         if hiding.load(std::sync::atomic::Ordering::SeqCst) && req["method"] == "eth_getCode" && at == account_hex {
             resp["result"] = json!("0x");
+        }
+        if failing.load(std::sync::atomic::Ordering::SeqCst) && req["method"] == "eth_getCode" && at == module_hex {
+            let id = resp["id"].clone();
+            *resp = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "header not found"}});
         }
     })));
     let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
@@ -461,5 +468,11 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer).await.unwrap();
     assert_eq!((seen.account_deployed, seen.signer_is_owner), (false, None), "the first node alone hides the account");
     let err = env.web3.verify_account().await.unwrap_err();
+    assert!(err.message.contains("is an owner of the account"), "{err}");
+    // And it errs when asked for the module's code, so that the check stops before the owners are asked: before, the
+    // start went on with a warning ("could not be checked").
+    fail_module.store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = env.web3.verify_account().await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
     assert!(err.message.contains("is an owner of the account"), "{err}");
 }
