@@ -46,8 +46,8 @@ pub const FAILED: &[&str] = &["failed", "dropped", "chain_reset"];
 pub enum SpentWindow<'a> {
     /// The rows of this day (`YYYY-MM-DD`, UTC).
     Day(&'a str),
-    /// The rows made since the wallet's first row (of this asset, in any status) of this kind; none before it, and
-    /// none at all while there is no such row.
+    /// The rows made since the wallet's first live row (of this asset, in a [`LIVE`] status) of this kind; none
+    /// before it, and none at all while there is no such row.
     SinceFirst(&'a str),
 }
 

@@ -286,17 +286,20 @@ impl Chain {
     }
 
     /// The latest block's timestamp on each configured node, the lowest of them: the chain's clock as far as every
-    /// node agrees it has come ([`Self::latest_block_timestamp`] asks the first node only).
+    /// node agrees it has come ([`Self::latest_block_timestamp`] asks the first node only). The nodes are asked at once.
     pub async fn latest_block_timestamp_everywhere(&self) -> Result<u64, ToolError> {
-        let mut lowest = u64::MAX;
-        for (i, (url, provider)) in self.readers.iter().enumerate() {
+        let asks = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
             self.verify_reader(i).await?;
             let block = provider
                 .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
                 .await
                 .map_err(|e| upstream(url, "eth_getBlockByNumber", e))?
                 .ok_or_else(|| upstream(url, "eth_getBlockByNumber", "the node has no latest block"))?;
-            lowest = lowest.min(block.header.timestamp);
+            Ok::<_, ToolError>(block.header.timestamp)
+        });
+        let mut lowest = u64::MAX;
+        for answer in futures::future::join_all(asks).await {
+            lowest = lowest.min(answer?);
         }
         Ok(lowest)
     }

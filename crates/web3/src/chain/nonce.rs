@@ -53,21 +53,30 @@ impl Chain {
     }
 
     /// True when every configured RPC node shows `account`'s `nonce` unused: its latest and its pending transaction
-    /// count are both at most `nonce`. A node that errs is no proof.
+    /// count are both at most `nonce`. False as soon as one node shows it used; a node that errs is no proof (its
+    /// error, when no node showed it used). The nodes are asked at once.
     pub async fn nonce_unused_everywhere(&self, account: Address, nonce: u64) -> Result<bool, ToolError> {
-        for (i, (url, provider)) in self.readers.iter().enumerate() {
+        let asks = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
             self.verify_reader(i).await?;
-            let latest = provider.get_transaction_count(account).latest().await;
-            let pending = provider.get_transaction_count(account).pending().await;
-            let (latest, pending) = (
-                latest.map_err(|e| upstream(url, "eth_getTransactionCount", e))?,
-                pending.map_err(|e| upstream(url, "eth_getTransactionCount", e))?,
-            );
-            if latest > nonce || pending > nonce {
-                return Ok(false);
+            let count = |pending: bool| async move {
+                let ask = provider.get_transaction_count(account);
+                let ask = if pending { ask.pending() } else { ask.latest() };
+                ask.await.map_err(|e| upstream(url, "eth_getTransactionCount", e))
+            };
+            let (latest, pending) = tokio::try_join!(count(false), count(true))?;
+            Ok::<_, ToolError>(latest <= nonce && pending <= nonce)
+        });
+        let mut failed = None;
+        for answer in futures::future::join_all(asks).await {
+            match answer {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
-        Ok(true)
+        failed.map_or(Ok(true), Err)
     }
 
     async fn count_at(&self, account: Address, block: u64) -> Result<u64, ToolError> {
@@ -127,20 +136,25 @@ impl Chain {
     }
 
     /// True when every configured node other than the first (whose block showed it) shows transaction `hash` mined,
-    /// sent by `account` with `nonce`: the proof that lets an entry whose nonce `hash` used be released.
+    /// sent by `account` with `nonce`: the proof that lets an entry whose nonce `hash` used be released. The nodes are
+    /// asked at once.
     pub async fn mined_elsewhere_too(&self, hash: B256, account: Address, nonce: u64) -> bool {
-        for (i, (url, provider)) in self.readers.iter().enumerate().skip(1) {
+        let asks = self.readers.iter().enumerate().skip(1).map(|(i, (url, provider))| async move {
             if self.verify_reader(i).await.is_err() {
-                return false;
+                return (url, false);
             }
             let shown = provider.get_transaction_by_hash(hash).await;
             let agrees = matches!(&shown, Ok(Some(t))
                 if t.block_number.is_some() && t.from() == account && t.nonce() == nonce);
-            if !agrees {
+            (url, agrees)
+        });
+        let answers = futures::future::join_all(asks).await;
+        match answers.iter().find(|(_, agrees)| !agrees) {
+            Some((url, _)) => {
                 tracing::warn!(%hash, node = %url, "a node does not show the transaction another node says used the nonce");
-                return false;
+                false
             }
+            None => true,
         }
-        true
     }
 }

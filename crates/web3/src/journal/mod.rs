@@ -282,9 +282,10 @@ impl Journal {
         self.sent((chain_id, from, asset), kinds, SpentWindow::Day(&day(Utc::now()))).await
     }
 
-    /// Like [`Journal::spent_today`], on any day since the wallet's first entry of kind `first` (of this asset, in
-    /// any status): what its live entries of `kinds` moved of `asset`, `wallet` being `(chain_id, from, asset)`.
-    /// Nothing while it has no such entry.
+    /// Like [`Journal::spent_today`], on any day since the wallet's first live entry of kind `first` (of this asset:
+    /// reserved, signed, pending, unknown or confirmed; not refused, failed, reverted, dropped or chain_reset): what
+    /// its live entries of `kinds` moved of `asset`, `wallet` being `(chain_id, from, asset)`. Nothing while it has no
+    /// such entry.
     pub async fn sent_since_first(
         &self,
         wallet: (u64, &str, &str),
