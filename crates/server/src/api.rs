@@ -169,8 +169,9 @@ async fn withdrawn(
                     return;
                 }
             }
+            // Events were missed: its state says whether it still waits for an answer (gone, or decided elsewhere).
             Err(RecvError::Lagged(_)) => {
-                if ctx.confirmations.get(id).is_some_and(|c| c.state == ConfirmationState::Expired) {
+                if ctx.confirmations.get(id).is_none_or(|c| c.state != ConfirmationState::Pending) {
                     return;
                 }
             }
@@ -444,7 +445,10 @@ async fn resolve(state: &AppState, id: &str, cid: &str, decision: ConfirmDecisio
         if tx.send((decision, taken)).is_err() || was_taken.await.is_err() {
             return Err(ApiError::Tool(ToolError::new(
                 ErrorCode::ConfirmationNotFound,
-                format!("confirmation {cid} was withdrawn: the turn waiting for it was stopped; nothing was sent"),
+                format!(
+                    "confirmation {cid} was withdrawn (the turn waiting for it stopped, or a newer request replaced it); \
+                     nothing was sent"
+                ),
             )));
         }
         return Ok(Json(Resolution::Resumed {
