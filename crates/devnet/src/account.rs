@@ -327,6 +327,17 @@ pub async fn add_owner(
     exec_as_owner(provider, account, owner, account, call.abi_encode().into(), "adding an owner").await
 }
 
+/// Enables `module` on `account` too (an owner action): a module the on-chain limits know nothing of.
+pub async fn enable_module(
+    provider: &DynProvider,
+    account: Address,
+    owner: Address,
+    module: Address,
+) -> Result<(), DevnetError> {
+    let call = ISafe::enableModuleCall { module };
+    exec_as_owner(provider, account, owner, account, call.abi_encode().into(), "enabling a module").await
+}
+
 /// What remains of `signer`'s limit on `account` for `token` (zero address: ether) this period, with the limit:
 /// `(limit, remaining)`, as the module reads it now.
 pub async fn remaining(

@@ -372,6 +372,26 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             ),
         };
         report.add(check, status, detail);
+        match tokio::time::timeout(PROBE_TIMEOUT, account::other_modules(&chain, account)).await {
+            Ok(Ok(others)) if others.is_empty() => {}
+            Ok(Ok(others)) => {
+                let listed = others.iter().map(|m| m.to_checksum(None)).collect::<Vec<_>>().join(", ");
+                report.add(
+                    format!("account modules {}", net.name),
+                    Status::Warn,
+                    format!(
+                        "other modules are enabled on the account: {listed}. The on-chain limits bind the key only \
+                         through the AllowanceModule; make sure none of these gives the key power of its own"
+                    ),
+                );
+            }
+            Ok(Err(e)) => report.add(format!("account modules {}", net.name), Status::Warn, e.message),
+            Err(_) => report.add(
+                format!("account modules {}", net.name),
+                Status::Warn,
+                format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
+            ),
+        }
         let Some(signer) = signer else { continue };
         let mut tokens = vec![checked.core.tokens.lookup(&net.name, &net.native_symbol).ok()];
         if let Some(policy) = checked.web3.policy.get(&net.name) {

@@ -575,4 +575,11 @@ async fn doctor_shows_an_on_chain_limit_on_an_asset_the_configuration_does_not_n
     // Before: only the configured assets' limits were shown.
     let limits = row(&out, "on-chain limits base");
     assert!(limits.contains(&format!("{other} (not in the configuration): 7000 base units per day")), "{out}");
+    assert!(!out.contains("account modules base"), "only the AllowanceModule so far: {out}");
+    // The owner enables another module: the limits do not bind what it lets the key do.
+    let module: alloy_primitives::Address = "0x000000000000000000000000000000000000C0DE".parse().unwrap();
+    holdfast_devnet::account::enable_module(&provider, account, devnet.dev_account(), module).await.unwrap();
+    let (_, out) = doctor(&devnet.config_path).await;
+    let modules = row(&out, "account modules base");
+    assert!(modules.contains(&module.to_checksum(None)) && modules.contains("warn"), "{out}");
 }

@@ -27,9 +27,10 @@ use holdfast_core::{ErrorCode, ToolContext, ToolError};
 use serde::Serialize;
 
 alloy::sol! {
-    /// The Safe call holdfast reads: whether the module is enabled on the account.
+    /// The Safe calls holdfast reads: whether the module is enabled on the account, which modules are, the owners.
     interface ISafeModules {
         function isModuleEnabled(address module) external view returns (bool);
+        function getModulesPaginated(address start, uint256 pageSize) external view returns (address[] memory array, address next);
         function getOwners() external view returns (address[] memory);
     }
 
@@ -136,6 +137,60 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
     enabled?;
     owner.transpose()?;
     Ok(state)
+}
+
+/// The start of a Safe's linked list of modules (and its end).
+const SENTINEL: Address = Address::with_last_byte(1);
+
+/// Modules listed per page, and pages read at most (a Safe with more modules than that is reported as such).
+const MODULES_PAGE: u64 = 50;
+const MODULES_PAGES: usize = 4;
+
+/// The modules enabled on `account` other than its AllowanceModule, as any configured node lists them. The on-chain
+/// limits bind the key only through the AllowanceModule: another module may give it power of its own (what `holdfast
+/// doctor` warns about). The first node error when no node answered.
+pub async fn other_modules(chain: &Chain, account: Account) -> Result<Vec<Address>, ToolError> {
+    let mut others: Vec<Address> = Vec::new();
+    let (mut answered, mut failed) = (false, None);
+    let mut start = SENTINEL;
+    for _ in 0..MODULES_PAGES {
+        let ask = ISafeModules::getModulesPaginatedCall { start, pageSize: U256::from(MODULES_PAGE) };
+        let mut next = SENTINEL;
+        for (node, answer) in chain.call_each(account.address, ask.abi_encode().into()).await {
+            let page = answer.and_then(|out| {
+                ISafeModules::getModulesPaginatedCall::abi_decode_returns(&out).map_err(|e| {
+                    ToolError::new(
+                        ErrorCode::UpstreamError,
+                        format!("{node}: the account's modules do not decode: {e}"),
+                    )
+                })
+            });
+            match page {
+                Ok(page) => {
+                    answered = true;
+                    for m in page.array {
+                        if m != account.module && !others.contains(&m) {
+                            others.push(m);
+                        }
+                    }
+                    if page.next != SENTINEL && page.next != Address::ZERO {
+                        next = page.next;
+                    }
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if next == SENTINEL {
+            break;
+        }
+        start = next;
+    }
+    match (answered, failed) {
+        (false, Some(e)) => Err(e),
+        _ => Ok(others),
+    }
 }
 
 /// Whether the code at `module` is the audited AllowanceModule on every node that has code there (`Some(false)` as
