@@ -153,3 +153,47 @@ async fn the_full_text_index_is_merged_in_the_background_as_it_grows() {
     assert_eq!(segments(), 1);
     assert_eq!(table.search("a", &["again".to_owned()], 10).await.unwrap().values.len(), 1);
 }
+
+/// After a restart the writes that start a merge are counted against the rows the index holds (an eighth of them),
+/// not from zero: a large index is not rewritten after every restart's first 64 edits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_a_merge_waits_for_an_eighth_of_the_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let segments = |db: &SqliteDb| -> i64 {
+        let sql = "SELECT count(DISTINCT segid) FROM memory_fts_values_idx";
+        db.read_blocking(|c| c.query_row(sql, [], |r| r.get(0))).unwrap()
+    };
+    let at = "2026-11-26T00:00:01.000000Z";
+    {
+        let db = SqliteDb::open(&path).unwrap();
+        let table = MemoryTable::on_sqlite(&db).unwrap();
+        db.lock()
+            .execute_batch(
+                "INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('automerge', 0);
+                 INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('crisismerge', 1000);",
+            )
+            .unwrap();
+        for i in 0..640 {
+            set(&table, &format!("a{i:04}"), &format!("note {i}"), at).await;
+        }
+        table.index_merged().await.unwrap();
+    }
+    // Reopened on 640 rows. The 64th write looks at the index: 704 rows, so a merge waits for 88 writes.
+    let db = SqliteDb::open(&path).unwrap();
+    let table = MemoryTable::on_sqlite(&db).unwrap();
+    let before = segments(&db);
+    for i in 0..64 {
+        set(&table, &format!("b{i:04}"), &format!("note {i}"), at).await;
+    }
+    table.index_merged().await.unwrap();
+    assert_eq!(segments(&db), before + 64, "64 writes after the restart: no merge (before: a whole rewrite)");
+    for i in 64..87 {
+        set(&table, &format!("b{i:04}"), &format!("note {i}"), at).await;
+    }
+    table.index_merged().await.unwrap();
+    assert_eq!(segments(&db), before + 87, "87 writes: still none");
+    set(&table, "b0087", "note 87", at).await;
+    table.index_merged().await.unwrap();
+    assert_eq!(segments(&db), 1, "merged at the 88th write, an eighth of the rows");
+}
