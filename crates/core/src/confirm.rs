@@ -208,11 +208,13 @@ impl Confirmations {
         };
         let event = EventPayload::ConfirmationRequired(confirmation.clone());
         items.push(confirmation);
-        drop(items);
+        // Published under the lock (publishing never blocks): the events arrive in the order the changes happened,
+        // so a page that follows them ends with what is pending.
         for gone in superseded {
             self.events.publish(gone);
         }
         self.events.publish(event);
+        drop(items);
         Err(ToolError::new(
             ErrorCode::ConfirmationRequired,
             format!("{tool} waits for the user's approval ({reason}); confirmation id {id}"),
@@ -231,8 +233,9 @@ impl Confirmations {
         c.state = ConfirmationState::Expired;
         self.changed();
         let event = withdrawn(c, reason.to_owned());
-        drop(items);
+        // Under the lock, in order with the other confirmation events (see `require`).
         self.events.publish(event);
+        drop(items);
     }
 
     fn changed(&self) {
@@ -260,13 +263,14 @@ impl Confirmations {
         c.decided_by = Some(channel);
         self.changed();
         let resolved = c.clone();
-        drop(items);
+        // Under the lock, in order with the other confirmation events (see `require`).
         self.events.publish(EventPayload::ConfirmationResolved(ConfirmationResolved {
             id: resolved.id.clone(),
             tool: resolved.tool.clone(),
             approved: to == ConfirmationState::Approved,
             channel,
         }));
+        drop(items);
         Ok(resolved)
     }
 
@@ -457,6 +461,41 @@ mod tests {
         c.withdraw(&id, "test");
         assert_eq!(approve(&c, &id).unwrap_err().code, ErrorCode::ConfirmationNotFound);
         assert!(c.pending().is_empty());
+    }
+
+    /// Requests of one tool made at once from several threads: a page that follows the events (a question added on
+    /// `confirmation.required`, taken off on `.withdrawn`) ends with exactly the one question still pending. The
+    /// events are published in the order the requests took the confirmations' lock.
+    #[test]
+    fn events_of_concurrent_requests_arrive_in_the_order_they_happened() {
+        for _ in 0..200 {
+            let c = confirmations();
+            let mut events = c.events.subscribe();
+            std::thread::scope(|s| {
+                for t in 0..4 {
+                    let c = &c;
+                    s.spawn(move || {
+                        for i in 0..50 {
+                            let _ = c.require("t", &json!({}), &format!("fp{t}-{i}"), json!({}), "r");
+                        }
+                    });
+                }
+            });
+            let mut shown = std::collections::BTreeSet::new();
+            while let Ok(event) = events.try_recv() {
+                match &event.payload {
+                    EventPayload::ConfirmationRequired(r) => {
+                        shown.insert(r.id.clone());
+                    }
+                    EventPayload::ConfirmationWithdrawn(w) => {
+                        assert!(shown.remove(&w.id), "{} withdrawn before it was shown", w.id);
+                    }
+                    _ => {}
+                }
+            }
+            let pending: std::collections::BTreeSet<_> = c.pending().into_iter().map(|p| p.id).collect();
+            assert_eq!(shown, pending);
+        }
     }
 
     #[test]
