@@ -110,6 +110,22 @@ async fn a_deleted_block_takes_its_embeddings_and_keeps_its_history() {
     }
 }
 
+/// Turns FTS5's own merging of the values index off, so that each edit leaves one segment and the count is exact.
+fn fts_merging_off(db: &SqliteDb) {
+    db.lock()
+        .execute_batch(
+            "INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('automerge', 0);
+             INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('crisismerge', 1000);",
+        )
+        .unwrap();
+}
+
+/// The values index's segments.
+fn segments(db: &SqliteDb) -> i64 {
+    let sql = "SELECT count(DISTINCT segid) FROM memory_fts_values_idx";
+    db.read_blocking(|c| c.query_row(sql, [], |r| r.get(0))).unwrap()
+}
+
 /// FTS5 writes each edit as a segment of its own (its own merging turned off here, so that the count is exact; on, it
 /// still leaves about a dozen for 100,000 blocks). Once the index has taken enough writes, a background merge leaves
 /// one segment, and a search finds what it found before, with the block written last.
@@ -118,16 +134,7 @@ async fn the_full_text_index_is_merged_in_the_background_as_it_grows() {
     let dir = tempfile::tempdir().unwrap();
     let db = SqliteDb::open(&dir.path().join("m.db")).unwrap();
     let table = MemoryTable::on_sqlite(&db).unwrap();
-    db.lock()
-        .execute_batch(
-            "INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('automerge', 0);
-             INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('crisismerge', 1000);",
-        )
-        .unwrap();
-    let segments = || -> i64 {
-        let sql = "SELECT count(DISTINCT segid) FROM memory_fts_values_idx";
-        db.read_blocking(|c| c.query_row(sql, [], |r| r.get(0))).unwrap()
-    };
+    fts_merging_off(&db);
     let labels = |hits: Hits| -> Vec<String> {
         let mut labels: Vec<_> = hits.values.into_iter().map(|h| h.label).collect();
         labels.sort();
@@ -138,19 +145,19 @@ async fn the_full_text_index_is_merged_in_the_background_as_it_grows() {
         set(&table, &format!("b{i:03}"), &format!("treasury note {i}"), "2026-11-26T00:00:01.000000Z").await;
     }
     table.index_merged().await.unwrap();
-    assert_eq!(segments(), writes - 1, "no merge before enough writes");
+    assert_eq!(segments(&db), writes - 1, "no merge before enough writes");
     let mut expected = labels(table.search("a", &["treasury".to_owned()], 100).await.unwrap());
     set(&table, "last", "treasury note last", "2026-11-26T00:00:02.000000Z").await;
     table.index_merged().await.unwrap();
-    assert_eq!(segments(), 1, "merged into one segment");
+    assert_eq!(segments(&db), 1, "merged into one segment");
     expected.push("last".to_owned());
     expected.sort();
     assert_eq!(labels(table.search("a", &["treasury".to_owned()], 100).await.unwrap()), expected);
     // More writes add segments again, below the next threshold; a merge on demand leaves one.
     set(&table, "again", "treasury again", "2026-11-26T00:00:03.000000Z").await;
-    assert_eq!(segments(), 2);
+    assert_eq!(segments(&db), 2);
     table.merge_index().await.unwrap();
-    assert_eq!(segments(), 1);
+    assert_eq!(segments(&db), 1);
     assert_eq!(table.search("a", &["again".to_owned()], 10).await.unwrap().values.len(), 1);
 }
 
@@ -160,20 +167,11 @@ async fn the_full_text_index_is_merged_in_the_background_as_it_grows() {
 async fn after_a_restart_a_merge_waits_for_an_eighth_of_the_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.db");
-    let segments = |db: &SqliteDb| -> i64 {
-        let sql = "SELECT count(DISTINCT segid) FROM memory_fts_values_idx";
-        db.read_blocking(|c| c.query_row(sql, [], |r| r.get(0))).unwrap()
-    };
     let at = "2026-11-26T00:00:01.000000Z";
     {
         let db = SqliteDb::open(&path).unwrap();
         let table = MemoryTable::on_sqlite(&db).unwrap();
-        db.lock()
-            .execute_batch(
-                "INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('automerge', 0);
-                 INSERT INTO memory_fts_values (memory_fts_values, rank) VALUES ('crisismerge', 1000);",
-            )
-            .unwrap();
+        fts_merging_off(&db);
         for i in 0..640 {
             set(&table, &format!("a{i:04}"), &format!("note {i}"), at).await;
         }
