@@ -226,17 +226,16 @@ pub async fn exec_as_owner(
     Ok(())
 }
 
-/// Creates a Safe owned by `owner` (an unlocked dev account) with the AllowanceModule enabled, `signer` as its
-/// delegate and `limits` set; returns the account's address.
-pub async fn create_account(
+/// Creates a bare Safe owned by `owners` (threshold 1), sent by `sender` (an unlocked dev account); returns its
+/// address.
+pub async fn create_safe(
     provider: &DynProvider,
-    owner: Address,
-    signer: Address,
-    limits: &[OnchainLimit],
+    sender: Address,
+    owners: Vec<Address>,
     salt: u64,
 ) -> Result<Address, DevnetError> {
     let setup = ISafe::setupCall {
-        owners: vec![owner],
+        owners,
         threshold: U256::from(1),
         to: Address::ZERO,
         data: Bytes::new(),
@@ -247,9 +246,22 @@ pub async fn create_account(
     };
     let factory = ISafeProxyFactory::new(SAFE_PROXY_FACTORY, provider);
     let create = factory.createProxyWithNonce(SAFE_SINGLETON, setup.abi_encode().into(), U256::from(salt));
-    let account =
-        create.clone().from(owner).call().await.map_err(|e| DevnetError::rpc("computing the account's address", e))?;
-    send_unlocked(provider, owner, create.into_transaction_request(), "creating the account (a Safe)").await?;
+    let safe =
+        create.clone().from(sender).call().await.map_err(|e| DevnetError::rpc("computing the Safe's address", e))?;
+    send_unlocked(provider, sender, create.into_transaction_request(), "creating a Safe").await?;
+    Ok(safe)
+}
+
+/// Creates a Safe owned by `owner` (an unlocked dev account) with the AllowanceModule enabled, `signer` as its
+/// delegate and `limits` set; returns the account's address.
+pub async fn create_account(
+    provider: &DynProvider,
+    owner: Address,
+    signer: Address,
+    limits: &[OnchainLimit],
+    salt: u64,
+) -> Result<Address, DevnetError> {
+    let account = create_safe(provider, owner, vec![owner], salt).await?;
     exec_as_owner(
         provider,
         account,

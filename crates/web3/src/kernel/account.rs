@@ -89,8 +89,8 @@ impl AccountState {
         }
         (self.signer_is_owner == Some(true)).then(|| {
             format!(
-                "the key {} is an owner of the account {}: the on-chain limits do not bind an owner; use a key that \
-                 is only the module's delegate",
+                "the key {} is an owner of the account {} (directly, or as an owner of a Safe that owns it): the \
+                 on-chain limits do not bind an owner; use a key that is only the module's delegate",
                 signer.map(|a| a.to_checksum(None)).unwrap_or_default(),
                 account.address
             )
@@ -229,25 +229,67 @@ async fn deployed_anywhere(chain: &Chain, account: Address) -> Result<bool, Tool
     failed.map_or(Ok(false), Err)
 }
 
-/// Whether any configured node lists `signer` among `account`'s owners: a node that leaves it out cannot hide an owner
-/// key beside one that shows it. When no node lists it and one could not answer, that node's error.
+/// How many levels of owners that are themselves Safes are looked into, and how many such owners at most.
+const NESTED_LEVELS: usize = 2;
+const NESTED_MAX: usize = 16;
+
+/// Whether any configured node lists `signer` among `account`'s owners, or among the owners of an owner that is
+/// itself a Safe (two levels deep, at most 16 such owners): a node that leaves it out cannot hide an owner key beside
+/// one that shows it, and a key that owns a Safe owning the account owns the account too. When the key is nowhere
+/// and a node could not list the account's own owners, that node's error; an owner contract whose owners cannot be
+/// read (not a Safe) is not looked into.
 async fn listed_as_owner(chain: &Chain, account: Address, signer: Address) -> Result<bool, ToolError> {
-    let mut failed = None;
-    for (node, answer) in chain.call_each(account, ISafeModules::getOwnersCall {}.abi_encode().into()).await {
-        let owners = answer.and_then(|out| {
+    let (owners, failed) = owners_everywhere(chain, account).await;
+    if owners.contains(&signer) {
+        return Ok(true);
+    }
+    let (mut seen, mut looked) = (vec![account], 0);
+    let mut level = owners;
+    for _ in 0..NESTED_LEVELS {
+        let mut next = Vec::new();
+        for owner in level {
+            if seen.contains(&owner) || looked >= NESTED_MAX {
+                continue;
+            }
+            seen.push(owner);
+            if !deployed_anywhere(chain, owner).await.unwrap_or(false) {
+                continue;
+            }
+            looked += 1;
+            let (theirs, _) = owners_everywhere(chain, owner).await;
+            if theirs.contains(&signer) {
+                return Ok(true);
+            }
+            next.extend(theirs);
+        }
+        level = next;
+    }
+    failed.map_or(Ok(false), Err)
+}
+
+/// The owners any configured node lists for the Safe `safe` (each once), and the first node's error, if any.
+async fn owners_everywhere(chain: &Chain, safe: Address) -> (Vec<Address>, Option<ToolError>) {
+    let (mut owners, mut failed) = (Vec::new(), None);
+    for (node, answer) in chain.call_each(safe, ISafeModules::getOwnersCall {}.abi_encode().into()).await {
+        let listed = answer.and_then(|out| {
             ISafeModules::getOwnersCall::abi_decode_returns(&out).map_err(|e| {
-                ToolError::new(ErrorCode::UpstreamError, format!("{node}: the account's owners do not decode: {e}"))
+                ToolError::new(ErrorCode::UpstreamError, format!("{node}: the owners of {safe} do not decode: {e}"))
             })
         });
-        match owners {
-            Ok(owners) if owners.contains(&signer) => return Ok(true),
-            Ok(_) => {}
+        match listed {
+            Ok(listed) => {
+                for owner in listed {
+                    if !owners.contains(&owner) {
+                        owners.push(owner);
+                    }
+                }
+            }
             Err(e) => {
                 failed.get_or_insert(e);
             }
         }
     }
-    failed.map_or(Ok(false), Err)
+    (owners, failed)
 }
 
 /// The smart account a wallet signs for.

@@ -476,3 +476,21 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
     assert!(err.message.contains("is an owner of the account"), "{err}");
 }
+
+/// A key that owns a Safe which owns the account owns the account too (it can have that Safe sign): the limits do
+/// not bind it, and start-up refuses it like a direct owner.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_owns_a_safe_owning_the_account_is_refused_at_start() {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let (account, owner, provider, key) =
+        (devnet.account.expect("an account"), devnet.dev_account(), devnet.provider(), devnet.wallet_address);
+    let env = Env::apply(devnet, crate::common::Tweaks::default());
+    env.web3.verify_account().await.expect("the key is only the module's delegate");
+    // A Safe the key owns, made an owner of the account by its owner.
+    let nested = holdfast_devnet::account::create_safe(&provider, owner, vec![key], 4242).await.unwrap();
+    holdfast_devnet::account::add_owner(&provider, account, owner, nested).await.unwrap();
+    // Before: started (only the account's own owners were read).
+    let err = env.web3.verify_account().await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
+    assert!(err.message.contains("is an owner of the account"), "{err}");
+}
