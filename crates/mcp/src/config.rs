@@ -5,7 +5,7 @@
 //! bind = "127.0.0.1:8765"        # streamable HTTP listen address (loopback by default)
 //! max_message_bytes = 1048576    # largest JSON-RPC message accepted, on either transport
 //! allowed_hosts = ["mcp.lan"]    # Host names accepted besides loopback with the bound port (and the bound IP)
-//! trust_elicitation = true        # false: no form the client answers counts as the user's (approve elsewhere)
+//! trust_elicitation = true        # false: no form is sent; approvals and the user's words only elsewhere
 //!
 //! [mcp.connections]              # the HTTP transport's connection bounds (holdfast_agent::listen)
 //! header_read_timeout_secs = 10
@@ -47,8 +47,8 @@ pub struct McpSection {
     /// Whether an answered elicitation form counts as the user's: it approves or denies a confirmation, and the
     /// `user_request` text submitted in it is the user's words. Default true. An MCP host can answer a form itself
     /// instead of showing it to the human; set false when the host is not trusted that far: then no form is sent,
-    /// an action that needs the user's approval over MCP gets `confirmation_unavailable` and is withdrawn (run it in `holdfast
-    /// chat` or the web UI instead), and `user_request` text stays the client's.
+    /// an action that needs the user's approval over MCP gets `confirmation_unavailable` and is withdrawn (run it in
+    /// `holdfast chat` or the web UI instead), and `user_request` text stays the client's.
     #[serde(default = "yes")]
     pub trust_elicitation: bool,
 }

@@ -36,7 +36,7 @@ const SHARE: u64 = 8;
 /// A bound on the steps of one merge (far above what any index needs: 64 pages a step).
 const MAX_STEPS: u64 = 1_000_000;
 
-/// When the indexes were last merged and whether a merge runs. Clones of a [`super::SqliteMemory`] share one.
+/// When the indexes were last merged and whether a merge runs: one per database ([`SqliteDb::shared`]).
 #[derive(Debug, Default)]
 pub(super) struct Compactor {
     state: Mutex<State>,
@@ -69,6 +69,8 @@ impl Compactor {
             std::thread::Builder::new().name("holdfast-memory-merge".into()).spawn(move || me.run(&db, writes));
         if let Err(e) = started {
             tracing::warn!(error = %e, "cannot start the thread that merges memory's full-text index");
+            // The writes still count towards the next attempt.
+            self.state.lock().writes += writes;
             self.finish(None);
         }
     }
@@ -77,9 +79,7 @@ impl Compactor {
     /// a caller that wants the index in its fastest form at once (a bench after a bulk load).
     pub(super) fn merge_now(&self, db: &SqliteDb) -> Result<(), crate::StoreError> {
         let mut state = self.state.lock();
-        while state.running {
-            self.idle.wait(&mut state);
-        }
+        self.idle.wait_while(&mut state, |s| s.running);
         state.running = true;
         state.writes = 0;
         drop(state);
@@ -90,10 +90,7 @@ impl Compactor {
 
     /// Waits until no merge runs.
     pub(super) fn wait_idle(&self) {
-        let mut state = self.state.lock();
-        while state.running {
-            self.idle.wait(&mut state);
-        }
+        self.idle.wait_while(&mut self.state.lock(), |s| s.running);
     }
 
     /// The background merge, started after `writes` index writes.

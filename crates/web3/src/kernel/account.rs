@@ -142,55 +142,86 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
 /// The start of a Safe's linked list of modules (and its end).
 const SENTINEL: Address = Address::with_last_byte(1);
 
-/// Modules listed per page, and pages read at most (a Safe with more modules than that is reported as such).
+/// Modules listed per page, and pages read at most (a Safe with more modules than that is listed in part).
 const MODULES_PAGE: u64 = 50;
 const MODULES_PAGES: usize = 4;
 
-/// The modules enabled on `account` other than its AllowanceModule, as any configured node lists them. The on-chain
-/// limits bind the key only through the AllowanceModule: another module may give it power of its own (what `holdfast
-/// doctor` warns about). The first node error when no node answered.
+/// The modules enabled on `account` other than its AllowanceModule, as any configured node lists them (the first
+/// 200). The on-chain limits bind the key only through the AllowanceModule: another module may give it power of its
+/// own (what `holdfast doctor` warns about). The first node error when no node answered.
 pub async fn other_modules(chain: &Chain, account: Account) -> Result<Vec<Address>, ToolError> {
-    let mut others: Vec<Address> = Vec::new();
-    let (mut answered, mut failed) = (false, None);
+    let (mut others, mut answered, mut failed) = (Vec::new(), false, None);
     let mut start = SENTINEL;
     for _ in 0..MODULES_PAGES {
         let ask = ISafeModules::getModulesPaginatedCall { start, pageSize: U256::from(MODULES_PAGE) };
-        let mut next = SENTINEL;
-        for (node, answer) in chain.call_each(account.address, ask.abi_encode().into()).await {
-            let page = answer.and_then(|out| {
-                ISafeModules::getModulesPaginatedCall::abi_decode_returns(&out).map_err(|e| {
-                    ToolError::new(
-                        ErrorCode::UpstreamError,
-                        format!("{node}: the account's modules do not decode: {e}"),
-                    )
-                })
-            });
-            match page {
-                Ok(page) => {
-                    answered = true;
-                    for m in page.array {
-                        if m != account.module && !others.contains(&m) {
-                            others.push(m);
-                        }
-                    }
-                    if page.next != SENTINEL && page.next != Address::ZERO {
-                        next = page.next;
-                    }
-                }
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
+        let page = addresses_each(chain, account.address, ask.abi_encode().into(), "modules", |out| {
+            ISafeModules::getModulesPaginatedCall::abi_decode_returns(out).map(|p| (p.array, Some(p.next)))
+        })
+        .await;
+        answered |= page.answered;
+        for m in page.addresses {
+            if m != account.module && !others.contains(&m) {
+                others.push(m);
             }
         }
-        if next == SENTINEL {
-            break;
+        if let Some(e) = page.failed {
+            failed.get_or_insert(e);
         }
-        start = next;
+        match page.next {
+            Some(next) if next != SENTINEL && next != Address::ZERO => start = next,
+            _ => break,
+        }
     }
     match (answered, failed) {
         (false, Some(e)) => Err(e),
         _ => Ok(others),
     }
+}
+
+/// What every configured node answered to a call that lists addresses.
+struct Listed {
+    /// Every address any node listed, each once, in the order first seen.
+    addresses: Vec<Address>,
+    /// A page's continuation, as the last node that gave one showed it.
+    next: Option<Address>,
+    /// Whether any node answered.
+    answered: bool,
+    /// The first node error.
+    failed: Option<ToolError>,
+}
+
+/// Calls `data` on `to` on every configured node and decodes each answer with `decode` into addresses (and a page's
+/// continuation); `what` names them in an error.
+async fn addresses_each(
+    chain: &Chain,
+    to: Address,
+    data: Bytes,
+    what: &str,
+    decode: impl Fn(&Bytes) -> alloy::sol_types::Result<(Vec<Address>, Option<Address>)>,
+) -> Listed {
+    let mut listed = Listed { addresses: Vec::new(), next: None, answered: false, failed: None };
+    for (node, answer) in chain.call_each(to, data).await {
+        let decoded = answer.and_then(|out| {
+            decode(&out).map_err(|e| {
+                ToolError::new(ErrorCode::UpstreamError, format!("{node}: the {what} of {to} do not decode: {e}"))
+            })
+        });
+        match decoded {
+            Ok((addresses, next)) => {
+                listed.answered = true;
+                for a in addresses {
+                    if !listed.addresses.contains(&a) {
+                        listed.addresses.push(a);
+                    }
+                }
+                listed.next = next.or(listed.next);
+            }
+            Err(e) => {
+                listed.failed.get_or_insert(e);
+            }
+        }
+    }
+    listed
 }
 
 /// Whether the code at `module` is the audited AllowanceModule on every node that has code there (`Some(false)` as
@@ -269,27 +300,11 @@ async fn listed_as_owner(chain: &Chain, account: Address, signer: Address) -> Re
 
 /// The owners any configured node lists for the Safe `safe` (each once), and the first node's error, if any.
 async fn owners_everywhere(chain: &Chain, safe: Address) -> (Vec<Address>, Option<ToolError>) {
-    let (mut owners, mut failed) = (Vec::new(), None);
-    for (node, answer) in chain.call_each(safe, ISafeModules::getOwnersCall {}.abi_encode().into()).await {
-        let listed = answer.and_then(|out| {
-            ISafeModules::getOwnersCall::abi_decode_returns(&out).map_err(|e| {
-                ToolError::new(ErrorCode::UpstreamError, format!("{node}: the owners of {safe} do not decode: {e}"))
-            })
-        });
-        match listed {
-            Ok(listed) => {
-                for owner in listed {
-                    if !owners.contains(&owner) {
-                        owners.push(owner);
-                    }
-                }
-            }
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
-        }
-    }
-    (owners, failed)
+    let listed = addresses_each(chain, safe, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
+        ISafeModules::getOwnersCall::abi_decode_returns(out).map(|owners| (owners, None))
+    })
+    .await;
+    (listed.addresses, listed.failed)
 }
 
 /// The smart account a wallet signs for.
