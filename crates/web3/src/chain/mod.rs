@@ -381,13 +381,14 @@ impl Chain {
         })
     }
 
-    /// The nonce to sign with: the count of the account's *mined* transactions, or one past the highest nonce the
-    /// journal still holds live (`journaled`), whichever is higher. Not the node's pending count: a transaction the
-    /// node took but reported as rejected must not push the next one to a fresh nonce — reusing its nonce means at
-    /// most one of the two can ever be mined.
+    /// The nonce to sign with: the count of the account's *mined* transactions, as the node that shows the fewest
+    /// shows it ([`Chain::lowest_mined_nonce`]), or one past the highest nonce the journal still holds live
+    /// (`journaled`), whichever is higher. Not a node's pending count, nor the highest count any node shows: a
+    /// transaction a node took (and counts) but reported as rejected must not push the next one to a fresh nonce —
+    /// reusing its nonce means at most one of the two can ever be mined.
     pub async fn next_nonce(&self, from: Address, journaled: Option<u64>) -> Result<u64, ToolError> {
         self.verify().await?;
-        let mined = self.mined_nonce(from).await?;
+        let mined = self.lowest_mined_nonce(from).await?;
         Ok(journaled.map_or(mined, |n| n.saturating_add(1).max(mined)))
     }
 

@@ -52,6 +52,35 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
     }
 
+    /// The lowest count of `account`'s mined transactions that any configured node shows (latest block), the nodes
+    /// asked at once. A node alone cannot raise it: one that keeps a transaction it answered it refused, and counts
+    /// it, would otherwise have the next transaction signed with the nonce after it, and then let both out. A node
+    /// that errs is left out, so one that is down stops no send; the first error when none answers.
+    pub async fn lowest_mined_nonce(&self, account: Address) -> Result<u64, ToolError> {
+        let asks = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
+            self.verify_reader(i).await?;
+            provider
+                .get_transaction_count(account)
+                .latest()
+                .await
+                .map_err(|e| upstream(url, "eth_getTransactionCount", e))
+        });
+        let (mut lowest, mut failed) = (None::<u64>, None);
+        for answer in futures::future::join_all(asks).await {
+            match answer {
+                Ok(count) => lowest = Some(lowest.map_or(count, |l| l.min(count))),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match (lowest, failed) {
+            (Some(lowest), _) => Ok(lowest),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(ToolError::internal("no RPC node is configured")),
+        }
+    }
+
     /// True when every configured RPC node shows `account`'s `nonce` unused: its latest and its pending transaction
     /// count are both at most `nonce`. False as soon as one node shows it used; a node that errs is no proof (its
     /// error, when no node showed it used). The nodes are asked at once.

@@ -9,8 +9,10 @@
 //! 5. **taint** — any input typed by the model makes the action wait for the user;
 //! 6. **policy** — per-transaction cap, today's total so far, auto or confirm; **fee caps** on the chain's fees;
 //! 7. under the wallet's send lock (held to the broadcast): earlier sends whose outcome is unknown are reconciled
-//!    (one that stays unknown stops everything: `outcome_unknown`), the **nonce** comes from the chain and the
-//!    journal, and the transaction is built — the exact one that will be signed;
+//!    (one that stays unknown stops everything: `outcome_unknown`), as is a send recorded as never sent whose nonce
+//!    the chain has since used (one found mined after all stops the action too), the **nonce** comes from the chain
+//!    (the lowest count any node shows) and the journal, and the transaction is built — the exact one that will be
+//!    signed;
 //! 8. the **exact simulation** of that transaction ([`crate::chain::simulate`]) and the kind's **check** of its effects
 //!    (a refusal is journaled `refused` with the reason);
 //! 9. **freshness** again, under the lock (what came since step 3 took time); **authorization** — a turn the user did
@@ -514,7 +516,9 @@ async fn commit<K: TxKind>(
             return Err(refuse(web3, &session_id, K::KIND, network, (&plan.tx, &plan.mv), summary, error).await);
         }
     }
-    let nonce = chain.next_nonce(from, journal.highest_live_nonce(network.chain_id, &from_text).await?).await?;
+    let journaled = journal.highest_live_nonce(network.chain_id, &from_text).await?;
+    mined_after_all(web3, chain, network, from, journaled).await?;
+    let nonce = chain.next_nonce(from, journaled).await?;
     let tx = chain.build(&plan.tx, fees, nonce);
     let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
     match kind.check(web3, chain, &mut plan, &sim).await? {
@@ -775,6 +779,50 @@ fn unrecorded(id: &str, e: &ToolError) -> ToolError {
             e.message
         ),
     )
+}
+
+/// Before a nonce is chosen: when every node shows more of the wallet's transactions mined than the journal holds
+/// live, one recorded as never sent (`failed`) or `dropped` may have been mined after all — a node kept it while
+/// answering that it refused it, and let it out once every node had shown its nonce unused and its amount and the
+/// user's authorization were given back. Each such entry of the last day whose nonce the chain has since used is
+/// looked up again on every node ([`reconcile::entry`]); one found mined is recorded (it counts against the caps and
+/// holds its authorization again) and refuses the new action, which would otherwise go out beside it.
+async fn mined_after_all(
+    web3: &Web3,
+    chain: &Chain,
+    network: &NetworkConfig,
+    from: Address,
+    journaled: Option<u64>,
+) -> Result<(), ToolError> {
+    let first_free = journaled.map_or(0, |n| n.saturating_add(1));
+    let mined = chain.lowest_mined_nonce(from).await?;
+    if mined <= first_free {
+        return Ok(());
+    }
+    let from_text = from.to_checksum(None);
+    let mut found = Vec::new();
+    for earlier in web3.journal().recently_failed_sends(reconcile::FAILED_RECHECK).await? {
+        let used = earlier.nonce.is_some_and(|n| (first_free..mined).contains(&n));
+        if earlier.chain_id != network.chain_id || earlier.from != from_text || !used {
+            continue;
+        }
+        if let Some(settled) = reconcile::entry(web3, &earlier).await?
+            && settled.report.status.is_live()
+        {
+            found.push(settled.report.journal_id);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "an earlier transaction of this wallet that a node reported as not sent was mined after all ({}); it now \
+             counts against the limits, and nothing new was signed — check the journal before trying again",
+            found.join(", ")
+        ),
+    ))
 }
 
 /// A new action waits until the wallet's earlier sends are known to the chain: each `signed` or `unknown` one is

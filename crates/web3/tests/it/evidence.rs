@@ -5,7 +5,7 @@
 //! an honest control that still swaps, transfers or pays.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use crate::common::rpc_proxy::RpcProxy;
+use crate::common::rpc_proxy::{Fault, RpcProxy};
 use crate::common::{Env, Failures, Tweaks, hostile_quoter, recalldata, u256};
 use alloy::primitives::{Address, B256, Bytes, U256, address};
 use alloy::providers::Provider;
@@ -660,6 +660,72 @@ async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_an
     env.web3.reconcile().await.unwrap();
     assert_eq!(transfer().await.status, EntryStatus::Confirmed);
     assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1), "once");
+}
+
+/// The first node keeps the transfer to itself and answers that it refused it; every node shows its nonce unused, so
+/// it is recorded as never sent, its amount released and the user's authorization given back (the node's word alone
+/// releases nothing; the chain's did). The node lets it out afterwards and it is mined. The same transfer asked
+/// again must find it, not go out beside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_a_node_held_back_and_let_out_later_is_found_before_anything_new_is_signed() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    let alice = env.devnet.balance_of(USDC, ALICE).await.unwrap();
+    proxy.set_fault(Fault::Withhold);
+    let first = env.call("transfer", crate::transfer::to_register()).await;
+    assert!(proxy.faults_applied() >= 1, "the node held it back: {first:?}");
+    assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
+    let released = proxy.release().await;
+    assert_eq!(env.nonce().await, nonce + 1, "the node let it out and it was mined: {released:?}");
+
+    // Before: the retry was signed with the next nonce and mined as well, 10 USDC for one "send 5 USDC".
+    proxy.set_fault(Fault::Forward);
+    let second = env.call("transfer", crate::transfer::to_register()).await;
+    let five = U256::from(5_000_000u64);
+    assert_eq!(
+        (env.balance(USDC).await, env.nonce().await),
+        (mine - five, nonce + 1),
+        "one transfer: first {first:?}, second {second:?}"
+    );
+    assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five);
+    assert_eq!(second.as_ref().map_err(|e| e.code), Err(ErrorCode::OutcomeUnknown), "{second:?}");
+    let entries = env.web3.journal().for_session("session-1").await.unwrap();
+    let transfers: Vec<_> = entries.iter().filter(|e| e.kind == EntryKind::Transfer).map(|e| e.status).collect();
+    assert_eq!(transfers, [EntryStatus::Confirmed], "recorded as mined, and counted against the caps again");
+}
+
+/// The same node, holding the transfer back, also counts it as mined: the next transaction must not take the nonce
+/// after it (the node could then let both out) but the one the other node shows free, so at most one of the two is
+/// ever mined.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_counting_a_transaction_it_held_back_cannot_get_the_next_one_signed_beside_it() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    proxy.set_fault(Fault::Withhold);
+    let first = env.call("transfer", crate::transfer::to_register()).await;
+    assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
+    proxy.set_fault(Fault::Forward);
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getTransactionCount"
+            && req["params"][1] == "latest"
+            && let Some(n) =
+                resp["result"].as_str().and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+        {
+            resp["result"] = json!(format!("0x{:x}", n + 1));
+        }
+    })));
+    // Before: signed with the nonce after the held-back one, which only this node counts.
+    let second = env.call("transfer", crate::transfer::to_register()).await;
+    proxy.set_rewrite(None);
+    let released = proxy.release().await;
+    let five = U256::from(5_000_000u64);
+    assert_eq!(
+        (env.balance(USDC).await, env.nonce().await),
+        (mine - five, nonce + 1),
+        "one transfer: first {first:?}, second {second:?}, the held-back one let out: {released:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -32,6 +32,9 @@ pub(crate) enum Fault {
     /// Do not forward it; answer the JSON-RPC error a node gives a transaction it refuses: the transaction is not
     /// out there (its nonce stays unused).
     RejectUnsent,
+    /// Keep it without forwarding it and answer as [`Fault::RejectUnsent`] does; [`RpcProxy::release`] sends what was
+    /// kept to the node later: a node that holds a transaction back while saying it refused it.
+    Withhold,
 }
 
 /// Rewrites the node's answer (`response`, a JSON-RPC response object) to one call (`request`): a lying node.
@@ -44,6 +47,7 @@ struct Shared {
     rewrite: Mutex<Option<Rewrite>>,
     counts: Mutex<BTreeMap<String, usize>>,
     faults_applied: AtomicUsize,
+    withheld: Mutex<Vec<Vec<u8>>>,
 }
 
 /// The proxy; it runs until the test's runtime ends.
@@ -65,6 +69,7 @@ impl RpcProxy {
             rewrite: Mutex::new(None),
             counts: Mutex::new(BTreeMap::new()),
             faults_applied: AtomicUsize::new(0),
+            withheld: Mutex::new(Vec::new()),
         });
         let accepting = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -98,6 +103,18 @@ impl RpcProxy {
     /// Calls seen, by method.
     pub(crate) fn counts(&self) -> BTreeMap<String, usize> {
         self.shared.counts.lock().clone()
+    }
+
+    /// Sends the node every request [`Fault::Withhold`] kept, in order; the node's answers.
+    pub(crate) async fn release(&self) -> Vec<Value> {
+        let kept = std::mem::take(&mut *self.shared.withheld.lock());
+        let mut answers = Vec::new();
+        for body in kept {
+            let sent =
+                self.shared.http.post(&self.shared.upstream).header("content-type", "application/json").body(body);
+            answers.push(sent.send().await.unwrap().json().await.unwrap());
+        }
+        answers
     }
 
     /// How many answers the fault has swallowed so far.
@@ -138,8 +155,14 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 *counts.entry(m.clone()).or_default() += 1;
             }
         }
-        if *shared.fault.lock() == Fault::RejectUnsent && called.iter().any(|m| m == "eth_sendRawTransaction") {
+        let fault = *shared.fault.lock();
+        if matches!(fault, Fault::RejectUnsent | Fault::Withhold)
+            && called.iter().any(|m| m == "eth_sendRawTransaction")
+        {
             shared.faults_applied.fetch_add(1, Ordering::SeqCst);
+            if fault == Fault::Withhold {
+                shared.withheld.lock().push(body.clone());
+            }
             let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "transaction underpriced"}});
             if !respond(&mut stream, 200, "application/json", error.to_string().as_bytes(), false).await {
                 return;
