@@ -46,6 +46,10 @@ pub struct Authorization {
     pub symbol: String,
     /// When the user's message was read.
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The addresses written in the same message, as the bank holds them: a recipient the amount may go to without
+    /// asking. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -95,6 +99,11 @@ impl ContextBank {
             state.version += 1;
             // Every bound amount of this message is a fresh authorization, even one an earlier message also wrote.
             let now = chrono::Utc::now();
+            let addresses: Vec<String> = found
+                .iter()
+                .filter(|i| i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch))
+                .map(|i| i.value.clone())
+                .collect();
             let mut this_message: Vec<(&str, &str)> = Vec::new();
             for item in &found {
                 if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
@@ -106,6 +115,7 @@ impl ContextBank {
                         amount: item.value.clone(),
                         symbol: symbol.to_owned(),
                         created_at: now,
+                        addresses: addresses.clone(),
                         spent_by: None,
                     });
                 }
@@ -198,16 +208,17 @@ impl ContextBank {
     /// Spends authorization `id` for the action `intent`, atomically: `Ok(true)` when no action had spent it (this
     /// call spent it), `Ok(false)` when `intent` itself already had (a retry: nothing changed); otherwise `Err` with
     /// the authorization as it stands (spent by another action, or unknown to this bank: `spent_by` names why).
-    pub fn spend(&self, id: &str, intent: &str) -> Result<bool, Authorization> {
+    pub fn spend(&self, id: &str, intent: &str) -> Result<bool, Box<Authorization>> {
         let mut state = self.state.write();
         let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id) else {
-            return Err(Authorization {
+            return Err(Box::new(Authorization {
                 id: id.to_owned(),
                 amount: String::new(),
                 symbol: String::new(),
                 created_at: chrono::Utc::now(),
+                addresses: Vec::new(),
                 spent_by: Some("an authorization this session does not hold".into()),
-            });
+            }));
         };
         match &a.spent_by {
             None => {
@@ -216,7 +227,7 @@ impl ContextBank {
                 Ok(true)
             }
             Some(by) if by == intent => Ok(false),
-            Some(_) => Err(a.clone()),
+            Some(_) => Err(Box::new(a.clone())),
         }
     }
 

@@ -140,6 +140,17 @@ impl Transfer<'_> {
     }
 }
 
+/// Whether `to` was written in the same user message as the amount's authorization: a user's amount goes by itself
+/// only to an address of that message, not to any address the session ever saw (a pasted scam message, an old
+/// wallet the user called hacked), which the model could otherwise pick.
+fn written_with_the_amount(ctx: &ToolContext, inputs: &Inputs, to: Address) -> bool {
+    let authorization = inputs.amount.as_ref().and_then(|a| a.entry.provenance.authorization.clone());
+    let Some(authorization) = authorization.and_then(|id| ctx.context_bank.authorization_by_id(&id)) else {
+        return false;
+    };
+    authorization.addresses.iter().any(|a| a.parse::<Address>().is_ok_and(|a| a == to))
+}
+
 impl TxKind for Transfer<'_> {
     type Summary = TransferSummary;
     const KIND: EntryKind = EntryKind::Transfer;
@@ -213,6 +224,9 @@ impl TxKind for Transfer<'_> {
         }
         if recipient.origin == Origin::Model {
             confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
+        } else if recipient.origin == Origin::User && !written_with_the_amount(ctx, inputs, to) {
+            confirm
+                .push(format!("the recipient {to} is one of your words, but not of the message that gave the amount"));
         }
         let tx = if let Some(account) = account {
             super::account::transfer_tx(account, wallet, token.address, to, amount)?
