@@ -50,6 +50,10 @@ pub struct Authorization {
     /// asking. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
+    /// The networks named in the same message (canonical names): when there are any, the amount goes by itself only
+    /// on one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<String>,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -104,6 +108,8 @@ impl ContextBank {
                 .filter(|i| i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch))
                 .map(|i| i.value.clone())
                 .collect();
+            let networks: Vec<String> =
+                found.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect();
             let mut this_message: Vec<(&str, &str)> = Vec::new();
             for item in &found {
                 if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
@@ -116,6 +122,7 @@ impl ContextBank {
                         symbol: symbol.to_owned(),
                         created_at: now,
                         addresses: addresses.clone(),
+                        networks: networks.clone(),
                         spent_by: None,
                     });
                 }
@@ -217,6 +224,7 @@ impl ContextBank {
                 symbol: String::new(),
                 created_at: chrono::Utc::now(),
                 addresses: Vec::new(),
+                networks: Vec::new(),
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };

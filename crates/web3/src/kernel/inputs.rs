@@ -102,6 +102,7 @@ pub(crate) fn authorization_reason(
     amount: &UserAmount,
     shown: &str,
     intent: &str,
+    network: &str,
 ) -> Option<String> {
     if amount.entry.origin() != Origin::User {
         return None;
@@ -114,7 +115,9 @@ pub(crate) fn authorization_reason(
         ));
     };
     match ctx.context_bank.authorization_by_id(id) {
-        Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => None,
+        Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => (!a.networks.is_empty()
+            && !a.networks.iter().any(|n| n == network))
+        .then(|| format!("your message named {} for {shown}, not {network}", a.networks.join(" or "))),
         Some(_) => Some(format!(
             "{shown} from your message already authorized one action; another one needs your approval or a new message"
         )),

@@ -394,7 +394,8 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
         if reasons.is_empty()
             && let Some(amount) = &inputs.amount
-            && let Some(reason) = authorization_reason(ctx, amount, &shown, &inputs.authorization_intent)
+            && let Some(reason) =
+                authorization_reason(ctx, amount, &shown, &inputs.authorization_intent, &inputs.network.name)
         {
             reasons.push(reason);
         }
@@ -557,7 +558,8 @@ async fn commit<K: TxKind>(
         if reasons.is_empty()
             && !upfront
             && let Some(amount) = &inputs.amount
-            && let Some(reason) = authorization_reason(ctx, amount, &shown, &inputs.authorization_intent)
+            && let Some(reason) =
+                authorization_reason(ctx, amount, &shown, &inputs.authorization_intent, &inputs.network.name)
         {
             reasons.push(reason);
         }
@@ -633,6 +635,12 @@ async fn commit<K: TxKind>(
         }
         Ok(Reserved::AuthorizationSpent { by }) => {
             give_back_authorization();
+            // The session's bank learns what the journal knows (a copy restored from before the spend, another
+            // instance's): the next run asks before it reserves, so an approval of this question is used there and
+            // the action then reserves without relying on the authorization, instead of meeting this refusal again.
+            if let (Some((ctx, _)), Some(id)) = (session, spent.id()) {
+                let _ = ctx.context_bank.spend(id, by.intent().unwrap_or(&by.id));
+            }
             drop(sending);
             let reason = format!(
                 "the amount from your message already moved value (journal {}); this action needs your approval",

@@ -102,6 +102,18 @@ struct Recipient {
 impl Transfer<'_> {
     fn token(&self, ctx: &ToolContext, network: &str) -> Result<(SharedEntry, TokenInfo), ToolError> {
         let entry = ctx.registers.require_typed("token_register", self.r.token_register, ValueType::Token)?;
+        // Its decimals (and so the amount `to_raw_amount` made of the user's words) are that network's: a token looked
+        // up on one network is not sent on another, even where its address is the same (the native token's).
+        let looked_up = entry.value.get("network").and_then(|v| v.as_str()).unwrap_or_default();
+        if looked_up != network {
+            return Err(invalid(
+                "token_register",
+                format!(
+                    "`{}` holds a token of {looked_up}, not {network}: look it up on {network} first",
+                    self.r.token_register
+                ),
+            ));
+        }
         let address = entry.value.get("address").and_then(|v| v.as_str()).unwrap_or_default();
         let address = holdfast_core::address::parse_address("token_register", address)?;
         let token = ctx.config.tokens.by_address(network, address).cloned().ok_or_else(|| {

@@ -320,6 +320,21 @@ async fn a_session_restored_from_before_the_spend_cannot_spend_it_again() {
     assert_eq!(code(&sent), "confirmation_required", "{sent:?}");
     assert!(format!("{sent:?}").contains("already moved value"), "{sent:?}");
     assert_eq!(env.nonce().await, nonce, "nothing more was sent");
+    // The user approves this second swap: it is sent once, on that approval (before: the approval was used up by the
+    // same refusal and the question came back without an id, whatever the user answered).
+    let id = sent.err().and_then(|e| e.details).and_then(|d| d["confirmation_id"].as_str().map(str::to_owned));
+    let decisions = env.services.user_decisions();
+    decisions
+        .decide(
+            &stale.confirmations,
+            holdfast_core::UserChannel::Replay,
+            &id.expect("a question"),
+            UserDecision::Approve,
+        )
+        .unwrap();
+    let again = env.registry.call("web3_tx", tx(), &stale).await;
+    assert!(again.as_ref().is_ok_and(|v| v["status"] == "confirmed"), "{again:?}");
+    assert_eq!(env.nonce().await, nonce + 1, "sent once, on the user's approval");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -595,6 +610,78 @@ async fn a_user_amount_goes_by_itself_only_to_an_address_of_its_own_message() {
     let sent = env.ok("transfer", crate::transfer::to_register()).await;
     assert_eq!(sent["status"], "confirmed", "{sent}");
     assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + U256::from(5_000_000u64));
+}
+
+/// ETH looked up on `network` into `transfer_token`, and 0.001 of it into `transfer_amount`: the amount's register.
+async fn eth_looked_up_on(env: &Env, network: &str) -> Value {
+    env.ok("token_lookup", json!({"symbol": "ETH", "network": network, "cache_as": "transfer_token"})).await;
+    env.ok(
+        "to_raw_amount",
+        json!({"amount": "0.001", "token_register": "transfer_token", "cache_as": "transfer_amount"}),
+    )
+    .await
+}
+
+/// "send 0.001 ETH to ALICE on base", with a second network configured (`ethereum`, here a plain anvil of chain id
+/// 31337 where the wallet holds ether too; its native token has the same placeholder address): the user's amount
+/// goes by itself only on the network the message named, and a token looked up on one network is not sent on another.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let port = holdfast_devnet::anvil::free_port().unwrap();
+    let anvil = holdfast_devnet::anvil_path(&|_| {}).await.unwrap();
+    let _other = tokio::process::Command::new(anvil)
+        .args(["--chain-id", "31337", "--port", &port.to_string(), "--silent"])
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let other = alloy::providers::ProviderBuilder::new().connect_http(url.parse().unwrap());
+    for _ in 0..200 {
+        if other.get_chain_id().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    other.anvil_set_balance(devnet.wallet_address, U256::from(FINNEY) * U256::from(1_000u64)).await.unwrap();
+    // The token table: the built-in one, and ether on `ethereum`.
+    let builtin = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/tokens.ron")).unwrap();
+    let ether = "    \"ethereum\": {\"ETH\": (address: \"0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE\", decimals: 18, name: \"Ether\")},\n}";
+    let table = builtin.trim_end().strip_suffix('}').unwrap().to_owned() + ether;
+    std::fs::write(devnet.dir.join("tokens-two-networks.ron"), table).unwrap();
+    let toml = format!(
+        "\n[networks.ethereum]\nchain_id = 31337\nrpc_urls = [\"{url}\"]\n\n[policy.ethereum]\nnative_per_tx = \"1\"\n\
+         native_per_day = \"5\"\nauto_native_per_tx = \"0.01\"\n"
+    );
+    let tokens = ("[storage]".to_owned(), "tokens = \"tokens-two-networks.ron\"\n\n[storage]".to_owned());
+    let env = Env::apply(devnet, Tweaks { toml, toml_replace: vec![tokens], ..Default::default() });
+    env.ctx.context_bank.scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base");
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let on = |network: &str| {
+        json!({"network": network, "token_register": "transfer_token", "amount_register": "transfer_amount",
+               "preset": null, "recipient_register": "recipient_address"})
+    };
+    let (alice, alice_there) =
+        (env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), other.get_balance(ALICE).await.unwrap());
+
+    // A token looked up on base, sent on ethereum.
+    eth_looked_up_on(&env, "base").await;
+    let sent = env.call("transfer", on("ethereum")).await;
+    assert_eq!(code(&sent), "invalid_params", "{sent:?}");
+    // Looked up on ethereum, with the user's amount: waits for the user (before: sent by itself on ethereum).
+    let amount = eth_looked_up_on(&env, "ethereum").await;
+    assert_eq!(amount["origin"], "user", "{amount}");
+    let sent = env.call("transfer", on("ethereum")).await;
+    assert_eq!(code(&sent), "confirmation_required", "{sent:?}");
+    let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+    assert!(message.contains("your message named base"), "{message}");
+    assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
+
+    // The honest control: on base, as written.
+    eth_looked_up_on(&env, "base").await;
+    let sent = env.ok("transfer", on("base")).await;
+    assert_eq!(sent["status"], "confirmed", "{sent}");
+    assert_eq!(env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), alice + U256::from(FINNEY));
 }
 
 /// "send 5 USDC to ALICE" ready to transfer on `env`: the wallet's USDC and its nonce before.
