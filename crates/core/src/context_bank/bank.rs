@@ -54,6 +54,10 @@ pub struct Authorization {
     /// on one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<String>,
+    /// Whether its message is the user's latest one. An amount from an earlier message (a pasted text that held
+    /// one, an old request) moves nothing by itself once the user wrote again.
+    #[serde(default)]
+    pub latest: bool,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -103,11 +107,16 @@ impl ContextBank {
             state.version += 1;
             // Every bound amount of this message is a fresh authorization, even one an earlier message also wrote.
             let now = chrono::Utc::now();
-            let addresses: Vec<String> = found
-                .iter()
-                .filter(|i| i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch))
-                .map(|i| i.value.clone())
-                .collect();
+            let mut addresses: Vec<String> = Vec::new();
+            for i in &found {
+                let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
+                if valid && !addresses.contains(&i.value) {
+                    addresses.push(i.value.clone());
+                }
+            }
+            for earlier in &mut state.authorizations {
+                earlier.latest = false;
+            }
             let networks: Vec<String> =
                 found.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect();
             let mut this_message: Vec<(&str, &str)> = Vec::new();
@@ -123,6 +132,7 @@ impl ContextBank {
                         created_at: now,
                         addresses: addresses.clone(),
                         networks: networks.clone(),
+                        latest: true,
                         spent_by: None,
                     });
                 }
@@ -225,6 +235,7 @@ impl ContextBank {
                 created_at: chrono::Utc::now(),
                 addresses: Vec::new(),
                 networks: Vec::new(),
+                latest: false,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };
@@ -236,6 +247,16 @@ impl ContextBank {
             }
             Some(by) if by == intent => Ok(false),
             Some(_) => Err(Box::new(a.clone())),
+        }
+    }
+
+    /// Records that authorization `id` was spent by the action `by` (another copy's, as the journal shows), whatever
+    /// this bank held.
+    pub fn spent_elsewhere(&self, id: &str, by: &str) {
+        let mut state = self.state.write();
+        if let Some(a) = state.authorizations.iter_mut().find(|a| a.id == id) {
+            a.spent_by = Some(by.to_owned());
+            state.version += 1;
         }
     }
 

@@ -9,7 +9,7 @@
 pub mod nonce;
 pub mod simulate;
 
-pub use nonce::NonceUse;
+pub use nonce::{MinedCount, NonceUse};
 pub use simulate::{Read, Simulated};
 
 use alloy::consensus::{SignableTransaction, TxEip1559, TxEnvelope};
@@ -382,14 +382,13 @@ impl Chain {
     }
 
     /// The nonce to sign with: the count of the account's *mined* transactions, as the node that shows the fewest
-    /// shows it ([`Chain::lowest_mined_nonce`]), or one past the highest nonce the journal still holds live
+    /// shows it ([`Chain::mined_count`]), or one past the highest nonce the journal still holds live
     /// (`journaled`), whichever is higher. Not a node's pending count, nor the highest count any node shows: a
     /// transaction a node took (and counts) but reported as rejected must not push the next one to a fresh nonce —
     /// reusing its nonce means at most one of the two can ever be mined.
     pub async fn next_nonce(&self, from: Address, journaled: Option<u64>) -> Result<u64, ToolError> {
         self.verify().await?;
-        let mined = self.lowest_mined_nonce(from).await?;
-        Ok(journaled.map_or(mined, |n| n.saturating_add(1).max(mined)))
+        Ok(self.mined_count(from).await?.next_nonce(journaled))
     }
 
     /// The EIP-1559 transaction `plan` becomes on this chain with `nonce` and `fees`: what the kernel simulates

@@ -31,6 +31,23 @@ use holdfast_core::ToolError;
 /// How far back (in blocks) the search for the block that used a nonce goes.
 pub const NONCE_SEARCH_BLOCKS: u64 = 100_000;
 
+/// An account's mined transaction count as the configured nodes show it ([`Chain::mined_count`]).
+#[derive(Debug, Clone)]
+pub struct MinedCount {
+    /// The lowest count among the nodes that answered.
+    pub lowest: u64,
+    /// The first error of a node that did not answer, if one did not: a node that counts fewer may be among them.
+    pub unanswered: Option<ToolError>,
+}
+
+impl MinedCount {
+    /// The nonce to sign with: the lowest count, or one past the highest nonce the journal still holds live
+    /// (`journaled`), whichever is higher.
+    pub fn next_nonce(&self, journaled: Option<u64>) -> u64 {
+        journaled.map_or(self.lowest, |n| n.saturating_add(1).max(self.lowest))
+    }
+}
+
 /// Where a nonce of an account stands on chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonceUse {
@@ -52,11 +69,12 @@ impl Chain {
             .map_err(|e| upstream(&self.network.name, "eth_getTransactionCount", e))
     }
 
-    /// The lowest count of `account`'s mined transactions that any configured node shows (latest block), the nodes
-    /// asked at once. A node alone cannot raise it: one that keeps a transaction it answered it refused, and counts
-    /// it, would otherwise have the next transaction signed with the nonce after it, and then let both out. A node
-    /// that errs is left out, so one that is down stops no send; the first error when none answers.
-    pub async fn lowest_mined_nonce(&self, account: Address) -> Result<u64, ToolError> {
+    /// `account`'s mined transaction count (latest block) as the configured nodes show it, the nodes asked at once:
+    /// the lowest count among those that answered, and the first error of one that did not. A node alone cannot raise
+    /// the count a transaction is signed with: one that keeps a transaction it answered it refused, and counts it,
+    /// would otherwise have the next transaction signed with the nonce after it, and then let both out. The first
+    /// error when none answers.
+    pub async fn mined_count(&self, account: Address) -> Result<MinedCount, ToolError> {
         let asks = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
             self.verify_reader(i).await?;
             provider
@@ -75,7 +93,7 @@ impl Chain {
             }
         }
         match (lowest, failed) {
-            (Some(lowest), _) => Ok(lowest),
+            (Some(lowest), unanswered) => Ok(MinedCount { lowest, unanswered }),
             (None, Some(e)) => Err(e),
             (None, None) => Err(ToolError::internal("no RPC node is configured")),
         }

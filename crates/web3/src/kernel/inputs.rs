@@ -115,9 +115,15 @@ pub(crate) fn authorization_reason(
         ));
     };
     match ctx.context_bank.authorization_by_id(id) {
-        Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => (!a.networks.is_empty()
-            && !a.networks.iter().any(|n| n == network))
-        .then(|| format!("your message named {} for {shown}, not {network}", a.networks.join(" or "))),
+        Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => {
+            if !a.latest {
+                Some(format!("{shown} is from an earlier message of yours, not your latest; it needs your approval"))
+            } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
+                Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
+            } else {
+                None
+            }
+        }
         Some(_) => Some(format!(
             "{shown} from your message already authorized one action; another one needs your approval or a new message"
         )),

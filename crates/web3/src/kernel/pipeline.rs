@@ -518,8 +518,12 @@ async fn commit<K: TxKind>(
         }
     }
     let journaled = journal.highest_live_nonce(network.chain_id, &from_text).await?;
-    mined_after_all(web3, chain, network, from, journaled).await?;
-    let nonce = chain.next_nonce(from, journaled).await?;
+    // One reading of the count, for the check and the nonce: a held-back transaction mined between two readings
+    // would pass the first and push the second past it.
+    chain.verify().await?;
+    let mined = chain.mined_count(from).await?;
+    mined_after_all(web3, network, &from_text, journaled, &mined).await?;
+    let nonce = mined.next_nonce(journaled);
     let tx = chain.build(&plan.tx, fees, nonce);
     let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
     match kind.check(web3, chain, &mut plan, &sim).await? {
@@ -639,7 +643,7 @@ async fn commit<K: TxKind>(
             // instance's): the next run asks before it reserves, so an approval of this question is used there and
             // the action then reserves without relying on the authorization, instead of meeting this refusal again.
             if let (Some((ctx, _)), Some(id)) = (session, spent.id()) {
-                let _ = ctx.context_bank.spend(id, by.intent().unwrap_or(&by.id));
+                ctx.context_bank.spent_elsewhere(id, by.intent().unwrap_or(&by.id));
             }
             drop(sending);
             let reason = format!(
@@ -797,17 +801,28 @@ fn unrecorded(id: &str, e: &ToolError) -> ToolError {
 /// holds its authorization again) and refuses the new action, which would otherwise go out beside it.
 async fn mined_after_all(
     web3: &Web3,
-    chain: &Chain,
     network: &NetworkConfig,
-    from: Address,
+    from_text: &str,
     journaled: Option<u64>,
+    mined: &crate::chain::MinedCount,
 ) -> Result<(), ToolError> {
     let first_free = journaled.map_or(0, |n| n.saturating_add(1));
-    let mined = chain.lowest_mined_nonce(from).await?;
-    if mined <= first_free {
+    if mined.lowest <= first_free {
         return Ok(());
     }
-    let from_text = from.to_checksum(None);
+    // Past the journal, only on every node's word: one that did not answer may count fewer (it may be the honest
+    // one, while the node that answered counts a transaction it held back).
+    if let Some(e) = &mined.unanswered {
+        return Err(ToolError::new(
+            e.code,
+            format!(
+                "{}; the other nodes count more of this wallet's transactions than the journal holds, which only every \
+                 node's count may show: nothing was signed — try again shortly",
+                e.message
+            ),
+        ));
+    }
+    let mined = mined.lowest;
     let mut found = Vec::new();
     for earlier in web3.journal().recently_failed_sends(reconcile::FAILED_RECHECK).await? {
         let used = earlier.nonce.is_some_and(|n| (first_free..mined).contains(&n));

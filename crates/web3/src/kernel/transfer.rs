@@ -152,15 +152,16 @@ impl Transfer<'_> {
     }
 }
 
-/// Whether `to` was written in the same user message as the amount's authorization: a user's amount goes by itself
-/// only to an address of that message, not to any address the session ever saw (a pasted scam message, an old
-/// wallet the user called hacked), which the model could otherwise pick.
+/// Whether `to` is the one address written in the user message of the amount's authorization: a user's amount goes
+/// by itself only there, not to any address the session ever saw (a pasted scam message, an old wallet the user
+/// called hacked) nor to one of several in that message ("to A, not B"), which the model could otherwise pick. The
+/// address book's names are the operator's, not the model's pick among the user's words: they are not asked about.
 fn written_with_the_amount(ctx: &ToolContext, inputs: &Inputs, to: Address) -> bool {
     let authorization = inputs.amount.as_ref().and_then(|a| a.entry.provenance.authorization.clone());
     let Some(authorization) = authorization.and_then(|id| ctx.context_bank.authorization_by_id(&id)) else {
         return false;
     };
-    authorization.addresses.iter().any(|a| a.parse::<Address>().is_ok_and(|a| a == to))
+    matches!(authorization.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to))
 }
 
 impl TxKind for Transfer<'_> {
@@ -236,9 +237,8 @@ impl TxKind for Transfer<'_> {
         }
         if recipient.origin == Origin::Model {
             confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
-        } else if recipient.origin == Origin::User && !written_with_the_amount(ctx, inputs, to) {
-            confirm
-                .push(format!("the recipient {to} is one of your words, but not of the message that gave the amount"));
+        } else if recipient.origin != Origin::Config && !written_with_the_amount(ctx, inputs, to) {
+            confirm.push(format!("the recipient {to} is not the one address of the message that gave the amount"));
         }
         let tx = if let Some(account) = account {
             super::account::transfer_tx(account, wallet, token.address, to, amount)?

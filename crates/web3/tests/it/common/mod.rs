@@ -87,9 +87,12 @@ impl Env {
         }
     }
 
-    /// The register half of the seed-001 swap flow, then the quote.
+    /// The register half of the seed-001 swap flow, then the quote, after the user's message `user` (none when
+    /// empty: another quote for the latest message).
     pub(crate) async fn quote(&self, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
-        self.ctx.context_bank.scan_input(user);
+        if !user.is_empty() {
+            self.ctx.context_bank.scan_input(user);
+        }
         self.ok(
             "local_burner_wallet",
             json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
