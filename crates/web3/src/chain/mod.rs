@@ -381,11 +381,12 @@ impl Chain {
         })
     }
 
-    /// The nonce to sign with: the count of the account's *mined* transactions, as the node that shows the fewest
-    /// shows it ([`Chain::mined_count`]), or one past the highest nonce the journal still holds live
+    /// The nonce to sign with: the count of the account's *mined* transactions, as the answering node that shows the
+    /// fewest shows it ([`Chain::mined_count`]), or one past the highest nonce the journal still holds live
     /// (`journaled`), whichever is higher. Not a node's pending count, nor the highest count any node shows: a
     /// transaction a node took (and counts) but reported as rejected must not push the next one to a fresh nonce —
-    /// reusing its nonce means at most one of the two can ever be mined.
+    /// reusing its nonce means at most one of the two can ever be mined. (The kernel reads [`Chain::mined_count`]
+    /// itself, to check the nodes that did not answer and what the journal lost; this is for callers without one.)
     pub async fn next_nonce(&self, from: Address, journaled: Option<u64>) -> Result<u64, ToolError> {
         self.verify().await?;
         Ok(self.mined_count(from).await?.next_nonce(journaled))

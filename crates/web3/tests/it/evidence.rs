@@ -871,6 +871,25 @@ fn one_more_mined() -> crate::common::rpc_proxy::Rewrite {
     })
 }
 
+/// "send 5 USDC to ALICE" held back by `proxy`'s node (answered as refused, so recorded as never sent), then that
+/// node forwarding again and counting the held-back transfer as mined: the wallet's USDC and nonce before, and the
+/// first call's answer.
+async fn held_back_and_counted(env: &Env, proxy: &RpcProxy) -> (U256, u64, Result<Value, ToolError>) {
+    let (mine, nonce) = five_usdc_to_alice(env).await;
+    proxy.set_fault(Fault::Withhold);
+    let first = env.call("transfer", crate::transfer::to_register()).await;
+    assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
+    proxy.set_fault(Fault::Forward);
+    proxy.set_rewrite(Some(one_more_mined()));
+    (mine, nonce, first)
+}
+
+/// The node stops lying and lets out what it held back: the node's answers.
+async fn let_out(proxy: &RpcProxy) -> Vec<Value> {
+    proxy.set_rewrite(None);
+    proxy.release().await
+}
+
 /// As below, with the honest node failing to answer the count while the retry is prepared: the count only the lying
 /// node shows is not used, and nothing is signed until every node answers.
 #[tokio::test(flavor = "multi_thread")]
@@ -881,12 +900,7 @@ async fn a_node_counting_a_transaction_it_held_back_gets_nothing_signed_while_th
     let tweaks =
         Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
     let env = Env::apply(devnet, tweaks);
-    let (mine, nonce) = five_usdc_to_alice(&env).await;
-    proxy.set_fault(Fault::Withhold);
-    let first = env.call("transfer", crate::transfer::to_register()).await;
-    assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
-    proxy.set_fault(Fault::Forward);
-    proxy.set_rewrite(Some(one_more_mined()));
+    let (mine, nonce, first) = held_back_and_counted(&env, &proxy).await;
     honest.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
         if req["method"] == "eth_getTransactionCount" {
             *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": "internal error"}});
@@ -895,15 +909,11 @@ async fn a_node_counting_a_transaction_it_held_back_gets_nothing_signed_while_th
     // Before: signed with the nonce after the held-back one, the only count that answered.
     let second = env.call("transfer", crate::transfer::to_register()).await;
     assert!(second.is_err(), "nothing signed while only the lying node counts: {second:?}");
-    proxy.set_rewrite(None);
     honest.set_rewrite(None);
-    let released = proxy.release().await;
-    let five = U256::from(5_000_000u64);
-    assert_eq!(
-        (env.balance(USDC).await, env.nonce().await),
-        (mine - five, nonce + 1),
-        "one transfer, the held-back one: first {first:?}, second {second:?}, released {released:?}"
-    );
+    let released = let_out(&proxy).await;
+    let moved = (env.balance(USDC).await, env.nonce().await);
+    let what = format!("first {first:?}, second {second:?}, released {released:?}");
+    assert_eq!(moved, (mine - U256::from(5_000_000u64), nonce + 1), "one transfer, the held-back one: {what}");
 }
 
 /// The same node, holding the transfer back, also counts it as mined: the next transaction must not take the nonce
@@ -913,22 +923,13 @@ async fn a_node_counting_a_transaction_it_held_back_gets_nothing_signed_while_th
 async fn a_node_counting_a_transaction_it_held_back_cannot_get_the_next_one_signed_beside_it() {
     let devnet = TestDevnet::start().await.expect("devnet");
     let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
-    let (mine, nonce) = five_usdc_to_alice(&env).await;
-    proxy.set_fault(Fault::Withhold);
-    let first = env.call("transfer", crate::transfer::to_register()).await;
-    assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
-    proxy.set_fault(Fault::Forward);
-    proxy.set_rewrite(Some(one_more_mined()));
+    let (mine, nonce, first) = held_back_and_counted(&env, &proxy).await;
     // Before: signed with the nonce after the held-back one, which only this node counts.
     let second = env.call("transfer", crate::transfer::to_register()).await;
-    proxy.set_rewrite(None);
-    let released = proxy.release().await;
-    let five = U256::from(5_000_000u64);
-    assert_eq!(
-        (env.balance(USDC).await, env.nonce().await),
-        (mine - five, nonce + 1),
-        "one transfer: first {first:?}, second {second:?}, the held-back one let out: {released:?}"
-    );
+    let released = let_out(&proxy).await;
+    let moved = (env.balance(USDC).await, env.nonce().await);
+    let what = format!("first {first:?}, second {second:?}, the held-back one let out: {released:?}");
+    assert_eq!(moved, (mine - U256::from(5_000_000u64), nonce + 1), "one transfer: {what}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
