@@ -11,8 +11,8 @@
 //! 7. under the wallet's send lock (held to the broadcast): earlier sends whose outcome is unknown are reconciled
 //!    (one that stays unknown stops everything: `outcome_unknown`), as is a send recorded as never sent whose nonce
 //!    the chain has since used (one found mined after all stops the action too), the **nonce** comes from the chain
-//!    (the lowest count any node shows) and the journal, and the transaction is built — the exact one that will be
-//!    signed;
+//!    (the lowest count the answering nodes show, read once; above the journal's only when every node answered) and
+//!    the journal, and the transaction is built — the exact one that will be signed;
 //! 8. the **exact simulation** of that transaction ([`crate::chain::simulate`]) and the kind's **check** of its effects
 //!    (a refusal is journaled `refused` with the reason);
 //! 9. **freshness** again, under the lock (what came since step 3 took time); **authorization** — a turn the user did
