@@ -194,6 +194,18 @@ pub enum Select {
         /// RFC 3339.
         since: String,
     },
+    /// Transactions (not payments) of a wallet with a hash, in a [`FAILED`] status, whose nonce is in `nonces`
+    /// (`from..to`), at any age, by nonce.
+    FailedSendsAt {
+        /// Chain.
+        chain_id: u64,
+        /// Sender (EIP-55).
+        from: String,
+        /// First nonce (included).
+        nonce_from: u64,
+        /// Last nonce (excluded).
+        nonce_to: u64,
+    },
     /// One session's rows, oldest first.
     Session(String),
     /// A view: one session's rows (oldest first) or the `limit` most recent (newest first, at most 10,000), of one

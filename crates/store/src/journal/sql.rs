@@ -232,6 +232,14 @@ pub(super) fn select(q: &Select) -> Statement {
             ),
             vec![text(since)],
         ),
+        Select::FailedSendsAt { chain_id, from, nonce_from, nonce_to } => (
+            format!(
+                "WHERE chain_id = $1 AND from_address = $2 AND kind != 'payment' AND status IN {} \
+                 AND tx_hash IS NOT NULL AND nonce >= $3 AND nonce < $4 ORDER BY nonce, created_at",
+                in_list(FAILED)
+            ),
+            vec![int(*chain_id), text(from), int(*nonce_from), int(*nonce_to)],
+        ),
         Select::Session(id) => ("WHERE session_id = $1 ORDER BY created_at".to_owned(), vec![text(id)]),
         Select::List { session_id, kind, limit } => {
             let mut params = Vec::new();

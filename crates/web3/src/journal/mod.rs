@@ -249,6 +249,18 @@ impl Journal {
         self.select(Select::RecentlyFailedSends { since: since.to_rfc3339() }).await
     }
 
+    /// Transactions of `from` on `chain_id` marked `failed`, `dropped` or `chain_reset`, with a hash and a nonce in
+    /// `nonces`, however long ago: the sends a chain that counts past the journal may have mined after all.
+    pub async fn failed_sends_at(
+        &self,
+        chain_id: u64,
+        from: &str,
+        nonces: std::ops::Range<u64>,
+    ) -> Result<Vec<JournalEntry>, ToolError> {
+        let (nonce_from, nonce_to) = (nonces.start, nonces.end);
+        self.select(Select::FailedSendsAt { chain_id, from: from.to_owned(), nonce_from, nonce_to }).await
+    }
+
     /// Entries of one session, oldest first.
     pub async fn for_session(&self, session_id: &str) -> Result<Vec<JournalEntry>, ToolError> {
         self.select(Select::Session(session_id.to_owned())).await

@@ -796,7 +796,7 @@ fn unrecorded(id: &str, e: &ToolError) -> ToolError {
 /// Before a nonce is chosen: when every node shows more of the wallet's transactions mined than the journal holds
 /// live, one recorded as never sent (`failed`) or `dropped` may have been mined after all — a node kept it while
 /// answering that it refused it, and let it out once every node had shown its nonce unused and its amount and the
-/// user's authorization were given back. Each such entry of the last day whose nonce the chain has since used is
+/// user's authorization were given back. Each such entry whose nonce the chain has since used, however old, is
 /// looked up again on every node ([`reconcile::entry`]); one found mined is recorded (it counts against the caps and
 /// holds its authorization again) and refuses the new action, which would otherwise go out beside it.
 async fn mined_after_all(
@@ -824,11 +824,7 @@ async fn mined_after_all(
     }
     let mined = mined.lowest;
     let mut found = Vec::new();
-    for earlier in web3.journal().recently_failed_sends(reconcile::FAILED_RECHECK).await? {
-        let used = earlier.nonce.is_some_and(|n| (first_free..mined).contains(&n));
-        if earlier.chain_id != network.chain_id || earlier.from != from_text || !used {
-            continue;
-        }
+    for earlier in web3.journal().failed_sends_at(network.chain_id, from_text, first_free..mined).await? {
         if let Some(settled) = reconcile::entry(web3, &earlier).await?
             && settled.report.status.is_live()
         {

@@ -831,6 +831,16 @@ async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_an
 /// again must find it, not go out beside it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_transfer_a_node_held_back_and_let_out_later_is_found_before_anything_new_is_signed() {
+    held_back_let_out_and_asked_again(false).await;
+}
+
+/// As above, with the node holding it back for two days: a failed send is looked for by its nonce, however old.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_a_node_held_back_for_days_is_found_before_anything_new_is_signed() {
+    held_back_let_out_and_asked_again(true).await;
+}
+
+async fn held_back_let_out_and_asked_again(for_days: bool) {
     let devnet = TestDevnet::start().await.expect("devnet");
     let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
     let (mine, nonce) = five_usdc_to_alice(&env).await;
@@ -839,6 +849,17 @@ async fn a_transfer_a_node_held_back_and_let_out_later_is_found_before_anything_
     let first = env.call("transfer", crate::transfer::to_register()).await;
     assert!(proxy.faults_applied() >= 1, "the node held it back: {first:?}");
     assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
+    if for_days {
+        // Two days pass: the journal's entries were written and last updated then.
+        let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
+        let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
+        db.lock()
+            .execute_batch(&format!(
+                "UPDATE journal SET created_at = '{two_days_ago}', updated_at = '{two_days_ago}', \
+                 day = date(day, '-2 day')"
+            ))
+            .unwrap();
+    }
     let released = proxy.release().await;
     assert_eq!(env.nonce().await, nonce + 1, "the node let it out and it was mined: {released:?}");
 
