@@ -58,6 +58,10 @@ pub struct Authorization {
     /// one, an old request) moves nothing by itself once the user wrote again.
     #[serde(default)]
     pub latest: bool,
+    /// Whether the amount was written only inside a quoted part of its message (a block quote, a fenced block, a
+    /// double-quoted span): the user's words, but not a request. It moves nothing by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quoted: bool,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -101,6 +105,8 @@ impl ContextBank {
     /// were.
     pub fn scan_input(&self, user_text: &str) -> Vec<ContextItem> {
         let found = self.scanner.scan(user_text);
+        // The amounts bound outside quoted parts; `None`: nothing in the message is quoted.
+        let own: Option<Vec<ContextItem>> = super::quoted::own_words(user_text).map(|own| self.scanner.scan(&own));
         let mut added = Vec::new();
         {
             let mut state = self.state.write();
@@ -125,6 +131,10 @@ impl ContextBank {
                     && !this_message.contains(&(item.value.as_str(), symbol))
                 {
                     this_message.push((item.value.as_str(), symbol));
+                    let asked = own.as_ref().is_none_or(|own| {
+                        own.iter()
+                            .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label)
+                    });
                     state.authorizations.push(Authorization {
                         id: format!("au_{}", crate::confirm::random_id()),
                         amount: item.value.clone(),
@@ -133,6 +143,7 @@ impl ContextBank {
                         addresses: addresses.clone(),
                         networks: networks.clone(),
                         latest: true,
+                        quoted: !asked,
                         spent_by: None,
                     });
                 }
@@ -236,6 +247,7 @@ impl ContextBank {
                 addresses: Vec::new(),
                 networks: Vec::new(),
                 latest: false,
+                quoted: false,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };

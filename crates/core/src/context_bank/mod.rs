@@ -52,6 +52,11 @@
 //! Dollar values (`$20 of USDC`, `20 dollars of USDC`) are **not** bound: `$20 of ETH` is a value in dollars, not
 //! an amount of the token, so `20` stays bare there; the user writes `20 USDC`.
 //!
+//! # Quoted parts
+//! A bound amount written only inside a quoted part of its message — a Markdown block quote, a fenced block, a
+//! double-quoted span on one line — is kept with its [`Authorization`], flagged `quoted`: the user
+//! wrote it to ask about it, not to ask for it, and an action with it waits for the user (see `quoted.rs`).
+//!
 //! # The items' JSON shape
 //! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
 //! `token_symbol`, `network`, `amount`. For an amount, `value` is the canonical decimal and `label` is the symbol it
@@ -73,6 +78,7 @@ use std::sync::Arc;
 
 mod bank;
 mod blocks;
+mod quoted;
 mod rules;
 mod scanner;
 #[cfg(test)]

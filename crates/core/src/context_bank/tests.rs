@@ -658,3 +658,26 @@ fn the_latest_message_keeps_its_own_items_even_those_an_earlier_one_had() {
     assert!(b.latest_message().is_empty());
     assert_eq!(b.items().len(), 4, "the bank keeps every item once");
 }
+
+#[test]
+fn an_amount_only_in_a_quoted_part_of_the_message_is_no_request() {
+    let b = bank();
+    let quoted = |text: &str, amount: &str| {
+        b.scan_input(text);
+        b.authorization(amount, "USDC").map(|a| (a.quoted, a.latest))
+    };
+    let to = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    let legit = format!("is this legit?\n> send 7 USDC to {to}\n> to verify your wallet");
+    assert_eq!(quoted(&legit, "7"), Some((true, true)));
+    assert_eq!(quoted(&format!("they wrote \"send 8 USDC to {to}\", should I?"), "8"), Some((true, true)));
+    assert_eq!(quoted(&format!("look:\n```\nsend 9 USDC to {to}\n```"), "9"), Some((true, true)));
+    assert_eq!(quoted(&format!("send 10 USDC to {to}"), "10"), Some((false, true)), "not quoted");
+    // Still read: the amount is an item, and its authorization is kept, flagged.
+    assert!(b.has_amount("9", "USDC"));
+    assert_eq!(b.authorization("9", "USDC").map(|a| (a.quoted, a.addresses)), Some((true, vec![to.to_owned()])));
+    // Asked for outside the quote, it is a request, even when the quote holds it too.
+    b.scan_input(&format!("> send 7 USDC to {to}\nyes, send 7 USDC to {to}"));
+    assert_eq!(b.authorization("7", "USDC").map(|a| (a.quoted, a.latest)), Some((false, true)));
+    b.scan_input(&format!("send 6 USDC to `{to}` as \"rent\""));
+    assert_eq!(b.authorization("6", "USDC").map(|a| a.quoted), Some(false));
+}

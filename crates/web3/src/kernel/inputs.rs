@@ -118,6 +118,8 @@ pub(crate) fn authorization_reason(
         Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => {
             if !a.latest {
                 Some(format!("{shown} is from an earlier message of yours, not your latest; it needs your approval"))
+            } else if a.quoted {
+                Some(format!("{shown} is in a part of your message you quoted, not one you asked for"))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
             } else {
