@@ -149,6 +149,13 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
         s.req(reqwest::Method::POST, &format!("/api/sessions/{a}/confirmations/{cid}/approve"), None).await;
     assert_eq!(status, 200, "{approved}");
     assert_eq!(approved["output"]["status"], "confirmed");
+    // Decided once: a second approval (a double click, a replayed request) or a late denial changes nothing.
+    for decision in ["approve", "deny"] {
+        let (status, again) =
+            s.req(reqwest::Method::POST, &format!("/api/sessions/{a}/confirmations/{cid}/{decision}"), None).await;
+        assert_eq!((status, again["error"]["code"].as_str()), (404, Some("confirmation_not_found")), "{again}");
+        assert!(again["error"]["message"].as_str().is_some_and(|m| m.contains("no longer pending")), "{again}");
+    }
 
     let mut names = Vec::new();
     while let Some(msg) = next_json(&mut ws_a).await {
@@ -168,7 +175,9 @@ async fn the_swap_through_the_tool_endpoint_with_live_events_for_that_session_on
     let (_, regs_b) = s.req(reqwest::Method::GET, &format!("/api/sessions/{b}/registers"), None).await;
     assert_eq!(regs_b["registers"], json!({}));
     let (_, journal) = s.req(reqwest::Method::GET, &format!("/api/journal?session_id={a}"), None).await;
-    assert!(journal["journal"].as_array().unwrap().iter().any(|e| e["kind"] == "swap" && e["status"] == "confirmed"));
+    let swaps: Vec<_> = journal["journal"].as_array().unwrap().iter().filter(|e| e["kind"] == "swap").collect();
+    assert_eq!(swaps.len(), 1, "approved once, sent once: {swaps:?}");
+    assert_eq!(swaps[0]["status"], "confirmed");
     let _ = ws_a.close(None).await;
     money_views_agree_with_the_node_and_the_journal(&s, &a).await;
 }
