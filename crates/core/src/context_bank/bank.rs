@@ -105,7 +105,7 @@ impl ContextBank {
     /// were.
     pub fn scan_input(&self, user_text: &str) -> Vec<ContextItem> {
         let found = self.scanner.scan(user_text);
-        // The amounts bound outside quoted parts; `None`: nothing in the message is quoted.
+        // The items outside the parts that may be quoted; `None`: nothing in the message may be.
         let own: Option<Vec<ContextItem>> = super::quoted::own_words(user_text).map(|own| self.scanner.scan(&own));
         let mut added = Vec::new();
         {
@@ -113,8 +113,11 @@ impl ContextBank {
             state.version += 1;
             // Every bound amount of this message is a fresh authorization, even one an earlier message also wrote.
             let now = chrono::Utc::now();
+            // An address only in a quoted part is no recipient of the message's amounts; its networks are the ones
+            // named outside the quoted parts, or, when none is, every one it names (the narrower).
+            let asked = own.as_deref().unwrap_or(&found);
             let mut addresses: Vec<String> = Vec::new();
-            for i in &found {
+            for i in asked {
                 let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
                 if valid && !addresses.contains(&i.value) {
                     addresses.push(i.value.clone());
@@ -123,18 +126,19 @@ impl ContextBank {
             for earlier in &mut state.authorizations {
                 earlier.latest = false;
             }
-            let networks: Vec<String> =
-                found.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect();
+            let named = |items: &[ContextItem]| -> Vec<String> {
+                items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
+            };
+            let networks = Some(named(asked)).filter(|n| !n.is_empty()).unwrap_or_else(|| named(&found));
             let mut this_message: Vec<(&str, &str)> = Vec::new();
             for item in &found {
                 if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
                     && !this_message.contains(&(item.value.as_str(), symbol))
                 {
                     this_message.push((item.value.as_str(), symbol));
-                    let asked = own.as_ref().is_none_or(|own| {
-                        own.iter()
-                            .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label)
-                    });
+                    let in_own_words = asked
+                        .iter()
+                        .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label);
                     state.authorizations.push(Authorization {
                         id: format!("au_{}", crate::confirm::random_id()),
                         amount: item.value.clone(),
@@ -143,7 +147,7 @@ impl ContextBank {
                         addresses: addresses.clone(),
                         networks: networks.clone(),
                         latest: true,
-                        quoted: !asked,
+                        quoted: !in_own_words,
                         spent_by: None,
                     });
                 }

@@ -53,9 +53,11 @@
 //! an amount of the token, so `20` stays bare there; the user writes `20 USDC`.
 //!
 //! # Quoted parts
-//! A bound amount written only inside a quoted part of its message — a Markdown block quote, a fenced block, a
-//! double-quoted span on one line — is kept with its [`Authorization`], flagged `quoted`: the user
-//! wrote it to ask about it, not to ask for it, and an action with it waits for the user (see `quoted.rs`).
+//! What the user only quoted — a pasted text asked about — is the user's words but no request. When a message may
+//! quote anything (quote characters, a fence, a `>` block quote, an indented block; read to fail closed, see
+//! `quoted.rs`), a bound amount written only inside those parts is kept with its [`Authorization`] flagged `quoted`,
+//! and an address written only there is not one of the authorization's addresses; an action with either waits for
+//! the user.
 //!
 //! # The items' JSON shape
 //! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,

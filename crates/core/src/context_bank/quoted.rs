@@ -1,66 +1,108 @@
-//! What of a user's message is quoted rather than asked for: an amount there is the user's words, but no request.
+//! What of a user's message is quoted rather than asked for: its words are the user's, but no request.
 //!
 //! A user who pastes a text to ask about it ("is this legit? > send 7 USDC to 0x…") wrote every word of the message,
-//! and the scanner reads its amounts and addresses. Only an amount outside the quoted parts authorizes moving value
-//! by itself; one inside them is kept, flagged `quoted` on its [`super::Authorization`], and an action with it waits
-//! for the user. Quoted parts are the lines of a Markdown block quote (first non-blank character `>`), fenced code
-//! blocks (between lines that begin with three backticks or tildes, or to the end), and text between a pair of
-//! double quotes on one line (`"…"`, `“…”`, `«…»`, `„…“`). An unpaired opening quote quotes nothing. Inline code (`` `0x…` ``)
-//! is the user's own words: it is how addresses are often written.
+//! and the scanner reads all of it. Only the words outside the quoted parts authorize: an amount written only inside
+//! them is kept, flagged `quoted` on its [`super::Authorization`], and an address or a network written only inside
+//! them is none of the message's for its authorizations; an action with either waits for the user.
 //!
-//! A text pasted with no quoting at all cannot be told apart from a request, and still authorizes (see the safety
-//! model, invariant 11).
+//! The pasted text decides where its own quotes open and close, so the parts are read to fail closed — whatever may
+//! be quoted is:
+//! - **quote characters**: everything from the first quote character of the message (`"`, `“`, `”`, `„`, `‟`, `«`,
+//!   `»`, `‹`, `›`, `‘`, `「`, `」`, `『`, `』`, `〝`, `〞`, `〟`, `＂`) to the last one, across lines, whatever pairs
+//!   they seem to make; with an odd count, the last one's line to its end too. (`’` is the typographic apostrophe:
+//!   not counted.)
+//! - **fences**: from the first ```` ``` ```` or `~~~` anywhere to the last one; with an odd count, to the end.
+//! - **block quotes**: a line whose first non-blank character is `>` and the lines after it up to a blank line
+//!   (Markdown's lazy continuation; Slack's `>>>` quotes the rest of the message the same way, up to a blank line).
+//! - **indented code**: a line that begins with four spaces or a tab.
+//!
+//! Lines end at `\n`, `\r`, U+0085, U+2028 and U+2029. Inline code (`` `0x…` ``) is the user's own words: it is how
+//! addresses are often written. A text pasted with no quoting at all cannot be told apart from a request, and still
+//! authorizes (see the safety model, invariant 7).
 
-/// Opening and closing double quotes a pair is made of.
-const PAIRS: [(char, char); 4] = [('"', '"'), ('“', '”'), ('«', '»'), ('„', '“')];
+use std::ops::Range;
 
-/// `text` with every quoted part replaced by a line break (so nothing binds across it), or `None` when nothing in it
-/// is quoted.
+/// Characters that may open or close a quotation.
+const QUOTES: [char; 18] =
+    ['"', '“', '”', '„', '‟', '«', '»', '‹', '›', '‘', '「', '」', '『', '』', '〝', '〞', '〟', '＂'];
+
+/// Characters that end a line.
+const LINE_BREAKS: [char; 5] = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
+
+/// `text` with every part that may be quoted replaced by a line break (so nothing binds across it), or `None` when
+/// nothing in it may be.
 pub(super) fn own_words(text: &str) -> Option<String> {
-    let mut own = String::with_capacity(text.len());
-    let mut quoted = false;
-    let mut fence: Option<&str> = None;
-    for line in text.split_inclusive('\n') {
-        let start = line.trim_start();
-        let marker = ["```", "~~~"].into_iter().find(|m| start.starts_with(m));
-        match (fence, marker) {
-            (Some(open), Some(m)) if m == open => {
-                fence = None;
-                quoted = true;
-                own.push('\n');
+    let mut quoted: Vec<Range<usize>> = Vec::new();
+    let line_end = |at: usize| text[at..].find(LINE_BREAKS).map_or(text.len(), |n| at + n);
+    let marks: Vec<(usize, char)> = text.char_indices().filter(|(_, c)| QUOTES.contains(c)).collect();
+    if let (Some(&(first, _)), Some(&(last, c))) = (marks.first(), marks.last()) {
+        let end = if marks.len() % 2 == 1 { line_end(last) } else { last + c.len_utf8() };
+        quoted.push(first..end);
+    }
+    let fences: Vec<usize> = fence_marks(text);
+    if let (Some(&first), Some(&last)) = (fences.first(), fences.last()) {
+        quoted.push(first..if fences.len() % 2 == 1 { text.len() } else { last + 3 });
+    }
+    let mut in_block_quote = false;
+    let mut start = 0;
+    while start <= text.len() {
+        let end = line_end(start);
+        let line = &text[start..end];
+        let own = line.trim_start();
+        if own.is_empty() {
+            in_block_quote = false;
+        } else if own.starts_with('>') {
+            in_block_quote = true;
+        }
+        if in_block_quote || line.starts_with("    ") || line.starts_with('\t') {
+            quoted.push(start..end);
+        }
+        // Past the line break (one character, of one to three bytes).
+        start = end + text[end..].chars().next().map_or(1, char::len_utf8);
+    }
+    if quoted.is_empty() {
+        return None;
+    }
+    quoted.sort_by_key(|r| r.start);
+    // One line break for each run of quoted parts (overlapping, or apart only by line breaks).
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for r in quoted {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end || text[last.end..r.start].chars().all(|c| LINE_BREAKS.contains(&c)) => {
+                last.end = last.end.max(r.end);
             }
-            (Some(_), _) => quoted = true,
-            (None, Some(m)) => {
-                fence = Some(m);
-                quoted = true;
-                own.push('\n');
-            }
-            (None, None) if start.starts_with('>') => {
-                quoted = true;
-                own.push('\n');
-            }
-            (None, None) => quoted |= unquote_line(line, &mut own),
+            _ => merged.push(r),
         }
     }
-    quoted.then_some(own)
+    let mut own = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in merged {
+        own.push_str(&text[at..r.start]);
+        own.push('\n');
+        at = r.end;
+    }
+    own.push_str(&text[at..]);
+    Some(own)
 }
 
-/// Appends `line` to `own` with each paired double-quoted span replaced by a line break; true when one was.
-fn unquote_line(line: &str, own: &mut String) -> bool {
-    let mut any = false;
-    let mut rest = line;
-    while let Some((at, open, close)) =
-        PAIRS.iter().filter_map(|&(o, c)| rest.find(o).map(|at| (at, o, c))).min_by_key(|&(at, ..)| at)
-    {
-        let after = at + open.len_utf8();
-        let Some(len) = rest[after..].find(close) else { break };
-        own.push_str(&rest[..at]);
-        own.push('\n');
-        rest = &rest[after + len + close.len_utf8()..];
-        any = true;
+/// Where each ```` ``` ```` and `~~~` of `text` begins (a longer run counts as one).
+fn fence_marks(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 3 <= bytes.len() {
+        let b = bytes[i];
+        if (b == b'`' || b == b'~') && bytes[i + 1] == b && bytes[i + 2] == b {
+            out.push(i);
+            i += 3;
+            while bytes.get(i) == Some(&b) {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
     }
-    own.push_str(rest);
-    any
+    out
 }
 
 #[cfg(test)]
@@ -68,19 +110,29 @@ mod tests {
     use super::own_words;
 
     #[test]
-    fn quoted_parts_become_line_breaks() {
-        assert_eq!(own_words("send 5 USDC to 0xabc"), None);
-        assert_eq!(own_words("send 5 USDC to `0xabc`"), None, "inline code is the user's own");
+    fn whatever_may_be_quoted_is() {
+        let own = |t: &str| own_words(t);
+        assert_eq!(own("send 5 USDC to 0xabc"), None);
+        assert_eq!(own("send 5 USDC to `0xabc`"), None, "inline code is the user's own");
+        assert_eq!(own("don’t send 5 USDC"), None, "an apostrophe quotes nothing");
         assert_eq!(
-            own_words("is this ok?\n> send 7 USDC\n>to 0xdead\nthanks").as_deref(),
-            Some("is this ok?\n\n\nthanks")
+            own("is this ok?\n> send 7 USDC\nto 0xdead\n\nthanks").as_deref(),
+            Some("is this ok?\n\n\n\nthanks")
         );
-        assert_eq!(own_words("they said \"send 7 USDC\" to me").as_deref(), Some("they said \n to me"));
-        assert_eq!(own_words("they said “send 7 USDC” and «5 ETH»").as_deref(), Some("they said \n and \n"));
-        assert_eq!(own_words("a \"b\" c \"d").as_deref(), Some("a \n c \"d"), "an unpaired quote quotes nothing");
-        assert_eq!(own_words("5\" screen"), None);
-        assert_eq!(own_words("look:\n```\nsend 7 USDC\n```\nsend 1 USDC").as_deref(), Some("look:\n\n\nsend 1 USDC"));
-        assert_eq!(own_words("~~~\nsend 7 USDC").as_deref(), Some("\n"), "an unclosed fence runs to the end");
-        assert_eq!(own_words("```\nx\n~~~\ny\n```\nz").as_deref(), Some("\n\nz"), "closed only by its own marker");
+        assert_eq!(own("> x\n\nyes, send 7 USDC").as_deref(), Some("\n\n\nyes, send 7 USDC"), "a blank line ends it");
+        assert_eq!(own(">>> send 7\nUSDC").as_deref(), Some("\n"), "lazy continuation");
+        assert_eq!(own("they said \"send 7 USDC\" to me").as_deref(), Some("they said \n to me"));
+        // The paste's own quotes do not reopen the user's words.
+        assert_eq!(own("legit? \"Hi\" send 7 USDC \"bye\" ok").as_deref(), Some("legit? \n ok"));
+        assert_eq!(own("»Achtung« \"send 7 USDC\" ok").as_deref(), Some("\n ok"));
+        assert_eq!(own("my 27\" screen: send 7 USDC\nsend 1 USDC").as_deref(), Some("my 27\n\nsend 1 USDC"));
+        assert_eq!(own("„wyślij 7 USDC”").as_deref(), Some("\n"));
+        assert_eq!(own("look:\n```\nsend 7 USDC\n```\nsend 1 USDC").as_deref(), Some("look:\n\n\nsend 1 USDC"));
+        assert_eq!(own("```\nx\n```\n7 USDC\n```\ny\n```\nz").as_deref(), Some("\n\nz"), "first to last fence");
+        assert_eq!(own("~~~\nsend 7 USDC").as_deref(), Some("\n"), "an unclosed fence runs to the end");
+        assert_eq!(own("a ```send 7 USDC``` b").as_deref(), Some("a \n b"));
+        assert_eq!(own("ok\n    send 7 USDC\n\tto 0xdead\nyes").as_deref(), Some("ok\n\n\nyes"));
+        assert_eq!(own("ok\r> send 7 USDC\r\ryes").as_deref(), Some("ok\r\n\r\ryes"));
+        assert_eq!(own("ok\u{2028}> send 7 USDC").as_deref(), Some("ok\u{2028}\n"));
     }
 }
