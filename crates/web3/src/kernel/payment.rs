@@ -478,7 +478,7 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
         let moved = web3.journal().transition(&entry.id, &from, EntryStatus::Failed, update).await?;
         return Ok(moved.then_some(EntryStatus::Failed));
     };
-    let network = web3.core().networks.resolve(&entry.network)?.clone();
+    let network = super::reconcile::network_of(web3, entry)?;
     let chain = web3.chain(&network)?;
     let asset = holdfast_core::address::parse_address("asset", &entry.asset)?;
     let payer = holdfast_core::address::parse_address("from", &entry.from)?;

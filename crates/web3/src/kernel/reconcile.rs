@@ -61,6 +61,21 @@ async fn set(
     Ok(Some(Settled { entry, report }))
 }
 
+/// The configured network an entry was sent on, found by the chain id it was signed for: a network renamed since
+/// keeps its entries, and a name now given to another chain does not take them (its receipts and nonces are another
+/// chain's).
+pub(crate) fn network_of(web3: &Web3, entry: &JournalEntry) -> Result<holdfast_core::config::NetworkConfig, ToolError> {
+    web3.core().networks.by_chain_id(entry.chain_id).cloned().ok_or_else(|| {
+        ToolError::new(
+            holdfast_core::ErrorCode::UnknownNetwork,
+            format!(
+                "journal entry {}: chain id {} ({}) is no longer configured, so it cannot be looked up",
+                entry.id, entry.chain_id, entry.network
+            ),
+        )
+    })
+}
+
 /// Settles one entry as far as the chain tells now. `None`: nothing changed.
 pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Settled>, ToolError> {
     if entry.kind == EntryKind::Payment {
@@ -88,7 +103,7 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             EntryUpdate { error: Some("never signed; the reservation was released".into()), ..Default::default() };
         return set(web3, entry, EntryStatus::Failed, update, "stale reservation released").await;
     }
-    let network = web3.core().networks.resolve(&entry.network)?.clone();
+    let network = network_of(web3, entry)?;
     let chain = web3.chain(&network)?;
     let hash: Option<B256> = entry.tx_hash.as_deref().and_then(|h| h.parse().ok());
     if let Some(hash) = hash
@@ -128,6 +143,13 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             // Released only when every node shows that other transaction; until then it stays as it is.
             if !chain.mined_elsewhere_too(other, from, nonce).await {
                 return Ok(None);
+            }
+            // The transaction that used the nonce may be one of ours recorded as never sent (a node kept it while
+            // answering that it refused it, and let it out later): found at any age and recorded as mined, counted.
+            for earlier in web3.journal().failed_sends_at(entry.chain_id, &entry.from, nonce..nonce + 1).await? {
+                if earlier.tx_hash.as_deref().and_then(|h| h.parse::<B256>().ok()) == Some(other) {
+                    Box::pin(self::entry(web3, &earlier)).await?;
+                }
             }
             let update = EntryUpdate {
                 error: Some(format!("nonce {nonce} was used by another transaction ({other})")),

@@ -720,22 +720,8 @@ async fn eth_looked_up_on(env: &Env, network: &str) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
     let devnet = TestDevnet::start().await.expect("devnet");
-    let port = holdfast_devnet::anvil::free_port().unwrap();
-    let anvil = holdfast_devnet::anvil_path(&|_| {}).await.unwrap();
-    let _other = tokio::process::Command::new(anvil)
-        .args(["--chain-id", "31337", "--port", &port.to_string(), "--silent"])
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let other = alloy::providers::ProviderBuilder::new().connect_http(url.parse().unwrap());
-    for _ in 0..200 {
-        if other.get_chain_id().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    other.anvil_set_balance(devnet.wallet_address, U256::from(FINNEY) * U256::from(1_000u64)).await.unwrap();
+    let other_chain = crate::common::PlainAnvil::start(31337, devnet.wallet_address).await;
+    let (url, other) = (&other_chain.url, &other_chain.provider);
     // The token table: the built-in one, and ether on `ethereum`.
     let builtin = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/tokens.ron")).unwrap();
     let ether = "    \"ethereum\": {\"ETH\": (address: \"0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE\", decimals: 18, name: \"Ether\")},\n}";
@@ -879,16 +865,78 @@ async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_an
 /// again must find it, not go out beside it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_transfer_a_node_held_back_and_let_out_later_is_found_before_anything_new_is_signed() {
-    held_back_let_out_and_asked_again(false).await;
+    held_back_let_out_and_asked_again(None).await;
 }
 
 /// As above, with the node holding it back for two days: a failed send is looked for by its nonce, however old.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_transfer_a_node_held_back_for_days_is_found_before_anything_new_is_signed() {
-    held_back_let_out_and_asked_again(true).await;
+    // Two days pass: the journal's entries were written and last updated then.
+    let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
+    let aged = format!(
+        "UPDATE journal SET created_at = '{two_days_ago}', updated_at = '{two_days_ago}', day = date(day, '-2 day')"
+    );
+    held_back_let_out_and_asked_again(Some(&aged)).await;
 }
 
-async fn held_back_let_out_and_asked_again(for_days: bool) {
+/// As above, with the network renamed in the config since (same chain id): the entry is looked up on its chain, not
+/// by a name no network answers to (before: every send on the chain refused with `unknown_network` while the gap
+/// lasted).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_held_back_on_a_network_renamed_since_is_found_before_anything_new_is_signed() {
+    held_back_let_out_and_asked_again(Some("UPDATE journal SET network = 'base-before-renaming'")).await;
+}
+
+/// The held-back transfer let out two days later, mined with the nonce a later send of the wallet also holds (one
+/// still `unknown`, which the chain never mined): the chain counts no more than the journal, so no nonce gap shows
+/// it. Reconciling that later send finds its nonce used by the held-back one, and records that one as mined and
+/// counted (before: the later send was released as `dropped`, and the held-back one stayed `failed`, counted
+/// nowhere, once the day's recheck of failed sends was over).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_held_back_for_days_and_mined_in_a_later_sends_place_is_counted() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    let (_, nonce) = five_usdc_to_alice(&env).await;
+    proxy.set_fault(Fault::Withhold);
+    let first = env.call("transfer", crate::transfer::to_register()).await;
+    let held = env.web3.journal().for_session("session-1").await.unwrap();
+    let held = held.into_iter().find(|e| e.kind == EntryKind::Transfer).unwrap();
+    assert_eq!((held.status, held.nonce), (EntryStatus::Failed, Some(nonce)), "{first:?}");
+    let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
+    let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
+    db.lock()
+        .execute_batch(&format!(
+            "UPDATE journal SET created_at = '{two_days_ago}', updated_at = '{two_days_ago}', day = date(day, '-2 day')"
+        ))
+        .unwrap();
+    // A later send of the wallet with the same nonce, whose outcome is unknown and which the chain never saw.
+    let later = holdfast_web3::journal::NewEntry {
+        fingerprint: "later".into(),
+        intent: None,
+        nonce: Some(nonce),
+        tx_hash: None,
+        raw_tx: None,
+        authorization: None,
+        ..crate::restart::entry_of(&held)
+    };
+    use holdfast_web3::journal::test_hooks as j;
+    let later = j::insert(env.web3.journal(), later, EntryStatus::Reserved).await.unwrap();
+    let hash = B256::repeat_byte(0x5e).to_string();
+    j::mark_signed(env.web3.journal(), &later.id, Some(nonce), "0x02", &hash, None).await.unwrap();
+    j::set_status(env.web3.journal(), &later.id, EntryStatus::Unknown).await.unwrap();
+    proxy.set_fault(Fault::Forward);
+    let released = proxy.release().await;
+    assert_eq!(env.nonce().await, nonce + 1, "the held-back one was mined: {released:?}");
+
+    let report = env.web3.reconcile().await.unwrap();
+    let status = |id: &str| report.iter().find(|r| r.journal_id == id).map(|r| r.status);
+    assert_eq!(status(&later.id), Some(EntryStatus::Dropped), "{report:?}");
+    let now = env.web3.journal().get(&held.id).await.unwrap().unwrap();
+    assert_eq!(now.status, EntryStatus::Confirmed, "the held-back transfer is recorded as mined: {report:?}");
+}
+
+/// The held-back transfer; `then` runs on the journal's SQLite file once the transfer was recorded as never sent.
+async fn held_back_let_out_and_asked_again(then: Option<&str>) {
     let devnet = TestDevnet::start().await.expect("devnet");
     let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
     let (mine, nonce) = five_usdc_to_alice(&env).await;
@@ -897,16 +945,9 @@ async fn held_back_let_out_and_asked_again(for_days: bool) {
     let first = env.call("transfer", crate::transfer::to_register()).await;
     assert!(proxy.faults_applied() >= 1, "the node held it back: {first:?}");
     assert_eq!(env.nonce().await, nonce, "nothing mined yet: {first:?}");
-    if for_days {
-        // Two days pass: the journal's entries were written and last updated then.
+    if let Some(sql) = then {
         let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
-        let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
-        db.lock()
-            .execute_batch(&format!(
-                "UPDATE journal SET created_at = '{two_days_ago}', updated_at = '{two_days_ago}', \
-                 day = date(day, '-2 day')"
-            ))
-            .unwrap();
+        db.lock().execute_batch(sql).unwrap();
     }
     let released = proxy.release().await;
     assert_eq!(env.nonce().await, nonce + 1, "the node let it out and it was mined: {released:?}");
@@ -1042,7 +1083,7 @@ async fn journaled_not_sent() -> (Env, RpcProxy, u64, holdfast_web3::chain::Sign
     let (env, proxy) = behind_proxy(TestDevnet::start().await.expect("devnet"), Tweaks::default(), true).await;
     let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
     let nonce = env.nonce().await;
-    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    let (signed, id) = crate::restart::signed_for(&env, genesis, "base").await;
     (env, proxy, nonce, signed, id)
 }
 
@@ -1110,7 +1151,7 @@ async fn a_second_node_that_is_down_stops_nothing_that_releases_nothing() {
     let genesis = env.devnet.provider().get_block_by_number(0.into()).await.unwrap().unwrap().header.hash;
     let nonce = env.nonce().await;
     // A transaction journaled and not yet sent: reconciliation sends its identical bytes, which needs no proof.
-    let (signed, id) = crate::restart::signed_for(&env, genesis, holdfast_devnet::CHAIN_ID).await;
+    let (signed, id) = crate::restart::signed_for(&env, genesis, "base").await;
     env.web3.reconcile().await.unwrap();
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
     assert!(chain.wait_receipt(signed.hash, std::time::Duration::from_secs(10)).await.is_some(), "sent and mined");

@@ -12,7 +12,7 @@ fn entry(signed: &holdfast_web3::chain::SignedTx, from: &str) -> NewEntry {
         session_id: "crashed".into(),
         kind: EntryKind::Swap,
         network: "base".into(),
-        chain_id: 8453,
+        chain_id: holdfast_devnet::CHAIN_ID,
         from: from.into(),
         to: "dev".into(),
         nonce: Some(signed.nonce),
@@ -26,6 +26,30 @@ fn entry(signed: &holdfast_web3::chain::SignedTx, from: &str) -> NewEntry {
         tx_hash: Some(signed.hash.to_string()),
         error: None,
         summary: serde_json::json!({"action": "test transfer"}),
+        authorization: None,
+    }
+}
+
+/// A new entry with `e`'s fields.
+pub(crate) fn entry_of(e: &holdfast_web3::journal::JournalEntry) -> NewEntry {
+    NewEntry {
+        session_id: e.session_id.clone(),
+        kind: e.kind,
+        network: e.network.clone(),
+        chain_id: e.chain_id,
+        from: e.from.clone(),
+        to: e.to.clone(),
+        nonce: e.nonce,
+        value: e.value.clone(),
+        asset: e.asset.clone(),
+        asset_symbol: e.asset_symbol.clone(),
+        amount: e.amount.clone(),
+        fingerprint: e.fingerprint().to_owned(),
+        intent: e.intent().map(str::to_owned),
+        raw_tx: None,
+        tx_hash: e.tx_hash.clone(),
+        error: None,
+        summary: e.summary.clone(),
         authorization: None,
     }
 }
@@ -106,16 +130,21 @@ async fn a_journaled_transaction_whose_nonce_was_used_elsewhere_is_marked_droppe
     assert_eq!(env.nonce().await, nonce + 1);
 }
 
-/// Journals a signed, never-sent 1-wei transfer as the kernel would, recorded for the chain whose genesis is
-/// `genesis`, on the devnet's own (local) chain id or on `chain_id`.
-pub(crate) async fn signed_for(env: &Env, genesis: B256, chain_id: u64) -> (holdfast_web3::chain::SignedTx, String) {
-    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+/// Journals a signed, never-sent 1-wei transfer on `network` as the kernel would, recorded for the chain whose
+/// genesis is `genesis`.
+pub(crate) async fn signed_for(env: &Env, genesis: B256, network: &str) -> (holdfast_web3::chain::SignedTx, String) {
+    let network = env.ctx.config.networks.resolve(network).unwrap();
+    let chain = env.web3.chain(network).unwrap();
     let signer = env.devnet.signer().unwrap();
     let plan = TxPlan { to: env.devnet.dev_account(), data: Bytes::new(), value: U256::from(1u8) };
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
     let nonce = chain.next_nonce(signer.address(), None).await.unwrap();
     let signed = chain.sign(&signer, &plan, fees, nonce).unwrap();
-    let new = NewEntry { chain_id, ..entry(&signed, &signer.address().to_checksum(None)) };
+    let new = NewEntry {
+        chain_id: network.chain_id,
+        network: network.name.clone(),
+        ..entry(&signed, &signer.address().to_checksum(None))
+    };
     let j = env.web3.journal();
     let row = holdfast_web3::journal::test_hooks::insert(j, new, EntryStatus::Reserved).await.unwrap();
     let (raw, hash, genesis) = (signed.raw.to_string(), signed.hash.to_string(), genesis.to_string());
@@ -131,7 +160,7 @@ async fn a_transaction_of_a_devnet_chain_that_began_anew_is_chain_reset_never_dr
     let nonce = env.nonce().await;
     // Signed on the chain the devnet ran before a reset without its saved state: the node shows another genesis.
     let before_reset = B256::repeat_byte(0x11);
-    let (signed, id) = signed_for(&env, before_reset, holdfast_devnet::CHAIN_ID).await;
+    let (signed, id) = signed_for(&env, before_reset, "base").await;
 
     let report = env.web3.reconcile().await.unwrap();
     assert_eq!(report.len(), 1, "{report:?}");
@@ -157,11 +186,15 @@ async fn a_transaction_of_a_devnet_chain_that_began_anew_is_chain_reset_never_dr
 
 #[tokio::test]
 async fn on_a_public_chain_id_an_entry_is_reconciled_as_always_whatever_genesis_it_names() {
-    let env = Env::start().await;
+    // A second chain under Base's chain id (a plain anvil), where the devnet's signer holds ether.
+    let devnet = holdfast_devnet::TestDevnet::start().await.expect("devnet");
+    let public = crate::common::PlainAnvil::start(8453, devnet.wallet_address).await;
+    let toml = format!("\n[networks.public]\nchain_id = 8453\nrpc_urls = [\"{}\"]\n", public.url);
+    let env = Env::apply(devnet, crate::common::Tweaks { toml, ..Default::default() });
     // Base's chain id never begins anew: the genesis is not asked, and the entry is re-sent from its identical bytes.
-    let (signed, id) = signed_for(&env, B256::repeat_byte(0x22), 8453).await;
+    let (signed, id) = signed_for(&env, B256::repeat_byte(0x22), "public").await;
     let report = env.web3.reconcile().await.unwrap();
     assert!(report.iter().any(|r| r.journal_id == id && r.status == EntryStatus::Pending), "{report:?}");
-    let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
+    let chain = env.web3.chain(env.ctx.config.networks.resolve("public").unwrap()).unwrap();
     assert!(chain.wait_receipt(signed.hash, Duration::from_secs(10)).await.is_some());
 }

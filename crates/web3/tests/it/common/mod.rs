@@ -196,6 +196,38 @@ pub(crate) fn recalldata(quote: &mut Value, f: impl Fn(&mut sellCall)) {
     quote["transaction"]["data"] = json!(alloy::primitives::hex::encode_prefixed(call.abi_encode()));
 }
 
+/// A plain anvil of `chain_id` beside the devnet (no contracts), where `funded` holds 1 ETH: a second chain.
+pub(crate) struct PlainAnvil {
+    /// Its RPC URL.
+    pub(crate) url: String,
+    /// A provider on it.
+    pub(crate) provider: alloy::providers::DynProvider,
+    _child: tokio::process::Child,
+}
+
+impl PlainAnvil {
+    pub(crate) async fn start(chain_id: u64, funded: alloy::primitives::Address) -> Self {
+        use alloy::providers::{Provider as _, ext::AnvilApi as _};
+        let port = holdfast_devnet::anvil::free_port().unwrap();
+        let anvil = holdfast_devnet::anvil_path(&|_| {}).await.unwrap();
+        let child = tokio::process::Command::new(anvil)
+            .args(["--chain-id", &chain_id.to_string(), "--port", &port.to_string(), "--silent"])
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let provider = alloy::providers::ProviderBuilder::new().connect_http(url.parse().unwrap()).erased();
+        for _ in 0..200 {
+            if provider.get_chain_id().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        provider.anvil_set_balance(funded, U256::from(10u64).pow(U256::from(18u8))).await.unwrap();
+        Self { url, provider, _child: child }
+    }
+}
+
 pub(crate) fn u256(v: &Value) -> U256 {
     U256::from_str_radix(v.as_str().unwrap(), 10).unwrap()
 }

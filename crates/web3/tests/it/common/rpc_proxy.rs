@@ -8,7 +8,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -105,14 +105,28 @@ impl RpcProxy {
         self.shared.counts.lock().clone()
     }
 
-    /// Sends the node every request [`Fault::Withhold`] kept, in order; the node's answers.
+    /// Sends the node every request [`Fault::Withhold`] kept, in order; the node's answers, once what it accepted
+    /// is mined.
     pub(crate) async fn release(&self) -> Vec<Value> {
         let kept = std::mem::take(&mut *self.shared.withheld.lock());
-        let mut answers = Vec::new();
+        let mut answers: Vec<Value> = Vec::new();
         for body in kept {
             let sent =
                 self.shared.http.post(&self.shared.upstream).header("content-type", "application/json").body(body);
             answers.push(sent.send().await.unwrap().json().await.unwrap());
+        }
+        // The node mines what it accepted right after it answers (automine): wait for each receipt, so a caller sees
+        // the chain after the release, not before it.
+        for hash in answers.iter().filter_map(|a| a["result"].as_str()) {
+            let ask = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getTransactionReceipt", "params": [hash]});
+            for _ in 0..200 {
+                let got: Value =
+                    self.shared.http.post(&self.shared.upstream).json(&ask).send().await.unwrap().json().await.unwrap();
+                if !got["result"].is_null() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
         }
         answers
     }
