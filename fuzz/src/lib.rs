@@ -153,7 +153,7 @@ impl Scanner {
         }
         assert_eq!(bank.format_for_agent().is_some(), !kept.is_empty());
         // Each authorization is a bound amount of the message; one is `quoted` only when something in it may quote.
-        let marks = ['"', '“', '”', '„', '‟', '«', '»', '‹', '›', '‘', '「', '」', '『', '』', '〝', '〞', '〟', '＂'];
+        let marks = ['"', '“', '”', '„', '‟', '‚', '‛', '«', '»', '‹', '›', '‘', '「', '」', '『', '』', '〝', '〞', '〟', '＂'];
         let plain = !text.contains(marks) && !text.contains(['>', '`', '~', '\t']) && !text.contains("    ");
         for a in bank.authorizations() {
             assert!(bank.has_amount(&a.amount, &a.symbol), "{a:?}");

@@ -1,5 +1,6 @@
 //! Core benchmarks, each against a naive baseline in the same run (results in docs/benchmarks.md):
-//! - context bank over 1 MiB of chat text with 1,000 token symbols vs one regex per symbol;
+//! - context bank over 1 MiB of chat text with 1,000 token symbols vs one regex per symbol (the scanner alone, and
+//!   the bank's whole `scan_input`, with and without a quotation around the text);
 //! - register read of a quote (1 KB / 10 KB / 100 KB) vs clone-on-read;
 //! - registry dispatch of a trivial tool vs calling it directly.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -76,6 +77,18 @@ fn context_bank(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.sample_size(20);
     g.bench_function("scanner_single_pass", |b| b.iter(|| black_box(scanner.scan(black_box(&text))).len()));
+    // The whole of `ContextBank::scan_input`: the scan, the look for quoted parts, the items and authorizations kept;
+    // then the same text with a quotation around it (the unquoted words are scanned a second time).
+    let scanner = Arc::new(scanner);
+    let quoted = format!("is this legit? \"{text}\"");
+    for (name, message) in [("bank_scan_input", &text), ("bank_scan_input_all_quoted", &quoted)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let bank = holdfast_core::ContextBank::new(Arc::clone(&scanner), EventBus::new("bench"));
+                black_box(bank.scan_input(black_box(message))).len()
+            })
+        });
+    }
     g.sample_size(10);
     g.bench_function("baseline_regex_per_symbol", |b| {
         b.iter(|| {

@@ -7,37 +7,46 @@
 //!
 //! The pasted text decides where its own quotes open and close, so the parts are read to fail closed — whatever may
 //! be quoted is:
-//! - **quote characters**: everything from the first quote character of the message (`"`, `“`, `”`, `„`, `‟`, `«`,
-//!   `»`, `‹`, `›`, `‘`, `「`, `」`, `『`, `』`, `〝`, `〞`, `〟`, `＂`) to the last one, across lines, whatever pairs
-//!   they seem to make; with an odd count, the last one's line to its end too. (`’` is the typographic apostrophe:
-//!   not counted.)
+//! - **quote characters**: everything from the first quote character of the message (`"`, `“`, `”`, `„`, `‟`, `‚`,
+//!   `‛`, `‘`, `«`, `»`, `‹`, `›`, `「`, `」`, `『`, `』`, `〝`, `〞`, `〟`, `＂`) to the last one, across lines,
+//!   whatever pairs they seem to make; with an odd count, the last one's line to its end too. The ASCII `'` and the
+//!   typographic apostrophe `’` are not counted: they are apostrophes far more often than quotes.
 //! - **fences**: from the first ```` ``` ```` or `~~~` anywhere to the last one; with an odd count, to the end.
-//! - **block quotes**: a line whose first non-blank character is `>` and the lines after it up to a blank line
-//!   (Markdown's lazy continuation; Slack's `>>>` quotes the rest of the message the same way, up to a blank line).
+//! - **block quotes**: a line whose first non-blank character is `>`, and the lines after it up to a blank line (one
+//!   of spaces and tabs only: Markdown's lazy continuation); a line that begins with Slack's `>>>` quotes the rest of
+//!   the message.
 //! - **indented code**: a line that begins with four spaces or a tab.
 //!
-//! Lines end at `\n`, `\r`, U+0085, U+2028 and U+2029. Inline code (`` `0x…` ``) is the user's own words: it is how
-//! addresses are often written. A text pasted with no quoting at all cannot be told apart from a request, and still
-//! authorizes (see the safety model, invariant 7).
+//! Lines end at `\n`, `\r` or `\r\n` only: U+0085, U+2028 and U+2029 are characters of the line (Markdown's
+//! reading; the scanner treats them as invisible), so a pasted one cannot end an indented or quoted line early.
+//! Inline code (`` `0x…` ``) is the user's own words: it is how addresses are often written. A text pasted with no
+//! quoting at all cannot be told apart from a request, and still authorizes (see the safety model, invariant 7).
 
 use std::ops::Range;
 
-/// Characters that may open or close a quotation.
-const QUOTES: [char; 18] =
-    ['"', '“', '”', '„', '‟', '«', '»', '‹', '›', '‘', '「', '」', '『', '』', '〝', '〞', '〟', '＂'];
-
-/// Characters that end a line.
-const LINE_BREAKS: [char; 5] = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
+/// Characters that may open or close a quotation (all but the first are outside ASCII).
+const QUOTES: [char; 20] =
+    ['"', '“', '”', '„', '‟', '‚', '‛', '‘', '«', '»', '‹', '›', '「', '」', '『', '』', '〝', '〞', '〟', '＂'];
 
 /// `text` with every part that may be quoted replaced by a line break (so nothing binds across it), or `None` when
-/// nothing in it may be.
+/// nothing in it may be. Linear in the text's length.
 pub(super) fn own_words(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let line_end = |at: usize| memchr::memchr2(b'\n', b'\r', &bytes[at..]).map_or(text.len(), |n| at + n);
     let mut quoted: Vec<Range<usize>> = Vec::new();
-    let line_end = |at: usize| text[at..].find(LINE_BREAKS).map_or(text.len(), |n| at + n);
-    let marks: Vec<(usize, char)> = text.char_indices().filter(|(_, c)| QUOTES.contains(c)).collect();
-    if let (Some(&(first, _)), Some(&(last, c))) = (marks.first(), marks.last()) {
-        let end = if marks.len() % 2 == 1 { line_end(last) } else { last + c.len_utf8() };
-        quoted.push(first..end);
+    // Only `"` is ASCII; the others begin with one of four lead bytes (a character boundary), read there.
+    let (mut first, mut last, mut count) = (usize::MAX, 0, 0usize);
+    let leads = memchr::memchr3_iter(b'"', 0xC2, 0xE2, bytes).chain(memchr::memchr2_iter(0xE3, 0xEF, bytes));
+    for i in leads {
+        let len = text[i..].chars().next().filter(|c| QUOTES.contains(c)).map_or(0, char::len_utf8);
+        if len > 0 {
+            first = first.min(i);
+            last = last.max(i + len);
+            count += 1;
+        }
+    }
+    if count > 0 {
+        quoted.push(first..if count % 2 == 1 { line_end(last) } else { last });
     }
     let fences: Vec<usize> = fence_marks(text);
     if let (Some(&first), Some(&last)) = (fences.first(), fences.last()) {
@@ -45,11 +54,15 @@ pub(super) fn own_words(text: &str) -> Option<String> {
     }
     let mut in_block_quote = false;
     let mut start = 0;
-    while start <= text.len() {
+    loop {
         let end = line_end(start);
         let line = &text[start..end];
         let own = line.trim_start();
-        if own.is_empty() {
+        if own.starts_with(">>>") {
+            quoted.push(start..text.len());
+            break;
+        }
+        if line.bytes().all(|b| b == b' ' || b == b'\t') {
             in_block_quote = false;
         } else if own.starts_with('>') {
             in_block_quote = true;
@@ -57,8 +70,10 @@ pub(super) fn own_words(text: &str) -> Option<String> {
         if in_block_quote || line.starts_with("    ") || line.starts_with('\t') {
             quoted.push(start..end);
         }
-        // Past the line break (one character, of one to three bytes).
-        start = end + text[end..].chars().next().map_or(1, char::len_utf8);
+        if end == text.len() {
+            break;
+        }
+        start = end + if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { 2 } else { 1 };
     }
     if quoted.is_empty() {
         return None;
@@ -68,7 +83,7 @@ pub(super) fn own_words(text: &str) -> Option<String> {
     let mut merged: Vec<Range<usize>> = Vec::new();
     for r in quoted {
         match merged.last_mut() {
-            Some(last) if r.start <= last.end || text[last.end..r.start].chars().all(|c| LINE_BREAKS.contains(&c)) => {
+            Some(last) if r.start <= last.end || bytes[last.end..r.start].iter().all(|&b| b == b'\n' || b == b'\r') => {
                 last.end = last.end.max(r.end);
             }
             _ => merged.push(r),
@@ -89,17 +104,12 @@ pub(super) fn own_words(text: &str) -> Option<String> {
 fn fence_marks(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i + 3 <= bytes.len() {
+    let mut after = 0;
+    for i in memchr::memchr2_iter(b'`', b'~', bytes) {
         let b = bytes[i];
-        if (b == b'`' || b == b'~') && bytes[i + 1] == b && bytes[i + 2] == b {
+        if i >= after && bytes.get(i + 1) == Some(&b) && bytes.get(i + 2) == Some(&b) {
             out.push(i);
-            i += 3;
-            while bytes.get(i) == Some(&b) {
-                i += 1;
-            }
-        } else {
-            i += 1;
+            after = i + 3 + bytes[i + 3..].iter().take_while(|&&c| c == b).count();
         }
     }
     out
@@ -133,6 +143,15 @@ mod tests {
         assert_eq!(own("a ```send 7 USDC``` b").as_deref(), Some("a \n b"));
         assert_eq!(own("ok\n    send 7 USDC\n\tto 0xdead\nyes").as_deref(), Some("ok\n\n\nyes"));
         assert_eq!(own("ok\r> send 7 USDC\r\ryes").as_deref(), Some("ok\r\n\r\ryes"));
-        assert_eq!(own("ok\u{2028}> send 7 USDC").as_deref(), Some("ok\u{2028}\n"));
+        // A Windows line break is one: the quote goes on to the next line.
+        assert_eq!(own("legit?\r\n> Hi,\r\nsend 7 USDC\r\n\r\nno").as_deref(), Some("legit?\r\n\n\r\n\r\nno"));
+        // U+2028 and its kind are characters of the line: they end neither a quoted nor an indented one.
+        assert_eq!(own("ok\u{2028}> send 7 USDC"), None);
+        assert_eq!(own("ok\n> Hi\u{2028}\u{2028}send 7 USDC").as_deref(), Some("ok\n\n"));
+        assert_eq!(own("    Hi\u{2028}send 7 USDC").as_deref(), Some("\n"));
+        // Only spaces and tabs make a blank line; Slack's >>> quotes the rest.
+        assert_eq!(own("> Hi\n\u{a0}\nsend 7 USDC").as_deref(), Some("\n"));
+        assert_eq!(own(">>> Hi\n\nsend 7 USDC").as_deref(), Some("\n"));
+        assert_eq!(own("ok ‚send 7 USDC‘").as_deref(), Some("ok \n"));
     }
 }
