@@ -98,16 +98,16 @@ pub async fn standing_on(
     out
 }
 
-/// Whether a swap selling `token` on `network` is still unsettled (it may yet consume the allowance).
-fn swap_in_flight(unresolved: &[JournalEntry], network: &str, token: Address) -> bool {
+/// Whether a swap selling `token` on the chain `chain_id` is still unsettled (it may yet consume the allowance).
+fn swap_in_flight(unresolved: &[JournalEntry], chain_id: u64, token: Address) -> bool {
     let token = token.to_checksum(None);
-    unresolved.iter().any(|e| e.kind == EntryKind::Swap && e.network == network && e.asset == token)
+    unresolved.iter().any(|e| e.kind == EntryKind::Swap && e.chain_id == chain_id && e.asset == token)
 }
 
-/// The newest live approval (any session) of `token` on `network`.
-fn newest_approval<'a>(approvals: &'a [JournalEntry], network: &str, token: Address) -> Option<&'a JournalEntry> {
+/// The newest live approval (any session) of `token` on the chain `chain_id` (whatever its network is called now).
+fn newest_approval(approvals: &[JournalEntry], chain_id: u64, token: Address) -> Option<&JournalEntry> {
     let token = token.to_checksum(None);
-    approvals.iter().find(|a| a.network == network && a.asset == token && a.status.is_live())
+    approvals.iter().find(|a| a.chain_id == chain_id && a.asset == token && a.status.is_live())
 }
 
 /// Resets `token`'s allowance on `network` at once when one stands and no swap selling it is in flight: a swap of
@@ -115,7 +115,7 @@ fn newest_approval<'a>(approvals: &'a [JournalEntry], network: &str, token: Addr
 /// is left to it. Best effort; what failed is logged (the background sweep tries again).
 pub(crate) async fn reset_abandoned(web3: &Web3, session: &str, network: &NetworkConfig, token: Address) {
     let approvals = web3.journal().list(None, Some(EntryKind::Approval), APPROVALS_LOOKED_AT).await.unwrap_or_default();
-    if let Some(a) = newest_approval(&approvals, &network.name, token)
+    if let Some(a) = newest_approval(&approvals, network.chain_id, token)
         && a.session_id != session
         && age(a) < web3.abandoned_after()
     {
@@ -137,10 +137,10 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
         return Vec::new();
     };
     let mut done = Vec::new();
-    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut seen: Vec<(u64, String)> = Vec::new();
     // Newest first: the first live approval of each token is its newest.
     for a in approvals.iter().filter(|a| a.status.is_live()) {
-        let key = (a.network.clone(), a.asset.clone());
+        let key = (a.chain_id, a.asset.clone());
         if seen.contains(&key) {
             continue;
         }
@@ -150,11 +150,10 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
             continue;
         }
         let (Ok(network), Ok(token)) =
-            (web3.core().networks.resolve(&a.network), holdfast_core::address::parse_address("asset", &a.asset))
+            (super::reconcile::network_of(web3, a), holdfast_core::address::parse_address("asset", &a.asset))
         else {
             continue;
         };
-        let network = network.clone();
         match sweep_token(web3, &network, token, Some(a)).await {
             Ok(Some(hash)) => done.push(hash),
             Ok(None) => {}
@@ -166,14 +165,14 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
     done
 }
 
-/// How many resets of `token` on `network` today (UTC): past [`RESETS_BEFORE_ASKING`], approvals of it wait for the
+/// How many resets of `token` on the chain `chain_id` today (UTC): past [`RESETS_BEFORE_ASKING`], approvals of it wait for the
 /// user, so a quote server that keeps getting its swaps refused cannot make the wallet pay for approvals and resets
 /// without end.
-pub(crate) async fn resets_today(web3: &Web3, network: &str, token: Address) -> usize {
+pub(crate) async fn resets_today(web3: &Web3, chain_id: u64, token: Address) -> usize {
     let token = token.to_checksum(None);
     let today = chrono::Utc::now().date_naive();
     let resets = web3.journal().list(None, Some(EntryKind::Reset), APPROVALS_LOOKED_AT).await.unwrap_or_default();
-    resets.iter().filter(|r| r.network == network && r.asset == token && r.created_at.date_naive() == today).count()
+    resets.iter().filter(|r| r.chain_id == chain_id && r.asset == token && r.created_at.date_naive() == today).count()
 }
 
 /// Resets of one token in a day after which its approvals wait for the user.
@@ -200,10 +199,10 @@ async fn sweep_token(
         return Ok(None);
     }
     let unresolved = web3.journal().unresolved().await?;
-    if swap_in_flight(&unresolved, &network.name, token) {
+    if swap_in_flight(&unresolved, network.chain_id, token) {
         return Ok(None);
     }
-    if resets_today(web3, &network.name, token).await >= RESETS_PER_DAY {
+    if resets_today(web3, network.chain_id, token).await >= RESETS_PER_DAY {
         tracing::warn!(
             network = %network.name, token = %info.symbol, %allowance,
             "an allowance still stands after today's resets; no more are sent today (check the RPC nodes)"

@@ -157,7 +157,7 @@ impl TxKind for Approve<'_> {
             ToolError::new(ErrorCode::UnknownToken, format!("{} is not in the token table", q.sell.address))
         })?;
         let mut plan = approval_plan(network, &token, q.sell_amount, wallet, spender, fp);
-        let resets = super::allowances::resets_today(web3, &network.name, token.address).await;
+        let resets = super::allowances::resets_today(web3, network.chain_id, token.address).await;
         if resets >= super::allowances::RESETS_BEFORE_ASKING {
             plan.confirm.push(format!(
                 "{} approvals were reset {resets} times today after their swaps were refused or abandoned",

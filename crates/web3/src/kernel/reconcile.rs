@@ -146,9 +146,13 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             }
             // The transaction that used the nonce may be one of ours recorded as never sent (a node kept it while
             // answering that it refused it, and let it out later): found at any age and recorded as mined, counted.
-            for earlier in web3.journal().failed_sends_at(entry.chain_id, &entry.from, nonce..nonce + 1).await? {
-                if earlier.tx_hash.as_deref().and_then(|h| h.parse::<B256>().ok()) == Some(other) {
-                    Box::pin(self::entry(web3, &earlier)).await?;
+            // Until its receipt shows, this entry stays as it is, so the nonce's amount stays counted somewhere.
+            let failed = web3.journal().failed_sends_at(entry.chain_id, &entry.from, nonce..nonce + 1).await?;
+            let ours = failed.iter().find(|e| e.tx_hash.as_deref().and_then(|h| h.parse::<B256>().ok()) == Some(other));
+            if let Some(earlier) = ours {
+                let settled = Box::pin(self::entry(web3, earlier)).await?;
+                if !settled.is_some_and(|s| s.report.status.is_live()) {
+                    return Ok(None);
                 }
             }
             let update = EntryUpdate {
