@@ -240,6 +240,37 @@ impl Chain {
         IERC20::balanceOfCall::abi_decode_returns(&out).map_err(|e| upstream(&self.network.name, "balanceOf", e))
     }
 
+    /// `owner`'s balance of `token` (the native placeholder: ether) as the highest any configured node shows, among
+    /// those that answer (the first error when none does): a node that hides a balance cannot make it look smaller.
+    /// For what the signer already holds before the account's funds are moved to it: a balance read too low would
+    /// have them moved again.
+    pub async fn balance_highest(&self, token: Address, owner: Address) -> Result<U256, ToolError> {
+        let asks = self.readers.iter().enumerate().map(|(i, (url, provider))| async move {
+            self.verify_reader(i).await?;
+            if token == NATIVE_TOKEN_ADDRESS {
+                return provider.get_balance(owner).await.map_err(|e| upstream(url, "eth_getBalance", e));
+            }
+            let data: Bytes = IERC20::balanceOfCall { owner }.abi_encode().into();
+            let req = alloy::rpc::types::TransactionRequest::default().to(token).input(data.into());
+            let out = provider.call(req).await.map_err(|e| upstream(url, "eth_call", e))?;
+            IERC20::balanceOfCall::abi_decode_returns(&out).map_err(|e| upstream(url, "balanceOf", e))
+        });
+        let (mut highest, mut failed) = (None::<U256>, None);
+        for answer in futures::future::join_all(asks).await {
+            match answer {
+                Ok(balance) => highest = Some(highest.map_or(balance, |h| h.max(balance))),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match (highest, failed) {
+            (Some(balance), _) => Ok(balance),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(ToolError::internal("no RPC node is configured")),
+        }
+    }
+
     /// ERC-20 allowance.
     pub async fn allowance(&self, token: Address, owner: Address, spender: Address) -> Result<U256, ToolError> {
         let out = self.call(token, IERC20::allowanceCall { owner, spender }.abi_encode().into()).await?;

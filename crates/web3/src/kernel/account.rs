@@ -496,21 +496,23 @@ impl TxKind for Fund {
 ///
 /// What the signer already holds for the account is used first, judged and topped up under one lock, so actions
 /// that never happen (declined after the simulation, refused by a later check), retries and concurrent calls cannot
-/// pile the account's funds up in the signer:
+/// pile the account's funds up in the signer. The lock is returned: the caller holds it until its action is journaled
+/// (or refused), so a concurrent action does not count the same funds as its own. What the signer holds is the
+/// highest balance any node shows (a node that hides it cannot have the funds moved again):
 /// - a token: the signer's balance of it (the signer holds tokens only for the account);
 /// - ether: what the funds moved to the signer and its swaps since the first fund have not spent, over every day (at
 ///   most the signer's balance): the rest of its ether is its gas money, never spent on the account's behalf.
-pub(crate) async fn fund(
-    web3: &Web3,
+pub(crate) async fn fund<'w>(
+    web3: &'w Web3,
     network: &NetworkConfig,
     account: Account,
     mv: &Move,
     occasion: &str,
-) -> Result<(), ToolError> {
-    let _one_at_a_time = web3.fund_lock().lock().await;
+) -> Result<tokio::sync::MutexGuard<'w, ()>, ToolError> {
+    let one_at_a_time = web3.fund_lock().lock().await;
     let signer = web3.wallet().address();
     let chain = web3.chain(network)?;
-    let held = chain.balance(mv.asset, signer).await?;
+    let held = chain.balance_highest(mv.asset, signer).await?;
     let available = if mv.native {
         let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
         let journal = web3.journal();
@@ -524,7 +526,7 @@ pub(crate) async fn fund(
         held
     };
     if available >= mv.amount {
-        return Ok(());
+        return Ok(one_at_a_time);
     }
     let mut mv = mv.clone();
     mv.amount -= available;
@@ -568,5 +570,5 @@ pub(crate) async fn fund(
             ),
         ));
     }
-    Ok(())
+    Ok(one_at_a_time)
 }

@@ -382,6 +382,9 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     }
     reasons.append(&mut plan.confirm);
     let mut upfront = false;
+    // The fund's lock, held until this action is journaled by `commit` (or refused): a concurrent action judging what
+    // the signer holds then sees this one's share spent, and funds its own.
+    let mut _funded = None;
     if plan.funded
         && let Some(account) = web3.account()
     {
@@ -411,7 +414,7 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
             upfront = true;
         }
         // Holdfast's own caps passed above; the fund is checked against the on-chain limit and journaled itself.
-        super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?;
+        _funded = Some(super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?);
     }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common::Env;
+use crate::common::rpc_proxy::RpcProxy;
 use alloy::network::{EthereumWallet, TransactionBuilder};
 use alloy::primitives::{Address, U256, address};
 use alloy::providers::{Provider, ProviderBuilder};
@@ -16,6 +17,7 @@ use holdfast_devnet::{NATIVE, TestDevnet, USDC};
 use holdfast_web3::EntryKind;
 use holdfast_web3::kernel::account::{Account, transfer_tx};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 const FRIEND: Address = address!("0x90F79bf6EB2c4f870365E785982E1f101E93b906");
@@ -301,9 +303,16 @@ async fn nothing_is_funded_before_the_user_approves_and_one_approval_runs_the_sw
 /// fund): the env, the account and the quoter's tamper (to make it honest again).
 async fn halved_minimum_quotes() -> (Env, Address, crate::common::Tamper) {
     let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    halved_minimum_quotes_on(devnet, crate::common::Tweaks::default()).await
+}
+
+async fn halved_minimum_quotes_on(
+    devnet: TestDevnet,
+    tweaks: crate::common::Tweaks,
+) -> (Env, Address, crate::common::Tamper) {
     let account = devnet.account.unwrap();
     let (url, tamper) = crate::common::hostile_quoter(&devnet).await;
-    let env = Env::apply(devnet, crate::common::Tweaks { quoter_url: Some(url), ..Default::default() });
+    let env = Env::apply(devnet, crate::common::Tweaks { quoter_url: Some(url), ..tweaks });
     *tamper.lock() = Box::new(|q: &mut Value| {
         let min = crate::common::u256(&q["minBuyAmount"]) / U256::from(2);
         q["minBuyAmount"] = json!(min.to_string());
@@ -312,11 +321,9 @@ async fn halved_minimum_quotes() -> (Env, Address, crate::common::Tamper) {
     (env, account, tamper)
 }
 
-/// Swaps that fail after their fund (a quote whose minimum the independent price refuses) fund once: the next ones,
-/// and the honest swap after them, use what the signer already holds for the account. The key never keeps more.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_the_key() {
-    let (env, account, tamper) = halved_minimum_quotes().await;
+/// Four 0.001 ETH swaps whose quotes the independent price refuses after their fund: the account funded once. The
+/// account's ether before them.
+async fn four_refused_swaps_funded_once(env: &Env, account: Address) -> U256 {
     let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
     for attempt in 0..4 {
         let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
@@ -325,6 +332,15 @@ async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_t
         assert_eq!(err.code, ErrorCode::QuoteRejected, "attempt {attempt}: {err:?}");
     }
     assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY), "funded once");
+    before
+}
+
+/// Swaps that fail after their fund (a quote whose minimum the independent price refuses) fund once: the next ones,
+/// and the honest swap after them, use what the signer already holds for the account. The key never keeps more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_the_key() {
+    let (env, account, tamper) = halved_minimum_quotes().await;
+    let before = four_refused_swaps_funded_once(&env, account).await;
     *tamper.lock() = Box::new(|_: &mut Value| {});
     let quote = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert!(quote.get("error").is_none(), "{quote}");
@@ -338,6 +354,57 @@ async fn swaps_that_fail_after_their_fund_do_not_pile_the_accounts_ether_up_in_t
     let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
     let kernel = env.web3.journal().for_session("kernel").await.unwrap();
     assert_eq!(kernel.iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).count(), 1, "{kernel:#?}");
+}
+
+/// As above, with the first of two nodes showing the signer's balance as zero: what the signer holds is the highest
+/// balance a node shows, so the hiding node cannot have the account's ether moved into the key on every attempt
+/// (before: funded four times, 0.004 ETH left with the key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_hides_the_keys_balance_does_not_get_the_account_funded_again() {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let (proxy, signer) = (RpcProxy::start(&devnet.rpc_url).await, devnet.wallet_address);
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks = crate::common::Tweaks {
+        toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)],
+        ..Default::default()
+    };
+    let (env, account, _tamper) = halved_minimum_quotes_on(devnet, tweaks).await;
+    let hidden = format!("{signer:#x}");
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getBalance" && req["params"][0].as_str().map(str::to_lowercase) == Some(hidden.clone())
+        {
+            resp["result"] = json!("0x0");
+        }
+    })));
+    four_refused_swaps_funded_once(&env, account).await;
+}
+
+/// Two ether swaps of two sessions at once: each is funded with its own share (the fund's lock is held until the
+/// action is journaled), so neither spends the key's gas money on the account's behalf (before: the second reused the
+/// first's fund, and the key's own ether paid for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_ether_swaps_at_once_are_each_funded_from_the_account() {
+    let (env, account) = account_env().await;
+    let second = env.services.new_session("session-2");
+    for ctx in [&env.ctx, &second] {
+        let quote = env.quote_in(ctx, "swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+        assert!(quote.get("error").is_none(), "{quote}");
+    }
+    let before = env.devnet.balance_of(NATIVE, account).await.unwrap();
+    let tx = || json!({"from_register": "swap_quote", "network": "base"});
+    let (a, b) =
+        tokio::join!(env.registry.call("web3_tx", tx(), &env.ctx), env.registry.call("web3_tx", tx(), &second));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!((a["status"].as_str(), b["status"].as_str()), (Some("confirmed"), Some("confirmed")), "{a} {b}");
+    assert_eq!(
+        env.devnet.balance_of(NATIVE, account).await.unwrap(),
+        before - U256::from(2 * FINNEY),
+        "both swaps' ether came from the account"
+    );
+    let native = holdfast_core::config::NATIVE_TOKEN_ADDRESS.to_checksum(None);
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    let funds: Vec<_> = kernel.iter().filter(|e| e.kind == EntryKind::Fund && e.asset == native).collect();
+    assert_eq!(funds.len(), 2, "{funds:#?}");
 }
 
 /// Ether funded on an earlier day and not spent is used before any more is funded: a swap that failed after its fund

@@ -90,19 +90,25 @@ impl Env {
     /// The register half of the seed-001 swap flow, then the quote, after the user's message `user` (none when
     /// empty: another quote for the latest message).
     pub(crate) async fn quote(&self, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
+        self.quote_in(&self.ctx, user, sell, buy, amount).await
+    }
+
+    /// [`Env::quote`] in the session `ctx`.
+    pub(crate) async fn quote_in(&self, ctx: &ToolContext, user: &str, sell: &str, buy: &str, amount: &str) -> Value {
         if !user.is_empty() {
-            self.ctx.context_bank.scan_input(user);
+            ctx.context_bank.scan_input(user);
         }
-        self.ok(
-            "local_burner_wallet",
-            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"}),
-        )
-        .await;
-        self.ok("token_lookup", json!({"symbol": sell, "network": "base", "cache_as": "sell_token"})).await;
-        self.ok("token_lookup", json!({"symbol": buy, "network": "base", "cache_as": "buy_token"})).await;
-        self.ok("to_raw_amount", json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"}))
-            .await;
-        self.call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}))
+        let ok = |tool: &'static str, params: Value| async move {
+            self.registry.call(tool, params.clone(), ctx).await.unwrap_or_else(|e| panic!("{tool} {params}: {e:?}"))
+        };
+        let wallet =
+            json!({"action": "address", "token_register": null, "network": null, "cache_as": "wallet_address"});
+        ok("local_burner_wallet", wallet).await;
+        ok("token_lookup", json!({"symbol": sell, "network": "base", "cache_as": "sell_token"})).await;
+        ok("token_lookup", json!({"symbol": buy, "network": "base", "cache_as": "buy_token"})).await;
+        ok("to_raw_amount", json!({"amount": amount, "token_register": "sell_token", "cache_as": "sell_amount"})).await;
+        self.registry
+            .call("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"}), ctx)
             .await
             .unwrap_or_else(|e| json!({"error": e}))
     }
