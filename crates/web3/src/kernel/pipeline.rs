@@ -382,9 +382,7 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     }
     reasons.append(&mut plan.confirm);
     let mut upfront = false;
-    // The fund's lock, held until this action is journaled by `commit` (or refused): a concurrent action judging what
-    // the signer holds then sees this one's share spent, and funds its own.
-    let mut _funded = None;
+    let mut funded = None;
     if plan.funded
         && let Some(account) = web3.account()
     {
@@ -414,12 +412,12 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
             upfront = true;
         }
         // Holdfast's own caps passed above; the fund is checked against the on-chain limit and journaled itself.
-        _funded = Some(super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?);
+        funded = Some(super::account::fund(web3, network, account, &plan.mv, &plan.fingerprint).await?);
     }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
-    let asked = Asked { reasons, upfront };
+    let asked = Asked { reasons, upfront, funded };
     let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, asked).await?;
     Ok(Outcome { sent: Some(committed.0), summary: Some(committed.1), intent: inputs.intent })
 }
@@ -479,12 +477,15 @@ fn simulated_fingerprint(fingerprint: &str) -> String {
 
 /// What the user is asked about an action, and whether they already approved it before its fund.
 #[derive(Debug, Default)]
-struct Asked {
+struct Asked<'w> {
     /// Reasons to ask the user, known before the simulation.
     reasons: Vec<String>,
     /// The user approved this very action (its fingerprint) before its fund moved from the smart account: the
     /// reasons known then are answered; only the simulation's own reasons are asked again.
     upfront: bool,
+    /// The fund's lock ([`super::account::fund`]), held until the action is reserved in the journal (or refused): a
+    /// concurrent action judging what the signer holds then sees this one's share spent, and funds its own.
+    funded: Option<tokio::sync::MutexGuard<'w, ()>>,
 }
 
 /// Steps 7–13: under the wallet's send lock, the exact transaction is built, simulated and checked; then asked,
@@ -499,9 +500,9 @@ async fn commit<K: TxKind>(
     mut plan: Plan<K::Summary>,
     fees: FeeQuote,
     cap: Option<DayCap>,
-    asked: Asked,
+    asked: Asked<'_>,
 ) -> Result<(Sent, K::Summary), ToolError> {
-    let Asked { mut reasons, upfront } = asked;
+    let Asked { mut reasons, upfront, funded } = asked;
     let wallet = web3.wallet();
     let from = wallet.address();
     let from_text = from.to_checksum(None);
@@ -619,7 +620,10 @@ async fn commit<K: TxKind>(
         // Stored with the entry, so that no other action — another instance, or after a crash — runs by itself on it.
         authorization: spent.id().map(|id| AuthorizationUse { id: id.to_owned(), relied_on }),
     };
-    let entry = match journal.reserve(new, cap).await {
+    let reserved = journal.reserve(new, cap).await;
+    // Reserved (its share counted), or refused: a concurrent action may judge the signer's funds now.
+    drop(funded);
+    let entry = match reserved {
         Ok(Reserved::New(e)) => e,
         // The same intent is already out (a concurrent twin of this call): its authorization stays spent.
         Ok(Reserved::Existing(e)) => {
