@@ -497,9 +497,10 @@ impl TxKind for Fund {
 /// What the signer already holds for the account is used first, judged and topped up under one lock, so actions
 /// that never happen (declined after the simulation, refused by a later check), retries and concurrent calls cannot
 /// pile the account's funds up in the signer. The lock is returned: the caller holds it until its action is journaled
-/// (or refused), so a concurrent action does not count the same funds as its own. What the signer holds is the
-/// highest balance any node shows (a node that hides it cannot have the funds moved again):
-/// - a token: the signer's balance of it (the signer holds tokens only for the account);
+/// (or refused), so a concurrent action does not count the same funds as its own. The signer's balance is the highest
+/// any node shows (a node that hides it cannot have the funds moved again). What it holds for the account:
+/// - a token: its balance of it (the signer holds tokens only for the account), less what the other actions
+///   journaled and not yet settled (swaps and payments of it: reserved, signed, pending or unknown) will take;
 /// - ether: what the funds moved to the signer and its swaps since the first fund have not spent, over every day (at
 ///   most the signer's balance): the rest of its ether is its gas money, never spent on the account's behalf.
 pub(crate) async fn fund<'w>(
@@ -513,9 +514,9 @@ pub(crate) async fn fund<'w>(
     let signer = web3.wallet().address();
     let chain = web3.chain(network)?;
     let held = chain.balance_highest(mv.asset, signer).await?;
+    let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
+    let journal = web3.journal();
     let available = if mv.native {
-        let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
-        let journal = web3.journal();
         // Over every day since the signer's first fund: ether funded on an earlier day and not spent is still the
         // account's, used before any more; its swaps before any fund sold its own ether, not the account's.
         let wallet = (network.chain_id, from.as_str(), asset.as_str());
@@ -523,7 +524,15 @@ pub(crate) async fn fund<'w>(
         let spent = journal.sent_since_first(wallet, &[EntryKind::Swap], EntryKind::Fund).await?;
         funded.saturating_sub(spent).min(held)
     } else {
-        held
+        // A payment is journaled before its fund: its own entry is not another's.
+        let promised = journal
+            .unresolved()
+            .await?
+            .into_iter()
+            .filter(|e| e.chain_id == network.chain_id && e.from == from && e.asset == asset)
+            .filter(|e| matches!(e.kind, EntryKind::Swap | EntryKind::Payment) && e.fingerprint() != occasion)
+            .fold(U256::ZERO, |sum, e| sum.saturating_add(U256::from_str_radix(&e.amount, 10).unwrap_or_default()));
+        held.saturating_sub(promised)
     };
     if available >= mv.amount {
         return Ok(one_at_a_time);

@@ -463,11 +463,20 @@ pub(crate) async fn run_kernel<K: TxKind>(
     if plan.onchain {
         within_onchain_limit(web3, &chain, &plan).await?;
     }
-    let fees = chain.fees(web3.wallet().address(), &plan.tx).await?;
+    let mut fees = chain.fees(web3.wallet().address(), &plan.tx).await?;
+    if K::KIND == EntryKind::Fund && !plan.mv.native {
+        // A fund pays a token to the signer, whose balance of it a payment settling meanwhile may empty: the transfer
+        // then writes a fresh storage slot, up to 17,100 gas more than estimated against a non-empty one.
+        fees.gas_limit = fees.gas_limit.saturating_add(FRESH_SLOT_GAS);
+    }
     web3.policy().check_fees(&network.name, &fees)?;
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
     Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Asked::default()).await?.0)
 }
+
+/// The gas a token transfer may need beyond its estimate when its recipient's balance is emptied in between: a fresh
+/// storage slot (20,000) instead of a changed one (2,900).
+const FRESH_SLOT_GAS: u64 = 17_100;
 
 /// The fingerprint of the question the simulation of a funded action raises after the user approved it before its
 /// fund: a confirmation of its own, so that the first approval (used by the fund's run) does not answer it.

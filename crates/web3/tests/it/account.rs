@@ -407,6 +407,27 @@ async fn two_ether_swaps_at_once_are_each_funded_from_the_account() {
     assert_eq!(funds.len(), 2, "{funds:#?}");
 }
 
+/// Two quotes of two sessions at once, each paid via x402 from the account: each payment is funded with its own share
+/// (what earlier funds of the token left, the payments already journaled spent), so both are paid (before: the second
+/// counted the first's fund as its own, and its authorization could not settle).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_payments_at_once_are_each_funded_from_the_account() {
+    let (env, account) = account_env().await;
+    let second = env.services.new_session("session-2");
+    let before = usdc(&env, account).await;
+    let (a, b) = tokio::join!(
+        env.quote_in(&env.ctx, "swap 0.001 ETH for USDC", "ETH", "USDC", "0.001"),
+        env.quote_in(&second, "swap 0.001 ETH for USDC", "ETH", "USDC", "0.001")
+    );
+    assert!(a.get("error").is_none() && b.get("error").is_none(), "{a} {b}");
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    let funds: Vec<_> = kernel.iter().filter(|e| e.kind == EntryKind::Fund).collect();
+    assert_eq!(funds.len(), 2, "{funds:#?}");
+    let price = U256::from_str_radix(&funds[0].amount, 10).unwrap();
+    assert_eq!(usdc(&env, account).await, before - price - price, "both prices left the account");
+    assert_eq!(usdc(&env, env.devnet.wallet_address).await, U256::ZERO, "none stays with the signer");
+}
+
 /// Ether funded on an earlier day and not spent is used before any more is funded: a swap that failed after its fund
 /// yesterday leaves its ether with the key, and today's swap uses it rather than moving the account's ether again.
 /// The key's swaps of its own ether from before the account (before its first fund) do not count against the funds.
