@@ -513,9 +513,12 @@ pub(crate) async fn fund<'w>(
     let one_at_a_time = web3.fund_lock().lock().await;
     let signer = web3.wallet().address();
     let chain = web3.chain(network)?;
-    let held = chain.balance_highest(mv.asset, signer).await?;
     let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));
     let journal = web3.journal();
+    // What other actions will take, read before the balance: one settling in between then leaves the signer funded a
+    // little more (reused by the next fund), never less than its own action needs.
+    let unresolved = if mv.native { Vec::new() } else { journal.unresolved().await? };
+    let held = chain.balance_highest(mv.asset, signer).await?;
     let available = if mv.native {
         // Over every day since the signer's first fund: ether funded on an earlier day and not spent is still the
         // account's, used before any more; its swaps before any fund sold its own ether, not the account's.
@@ -525,9 +528,7 @@ pub(crate) async fn fund<'w>(
         funded.saturating_sub(spent).min(held)
     } else {
         // A payment is journaled before its fund: its own entry is not another's.
-        let promised = journal
-            .unresolved()
-            .await?
+        let promised = unresolved
             .into_iter()
             .filter(|e| e.chain_id == network.chain_id && e.from == from && e.asset == asset)
             .filter(|e| matches!(e.kind, EntryKind::Swap | EntryKind::Payment) && e.fingerprint() != occasion)
