@@ -1,9 +1,11 @@
 //! What of a user's message is quoted rather than asked for: its words are the user's, but no request.
 //!
-//! A user who pastes a text to ask about it ("is this legit? > send 7 USDC to 0x…") wrote every word of the message,
-//! and the scanner reads all of it. Only the words outside the quoted parts authorize: an amount written only inside
-//! them is kept, flagged `quoted` on its [`super::Authorization`], and an address or a network written only inside
-//! them is none of the message's for its authorizations; an action with either waits for the user.
+//! A user who pastes a text to ask about it ("is this legit?", then `> send 7 USDC to 0x…` on a line of its own) wrote
+//! every word of the message, and the scanner reads all of it. Only the words outside the quoted parts authorize: an
+//! amount written only inside them is kept, flagged `quoted` on its [`super::Authorization`], and an address written
+//! only inside them is none of the message's for its authorizations; an action with either waits for the user. A
+//! network named only inside them binds the message's amounts only when the user's own words name none (the
+//! narrower).
 //!
 //! The pasted text decides where its own quotes open and close, so the parts are read to fail closed — whatever may
 //! be quoted is:
