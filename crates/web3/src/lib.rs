@@ -59,8 +59,9 @@ pub struct Web3 {
     wallet: Arc<Wallet>,
     /// `[wallet] account`: the smart account the key signs for, limited on chain.
     account: Option<kernel::account::Account>,
-    /// One fund from the account at a time: what the signer already holds is judged and topped up as one step.
-    fund_lock: tokio::sync::Mutex<()>,
+    /// One fund from the account at a time on each chain: what the signer already holds there is judged and topped
+    /// up as one step (a slow chain does not hold up funds on another).
+    fund_locks: parking_lot::Mutex<HashMap<u64, Arc<tokio::sync::Mutex<()>>>>,
     presets: Presets,
     policy: Policy,
     journal: Journal,
@@ -132,7 +133,7 @@ impl Web3 {
             core,
             wallet: Arc::new(wallet),
             account: config.wallet.account(),
-            fund_lock: tokio::sync::Mutex::new(()),
+            fund_locks: parking_lot::Mutex::default(),
             presets: config.presets,
             policy: Policy::new(config.policy, config.payments),
             journal,
@@ -261,9 +262,10 @@ impl Web3 {
         self.account
     }
 
-    /// Held while the kernel judges what the signer holds and funds what is missing ([`kernel::account`]).
-    pub(crate) fn fund_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.fund_lock
+    /// Held while the kernel judges what the signer holds on the chain `chain_id` and funds what is missing
+    /// ([`kernel::account`]).
+    pub(crate) fn fund_lock(&self, chain_id: u64) -> Arc<tokio::sync::Mutex<()>> {
+        Arc::clone(self.fund_locks.lock().entry(chain_id).or_default())
     }
 
     /// The journal.

@@ -503,14 +503,14 @@ impl TxKind for Fund {
 ///   journaled and not yet settled (swaps and payments of it: reserved, signed, pending or unknown) will take;
 /// - ether: what the funds moved to the signer and its swaps since the first fund have not spent, over every day (at
 ///   most the signer's balance): the rest of its ether is its gas money, never spent on the account's behalf.
-pub(crate) async fn fund<'w>(
-    web3: &'w Web3,
+pub(crate) async fn fund(
+    web3: &Web3,
     network: &NetworkConfig,
     account: Account,
     mv: &Move,
     occasion: &str,
-) -> Result<tokio::sync::MutexGuard<'w, ()>, ToolError> {
-    let one_at_a_time = web3.fund_lock().lock().await;
+) -> Result<tokio::sync::OwnedMutexGuard<()>, ToolError> {
+    let one_at_a_time = web3.fund_lock(network.chain_id).lock_owned().await;
     let signer = web3.wallet().address();
     let chain = web3.chain(network)?;
     let (from, asset) = (signer.to_checksum(None), mv.asset.to_checksum(None));

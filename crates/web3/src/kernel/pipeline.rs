@@ -486,7 +486,7 @@ fn simulated_fingerprint(fingerprint: &str) -> String {
 
 /// What the user is asked about an action, and whether they already approved it before its fund.
 #[derive(Debug, Default)]
-struct Asked<'w> {
+struct Asked {
     /// Reasons to ask the user, known before the simulation.
     reasons: Vec<String>,
     /// The user approved this very action (its fingerprint) before its fund moved from the smart account: the
@@ -494,7 +494,7 @@ struct Asked<'w> {
     upfront: bool,
     /// The fund's lock ([`super::account::fund`]), held until the action is reserved in the journal (or refused): a
     /// concurrent action judging what the signer holds then sees this one's share spent, and funds its own.
-    funded: Option<tokio::sync::MutexGuard<'w, ()>>,
+    funded: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 /// Steps 7–13: under the wallet's send lock, the exact transaction is built, simulated and checked; then asked,
@@ -509,7 +509,7 @@ async fn commit<K: TxKind>(
     mut plan: Plan<K::Summary>,
     fees: FeeQuote,
     cap: Option<DayCap>,
-    asked: Asked<'_>,
+    asked: Asked,
 ) -> Result<(Sent, K::Summary), ToolError> {
     let Asked { mut reasons, upfront, funded } = asked;
     let wallet = web3.wallet();
