@@ -44,6 +44,33 @@ sol! {
 /// The longest one JSON-RPC request may take (shorter than `kernel::reconcile::IN_FLIGHT`).
 pub const RPC_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Of the nodes' answers, the one `keep` keeps (the lowest, the highest) among the nodes that answered, with the first
+/// error of one that did not; the first error when none answered.
+fn kept_answer<T>(
+    answers: Vec<Result<T, ToolError>>,
+    keep: fn(T, T) -> T,
+) -> Result<(T, Option<ToolError>), ToolError> {
+    let (mut kept, mut failed) = (None::<T>, None);
+    for answer in answers {
+        match answer {
+            Ok(v) => {
+                kept = Some(match kept.take() {
+                    Some(k) => keep(k, v),
+                    None => v,
+                })
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match (kept, failed) {
+        (Some(v), unanswered) => Ok((v, unanswered)),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(ToolError::internal("no RPC node is configured")),
+    }
+}
+
 /// Head-room added to the node's gas estimate.
 const GAS_MARGIN_PERCENT: u64 = 20;
 
@@ -255,20 +282,7 @@ impl Chain {
             let out = provider.call(req).await.map_err(|e| upstream(url, "eth_call", e))?;
             IERC20::balanceOfCall::abi_decode_returns(&out).map_err(|e| upstream(url, "balanceOf", e))
         });
-        let (mut highest, mut failed) = (None::<U256>, None);
-        for answer in futures::future::join_all(asks).await {
-            match answer {
-                Ok(balance) => highest = Some(highest.map_or(balance, |h| h.max(balance))),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-        }
-        match (highest, failed) {
-            (Some(balance), _) => Ok(balance),
-            (None, Some(e)) => Err(e),
-            (None, None) => Err(ToolError::internal("no RPC node is configured")),
-        }
+        Ok(kept_answer(futures::future::join_all(asks).await, Ord::max)?.0)
     }
 
     /// ERC-20 allowance.

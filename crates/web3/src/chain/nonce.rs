@@ -83,20 +83,8 @@ impl Chain {
                 .await
                 .map_err(|e| upstream(url, "eth_getTransactionCount", e))
         });
-        let (mut lowest, mut failed) = (None::<u64>, None);
-        for answer in futures::future::join_all(asks).await {
-            match answer {
-                Ok(count) => lowest = Some(lowest.map_or(count, |l| l.min(count))),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-        }
-        match (lowest, failed) {
-            (Some(lowest), unanswered) => Ok(MinedCount { lowest, unanswered }),
-            (None, Some(e)) => Err(e),
-            (None, None) => Err(ToolError::internal("no RPC node is configured")),
-        }
+        let (lowest, unanswered) = super::kept_answer(futures::future::join_all(asks).await, Ord::min)?;
+        Ok(MinedCount { lowest, unanswered })
     }
 
     /// True when every configured RPC node shows `account`'s `nonce` unused: its latest and its pending transaction

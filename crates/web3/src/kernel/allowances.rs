@@ -165,9 +165,9 @@ pub(crate) async fn sweep(web3: &Web3) -> Vec<String> {
     done
 }
 
-/// How many resets of `token` on the chain `chain_id` today (UTC): past [`RESETS_BEFORE_ASKING`], approvals of it wait for the
-/// user, so a quote server that keeps getting its swaps refused cannot make the wallet pay for approvals and resets
-/// without end.
+/// How many resets of `token` on the chain `chain_id` today (UTC): past [`RESETS_BEFORE_ASKING`], approvals of it
+/// wait for the user, so a quote server that keeps getting its swaps refused cannot make the wallet pay for approvals
+/// and resets without end.
 pub(crate) async fn resets_today(web3: &Web3, chain_id: u64, token: Address) -> usize {
     let token = token.to_checksum(None);
     let today = chrono::Utc::now().date_naive();

@@ -133,7 +133,7 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     let wallet = web3.wallet().address();
     require_durable(web3)?;
     // Settle what can be settled first, so expired unsettled payments stop counting against the budget.
-    refresh_payments(web3, Some(network.chain_id)).await;
+    refresh_payments(web3, network.chain_id).await;
     // Today's payments for the policy's choice; the reservation below re-checks the budget atomically.
     let mut spent_today = HashMap::new();
     let from = wallet.to_checksum(None);
@@ -513,13 +513,13 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     Ok(None)
 }
 
-/// Reconciles unresolved payments whose window has closed (on the chain `chain_id`, or everywhere), best effort.
-async fn refresh_payments(web3: &Web3, chain_id: Option<u64>) {
+/// Reconciles unresolved payments on the chain `chain_id` whose window has closed, best effort.
+async fn refresh_payments(web3: &Web3, chain_id: u64) {
     let Ok(unresolved) = web3.journal().unresolved().await else { return };
     let now = now_secs();
     for entry in unresolved {
         let due = entry.kind == EntryKind::Payment
-            && chain_id.is_none_or(|id| id == entry.chain_id)
+            && entry.chain_id == chain_id
             && authorization_of(&entry).is_none_or(|(_, before)| now > before);
         if due {
             let _ = reconcile_payment(web3, &entry).await;

@@ -810,7 +810,7 @@ fn unrecorded(id: &str, e: &ToolError) -> ToolError {
 }
 
 /// Before a nonce is chosen: when every node shows more of the wallet's transactions mined than the journal holds
-/// live, one recorded as never sent (`failed`) or `dropped` may have been mined after all — a node kept it while
+/// live, one recorded as never sent (`failed`, `dropped` or `chain_reset`) may have been mined after all — a node kept it while
 /// answering that it refused it, and let it out once every node had shown its nonce unused and its amount and the
 /// user's authorization were given back. Each such entry whose nonce the chain has since used, however old, is
 /// looked up again on every node ([`reconcile::entry`]); one found mined is recorded (it counts against the caps and
