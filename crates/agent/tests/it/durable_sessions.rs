@@ -518,11 +518,16 @@ async fn an_approval_whose_run_was_dropped_part_way_is_not_left_standing() {
     let params = json!({"key": "approved_note", "value": "ran"});
     let err = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
     let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
-    // Polled once, then dropped: the run waits for its save on the SQLite writer thread.
+    // Another connection holds the file's write lock, so the run's save waits on the SQLite writer thread however
+    // fast this machine is (without it the save could finish within the first poll).
+    let blocker = holdfast_store::sqlite::open_file(&tmp.path().join("holdfast.db")).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // Polled once, then dropped: the run waits for its save.
     let run = rt.decide(&ctx, UserChannel::WebUi, &cid, UserDecision::Approve);
     assert!(tokio::time::timeout(Duration::ZERO, run).await.is_err(), "dropped while it ran");
     // Before: still approved, for the next call of the same action to use without asking.
     assert_eq!(ctx.confirmations.get(&cid).unwrap().state, ConfirmationState::Expired);
     let again = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
     assert_eq!(again.code, ErrorCode::ConfirmationRequired);
+    blocker.execute_batch("COMMIT").unwrap();
 }
