@@ -11,7 +11,7 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::extract::{Query, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use holdfast_agent::access::Principal;
+use holdfast_agent::access::{PAGE_PROTOCOL, Principal};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -39,7 +39,11 @@ pub(crate) async fn upgrade(
     let sessions: Vec<String> = pairs.into_iter().filter(|(k, _)| k == "session").map(|(_, v)| v).collect();
     // A browser's session is checked again while the socket lasts: signed out or expired, the socket closes.
     let browser = principal.and_then(|axum::Extension(p)| p.browser_session().map(str::to_owned));
-    ws.max_message_size(MAX_CLIENT_MESSAGE).on_upgrade(move |socket| client(state, socket, sessions, browser))
+    // The page offers its key as a second subprotocol (see `holdfast_agent::access::signin`); the one selected and
+    // echoed is the plain name, never the key.
+    ws.protocols([PAGE_PROTOCOL])
+        .max_message_size(MAX_CLIENT_MESSAGE)
+        .on_upgrade(move |socket| client(state, socket, sessions, browser))
 }
 
 async fn client(state: Arc<AppState>, socket: WebSocket, initial: Vec<String>, browser: Option<String>) {

@@ -93,11 +93,15 @@ function formatUnits(raw, decimals) {
 class ApiError extends Error {
   constructor(status, error) { super(error && error.message || "HTTP " + status); this.status = status; this.error = error || {}; }
 }
-/** One API call. The browser's session travels in the HttpOnly cookie the sign-in link set; this script never
- * sees it. Bodies are always JSON (the server refuses anything else on mutating calls). */
+/** One API call. The browser's session is two halves: the HttpOnly cookie the sign-in link set, which this script
+ * never sees, and the page key it keeps in this origin's storage and sends in a header (the browser also sends the
+ * cookie to other ports of this host; the key, nobody but this page sends). Bodies are always JSON (the server
+ * refuses anything else on mutating calls). */
 async function call(method, path, body) {
   const headers = {};
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  const key = pageKey();
+  if (key) headers["X-Holdfast-Page"] = key;
   const r = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
   let data = null;
   try { data = await r.json(); } catch (_) { data = null; }
@@ -118,6 +122,17 @@ window.holdfast = Object.freeze({ h, get, rel, short, humanKey, summaryText, toa
 // `holdfast serve --print-url` prints again, or the form below) makes the server set an HttpOnly, SameSite=Strict
 // session cookie and redirect here without it. A used, expired or unknown code gets the server's sign-in page saying
 // which. The access token is for programs and never reaches the page.
+// The redirect after sign-in hands the page its key in the URL's fragment (never sent to a server): kept in this
+// origin's storage, which no other port's page can read, and taken out of the address bar and history at once.
+const PAGE_KEY = "holdfast.page";
+{
+  const m = /^#page=([0-9a-f]{64})$/.exec(location.hash);
+  if (m) {
+    localStorage.setItem(PAGE_KEY, m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+function pageKey() { return localStorage.getItem(PAGE_KEY) || ""; }
 function askSignIn(why) {
   if (why) $("signin-why").textContent = why;
   $("signin-prompt").classList.add("show");
@@ -199,8 +214,10 @@ function connectWs() {
   if (S.ws) { S.ws.onclose = null; S.ws.onmessage = null; try { S.ws.close(); } catch (_) { /* closing anyway */ } }
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const session = S.session;
-  // Authenticated by the session cookie, which the browser sends with the upgrade request.
-  const ws = new WebSocket(`${proto}//${location.host}/ws?session=${encodeURIComponent(session)}`);
+  // Authenticated by the session cookie, which the browser sends with the upgrade request, and the page key, offered
+  // as a second subprotocol (a page cannot set other headers on it); the server selects the plain "holdfast".
+  const protocols = pageKey() ? ["holdfast", "holdfast.page." + pageKey()] : ["holdfast"];
+  const ws = new WebSocket(`${proto}//${location.host}/ws?session=${encodeURIComponent(session)}`, protocols);
   S.ws = ws;
   setWs("connecting", "connecting…");
   ws.onmessage = (m) => {

@@ -2,7 +2,7 @@
 
 use super::clients::ClientTokens;
 use super::hosts::HostPolicy;
-use super::signin::{CODE_PARAM, SignIn};
+use super::signin::{CODE_PARAM, PAGE_FRAGMENT, PAGE_HEADER, PAGE_PROTOCOL_PREFIX, SignIn};
 use super::token::AccessToken;
 use super::{COOKIE_PREFIX, TOKEN_PARAM};
 use axum::Router;
@@ -60,7 +60,10 @@ impl Refusal {
                  the one-time link `holdfast serve --print-url` prints)"
             }
             Self::UnsupportedMediaType => "this API takes `Content-Type: application/json` bodies only",
-            Self::Unauthorized => "a valid access token is required (`Authorization: Bearer TOKEN`)",
+            Self::Unauthorized => {
+                "a valid access token is required (`Authorization: Bearer TOKEN`); a browser signs in with the one-time \
+                 link `holdfast serve --print-url` prints"
+            }
         }
     }
 }
@@ -206,9 +209,10 @@ impl Guard {
         Ok(())
     }
 
-    /// Who the request comes from: a bearer token the credentials accept, or a browser session cookie of this
-    /// server's sign-in. The token is never accepted as a cookie, nor a cookie as a token. Without credentials,
-    /// everyone is `anyone`.
+    /// Who the request comes from: a bearer token the credentials accept, or a browser session of this server's
+    /// sign-in: its cookie together with its page key (the [`PAGE_HEADER`] header, or on a WebSocket upgrade a
+    /// [`PAGE_PROTOCOL_PREFIX`] subprotocol), never the cookie alone. The token is never accepted as a cookie, nor a
+    /// cookie as a token. Without credentials, everyone is `anyone`.
     pub fn check_token(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
         let Some(credentials) = &self.credentials else { return Ok(Principal::named("anyone")) };
         let bearer = headers
@@ -221,13 +225,14 @@ impl Guard {
             return Ok(principal);
         }
         let browser = self.sign_in.as_ref().and_then(|sign_in| {
+            let page_key = page_key(headers)?;
             headers
                 .get_all(header::COOKIE)
                 .iter()
                 .filter_map(|v| v.to_str().ok())
                 .flat_map(|v| v.split(';'))
                 .filter_map(|pair| pair.trim().split_once('='))
-                .find(|(k, v)| *k == self.cookie && sign_in.session_valid(v))
+                .find(|(k, v)| *k == self.cookie && sign_in.authenticates(v, page_key))
                 .map(|(_, v)| v.trim().to_owned())
         });
         match browser {
@@ -236,8 +241,9 @@ impl Guard {
         }
     }
 
-    /// The sign-in page's answer to `GET /?query` when the query carries a code: a redirect to the clean page with
-    /// a new session cookie, or the sign-in page saying why the code was refused. `None` without a code (serve the
+    /// The sign-in page's answer to `GET /?query` when the query carries a code: a redirect to the page with a new
+    /// session cookie and, in the URL's fragment (`/#page=KEY`, never sent to a server), the session's page key for
+    /// the page to keep and send; or the sign-in page saying why the code was refused. `None` without a code (serve the
     /// page), and without browser sign-in.
     pub fn sign_in_page(&self, query: Option<&str>) -> Option<Response> {
         let sign_in = self.sign_in.as_ref()?;
@@ -256,7 +262,9 @@ impl Guard {
                 if let Ok(value) = HeaderValue::from_str(&cookie) {
                     headers.insert(header::SET_COOKIE, value);
                 }
-                headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+                if let Ok(value) = HeaderValue::from_str(&format!("/#{PAGE_FRAGMENT}={}", session.page_key)) {
+                    headers.insert(header::LOCATION, value);
+                }
                 tracing::info!("a browser signed in");
                 Some((StatusCode::SEE_OTHER, headers).into_response())
             }
@@ -289,6 +297,20 @@ fn sign_in_html(reason: &str) -> String {
          runs (with the same <code>--data-dir</code> or <code>--config</code>), and open the link it prints.</p>\
          </body></html>"
     )
+}
+
+/// The page key a browser sent: its [`PAGE_HEADER`] header, or a [`PAGE_PROTOCOL_PREFIX`] subprotocol offered on a
+/// WebSocket upgrade.
+fn page_key(headers: &HeaderMap) -> Option<&str> {
+    if let Some(key) = headers.get(PAGE_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(key);
+    }
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|p| p.trim().strip_prefix(PAGE_PROTOCOL_PREFIX))
 }
 
 /// The token of an `Authorization: Bearer TOKEN` value (scheme case-insensitive).

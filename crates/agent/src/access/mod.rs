@@ -11,8 +11,10 @@
 //!
 //! **Browsers** ([`signin`]) never see the token: `holdfast serve` prints a one-time sign-in link (`/?code=…`,
 //! valid for minutes), which sets a random session cookie (`holdfast_session_PORT`, `HttpOnly; SameSite=Strict;
-//! Max-Age`) that only this server's data dir knows, stored as a digest and revoked by `holdfast serve
-//! --sign-out-all`.
+//! Max-Age`) and hands the page a page key (in the redirect's fragment), both known to this server's data dir as
+//! digests only and revoked by `holdfast serve --sign-out-all`. A request is the browser's only with both: the page
+//! sends its key in a header (on a WebSocket, as a subprotocol), so the cookie alone — which browsers also send to
+//! every other port of the host — signs nobody in.
 //!
 //! **The edge** ([`Guard`]), in this order, for every request, with or without credentials:
 //! 1. `Host` must name this server: `localhost`, `127.0.0.1` or `[::1]` with the bound port, the bound IP address
@@ -27,7 +29,8 @@
 //!    `text/plain` POST never reaches a handler).
 //!
 //! **Authentication** ([`Guard::require_token`], on the routes that need it): a bearer token the server's
-//! [`Credentials`] accept, or a browser session cookie of its sign-in. Otherwise `401 unauthorized`.
+//! [`Credentials`] accept, or a browser session cookie of its sign-in with that session's page key. Otherwise `401
+//! unauthorized`.
 //!
 //! Every refusal is a JSON body `{"error": {"code", "message"}}` with one of the stable codes of [`Refusal`].
 
@@ -41,12 +44,15 @@ pub mod token;
 pub use clients::{CLIENTS_FILE, ClientRecord, ClientTokens, DEFAULT_CLIENT};
 pub use guard::{Credentials, Guard, Principal, Refusal};
 pub use hosts::HostPolicy;
-pub use signin::{CodeRefusal, SIGN_IN_FILE, SignIn, SignInSettings};
+pub use signin::{
+    CodeRefusal, PAGE_FRAGMENT, PAGE_HEADER, PAGE_PROTOCOL, PAGE_PROTOCOL_PREFIX, SIGN_IN_FILE, SignIn, SignInSettings,
+};
 pub use token::{AccessError, AccessToken, MCP_TOKEN_FILE, MIN_TOKEN_LEN, SERVER_TOKEN_FILE, TokenOrigin};
 
 /// The query parameter a token must never travel in (refused everywhere, [`Refusal::TokenInUrl`]).
 pub const TOKEN_PARAM: &str = "token";
 
 /// The prefix of the browser session cookie's name; the bound port follows (cookies are shared between the ports of
-/// a host, so two servers on one machine keep separate cookies).
+/// a host, so two servers on one machine keep separate cookies; the page key keeps the cookie from being enough on
+/// its own).
 pub const COOKIE_PREFIX: &str = "holdfast_session_";

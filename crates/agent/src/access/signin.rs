@@ -3,11 +3,17 @@
 //! - **A code** ([`SignIn::mint_code`]) is 16 random bytes as hex, printed once in the sign-in link
 //!   `http://HOST:PORT/?code=…` (at start, and by `holdfast serve --print-url`). It is valid for
 //!   [`SignInSettings::code_ttl`] (default 5 minutes) and for one use.
-//! - **Using it** ([`SignIn::redeem`]) starts a browser session: a fresh random cookie value (32 bytes as hex) with
-//!   `Max-Age` [`SignInSettings::session_max_age`] (default 7 days). A used, expired or unknown code is refused with
-//!   its own message ([`CodeRefusal`]).
+//! - **Using it** ([`SignIn::redeem`]) starts a browser session of two random secrets (32 bytes as hex each): the
+//!   cookie's value, with `Max-Age` [`SignInSettings::session_max_age`] (default 7 days), and the page key, which
+//!   the page keeps in its origin's storage and sends with each request ([`PAGE_HEADER`], or [`PAGE_PROTOCOL_PREFIX`]
+//!   on a WebSocket). A used, expired or unknown code is refused with its own message ([`CodeRefusal`]).
+//! - **The cookie alone signs nobody in** ([`SignIn::authenticates`]): browsers send a host's cookies to every port of
+//!   it, so a program listening on another loopback port that a page sends the browser to receives this cookie. The
+//!   page key lives in storage only this server's origin (scheme, host and port) can read, and only its own script
+//!   sends it.
 //! - **Only digests are kept** (SHA-256), in `DATA_DIR/sign-in.json` (mode 0600): neither the file nor a backup of it
-//!   lets anyone sign in. Another server, with another data dir, knows none of this one's sessions.
+//!   lets anyone sign in. Another server, with another data dir, knows none of this one's sessions. A session
+//!   recorded before page keys existed has none and signs nobody in (the browser is asked to sign in again).
 //! - **Sign-out** ([`SignIn::sign_out_all`], `holdfast serve --sign-out-all`) forgets every session; a running server
 //!   sees it on its next request (the file is re-read when it changes).
 //!
@@ -27,6 +33,20 @@ pub const SIGN_IN_FILE: &str = "sign-in.json";
 
 /// The query parameter of the sign-in link.
 pub const CODE_PARAM: &str = "code";
+
+/// The request header that carries a browser session's page key on API calls.
+pub const PAGE_HEADER: &str = "x-holdfast-page";
+
+/// The WebSocket subprotocol the page offers, and the one the server selects (a browser cannot set other headers on
+/// its upgrade request).
+pub const PAGE_PROTOCOL: &str = "holdfast";
+
+/// The prefix of the second subprotocol the page offers on a WebSocket: the page key follows it.
+pub const PAGE_PROTOCOL_PREFIX: &str = "holdfast.page.";
+
+/// The fragment parameter of the redirect after sign-in that hands the page its key (a fragment is never sent to a
+/// server, and the page removes it from the address bar).
+pub const PAGE_FRAGMENT: &str = "page";
 
 /// How long codes and browser sessions last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +82,9 @@ struct CodeRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SessionRecord {
     digest: String,
+    /// The page key's digest; `None` for sessions recorded before page keys (they sign nobody in).
+    #[serde(default)]
+    page: Option<String>,
     created_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
 }
@@ -112,11 +135,14 @@ impl CodeRefusal {
     }
 }
 
-/// A browser session just started: the cookie's value (shown to this browser only) and its lifetime.
+/// A browser session just started: the cookie's value and the page key (shown to this browser only) and its
+/// lifetime.
 #[derive(Clone)]
 pub struct NewSession {
     /// The cookie value.
     pub secret: String,
+    /// The page key, which the page sends beside the cookie.
+    pub page_key: String,
     /// The cookie's `Max-Age`.
     pub max_age: Duration,
 }
@@ -169,7 +195,8 @@ impl SignIn {
     pub fn redeem(&self, code: &str) -> Result<NewSession, CodeRefusal> {
         let presented = digest(code.trim());
         let secret = random_hex(32).map_err(|_| CodeRefusal::Unknown)?;
-        let session = digest(&secret);
+        let page_key = random_hex(32).map_err(|_| CodeRefusal::Unknown)?;
+        let (session, page) = (digest(&secret), Some(digest(&page_key)));
         let now = Utc::now();
         let max_age = self.settings.session_max_age;
         let expires_at = now + chrono::TimeDelta::from_std(max_age).unwrap_or(chrono::TimeDelta::MAX);
@@ -185,11 +212,11 @@ impl SignIn {
                 return (Err(CodeRefusal::Expired), pruned);
             }
             record.used_at = Some(now);
-            state.sessions.push(SessionRecord { digest: session, created_at: now, expires_at });
+            state.sessions.push(SessionRecord { digest: session, page, created_at: now, expires_at });
             (Ok(()), true)
         });
         match outcome {
-            Ok(Ok(())) => Ok(NewSession { secret, max_age }),
+            Ok(Ok(())) => Ok(NewSession { secret, page_key, max_age }),
             Ok(Err(refusal)) => Err(refusal),
             Err(e) => {
                 tracing::warn!("a sign-in code could not be checked: {e}");
@@ -198,12 +225,24 @@ impl SignIn {
         }
     }
 
-    /// Whether `cookie` is a browser session of this server that has not expired or been signed out.
+    /// Whether `cookie` is a browser session of this server that has not expired or been signed out (to check again
+    /// while a connection it authenticated lasts).
     pub fn session_valid(&self, cookie: &str) -> bool {
+        self.live_session(cookie, |_| true)
+    }
+
+    /// Whether `cookie` and `page_key` are the two halves of one browser session of this server that has not
+    /// expired or been signed out: what signs a browser's request in.
+    pub fn authenticates(&self, cookie: &str, page_key: &str) -> bool {
+        let page = digest(page_key.trim());
+        self.live_session(cookie, |s| s.page.as_deref().is_some_and(|p| p == page))
+    }
+
+    fn live_session(&self, cookie: &str, also: impl Fn(&SessionRecord) -> bool) -> bool {
         let presented = digest(cookie.trim());
         let now = Utc::now();
         match self.store.read() {
-            Ok(state) => state.sessions.iter().any(|s| s.digest == presented && s.expires_at > now),
+            Ok(state) => state.sessions.iter().any(|s| s.digest == presented && s.expires_at > now && also(s)),
             Err(e) => {
                 tracing::warn!("the browser sessions could not be read: {e}");
                 false
@@ -236,15 +275,24 @@ mod tests {
         let session = sign_in.redeem(&code).unwrap();
         assert_eq!(session.max_age, Duration::from_secs(7 * 24 * 3600));
         assert!(sign_in.session_valid(&session.secret));
+        assert!(sign_in.authenticates(&session.secret, &session.page_key));
+        assert!(!sign_in.authenticates(&session.secret, ""), "the cookie alone signs nobody in");
+        assert!(!sign_in.authenticates(&session.secret, &session.secret), "nor the cookie twice");
+        assert!(!sign_in.authenticates(&session.page_key, &session.page_key), "nor the page key alone");
+        let second = sign_in.redeem(&sign_in.mint_code().unwrap()).unwrap();
+        assert!(!sign_in.authenticates(&session.secret, &second.page_key), "halves of two sessions do not match");
         assert!(!sign_in.session_valid(&code), "a code is not a session");
         assert_eq!(sign_in.redeem(&code).unwrap_err(), CodeRefusal::Used);
         assert_eq!(sign_in.redeem("0123").unwrap_err(), CodeRefusal::Unknown);
         let file = std::fs::read_to_string(dir.path().join(SIGN_IN_FILE)).unwrap();
-        assert!(!file.contains(&code) && !file.contains(&session.secret), "{file}");
+        assert!(
+            !file.contains(&code) && !file.contains(&session.secret) && !file.contains(&session.page_key),
+            "{file}"
+        );
 
         // Another handle on the same data dir (another process: `serve --sign-out-all`) signs everyone out.
         let other = SignIn::open(dir.path(), SignInSettings::default());
-        assert_eq!(other.sign_out_all().unwrap(), 1);
+        assert_eq!(other.sign_out_all().unwrap(), 2);
         assert!(!sign_in.session_valid(&session.secret), "seen by the running server at once");
         // And a server on another data dir never knew the session.
         let elsewhere = tempfile::tempdir().unwrap();
@@ -261,5 +309,22 @@ mod tests {
         let lasting = SignIn::in_memory(SignInSettings { code_ttl: Duration::from_secs(60), ..quick });
         let session = lasting.redeem(&lasting.mint_code().unwrap()).unwrap();
         assert!(!lasting.session_valid(&session.secret), "a session of zero length is over at once");
+        assert!(!lasting.authenticates(&session.secret, &session.page_key));
+    }
+
+    #[test]
+    fn a_session_recorded_before_page_keys_signs_nobody_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let sign_in = SignIn::open(dir.path(), SignInSettings::default());
+        let session = sign_in.redeem(&sign_in.mint_code().unwrap()).unwrap();
+        // The file as an earlier release wrote it: no page key's digest.
+        let path = dir.path().join(SIGN_IN_FILE);
+        let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        file["sessions"][0].as_object_mut().unwrap().remove("page");
+        std::fs::write(&path, file.to_string()).unwrap();
+        let reopened = SignIn::open(dir.path(), SignInSettings::default());
+        assert!(reopened.session_valid(&session.secret), "the file is read");
+        assert!(!reopened.authenticates(&session.secret, &session.page_key));
+        assert!(!reopened.authenticates(&session.secret, ""));
     }
 }

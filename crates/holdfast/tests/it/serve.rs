@@ -94,8 +94,9 @@ fn serve_on_embedded_defaults_then_shut_down_cleanly() {
     let signed_in = client.get(format!("{url}/?code={code}")).send().unwrap();
     assert_eq!(signed_in.status().as_u16(), 303);
     let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-    let info = client.get(format!("{url}/api/info")).header("cookie", &cookie).send().unwrap();
-    assert_eq!(info.status().as_u16(), 200, "the browser is signed in");
+    let page_key = signed_in.headers()["location"].to_str().unwrap().strip_prefix("/#page=").unwrap().to_owned();
+    let info = client.get(format!("{url}/api/info")).header("cookie", &cookie).header("x-holdfast-page", &page_key);
+    assert_eq!(info.send().unwrap().status().as_u16(), 200, "the browser is signed in");
     assert_eq!(client.get(format!("{url}/?code={code}")).send().unwrap().status().as_u16(), 401, "once");
 
     // A second serve on the same data dir stops at once, naming the first; the devnet stays up for the first.

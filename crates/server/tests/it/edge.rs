@@ -241,11 +241,14 @@ async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_cod
     assert_eq!(ws_status(&url, &format!("{session}&token={TOKEN}"), &[]).await, Some(401));
     assert_eq!(ws_status(&url, &session, &[]).await, Some(401), "the WebSocket needs a credential");
 
-    // A one-time code is traded for a session cookie (HttpOnly, SameSite=Strict, Max-Age) and a clean redirect.
+    // A one-time code is traded for a session cookie (HttpOnly, SameSite=Strict, Max-Age) and a redirect to the page
+    // whose fragment (never sent to a server) hands the page its key.
     let code = state.sign_in().mint_code().unwrap();
     let login = http().get(format!("{url}/?code={code}")).send().await.unwrap();
     assert_eq!(login.status().as_u16(), 303);
-    assert_eq!(login.headers()["location"], "/");
+    let location = login.headers()["location"].to_str().unwrap().to_owned();
+    let page_key = location.strip_prefix("/#page=").unwrap_or_else(|| panic!("{location}")).to_owned();
+    assert!(page_key.len() == 64 && page_key.bytes().all(|b| b.is_ascii_hexdigit()), "{location}");
     let set_cookie = login.headers()["set-cookie"].to_str().unwrap().to_owned();
     let (pair, attributes) = set_cookie.split_once(';').unwrap();
     let (name, value) = pair.split_once('=').unwrap();
@@ -258,19 +261,46 @@ async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_cod
     assert!(!attributes.contains(&"Secure"), "plain HTTP: no Secure attribute (it would drop the cookie)");
     let cookie = format!("{name}={value}");
     let stored = std::fs::read_to_string(dir.path().join("sign-in.json")).unwrap();
-    assert!(!stored.contains(value) && !stored.contains(&code), "only digests are kept: {stored}");
+    assert!(
+        !stored.contains(value) && !stored.contains(&code) && !stored.contains(&page_key),
+        "only digests: {stored}"
+    );
 
-    let info = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
-    assert_eq!(info.status().as_u16(), 200, "the cookie authenticates API calls");
+    let info =
+        http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).header("x-holdfast-page", &page_key);
+    assert_eq!(
+        info.send().await.unwrap().status().as_u16(),
+        200,
+        "the cookie with the page key authenticates API calls"
+    );
     let created = http()
         .post(format!("{url}/api/sessions"))
         .header("cookie", cookie.as_str())
+        .header("x-holdfast-page", &page_key)
         .header("origin", url.as_str())
         .send()
         .await
         .unwrap();
     assert_eq!(created.status().as_u16(), 201);
-    assert_eq!(ws_status(&url, &session, &[("cookie", cookie.as_str()), ("origin", url.as_str())]).await, None);
+    let protocols = format!("holdfast, holdfast.page.{page_key}");
+    let upgrade = [("cookie", cookie.as_str()), ("origin", url.as_str()), ("sec-websocket-protocol", &protocols)];
+    assert_eq!(ws_status(&url, &session, &upgrade).await, None, "on a WebSocket the key is a subprotocol");
+    // The cookie alone signs nobody in: browsers send it to every port of the host, so a program listening on
+    // another loopback port that a page sends the browser to receives it, and replays it without an Origin.
+    let alone = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
+    assert_eq!(error_code(alone).await, (401, "unauthorized".to_owned()), "the cookie alone");
+    let approve = http()
+        .post(format!("{url}/api/sessions/{session}/confirmations/cf_x/approve"))
+        .header("cookie", cookie.as_str())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(approve).await, (401, "unauthorized".to_owned()), "the cookie alone approves nothing");
+    assert_eq!(ws_status(&url, &session, &[("cookie", cookie.as_str())]).await, Some(401), "nor opens a WebSocket");
+    let wrong = [("cookie", cookie.as_str()), ("sec-websocket-protocol", "holdfast, holdfast.page.00")];
+    assert_eq!(ws_status(&url, &session, &wrong).await, Some(401), "nor with another key");
+    let key_alone = http().get(format!("{url}/api/info")).header("x-holdfast-page", &page_key).send().await.unwrap();
+    assert_eq!(error_code(key_alone).await, (401, "unauthorized".to_owned()), "the page key alone");
     // The cookie is not a token, and the token is not a cookie.
     let as_bearer = http().get(format!("{url}/api/info")).bearer_auth(value).send().await.unwrap();
     assert_eq!(error_code(as_bearer).await, (401, "unauthorized".to_owned()), "the cookie refused as a token");
@@ -301,8 +331,11 @@ async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_cod
     let other = tempfile::tempdir().unwrap();
     let (second, _) = serve_in(Some(TOKEN), other.path()).await;
     let port = second.rsplit(':').next().unwrap();
-    let replayed =
-        http().get(format!("{second}/api/info")).header("cookie", format!("holdfast_session_{port}={value}")).send();
+    let replayed = http()
+        .get(format!("{second}/api/info"))
+        .header("cookie", format!("holdfast_session_{port}={value}"))
+        .header("x-holdfast-page", &page_key)
+        .send();
     assert_eq!(error_code(replayed.await.unwrap()).await, (401, "unauthorized".to_owned()));
 
     // Signing everyone out (`holdfast serve --sign-out-all`, another process on the data dir) ends the session, and
@@ -310,10 +343,14 @@ async fn the_token_never_travels_in_a_url_and_browsers_sign_in_with_one_time_cod
     let mut request = format!("{}/ws?session={session}", url.replace("http", "ws")).into_client_request().unwrap();
     request.headers_mut().insert("cookie", cookie.parse().unwrap());
     request.headers_mut().insert("origin", url.parse().unwrap());
-    let (mut open_socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    request.headers_mut().insert("sec-websocket-protocol", protocols.parse().unwrap());
+    let (mut open_socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.headers()["sec-websocket-protocol"], "holdfast", "the plain name is echoed, never the key");
     let outside = holdfast_agent::access::SignIn::open(dir.path(), Default::default());
     assert_eq!(outside.sign_out_all().unwrap(), 1);
-    let after = http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).send().await.unwrap();
+    let after =
+        http().get(format!("{url}/api/info")).header("cookie", cookie.as_str()).header("x-holdfast-page", &page_key);
+    let after = after.send().await.unwrap();
     assert_eq!(error_code(after).await, (401, "unauthorized".to_owned()), "signed out on the running server");
     let closed = tokio::time::timeout(Duration::from_secs(15), async {
         loop {

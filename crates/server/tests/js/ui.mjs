@@ -5,8 +5,8 @@
 //
 // Every scenario first checks who may reach the UI: a page without a session asks to sign in (a wrong code gets the
 // server's sign-in page saying so), the one-time link `/?code=…` is traded for an HttpOnly SameSite=Strict session
-// cookie with a Max-Age and a redirect to the clean URL (neither the code nor the API token is then anywhere the
-// page can read), the same link a second time is refused as used, and the page runs under a Content-Security-Policy
+// cookie with a Max-Age and a redirect whose fragment hands the page its key, then the clean URL (neither the code,
+// the cookie nor the API token is then anywhere the page can read, and the cookie alone is refused), the same link a second time is refused as used, and the page runs under a Content-Security-Policy
 // that blocks inline script.
 //
 // Scenario `swap` (a server without an LLM, on the devnet): opens the UI with the token, types "swap 0.02 ETH for USDC"
@@ -102,6 +102,8 @@ function watch(page, name) {
 
 let page;
 let current = "launch";
+// What the page's own script sends beside the cookie: the page key it keeps (the test's own API calls send it too).
+const keyHeader = () => page.evaluate(() => ({ "x-holdfast-page": localStorage.getItem("holdfast.page") || "" }));
 async function step(name, fn) {
   current = name;
   const t0 = Date.now();
@@ -185,7 +187,16 @@ async function openUi() {
     if (!(days > 6.9 && days < 7.1)) fail(`the session cookie lasts ${days} days`);
     if (cookie.value === token || cookie.value === code) fail("the session cookie is the token or the code");
     const visible = await page.evaluate(() => document.cookie + "|" + JSON.stringify({ ...sessionStorage }) + "|" + JSON.stringify({ ...localStorage }));
-    if (visible.includes(token) || visible.includes(code)) fail("the page's script can read the token or the code");
+    if (visible.includes(token) || visible.includes(code) || visible.includes(cookie.value)) fail("the page's script can read the token, the code or the cookie");
+    // The session's other half, the page key, came in the redirect's fragment: kept in this origin's storage, gone
+    // from the address bar, and without it the cookie (which the browser also sends to other ports) is refused.
+    const pageKey = await page.evaluate(() => localStorage.getItem("holdfast.page") || "");
+    if (!/^[0-9a-f]{64}$/.test(pageKey)) fail(`the page keeps no page key: ${pageKey}`);
+    if (page.url().includes(pageKey)) fail(`the page key stays in the address bar: ${page.url()}`);
+    const cookieAlone = await page.request.get(`${base}/api/info`);
+    if (cookieAlone.status() !== 401) fail(`the cookie alone was accepted: ${cookieAlone.status()}`);
+    const both = await page.request.get(`${base}/api/info`, { headers: { "x-holdfast-page": pageKey } });
+    if (both.status() !== 200) fail(`the cookie with the page key was refused: ${both.status()}`);
     if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
     await page.waitForSelector(`${T("session-item")}`);
     // The token is gone from every URL the page uses (the WebSocket and API calls ride on the cookie).
@@ -451,7 +462,7 @@ async function swapScenario() {
     const usdcCap = await page.textContent(`${wallet} ${T("spend-gauge")}[data-budget="transactions"][data-symbol="USDC"] ${T("spend-text")}`);
     if (usdcCap !== "0 of 20000 USDC today") fail(`USDC gauge: ${usdcCap}`);
     // Balances as the chain has them (app-independent check: the API reads the node; the page shows the same).
-    const api = await page.evaluate(async () => (await fetch("/api/wallet", { credentials: "same-origin" })).json());
+    const api = await page.evaluate(async (headers) => (await fetch("/api/wallet", { credentials: "same-origin", headers })).json(), await keyHeader());
     const base = api.networks.find((n) => n.network === "base");
     for (const symbol of ["ETH", "USDC", "WETH"]) {
       const want = base.holdings.find((t) => t.symbol === symbol).balance_human;
@@ -567,7 +578,8 @@ async function agentsScenario() {
     await page.click(T("tab-memory"));
     await page.waitForSelector(`${T("memory-list")} ${T("pane-agent")}[data-agent="researcher"]`);
     // Asked outside the page (its console would log the 404 the last one is meant to get).
-    const get = async (q) => { const r = await page.request.get(`${base}/api/memory${q}`); return [r.status(), await r.json()]; };
+    const headers = await keyHeader();
+    const get = async (q) => { const r = await page.request.get(`${base}/api/memory${q}`, { headers }); return [r.status(), await r.json()]; };
     const api = [await get("?agent=researcher"), await get(""), await get("?agent=nobody")];
     if (api[0][0] !== 200 || api[0][1].agent !== "researcher") fail(`researcher's memory: ${JSON.stringify(api[0])}`);
     if (api[1][1].agent !== "assistant") fail(`the default agent's: ${JSON.stringify(api[1])}`);
@@ -662,8 +674,8 @@ async function walkthroughScenario() {
   });
   await step("a message sent from another client pre-fills its own values and never quotes this tab's text", async () => {
     const id = await page.getAttribute(`${T("session-item")}.active`, "data-id");
-    const sent = await page.evaluate(async (id) => (await fetch(`/api/sessions/${id}/messages`, { method: "POST",
-      credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify({ content: "swap 0.004 ETH for USDC" }) })).status, id);
+    const sent = await page.evaluate(async ([id, key]) => (await fetch(`/api/sessions/${id}/messages`, { method: "POST",
+      credentials: "same-origin", headers: { "content-type": "application/json", ...key }, body: JSON.stringify({ content: "swap 0.004 ETH for USDC" }) })).status, [id, await keyHeader()]);
     if (sent !== 200) fail(`sending from another client: HTTP ${sent}`);
     await page.waitForSelector(`${source}[data-prefilled="true"]:has-text("0.004 ETH")`);
     const said = await page.textContent(source);
@@ -716,7 +728,7 @@ async function layoutScenario() {
 
 async function accountScenario() {
   await step("the wallet panel shows the smart account, its balances and what remains of each on-chain limit", async () => {
-    const api = await page.evaluate(async () => (await fetch("/api/wallet", { credentials: "same-origin" })).json());
+    const api = await page.evaluate(async (headers) => (await fetch("/api/wallet", { credentials: "same-origin", headers })).json(), await keyHeader());
     const account = api.networks.find((n) => n.network === "base").account;
     if (!account) fail(`no account in /api/wallet: ${JSON.stringify(api)}`);
     const panel = `${T("wallet-panel")} ${T("wallet-account")}[data-address="${account.address}"]`;
