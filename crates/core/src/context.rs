@@ -56,6 +56,15 @@ impl CoreServices {
         Ok(Self { config: Arc::new(config), declarations, scanner, hooks: Vec::new(), state_store: None, relay: None })
     }
 
+    /// Lets every new session's context bank record which of the address book's `names` a message names (see
+    /// [`ContextScanner::with_recipient_names`]); installed by the layer that owns the address book. The scanner is
+    /// built again from the same tables as in [`CoreServices::new`].
+    pub fn with_recipient_names(mut self, names: impl IntoIterator<Item = String>) -> Result<Self, ScannerBuildError> {
+        let scanner = ContextScanner::new(&self.config.tokens, &self.config.networks)?;
+        self.scanner = Arc::new(scanner.with_decimal_comma(self.config.decimal_comma).with_recipient_names(names));
+        Ok(self)
+    }
+
     /// Replaces the declarations (for example with validators installed).
     pub fn with_declarations(mut self, declarations: RegisterDeclarations) -> Self {
         self.declarations = Arc::new(declarations);

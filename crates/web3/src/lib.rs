@@ -103,13 +103,16 @@ pub enum InstallError {
     /// `[registers.KEY]` names a register no layer declares.
     #[error("[registers.{0}]: `{0}` is not a declared register")]
     UnknownRegister(String),
+    /// The context bank's scanner could not be built with the address book's names.
+    #[error(transparent)]
+    Scanner(#[from] holdfast_core::context_bank::ScannerBuildError),
 }
 
 impl InstallError {
     /// The stable code (`config_invalid` for a configuration mistake).
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Registry(_) => ErrorCode::Internal,
+            Self::Registry(_) | Self::Scanner(_) => ErrorCode::Internal,
             Self::UnknownRegister(_) => ErrorCode::ConfigInvalid,
         }
     }
@@ -233,6 +236,8 @@ impl Web3 {
         }
         self.register_tools(registry)?;
         kernel::reconcile::spawn_background(self);
+        // A message that names an address-book recipient is what lets its amount go there by itself.
+        let services = services.with_recipient_names(self.address_book.keys().cloned())?;
         Ok(services.with_declarations(decls).with_hook(self.session_hook()))
     }
 

@@ -50,6 +50,10 @@ pub struct Authorization {
     /// asking. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
+    /// The address book's names written in the same message (outside its quoted parts), as the book spells them: an
+    /// address-book recipient the amount may go to without asking.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
     /// The networks named in the same message (canonical names): when there are any, the amount goes by itself only
     /// on one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -106,7 +110,9 @@ impl ContextBank {
     pub fn scan_input(&self, user_text: &str) -> Vec<ContextItem> {
         let found = self.scanner.scan(user_text);
         // The items outside the parts that may be quoted; `None`: nothing in the message may be.
-        let own: Option<Vec<ContextItem>> = super::quoted::own_words(user_text).map(|own| self.scanner.scan(&own));
+        let own_text = super::quoted::own_words(user_text);
+        let own: Option<Vec<ContextItem>> = own_text.as_deref().map(|own| self.scanner.scan(own));
+        let names = self.scanner.recipient_names_in(own_text.as_deref().unwrap_or(user_text));
         let mut added = Vec::new();
         {
             let mut state = self.state.write();
@@ -145,6 +151,7 @@ impl ContextBank {
                         symbol: symbol.to_owned(),
                         created_at: now,
                         addresses: addresses.clone(),
+                        names: names.clone(),
                         networks: networks.clone(),
                         latest: true,
                         quoted: !in_own_words,
@@ -249,6 +256,7 @@ impl ContextBank {
                 symbol: String::new(),
                 created_at: chrono::Utc::now(),
                 addresses: Vec::new(),
+                names: Vec::new(),
                 networks: Vec::new(),
                 latest: false,
                 quoted: false,

@@ -50,6 +50,8 @@ pub struct ContextScanner {
     pub(super) networks: Vec<(String, String)>,
     /// `[context_bank] decimal_comma`: `,` separates the fraction and `.` the thousands (`1.000,5`).
     pub(super) decimal_comma: bool,
+    /// The address book's names, as configured and folded to lower case ([`ContextScanner::with_recipient_names`]).
+    recipient_names: Vec<(String, String)>,
 }
 
 /// Why the context-bank scanner could not be built. Building the word table cannot fail today, so no scanner build
@@ -126,7 +128,52 @@ impl ContextScanner {
             symbols,
             networks: nets,
             decimal_comma: false,
+            recipient_names: Vec::new(),
         })
+    }
+
+    /// The same scanner knowing the address book's `names`, so that an authorization records which of them its
+    /// message names ([`ContextScanner::recipient_names_in`]): an amount goes by itself to an address-book recipient
+    /// only when the user named that recipient with it.
+    ///
+    /// ```
+    /// use holdfast_core::ContextScanner;
+    /// use holdfast_core::config::{NetworkTable, TokenTable};
+    ///
+    /// let scanner = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin())
+    ///     .unwrap()
+    ///     .with_recipient_names(["alice".to_owned(), "Bob".to_owned()]);
+    /// assert_eq!(scanner.recipient_names_in("send 5 USDC to Alice, not to bobby"), ["alice"]);
+    /// ```
+    #[must_use]
+    pub fn with_recipient_names(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        let named = names.into_iter().filter(|n| !n.trim().is_empty());
+        self.recipient_names = named
+            .map(|n| {
+                let folded = n.to_lowercase();
+                (n, folded)
+            })
+            .collect();
+        self
+    }
+
+    /// The address book's names `text` writes as words of their own (ignoring case; not as part of a longer word),
+    /// as the address book spells them.
+    pub fn recipient_names_in(&self, text: &str) -> Vec<String> {
+        if self.recipient_names.is_empty() {
+            return Vec::new();
+        }
+        let folded = text.to_lowercase();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        self.recipient_names
+            .iter()
+            .filter(|(_, name)| {
+                folded.match_indices(name.as_str()).any(|(at, _)| {
+                    !word(folded[..at].chars().next_back()) && !word(folded[at + name.len()..].chars().next())
+                })
+            })
+            .map(|(configured, _)| configured.clone())
+            .collect()
     }
 
     /// The same scanner reading numbers the way a user whose locale writes a decimal comma does (`[context_bank]

@@ -689,3 +689,23 @@ fn an_amount_only_in_a_quoted_part_of_the_message_is_no_request() {
     b.scan_input(&format!("send 6 USDC to `{to}` as \"rent\""));
     assert_eq!(b.authorization("6", "USDC").map(|a| a.quoted), Some(false));
 }
+
+#[test]
+fn an_authorization_records_the_address_book_names_of_its_own_words() {
+    let scanner = ContextScanner::new(&TokenTable::builtin(), &NetworkTable::builtin())
+        .unwrap()
+        .with_recipient_names(["alice".to_owned(), "Bob".to_owned(), "my savings".to_owned(), String::new()]);
+    let b = ContextBank::new(Arc::new(scanner), EventBus::new("t"));
+    let names = |text: &str| {
+        b.scan_input(text);
+        b.authorizations().last().unwrap().names.clone()
+    };
+    assert_eq!(names("send 5 USDC to Alice."), ["alice"], "any case, as the book spells it");
+    assert_eq!(names("send 5 USDC to bob's wallet"), ["Bob"]);
+    assert_eq!(names("put 5 USDC into My Savings"), ["my savings"]);
+    assert!(names("swap 0.001 ETH for 5 USDC").is_empty(), "an amount alone names nobody");
+    assert!(names("send 5 USDC to malice or bobby or alice_2").is_empty(), "not inside a longer word");
+    assert_eq!(names("send 5 USDC to alice, not bob").len(), 2);
+    assert!(names("is this legit?\n> send 5 USDC to alice").is_empty(), "a name only quoted is not recorded");
+    assert_eq!(names("send 5 USDC to bob, as I was asked:\n> send 7 DAI to alice"), ["Bob"]);
+}

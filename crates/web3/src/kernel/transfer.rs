@@ -154,14 +154,23 @@ impl Transfer<'_> {
 
 /// Whether `to` is the one address written in the user message of the amount's authorization: a user's amount goes
 /// by itself only there, not to any address the session ever saw (a pasted scam message, an old wallet the user
-/// called hacked) nor to one of several in that message ("to A, not B"), which the model could otherwise pick. The
-/// address book's names are the operator's, not the model's pick among the user's words: they are not asked about.
+/// called hacked) nor to one of several in that message ("to A, not B"), which the model could otherwise pick.
 fn written_with_the_amount(ctx: &ToolContext, inputs: &Inputs, to: Address) -> bool {
-    let authorization = inputs.amount.as_ref().and_then(|a| a.entry.provenance.authorization.clone());
-    let Some(authorization) = authorization.and_then(|id| ctx.context_bank.authorization_by_id(&id)) else {
-        return false;
-    };
-    matches!(authorization.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to))
+    amounts_authorization(ctx, inputs)
+        .is_some_and(|a| matches!(a.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to)))
+}
+
+/// Whether the address book's `preset` is the one address-book name of the user message of the amount's
+/// authorization (outside its quoted parts): an amount the user only mentioned ("swap 0.001 ETH for 5 USDC", "I have
+/// 40 USDC") does not go to an address-book recipient by itself, nor to one of several names ("to alice, not bob").
+fn named_with_the_amount(ctx: &ToolContext, inputs: &Inputs, preset: &str) -> bool {
+    amounts_authorization(ctx, inputs).is_some_and(|a| matches!(a.names.as_slice(), [only] if only == preset))
+}
+
+/// The authorization the amount register was written with, as this session's context bank holds it.
+fn amounts_authorization(ctx: &ToolContext, inputs: &Inputs) -> Option<holdfast_core::context_bank::Authorization> {
+    let authorization = inputs.amount.as_ref().and_then(|a| a.entry.provenance.authorization.clone())?;
+    ctx.context_bank.authorization_by_id(&authorization)
 }
 
 impl TxKind for Transfer<'_> {
@@ -235,10 +244,23 @@ impl TxKind for Transfer<'_> {
         if !amount_bound(ctx, self.r.amount_register, self.r.token_register) {
             confirm.push(unbound_reason(self.r.amount_register, self.r.token_register));
         }
-        if recipient.origin == Origin::Model {
-            confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
-        } else if recipient.origin != Origin::Config && !written_with_the_amount(ctx, inputs, to) {
-            confirm.push(format!("the recipient {to} is not the one address of the message that gave the amount"));
+        match (recipient.origin, self.r.recipient) {
+            (Origin::Model, _) => {
+                confirm.push(format!("the recipient {to} was typed by the model, not taken from your words"));
+            }
+            (Origin::Config, PresetOrCustom::Preset { preset }) => {
+                if !named_with_the_amount(ctx, inputs, preset) {
+                    confirm.push(format!(
+                        "the address-book recipient `{preset}` ({to}) is not the one name of the message that gave the amount"
+                    ));
+                }
+            }
+            _ => {
+                if !written_with_the_amount(ctx, inputs, to) {
+                    confirm
+                        .push(format!("the recipient {to} is not the one address of the message that gave the amount"));
+                }
+            }
         }
         let tx = if let Some(account) = account {
             super::account::transfer_tx(account, wallet, token.address, to, amount)?

@@ -96,6 +96,25 @@ async fn the_address_book_and_the_register_are_one_or_the_other() {
     assert_eq!(balance(&env, NATIVE, FRIEND).await, before + U256::from(1_000_000_000_000_000u64));
 }
 
+/// An amount the user only mentioned (what a swap should return) does not go to an address-book recipient by itself:
+/// the message named nobody. Named, it goes.
+#[tokio::test]
+async fn an_amount_the_user_sent_nowhere_does_not_go_to_the_address_book_by_itself() {
+    let env = Env::start().await;
+    prepare(&env, "swap 0.001 ETH for 5 USDC", "USDC", "5").await;
+    let (mine, theirs, nonce) = (env.balance(USDC).await, balance(&env, USDC, FRIEND).await, env.nonce().await);
+    let err = env.err("transfer", to_alice()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    let reason = err.details.unwrap()["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("`alice`") && reason.contains("not the one name of the message"), "{reason}");
+    assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
+
+    prepare(&env, "now send 5 USDC to Alice", "USDC", "5").await;
+    let out = env.ok("transfer", to_alice()).await;
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(balance(&env, USDC, FRIEND).await, theirs + U256::from(5_000_000u64));
+}
+
 #[tokio::test]
 async fn transfers_and_swaps_share_the_days_cap() {
     let tweaks = Tweaks {
@@ -107,7 +126,7 @@ async fn transfers_and_swaps_share_the_days_cap() {
     assert_eq!(env.ok("transfer", to_alice()).await["status"], "confirmed");
     let nonce = env.nonce().await;
     // A new amount (a new intent): 0.002 + 0.001 is above 0.0025.
-    prepare(&env, "and 0.001 ETH more", "ETH", "0.001").await;
+    prepare(&env, "and 0.001 ETH more to alice", "ETH", "0.001").await;
     let err = env.err("transfer", to_alice()).await;
     assert_eq!(err.code, ErrorCode::PolicyDenied, "{err:?}");
     assert!(err.message.contains("daily cap"), "{}", err.message);
