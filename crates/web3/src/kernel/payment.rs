@@ -37,10 +37,6 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A chain whose latest block is at most this far behind the local clock keeps time: once the local clock passes an
-/// authorization's `validBefore`, no block of it can settle the authorization any more.
-const CHAIN_LAG_TOLERANCE_SECS: u64 = 120;
-
 /// The longest validity window the client signs, whatever the server allows (seconds).
 pub const MAX_WINDOW_SECS: u64 = 300;
 /// How far before the chain's clock (the latest block's timestamp) the window opens, at most (seconds), so the
@@ -494,12 +490,12 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
         return Ok(None);
     }
     // Expired only when no block can carry it any more: the token checks `block.timestamp < validBefore`, so the
-    // chain's clock decides — a chain lagging behind ours could still settle it (and it keeps counting until then).
-    // By the clock of the node furthest behind: one node that shows a block from the future cannot expire it early.
+    // chain's clock decides, never ours — a chain lagging behind ours (a sequencer catching up after a stall stamps
+    // its blocks by its own schedule) could still settle it, and it keeps counting until then; an idle chain, until
+    // its next block. By the clock of the node furthest behind: one node that shows a block from the future cannot
+    // expire it early.
     let chain_time = chain.latest_block_timestamp_everywhere().await?;
-    let now = now_secs();
-    let chain_keeps_time = now.saturating_sub(chain_time) <= CHAIN_LAG_TOLERANCE_SECS;
-    if chain_time >= valid_before || (now > valid_before && chain_keeps_time) {
+    if chain_time >= valid_before {
         let update = EntryUpdate {
             error: Some(format!("the authorization expired at {valid_before} without being settled")),
             ..Default::default()

@@ -474,6 +474,9 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     assert!(window <= 2, "the window follows the server's maxTimeoutSeconds: {window}");
     assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live inside its window");
     tokio::time::sleep(std::time::Duration::from_millis(3_100)).await;
+    // Our clock is past the window; the idle chain's is not until its next block.
+    use alloy::providers::ext::AnvilApi as _;
+    case.env.devnet.provider().anvil_mine(Some(1), None).await.unwrap();
     let done = case.env.web3.reconcile().await.unwrap();
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].status, EntryStatus::Failed);
@@ -482,6 +485,73 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     let spent = case.budget_spent().await;
     assert_eq!(spent, U256::ZERO, "an expired authorization no longer counts against the budget");
     case.paid_nothing().await;
+}
+
+mod eip3009 {
+    #![allow(clippy::too_many_arguments)]
+    alloy::sol! {
+        interface IEip3009 {
+            function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
+        }
+    }
+}
+use eip3009::IEip3009;
+
+/// A payment the server never settled keeps counting once our clock passes its `validBefore`, until the chain's clock
+/// does: a chain behind ours (here: idle, its next block stamped by `evm_setNextBlockTimestamp` as a sequencer catching
+/// up after a stall stamps its own) still carries it.
+#[tokio::test]
+async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() {
+    use alloy::network::TransactionBuilder as _;
+    use alloy::providers::Provider as _;
+    use alloy::providers::ext::AnvilApi as _;
+    use alloy::sol_types::SolCall as _;
+    let case = Case::start(
+        never_settles(|url| {
+            let mut r = honest_requirement();
+            r["maxTimeoutSeconds"] = json!(4);
+            offer_v2(url, vec![r], None)
+        }),
+        Tweaks::default(),
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let auth = &payload["payload"]["authorization"];
+    let number = |k: &str| auth[k].as_str().unwrap().parse::<u64>().unwrap();
+    let (valid_after, valid_before) = (number("validAfter"), number("validBefore"));
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() <= valid_before {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // Before: `failed` ("expired") by our clock, its price released from the day's budget.
+    assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live: no block of the chain is past it");
+    assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "it still counts against the budget");
+
+    // And the chain can still carry it: the payee (anyone) submits it in a block stamped inside the window.
+    let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
+    let call = IEip3009::transferWithAuthorizationCall {
+        from: auth["from"].as_str().unwrap().parse().unwrap(),
+        to: auth["to"].as_str().unwrap().parse().unwrap(),
+        value: auth["value"].as_str().unwrap().parse().unwrap(),
+        validAfter: U256::from(valid_after),
+        validBefore: U256::from(valid_before),
+        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
+        v: signature[64],
+        r: alloy::primitives::B256::from_slice(&signature[..32]),
+        s: alloy::primitives::B256::from_slice(&signature[32..64]),
+    };
+    let provider = case.env.devnet.provider();
+    provider.anvil_set_next_block_timestamp(valid_before - 1).await.unwrap();
+    let anyone = address!("0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"); // anvil's dev account #9 (unlocked)
+    let tx =
+        alloy::rpc::types::TransactionRequest::default().with_from(anyone).with_to(USDC).with_input(call.abi_encode());
+    let receipt = provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+    assert!(receipt.status(), "a block stamped before validBefore settles it");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+    case.env.web3.reconcile().await.unwrap();
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
 
 #[tokio::test]
