@@ -73,6 +73,7 @@ struct NetworkPolicySection {
     max_slippage_bps: Option<u32>,
     max_fee_per_gas_gwei: Option<String>,
     max_priority_fee_per_gas_gwei: Option<String>,
+    auto_max_gas: Option<u64>,
     #[serde(default)]
     allow_wrap: bool,
     #[serde(default)]
@@ -139,6 +140,8 @@ pub const DEFAULT_MAX_SLIPPAGE_BPS: u32 = 100;
 pub const DEFAULT_MAX_FEE_PER_GAS_GWEI: &str = "200";
 /// Default cap on `maxPriorityFeePerGas`, in gwei.
 pub const DEFAULT_MAX_PRIORITY_FEE_PER_GAS_GWEI: &str = "10";
+/// Default `auto_max_gas`: a swap through a router takes a few hundred thousand gas, a transfer under 100,000.
+pub const DEFAULT_AUTO_MAX_GAS: u64 = 1_000_000;
 /// Default age past which a price feed's answer is not trusted (seconds): a feed's heartbeat when it sets none.
 pub const DEFAULT_FEED_MAX_AGE_SECS: u64 = 86_400;
 /// Default largest disagreement between the RPC nodes' answers of one feed, in basis points.
@@ -159,6 +162,9 @@ pub struct NetworkPolicy {
     pub max_priority_fee_per_gas: u128,
     /// Whether a swap between the native token and its wrapped twin (ETH ↔ WETH) is allowed.
     pub allow_wrap: bool,
+    /// Above this gas limit an action waits for the user even within the auto-approve limits: its network fee is the
+    /// wallet's too, and a hostile quote can make a route cost more gas (bloated calldata, a heavier path).
+    pub auto_max_gas: u64,
 }
 
 impl Default for NetworkPolicy {
@@ -176,6 +182,7 @@ impl Default for NetworkPolicy {
             max_fee_per_gas: gwei(DEFAULT_MAX_FEE_PER_GAS_GWEI),
             max_priority_fee_per_gas: gwei(DEFAULT_MAX_PRIORITY_FEE_PER_GAS_GWEI),
             allow_wrap: false,
+            auto_max_gas: DEFAULT_AUTO_MAX_GAS,
         }
     }
 }
@@ -350,6 +357,7 @@ impl Web3Config {
                     defaults.max_priority_fee_per_gas,
                 )?,
                 allow_wrap: section.allow_wrap,
+                auto_max_gas: section.auto_max_gas.unwrap_or(defaults.auto_max_gas),
                 native: AssetLimits {
                     per_tx: amount("native_per_tx", &section.native_per_tx, native_decimals, &native_symbol)?,
                     per_day: amount("native_per_day", &section.native_per_day, native_decimals, &native_symbol)?,

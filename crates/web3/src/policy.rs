@@ -169,6 +169,21 @@ impl Policy {
         Ok(())
     }
 
+    /// Why an action whose transaction may use `fees.gas_limit` gas waits for the user: above the network's
+    /// `auto_max_gas`. `None` within it.
+    pub fn gas_reason(&self, network: &str, fees: &FeeQuote, native_symbol: &str) -> Option<String> {
+        let defaults = NetworkPolicy::default();
+        let limit = self.networks.get(network).unwrap_or(&defaults).auto_max_gas;
+        (fees.gas_limit > limit).then(|| {
+            format!(
+                "the transaction may use up to {} gas (a network fee of up to {} {native_symbol}), above the \
+                 auto-approve gas limit of {limit} on {network}",
+                fees.gas_limit,
+                from_base_units(fees.max_cost(), 18)
+            )
+        })
+    }
+
     /// Checks an approval: the amount must fit the token's per-transaction cap (approving more than one swap may
     /// sell serves nothing); approvals do not count against daily totals.
     pub fn check_approval(&self, m: &AssetMove<'_>) -> Result<Decision, ToolError> {

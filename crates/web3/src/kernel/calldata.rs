@@ -107,8 +107,8 @@ pub async fn check_swap(
             if selector != IHoldfastVenue::sellCall::SELECTOR {
                 return Err(unknown());
             }
-            let call =
-                IHoldfastVenue::sellCall::abi_decode(data).map_err(|e| reject(format!("undecodable sell: {e}")))?;
+            let call = IHoldfastVenue::sellCall::abi_decode_with_config(data, strict())
+                .map_err(|e| reject(format!("undecodable sell: {e}")))?;
             expect_eq("sellToken", call.sellToken, q.sell.address, "the sell token")?;
             expect_eq("buyToken", call.buyToken, q.buy.address, "the buy token")?;
             expect_eq("sellAmount", call.sellAmount, q.sell_amount, "the sell amount")?;
@@ -125,8 +125,8 @@ pub async fn check_swap(
             if selector != IAllowanceHolder::execCall::SELECTOR {
                 return Err(unknown());
             }
-            let exec =
-                IAllowanceHolder::execCall::abi_decode(data).map_err(|e| reject(format!("undecodable exec: {e}")))?;
+            let exec = IAllowanceHolder::execCall::abi_decode_with_config(data, strict())
+                .map_err(|e| reject(format!("undecodable exec: {e}")))?;
             expect_eq("operator", exec.operator, exec.target, "the target")?;
             let allowed = allowed_settlers(chain, network).await?;
             if !allowed.contains(&exec.target) {
@@ -196,6 +196,13 @@ pub async fn allowed_settlers(chain: &Chain, network: &NetworkConfig) -> Result<
         }
     }
     Ok(allowed)
+}
+
+/// Strict ABI decoding for the call a swap sends: no bytes after the encoding, canonical offsets and padding. What is
+/// signed is exactly what was decoded; bytes a hostile quoter appends would be ignored by the contract, but paid for in
+/// gas on every swap. (The Settler's inner `execute` is read leniently: its `actions` are not decoded anyway.)
+fn strict() -> alloy::sol_types::abi::AbiDecoderConfig {
+    alloy::sol_types::abi::AbiDecoderConfig::new().strict(true)
 }
 
 #[cfg(test)]

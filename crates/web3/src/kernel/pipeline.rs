@@ -416,6 +416,8 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
     }
     let fees = chain.fees(wallet, &plan.tx).await?;
     web3.policy().check_fees(&network.name, &fees)?;
+    // Known only now, after a fund's question: then asked with the simulation's own reasons.
+    reasons.extend(web3.policy().gas_reason(&network.name, &fees, &network.native_symbol));
     plan.summary.set_fees(fees.gas_limit, super::human(fees.max_cost(), 18, &network.native_symbol));
     let asked = Asked { reasons, upfront, funded };
     let committed = commit(web3, Some((ctx, &inputs)), kind, &chain, network, plan, fees, cap, asked).await?;

@@ -173,6 +173,54 @@ async fn calldata_paying_another_recipient_is_refused_by_its_decoding_and_the_re
     f.finish();
 }
 
+/// Bytes a quoter appends to honest calldata: the venue ignores them, the wallet would pay their gas on every swap.
+#[tokio::test(flavor = "multi_thread")]
+async fn calldata_with_bytes_after_its_encoding_is_refused() {
+    let (env, tamper) = Env::with_hostile_quoter(Tweaks::default()).await;
+    *tamper.lock() = Box::new(|q| {
+        let data = q["transaction"]["data"].as_str().unwrap().to_owned();
+        q["transaction"]["data"] = json!(format!("{data}{}", "ff".repeat(20_000)));
+    });
+    let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert_eq!(out["origin"], "tool", "honest fields, so the quote is stored: {out}");
+    let before = holdings(&env).await;
+
+    // Before: decoded leniently, it was signed and mined, paying for 20,000 more bytes of calldata.
+    let sent = env.call("web3_tx", tx()).await;
+    let mut f = Failures::default();
+    f.check(code(&sent) == "quote_rejected", format!("web3_tx → quote_rejected (got {sent:?})"));
+    let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+    f.check(message.contains("undecodable sell"), format!("the refusal names the decoding: {message}"));
+    f.check(holdings(&env).await == before, format!("nothing moved on chain: {before:?} → {:?}", holdings(&env).await));
+    check_refused_swap(&mut f, &env, "session-1", false).await;
+    f.finish();
+}
+
+/// A transaction that may use more gas than the network's `auto_max_gas` waits for the user even inside the
+/// auto-approve limits, and runs once approved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_swap_above_the_auto_approve_gas_limit_waits_for_the_user() {
+    let tweaks = Tweaks {
+        toml_replace: vec![("[policy.base]\n".into(), "[policy.base]\nauto_max_gas = 50000\n".into())],
+        ..Tweaks::default()
+    };
+    let env = Env::start_with(tweaks).await;
+    let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert_eq!(out["origin"], "tool", "{out}");
+    let before = holdings(&env).await;
+    let err = env.call("web3_tx", tx()).await.unwrap_err();
+    assert_eq!(err.code, holdfast_core::ErrorCode::ConfirmationRequired, "{err:?}");
+    let details = err.details.unwrap();
+    let reason = details["reason"].as_str().unwrap();
+    assert!(reason.contains("above the auto-approve gas limit of 50000 on base"), "{reason}");
+    assert_eq!(holdings(&env).await, before, "nothing sent before the user answers");
+    let id = details["confirmation_id"].as_str().unwrap();
+    env.decide(id, holdfast_core::UserDecision::Approve).unwrap();
+    let sent = env.call("web3_tx", tx()).await.unwrap();
+    assert_eq!(sent["status"], "confirmed", "{sent}");
+    assert_eq!(env.nonce().await, before.nonce + 1);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // 4: the node takes the transaction but its answer is lost.
 // ---------------------------------------------------------------------------------------------------------------
