@@ -93,7 +93,8 @@ pub mod schema {
 #[openapi(
     info(title = "holdfast", description = "The REST API of `holdfast serve`: sessions, messages, tools by name \
         through the same registry as the model, registers, context bank, confirmations, memory, and the money views. \
-        Every route needs the access token: `Authorization: Bearer TOKEN` (or the browser's session cookie). Errors \
+        Every route needs the access token: `Authorization: Bearer TOKEN` (or a signed-in browser's session cookie \
+        with its page key, `X-Holdfast-Page`). Errors \
         are `{\"error\": {\"code\", \"message\"}}` with the stable codes of docs/interfaces.md."),
     paths(
         crate::api::info, crate::api::tools, crate::api::list_sessions, crate::api::create_session,

@@ -123,16 +123,28 @@ window.holdfast = Object.freeze({ h, get, rel, short, humanKey, summaryText, toa
 // session cookie and redirect here without it. A used, expired or unknown code gets the server's sign-in page saying
 // which. The access token is for programs and never reaches the page.
 // The redirect after sign-in hands the page its key in the URL's fragment (never sent to a server): kept in this
-// origin's storage, which no other port's page can read, and taken out of the address bar and history at once.
+// origin's storage, which no other port's page can read, and taken out of the address bar at once (the browser's
+// history may keep the URL it was sent to; the key signs nobody in without the cookie).
 const PAGE_KEY = "holdfast.page";
-{
-  const m = /^#page=([0-9a-f]{64})$/.exec(location.hash);
-  if (m) {
-    localStorage.setItem(PAGE_KEY, m[1]);
-    history.replaceState(null, "", location.pathname + location.search);
-  }
+let keptInMemory = ""; // where storage is blocked: this tab only
+function pageKey() {
+  try { return localStorage.getItem(PAGE_KEY) || keptInMemory; } catch (_) { return keptInMemory; }
 }
-function pageKey() { return localStorage.getItem(PAGE_KEY) || ""; }
+function keepPageKey(key) {
+  keptInMemory = key;
+  try { localStorage.setItem(PAGE_KEY, key); } catch (_) { /* storage blocked: kept in memory */ }
+}
+// A key in the fragment replaces the kept one only once the server accepts it: any site can send the browser here
+// with a fragment of its own choosing, which would otherwise sign the user out.
+const adoptingPageKey = (async () => {
+  const m = /^#page=([0-9a-f]{64})$/.exec(location.hash);
+  if (!m) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    const r = await fetch("/api/info", { credentials: "same-origin", headers: { "X-Holdfast-Page": m[1] } });
+    if (r.ok) keepPageKey(m[1]);
+  } catch (_) { /* the server is unreachable: the kept key stays */ }
+})();
 function askSignIn(why) {
   if (why) $("signin-why").textContent = why;
   $("signin-prompt").classList.add("show");
@@ -1102,6 +1114,7 @@ document.querySelectorAll(".tabs button").forEach((b) => b.addEventListener("cli
 
 // ---------------------------------------------------------------- start
 async function start() {
+  await adoptingPageKey;
   try {
     S.info = await get("/api/info");
   } catch (e) {

@@ -474,16 +474,27 @@ mod tests {
         let code = sign_in.mint_code().unwrap();
         let signed_in = guard.sign_in_page(Some(&format!("x=1&code={code}"))).unwrap();
         assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
-        assert_eq!(signed_in.headers()[header::LOCATION], "/");
+        let location = signed_in.headers()[header::LOCATION].to_str().unwrap().to_owned();
+        let key = location.strip_prefix("/#page=").unwrap().to_owned();
         let set = signed_in.headers()[header::SET_COOKIE].to_str().unwrap().to_owned();
         let (pair, attributes) = set.split_once(';').unwrap();
         assert_eq!(attributes.trim(), "HttpOnly; SameSite=Strict; Path=/; Max-Age=604800");
         let (_, session) = pair.split_once('=').unwrap();
         assert_ne!(session, code, "the cookie is not the code");
+        assert_ne!(session, key, "the page key is not the cookie");
         let cookie = format!("other=1; {pair}");
-        assert_eq!(guard.check_token(&headers(&[(header::COOKIE, &cookie)])).unwrap().client, "browser");
+        assert_eq!(guard.check_token(&headers(&[(header::COOKIE, &cookie)])), Err(Refusal::Unauthorized), "alone");
+        let page = header::HeaderName::from_static(PAGE_HEADER);
+        let both = [(header::COOKIE, cookie.as_str()), (page.clone(), key.as_str())];
+        assert_eq!(guard.check_token(&headers(&both)).unwrap().client, "browser");
+        let protocols = format!("holdfast, {PAGE_PROTOCOL_PREFIX}{key}");
+        let upgrade = [(header::COOKIE, cookie.as_str()), (header::SEC_WEBSOCKET_PROTOCOL, protocols.as_str())];
+        assert_eq!(guard.check_token(&headers(&upgrade)).unwrap().client, "browser", "a WebSocket's subprotocol");
+        let wrong = [(header::COOKIE, cookie.as_str()), (page.clone(), session)];
+        assert_eq!(guard.check_token(&headers(&wrong)), Err(Refusal::Unauthorized), "the cookie twice");
         let elsewhere = format!("holdfast_session_9999={session}");
-        assert_eq!(guard.check_token(&headers(&[(header::COOKIE, &elsewhere)])), Err(Refusal::Unauthorized));
+        let elsewhere = [(header::COOKIE, elsewhere.as_str()), (page, key.as_str())];
+        assert_eq!(guard.check_token(&headers(&elsewhere)), Err(Refusal::Unauthorized));
         let session_as_bearer = format!("Bearer {session}");
         assert_eq!(
             guard.check_token(&headers(&[(header::AUTHORIZATION, &session_as_bearer)])),

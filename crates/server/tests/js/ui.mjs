@@ -197,6 +197,14 @@ async function openUi() {
     if (cookieAlone.status() !== 401) fail(`the cookie alone was accepted: ${cookieAlone.status()}`);
     const both = await page.request.get(`${base}/api/info`, { headers: { "x-holdfast-page": pageKey } });
     if (both.status() !== 200) fail(`the cookie with the page key was refused: ${both.status()}`);
+    // Any site can send the browser here with a key of its own in the fragment: it is not kept, and the page stays
+    // signed in.
+    const other = await context.newPage();
+    await other.goto(`${base}/?from=elsewhere#page=${"0".repeat(64)}`);
+    await other.waitForSelector(`${T("ws-status")}[data-state="open"]`);
+    const kept = await other.evaluate(() => localStorage.getItem("holdfast.page"));
+    await other.close();
+    if (kept !== pageKey) fail(`a key another site chose replaced the page's: ${kept}`);
     if (!/base/.test(await page.textContent(T("networks")))) fail("the networks are not shown");
     await page.waitForSelector(`${T("session-item")}`);
     // The token is gone from every URL the page uses (the WebSocket and API calls ride on the cookie).
