@@ -478,6 +478,22 @@ impl Web3Config {
             holdfast_core::registers::validate_key("address_book", &label).map_err(|e| {
                 doc.invalid_at(&["address_book", &label], format!("[address_book] {label}: {}", e.message))
             })?;
+            // A name the user writes when naming a token or a network would name this recipient in every such message.
+            let folded = label.to_lowercase();
+            let token = core.tokens.iter().any(|t| t.symbol.to_lowercase() == folded);
+            let network = core
+                .networks
+                .iter()
+                .any(|n| n.name.to_lowercase() == folded || n.aliases.iter().any(|a| a.to_lowercase() == folded));
+            if token || network {
+                return Err(doc.invalid_at(
+                    &["address_book", &label],
+                    format!(
+                        "[address_book] {label}: spelled like a {} name; give the recipient a name of its own",
+                        if token { "token" } else { "network" }
+                    ),
+                ));
+            }
             let address = holdfast_core::address::parse_address(&label, &address)
                 .map_err(|e| doc.invalid_at(&["address_book", &label], format!("[address_book] {}", e.message)))?;
             address_book.insert(label, address);
@@ -514,6 +530,21 @@ mod tests {
         let doc = ConfigDocument::parse(None, "[wallet]\nkey_env = \"MY_KEY_1\"\n".into()).unwrap();
         let core = CoreConfig::from_document(&doc).unwrap();
         assert_eq!(Web3Config::from_document(&doc, &core).unwrap().wallet.key_env.as_deref(), Some("MY_KEY_1"));
+    }
+
+    #[test]
+    fn an_address_book_name_spelled_like_a_token_or_a_network_is_refused_at_its_line() {
+        let load = |name: &str| {
+            let text = format!("[address_book]\n{name} = \"0x90F79bf6EB2c4f870365E785982E1f101E93b906\"\n");
+            let doc = ConfigDocument::parse(Some("holdfast.toml".into()), text).unwrap();
+            let core = CoreConfig::from_document(&doc).unwrap();
+            Web3Config::from_document(&doc, &core).map(|c| c.address_book.len()).map_err(|e| e.to_string())
+        };
+        for (name, kind) in [("usdc", "token"), ("WETH", "token"), ("base", "network")] {
+            let err = load(name).unwrap_err();
+            assert!(err.contains("holdfast.toml:2") && err.contains(&format!("spelled like a {kind} name")), "{err}");
+        }
+        assert_eq!(load("alice"), Ok(1));
     }
 
     #[test]

@@ -89,6 +89,6 @@ mod word_table;
 
 pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
-pub use scanner::{ContextScanner, ScannerBuildError};
+pub use scanner::{ContextScanner, RECIPIENT_CUES, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]
 use {blocks::*, rules::*, scanner::*, word_table::*};

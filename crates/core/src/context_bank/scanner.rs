@@ -38,6 +38,24 @@ pub(super) struct SymbolEntry {
     pub(super) loose_case: bool,
 }
 
+/// The words (lower case) that, right before an address-book name, make it the recipient of the message's amounts.
+pub const RECIPIENT_CUES: [&str; 8] = ["to", "pay", "send", "give", "tip", "into", "→", "->"];
+
+fn is_word(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Whether `before` (lower case) ends with one of [`RECIPIENT_CUES`], as a word of its own, and spaces or tabs.
+fn after_a_cue(before: &str) -> bool {
+    let before = before.trim_end_matches([' ', '\t']);
+    RECIPIENT_CUES.iter().any(|cue| {
+        before.strip_suffix(cue).is_some_and(|rest| {
+            let first = cue.chars().next();
+            !first.is_some_and(char::is_alphanumeric) || !is_word(rest.chars().next_back())
+        })
+    })
+}
+
 /// The immutable scanner built from the token and network tables; shared by every session.
 #[derive(Debug)]
 pub struct ContextScanner {
@@ -157,19 +175,22 @@ impl ContextScanner {
         self
     }
 
-    /// The address book's names `text` writes as words of their own (ignoring case; not as part of a longer word),
-    /// as the address book spells them.
+    /// The address book's names `text` writes as recipients, as the address book spells them: as words of their own
+    /// (ignoring case; not as part of a longer word) right after one of [`RECIPIENT_CUES`] ("to alice", "pay bob",
+    /// "send carol 5 USDC", "→ dave"). A name written anywhere else ("alice sent me 5 USDC", "from bob", "as carol
+    /// said") is no recipient: an amount goes there only when the user asks.
     pub fn recipient_names_in(&self, text: &str) -> Vec<String> {
         if self.recipient_names.is_empty() {
             return Vec::new();
         }
         let folded = text.to_lowercase();
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         self.recipient_names
             .iter()
             .filter(|(_, name)| {
                 folded.match_indices(name.as_str()).any(|(at, _)| {
-                    !word(folded[..at].chars().next_back()) && !word(folded[at + name.len()..].chars().next())
+                    !is_word(folded[..at].chars().next_back())
+                        && !is_word(folded[at + name.len()..].chars().next())
+                        && after_a_cue(&folded[..at])
                 })
             })
             .map(|(configured, _)| configured.clone())

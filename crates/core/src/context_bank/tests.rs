@@ -705,7 +705,14 @@ fn an_authorization_records_the_address_book_names_of_its_own_words() {
     assert_eq!(names("put 5 USDC into My Savings"), ["my savings"]);
     assert!(names("swap 0.001 ETH for 5 USDC").is_empty(), "an amount alone names nobody");
     assert!(names("send 5 USDC to malice or bobby or alice_2").is_empty(), "not inside a longer word");
-    assert_eq!(names("send 5 USDC to alice, not bob").len(), 2);
+    assert_eq!(names("send 5 USDC to alice, not bob"), ["alice"], "only a name in a recipient's place");
+    assert_eq!(names("pay bob 5 USDC"), ["Bob"]);
+    assert_eq!(names("5 USDC -> bob"), ["Bob"]);
+    assert!(names("alice sent me 5 USDC").is_empty(), "the sender is no recipient");
+    assert!(names("I received 5 USDC from bob").is_empty());
+    assert!(names("swap 0.001 ETH for 5 USDC like alice suggested").is_empty());
+    assert!(names("see https://alice.example about 5 USDC").is_empty());
+    assert!(names("send 5 USDC onto alice").is_empty(), "a cue inside a longer word is none");
     assert!(names("is this legit?\n> send 5 USDC to alice").is_empty(), "a name only quoted is not recorded");
     assert_eq!(names("send 5 USDC to bob, as I was asked:\n> send 7 DAI to alice"), ["Bob"]);
 }

@@ -150,8 +150,8 @@ pub async fn check_swap(
             if inner.get(..4) != Some(&ISettler::executeCall::SELECTOR[..]) {
                 return Err(reject("the settlement call is not the Settler's taker-submitted `execute`"));
             }
-            let settle =
-                ISettler::executeCall::abi_decode(inner).map_err(|e| reject(format!("undecodable execute: {e}")))?;
+            let settle = ISettler::executeCall::abi_decode_with_config(inner, strict())
+                .map_err(|e| reject(format!("undecodable execute: {e}")))?;
             let slippage = settle.slippage;
             expect_eq("slippage.recipient", slippage.recipient, wallet, WHO)?;
             expect_eq("slippage.buyToken", slippage.buyToken, q.buy.address, "the buy token")?;
@@ -198,9 +198,10 @@ pub async fn allowed_settlers(chain: &Chain, network: &NetworkConfig) -> Result<
     Ok(allowed)
 }
 
-/// Strict ABI decoding for the call a swap sends: no bytes after the encoding, canonical offsets and padding. What is
-/// signed is exactly what was decoded; bytes a hostile quoter appends would be ignored by the contract, but paid for in
-/// gas on every swap. (The Settler's inner `execute` is read leniently: its `actions` are not decoded anyway.)
+/// Strict ABI decoding for the calls a swap sends (the venue's `sell`, AllowanceHolder's `exec` and the Settler's
+/// `execute` inside it): no bytes after the encoding, canonical offsets and padding. Bytes a hostile quoter appends
+/// would be ignored by the contract but paid for in gas on every swap. The Settler's `actions` are not decoded (their
+/// size, like any route's gas, is bounded by `auto_max_gas`).
 fn strict() -> alloy::sol_types::abi::AbiDecoderConfig {
     alloy::sol_types::abi::AbiDecoderConfig::new().strict(true)
 }
@@ -296,6 +297,21 @@ mod tests {
                 d[..4].copy_from_slice(&[0xa9, 0x05, 0x9c, 0xbb]);
                 d
             }),
+            // Bytes after an encoding (paid for in gas, ignored by the contract): after `exec`'s, and after the
+            // `execute` inside it.
+            ("undecodable exec", {
+                let mut d = exec(|_, _| {});
+                d.extend_from_slice(&[0xff; 64]);
+                d
+            }),
+            (
+                "undecodable execute",
+                exec(|c, s| {
+                    let mut inner = s.abi_encode();
+                    inner.extend_from_slice(&[0xff; 64]);
+                    c.data = Bytes::from(inner);
+                }),
+            ),
         ];
         for (needle, data) in cases {
             let err = check(&net, data).await.unwrap_err();
