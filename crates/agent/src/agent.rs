@@ -256,7 +256,7 @@ impl Agent {
                     let _ = write!(
                         out,
                         "\n\n## Earlier in this conversation (your summary; not the user's words)\n{}",
-                        summary.value
+                        holdfast_memory::escape_text(&summary.value)
                     );
                 }
             }

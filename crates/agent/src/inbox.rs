@@ -135,7 +135,7 @@ pub fn conversation(m: &InboxMessage, receiver: &str) -> (String, String) {
 pub fn describe_sender(m: &InboxMessage, receiver: &str) -> String {
     match m.via.as_str() {
         // A reminder another agent scheduled for this one is that agent's words, not this agent's own note.
-        "reminder" if m.from == receiver => "a reminder you scheduled".to_owned(),
+        "reminder" if m.from == receiver => "a reminder the agent scheduled for itself".to_owned(),
         "reminder" => format!("a reminder agent '{}' scheduled for you", m.from),
         "direct" => format!("agent '{}'", m.from),
         "reply" => format!("agent '{}' (its reply to your message)", m.from),
@@ -457,7 +457,10 @@ mod tests {
 
     #[test]
     fn a_reminder_another_agent_scheduled_is_shown_as_that_agents() {
-        assert_eq!(describe_sender(&message("assistant", "reminder"), "assistant"), "a reminder you scheduled");
+        assert_eq!(
+            describe_sender(&message("assistant", "reminder"), "assistant"),
+            "a reminder the agent scheduled for itself"
+        );
         assert_eq!(
             describe_sender(&message("mallory", "reminder"), "assistant"),
             "a reminder agent 'mallory' scheduled for you"

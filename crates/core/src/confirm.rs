@@ -130,7 +130,7 @@ pub struct Confirmation {
 pub enum TurnStarter {
     /// The user's own message.
     User,
-    /// Someone else: who and how (`agent 'b'`, `a reminder you scheduled`).
+    /// Someone else: who and how (`agent 'b'`, `a reminder the agent scheduled for itself`).
     Other(String),
 }
 

@@ -89,7 +89,7 @@ async fn a_reminder_starts_one_turn_and_its_words_are_not_the_users() {
     .await;
     let request = scripted.requests.lock()[0].1.clone();
     let asked = request["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
-    assert!(asked.contains("a reminder you scheduled") && asked.contains(text), "{asked}");
+    assert!(asked.contains("a reminder the agent scheduled for itself") && asked.contains(text), "{asked}");
     assert!(asked.contains("Not from your user"), "{asked}");
     let opening = history.iter().find(|m| m.role == MessageRole::Inbox).unwrap();
     assert_eq!(opening.content, text);

@@ -299,7 +299,10 @@ impl ReminderScheduler {
                 tracing::warn!(reminder = %r.id, error = %e, "reminder target failed; delivering to the agent instead");
                 let note = format!("Reminder (could not be delivered to {}: {e}): {}", r.target.describe(), r.message);
                 let own = MessageTarget::agent(agent.as_str());
-                match self.router.send_reminder(&agent, &own, note, Some(metadata), r.hops, fires, None).await {
+                // One more hop, as a reminder to itself from a turn no user started is: a chain of reminders to a
+                // target that keeps failing (a group of the agent alone) ends at the hop limit.
+                let hops = r.hops.saturating_add(1);
+                match self.router.send_reminder(&agent, &own, note, Some(metadata), hops, fires, None).await {
                     Ok(_) => Ok(true),
                     Err(MemoryError::AlreadyFired) => Ok(false),
                     Err(e) => {

@@ -445,7 +445,38 @@ async fn a_reminder_that_reaches_the_limit_by_the_time_it_fires_goes_to_its_agen
         "{}",
         own.content
     );
-    assert_eq!(own.hops, 2);
+    assert_eq!(own.hops, 3, "one more hop than the reminder carried");
+}
+
+/// A reminder to a group of the agent alone cannot be delivered; the agent gets it instead, one hop further on, so a
+/// turn that schedules it again each time reaches the hop limit (it used to go on for ever at the same count).
+#[tokio::test]
+async fn a_reminder_that_keeps_failing_to_reach_its_target_ends_at_the_hop_limit() {
+    let clock = ManualClock::new(start_time());
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = open(dir.path(), &clock, MemoryConfig { max_hops: 3, ..no_cooldown() }).await;
+    let a = runtime.agent("a").await.unwrap();
+    runtime.router().define_group("alone", &["a".into()]).await.unwrap();
+    let to_group = json!({"in": "1m", "message": "again", "target": {"type": "group", "id": "alone"}});
+    let mut hops = 0;
+    let mut rounds = 0;
+    loop {
+        let scheduled =
+            registry(&a).call("schedule_reminder", to_group.clone(), &inbox_turn_ctx("a-inbox", hops)).await;
+        if let Err(e) = scheduled {
+            assert_eq!(e.code, ErrorCode::RateLimited, "{e:?}");
+            break;
+        }
+        rounds += 1;
+        assert!(rounds <= 3, "still scheduling at {hops} hops");
+        clock.advance(chrono::Duration::minutes(1));
+        assert_eq!(runtime.scheduler().fire_due().await.unwrap().len(), 1);
+        let own = a.inbox().try_recv().await.unwrap().unwrap();
+        assert!(own.content.contains("could not be delivered to group 'alone'"), "{}", own.content);
+        assert_eq!(own.hops, hops + 1);
+        hops = own.hops;
+    }
+    assert_eq!(hops, 3, "stopped at the limit");
 }
 
 #[tokio::test]
