@@ -177,14 +177,31 @@ impl Confirmations {
         summary: Value,
         reason: &str,
     ) -> Result<(), ToolError> {
+        self.require_covered(tool, params, fingerprint, summary, reason, |_| true)
+    }
+
+    /// As [`Confirmations::require`], but an approval is used only when `covers` accepts the summary the user
+    /// approved: what the fingerprint does not fix (a transaction's gas, estimated again on each run) is judged
+    /// against what the user was shown, and anything more is asked again.
+    pub fn require_covered(
+        &self,
+        tool: &str,
+        params: &Value,
+        fingerprint: &str,
+        summary: Value,
+        reason: &str,
+        covers: impl Fn(&Value) -> bool,
+    ) -> Result<(), ToolError> {
         let now = Utc::now();
         let mut items = self.items.lock();
         self.changed();
         expire(&mut items, now);
-        if let Some(approved) = items
-            .iter_mut()
-            .find(|c| c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint)
-        {
+        if let Some(approved) = items.iter_mut().find(|c| {
+            c.state == ConfirmationState::Approved
+                && c.tool == tool
+                && c.fingerprint == fingerprint
+                && covers(&c.summary)
+        }) {
             approved.state = ConfirmationState::Used;
             return Ok(());
         }

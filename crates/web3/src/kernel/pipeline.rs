@@ -476,6 +476,15 @@ pub(crate) async fn run_kernel<K: TxKind>(
     Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Asked::default()).await?.0)
 }
 
+/// Whether the approval of `approved` (the summary the user was shown) covers a transaction of `gas_limit`: at most a
+/// tenth more gas than it showed (an estimate moves a little with the chain's state between the question and the
+/// run). More is asked again, showing the new gas and fee: the fingerprint fixes the action, not the gas its route
+/// costs. A summary that showed no gas (a funded action asked before its fee was known) covers any.
+fn gas_covered(approved: &serde_json::Value, gas_limit: u64) -> bool {
+    let shown = approved.get("gas_limit").and_then(serde_json::Value::as_str).and_then(|g| g.parse::<u64>().ok());
+    shown.is_none_or(|shown| gas_limit <= shown.saturating_add(shown / 10))
+}
+
 /// The gas a token transfer may need beyond its estimate when its recipient's balance is emptied in between: a fresh
 /// storage slot (20,000) instead of a changed one (2,900).
 const FRESH_SLOT_GAS: u64 = 17_100;
@@ -587,7 +596,15 @@ async fn commit<K: TxKind>(
             let reason = reasons.join("; ");
             // After an approval before the fund, the simulation's question is its own (the first approval is used).
             let fingerprint = if upfront { simulated_fingerprint(&plan.fingerprint) } else { plan.fingerprint.clone() };
-            ctx.confirmations.require(kind.tool(), &kind.params(), &fingerprint, summary.clone(), &reason)?;
+            let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit);
+            ctx.confirmations.require_covered(
+                kind.tool(),
+                &kind.params(),
+                &fingerprint,
+                summary.clone(),
+                &reason,
+                covers,
+            )?;
         }
         // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
         ctx.check_cancelled("the transaction was signed")?;

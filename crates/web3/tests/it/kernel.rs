@@ -221,6 +221,44 @@ async fn a_swap_above_the_auto_approve_gas_limit_waits_for_the_user() {
     assert_eq!(env.nonce().await, before.nonce + 1);
 }
 
+/// An approval covers the gas the user was shown (and a tenth more), not whatever the route costs when it runs: an
+/// estimate that grew since (chain state the route reads changed) is asked again, showing the new gas.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_does_not_cover_a_transaction_that_grew_heavier_since() {
+    let tweaks = Tweaks {
+        toml_replace: vec![("[policy.base]\n".into(), "[policy.base]\nauto_max_gas = 50000\n".into())],
+        ..Tweaks::default()
+    };
+    let (env, proxy) = behind_proxy(TestDevnet::start().await.unwrap(), tweaks).await;
+    let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert_eq!(out["origin"], "tool", "{out}");
+    let before = holdings(&env).await;
+    let first = env.call("web3_tx", tx()).await.unwrap_err();
+    let details = first.details.unwrap();
+    let shown: u64 = details["summary"]["gas_limit"].as_str().unwrap().parse().unwrap();
+    env.decide(details["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve).unwrap();
+    // The node now estimates three times the gas.
+    proxy.set_rewrite(Some(std::sync::Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_estimateGas"
+            && let Some(gas) =
+                resp["result"].as_str().and_then(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok())
+        {
+            resp["result"] = json!(format!("0x{:x}", gas * 3));
+        }
+    })));
+    // Before: the approval was used, and the heavier transaction signed.
+    let again = env.call("web3_tx", tx()).await.unwrap_err();
+    assert_eq!(again.code, holdfast_core::ErrorCode::ConfirmationRequired, "{again:?}");
+    let details = again.details.unwrap();
+    let grown: u64 = details["summary"]["gas_limit"].as_str().unwrap().parse().unwrap();
+    assert!(grown > shown + shown / 10, "the question shows the new gas: {grown} against {shown}");
+    assert_eq!(holdings(&env).await, before, "nothing sent on the old approval");
+    env.decide(details["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve).unwrap();
+    let sent = env.call("web3_tx", tx()).await.unwrap();
+    assert_eq!(sent["status"], "confirmed", "{sent}");
+    assert_eq!(env.nonce().await, before.nonce + 1);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // 4: the node takes the transaction but its answer is lost.
 // ---------------------------------------------------------------------------------------------------------------
