@@ -22,6 +22,12 @@ use std::sync::Arc;
 
 /// `update_memory` and friends may not be given a description longer than this.
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+/// The most characters the tools may leave in an agent's memory blocks together (the runtime's session summaries
+/// aside): every block is in every system context of the agent, so a model, another agent's turn or a client cannot
+/// grow it until no request fits.
+pub const MAX_MEMORY_CHARS: usize = 100_000;
+/// The most blocks the tools may create for one agent (each is shown with its label and attributes).
+pub const MAX_BLOCKS: usize = 200;
 /// Largest `limit` of a search.
 pub const MAX_SEARCH_LIMIT: usize = 50;
 /// Default `limit` of a search.
@@ -192,8 +198,36 @@ impl Memory {
             EditOp::Replace => "new",
             EditOp::Create | EditOp::Update | EditOp::System => "value",
         };
+        // What the other blocks hold, read before the write (a concurrent write may pass it by one block's size).
+        let (others, count) = match op {
+            EditOp::System => (0, 0),
+            _ => {
+                let blocks = self.blocks().await?;
+                let shown = blocks.iter().filter(|b| !b.label.starts_with(RUNTIME_LABEL_PREFIX));
+                let others: usize = shown.clone().filter(|b| b.label != label).map(MemoryBlock::chars).sum();
+                (others, shown.count())
+            }
+        };
         let edit: EditFn = Box::new(move |before| {
             let write = edit(before)?;
+            if let (Some(w), true) = (&write, op != EditOp::System) {
+                if before.is_none() && count >= MAX_BLOCKS {
+                    return Err(MemoryError::invalid(
+                        "label",
+                        format!("memory holds {count} blocks, the most it may; reuse or condense one instead"),
+                    ));
+                }
+                let total = others.saturating_add(w.block.chars());
+                if total > MAX_MEMORY_CHARS && w.block.chars() > before.map_or(0, MemoryBlock::chars) {
+                    return Err(MemoryError::invalid(
+                        text_field,
+                        format!(
+                            "memory would hold {total} characters, above the {MAX_MEMORY_CHARS} every system context \
+                             of this agent can carry; condense a block first"
+                        ),
+                    ));
+                }
+            }
             if let Some(w) = &write {
                 if w.block.value.contains('\0') {
                     return Err(MemoryError::invalid(text_field, "contains a NUL character (U+0000)"));

@@ -20,6 +20,36 @@ fn registry(h: &AgentHandle) -> ToolRegistry {
 
 // ---------------------------------------------------------------- unit: memory tools
 
+/// Every block is in every system context of the agent: the tools cannot grow memory past what one carries, in size
+/// or in count (a peer agent's turns or a client could otherwise grow it until no request fits). Condensing is allowed.
+#[tokio::test]
+async fn memory_cannot_be_grown_past_what_a_system_context_carries() {
+    let (_f, h) = agent().await;
+    let (r, c) = (registry(&h), ctx("s"));
+    let big = "x".repeat(MAX_MEMORY_CHARS / 4);
+    for label in ["a", "b", "c", "d"] {
+        r.call("update_memory", json!({"label": label, "value": big, "description": null}), &c).await.unwrap();
+    }
+    let err = r.call("append_memory", json!({"label": "a", "content": "one more"}), &c).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidParams, "{err:?}");
+    assert!(err.message.contains("condense a block first"), "{}", err.message);
+    let err =
+        r.call("update_memory", json!({"label": "e", "value": "new", "description": null}), &c).await.unwrap_err();
+    assert!(err.message.contains(&format!("above the {MAX_MEMORY_CHARS}")), "{}", err.message);
+    // Condensing one makes room.
+    r.call("update_memory", json!({"label": "a", "value": "short", "description": null}), &c).await.unwrap();
+    r.call("update_memory", json!({"label": "e", "value": "new", "description": null}), &c).await.unwrap();
+    let count = h.memory.blocks().await.unwrap().len();
+    for i in count..MAX_BLOCKS {
+        let label = format!("n{i}");
+        r.call("update_memory", json!({"label": label, "value": "", "description": null}), &c).await.unwrap();
+    }
+    let err =
+        r.call("update_memory", json!({"label": "one_more", "value": "", "description": null}), &c).await.unwrap_err();
+    assert!(err.message.contains(&format!("memory holds {MAX_BLOCKS} blocks")), "{}", err.message);
+    r.call("update_memory", json!({"label": "e", "value": "changed", "description": null}), &c).await.unwrap();
+}
+
 #[tokio::test]
 async fn update_memory_creates_then_returns_the_previous_value() {
     let (_f, h) = agent().await;
