@@ -45,9 +45,12 @@ fn is_word(c: Option<char>) -> bool {
     c.is_some_and(|c| c.is_alphanumeric() || c == '_')
 }
 
-/// Whether `before` (lower case) ends with one of [`RECIPIENT_CUES`], as a word of its own, and spaces or tabs.
+/// Whether `before` (lower case) ends with one of [`RECIPIENT_CUES`], as a word of its own, and blanks (spaces, tabs,
+/// no-break spaces: whitespace that does not end a line).
 fn after_a_cue(before: &str) -> bool {
-    let before = before.trim_end_matches([' ', '\t']);
+    let before = before.trim_end_matches(|c: char| {
+        c.is_whitespace() && !matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{b}' | '\u{c}')
+    });
     RECIPIENT_CUES.iter().any(|cue| {
         before.strip_suffix(cue).is_some_and(|rest| {
             let first = cue.chars().next();
@@ -178,23 +181,33 @@ impl ContextScanner {
     /// The address book's names `text` writes as recipients, as the address book spells them: as words of their own
     /// (ignoring case; not as part of a longer word) right after one of [`RECIPIENT_CUES`] ("to alice", "pay bob",
     /// "send carol 5 USDC", "→ dave"). A name written anywhere else ("alice sent me 5 USDC", "from bob", "as carol
-    /// said") is no recipient: an amount goes there only when the user asks.
+    /// said") is no recipient: an amount goes there only when the user asks. When the text names a recipient and also
+    /// writes other names of the book ("to alice and bob", "to alice, as bob said"), every name it writes is returned,
+    /// so that none of them is the message's one recipient.
     pub fn recipient_names_in(&self, text: &str) -> Vec<String> {
         if self.recipient_names.is_empty() {
             return Vec::new();
         }
         let folded = text.to_lowercase();
-        self.recipient_names
-            .iter()
-            .filter(|(_, name)| {
-                folded.match_indices(name.as_str()).any(|(at, _)| {
-                    !is_word(folded[..at].chars().next_back())
-                        && !is_word(folded[at + name.len()..].chars().next())
-                        && after_a_cue(&folded[..at])
+        let mut written = Vec::new();
+        let mut recipients = 0;
+        for (configured, name) in &self.recipient_names {
+            let places: Vec<usize> = folded
+                .match_indices(name.as_str())
+                .map(|(at, _)| at)
+                .filter(|&at| {
+                    !is_word(folded[..at].chars().next_back()) && !is_word(folded[at + name.len()..].chars().next())
                 })
-            })
-            .map(|(configured, _)| configured.clone())
-            .collect()
+                .collect();
+            if places.is_empty() {
+                continue;
+            }
+            if places.iter().any(|&at| after_a_cue(&folded[..at])) {
+                recipients += 1;
+            }
+            written.push(configured.clone());
+        }
+        if recipients == 0 { Vec::new() } else { written }
     }
 
     /// The same scanner reading numbers the way a user whose locale writes a decimal comma does (`[context_bank]

@@ -705,7 +705,10 @@ fn an_authorization_records_the_address_book_names_of_its_own_words() {
     assert_eq!(names("put 5 USDC into My Savings"), ["my savings"]);
     assert!(names("swap 0.001 ETH for 5 USDC").is_empty(), "an amount alone names nobody");
     assert!(names("send 5 USDC to malice or bobby or alice_2").is_empty(), "not inside a longer word");
-    assert_eq!(names("send 5 USDC to alice, not bob"), ["alice"], "only a name in a recipient's place");
+    assert_eq!(names("send 5 USDC to alice, not bob").len(), 2, "another name beside the recipient: both count");
+    assert_eq!(names("send 5 USDC to alice and bob").len(), 2);
+    assert_eq!(names("send 5 USDC to\u{a0}alice"), ["alice"], "a no-break space is a blank");
+    assert!(names("send 5 USDC to\nalice").is_empty(), "a cue on the line before is none");
     assert_eq!(names("pay bob 5 USDC"), ["Bob"]);
     assert_eq!(names("5 USDC -> bob"), ["Bob"]);
     assert!(names("alice sent me 5 USDC").is_empty(), "the sender is no recipient");
