@@ -169,11 +169,15 @@ impl Policy {
         Ok(())
     }
 
+    /// The network's `auto_max_gas`: above it an action waits for the user.
+    pub fn auto_max_gas(&self, network: &str) -> u64 {
+        self.networks.get(network).map_or(crate::config::DEFAULT_AUTO_MAX_GAS, |n| n.auto_max_gas)
+    }
+
     /// Why an action whose transaction may use `fees.gas_limit` gas waits for the user: above the network's
     /// `auto_max_gas`. `None` within it.
     pub fn gas_reason(&self, network: &str, fees: &FeeQuote, native_symbol: &str) -> Option<String> {
-        let defaults = NetworkPolicy::default();
-        let limit = self.networks.get(network).unwrap_or(&defaults).auto_max_gas;
+        let limit = self.auto_max_gas(network);
         (fees.gas_limit > limit).then(|| {
             format!(
                 "the transaction may use up to {} gas (a network fee of up to {} {native_symbol}), above the \

@@ -478,11 +478,18 @@ pub(crate) async fn run_kernel<K: TxKind>(
 
 /// Whether the approval of `approved` (the summary the user was shown) covers a transaction of `gas_limit`: at most a
 /// tenth more gas than it showed (an estimate moves a little with the chain's state between the question and the
-/// run). More is asked again, showing the new gas and fee: the fingerprint fixes the action, not the gas its route
-/// costs. A summary that showed no gas (a funded action asked before its fee was known) covers any.
-fn gas_covered(approved: &serde_json::Value, gas_limit: u64) -> bool {
-    let shown = approved.get("gas_limit").and_then(serde_json::Value::as_str).and_then(|g| g.parse::<u64>().ok());
-    shown.is_none_or(|shown| gas_limit <= shown.saturating_add(shown / 10))
+/// run), or any gas within the network's `auto_max_gas` (which would not have been asked about). More is asked
+/// again, showing the new gas and fee: the fingerprint fixes the action, not the gas its route costs. A summary that
+/// showed no gas yet (a funded action asked before its fee was known: no `gas_limit`, or an empty one) covers any; one
+/// whose gas cannot be read covers none.
+fn gas_covered(approved: &serde_json::Value, gas_limit: u64, auto_max_gas: u64) -> bool {
+    let shown = match approved.get("gas_limit") {
+        None | Some(serde_json::Value::Null) => return true,
+        Some(serde_json::Value::String(s)) if s.is_empty() => return true,
+        Some(serde_json::Value::String(s)) => s.parse::<u64>().ok(),
+        Some(_) => None,
+    };
+    shown.is_some_and(|shown| gas_limit <= shown.saturating_add(shown / 10).max(auto_max_gas))
 }
 
 /// The gas a token transfer may need beyond its estimate when its recipient's balance is emptied in between: a fresh
@@ -596,7 +603,8 @@ async fn commit<K: TxKind>(
             let reason = reasons.join("; ");
             // After an approval before the fund, the simulation's question is its own (the first approval is used).
             let fingerprint = if upfront { simulated_fingerprint(&plan.fingerprint) } else { plan.fingerprint.clone() };
-            let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit);
+            let auto_max_gas = web3.policy().auto_max_gas(&network.name);
+            let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
             ctx.confirmations.require_covered(
                 kind.tool(),
                 &kind.params(),
@@ -616,7 +624,16 @@ async fn commit<K: TxKind>(
                 // Another action spent it since the check (under another chain's lock): this one asks the user.
                 let reason =
                     format!("{shown} from your message already authorized one action; this one needs your approval");
-                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason)?;
+                let auto_max_gas = web3.policy().auto_max_gas(&network.name);
+                let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
+                ctx.confirmations.require_covered(
+                    kind.tool(),
+                    &kind.params(),
+                    &plan.fingerprint,
+                    summary,
+                    &reason,
+                    covers,
+                )?;
             }
         }
     }
