@@ -121,6 +121,8 @@ struct Inner {
     config: MemoryConfig,
     embedder: Option<Embedder>,
     wake: Arc<Notify>,
+    /// Each agent's memory write lock, shared by its handles ([`Memory::with_write_lock`]).
+    memory_writes: parking_lot::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for AgentRuntime {
@@ -206,6 +208,7 @@ impl RuntimeBuilder {
                 config: self.config,
                 embedder,
                 wake: Arc::new(Notify::new()),
+                memory_writes: parking_lot::Mutex::default(),
             }),
         })
     }
@@ -234,7 +237,9 @@ impl AgentRuntime {
         let agent = AgentId::new(id)?;
         let i = &self.inner;
         i.router.register_agent(&agent).await?;
+        let writes = Arc::clone(i.memory_writes.lock().entry(agent.to_string()).or_default());
         let memory = Memory::new(agent.clone(), Arc::clone(&i.store))
+            .with_write_lock(writes)
             .with_clock(Arc::clone(&i.clock))
             .with_default_char_limit(i.config.default_char_limit)
             .with_embedder(i.embedder.clone());

@@ -22,12 +22,12 @@ use std::sync::Arc;
 
 /// `update_memory` and friends may not be given a description longer than this.
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
-/// The most characters the tools may leave in an agent's memory blocks together (the runtime's session summaries
-/// aside): every block is in every system context of the agent, so a model, another agent's turn or a client cannot
-/// grow it until no request fits.
+/// The most characters the tools may leave in an agent's memory blocks together, as the system context shows them
+/// (values and descriptions, escaped; the runtime's session summaries aside): every block is in every system context
+/// of the agent, so a model, another agent's turn or a client cannot grow it until no request fits.
 pub const MAX_MEMORY_CHARS: usize = 100_000;
 /// The most blocks the tools may create for one agent (each is shown with its label and attributes).
-pub const MAX_BLOCKS: usize = 200;
+pub const MAX_BLOCKS: usize = 2_000;
 /// Largest `limit` of a search.
 pub const MAX_SEARCH_LIMIT: usize = 50;
 /// Default `limit` of a search.
@@ -45,6 +45,9 @@ pub struct Memory {
     clock: SharedClock,
     default_char_limit: usize,
     embedder: Option<Embedder>,
+    /// Held by a tool's write from the read of the other blocks (for the limits) to its commit: one at a time per
+    /// agent in this process ([`Memory::with_write_lock`] shares it between an agent's handles).
+    writes: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Memory {
@@ -134,7 +137,22 @@ pub struct SearchResults {
 impl Memory {
     /// `agent`'s memory in `store`, on the system clock, with the default budget and no embeddings.
     pub fn new(agent: AgentId, store: Arc<dyn MemoryStore>) -> Self {
-        Self { agent, store, clock: Arc::new(SystemClock), default_char_limit: DEFAULT_CHAR_LIMIT, embedder: None }
+        Self {
+            agent,
+            store,
+            clock: Arc::new(SystemClock),
+            default_char_limit: DEFAULT_CHAR_LIMIT,
+            embedder: None,
+            writes: Arc::default(),
+        }
+    }
+
+    /// Shares `lock` as the agent's write lock: every handle of one agent in a process holds the same, so two
+    /// concurrent writes cannot both pass the limits on what memory holds (on PostgreSQL, instances each have theirs,
+    /// and concurrent writes of several instances may pass them by a block each).
+    pub fn with_write_lock(mut self, lock: Arc<tokio::sync::Mutex<()>>) -> Self {
+        self.writes = lock;
+        self
     }
 
     /// Uses `clock` for timestamps.
@@ -198,14 +216,18 @@ impl Memory {
             EditOp::Replace => "new",
             EditOp::Create | EditOp::Update | EditOp::System => "value",
         };
-        // What the other blocks hold, read before the write (a concurrent write may pass it by one block's size).
+        // What the other blocks hold, read under the agent's write lock, which this write holds until it commits.
+        let _writing = match op {
+            EditOp::System => None,
+            _ => Some(self.writes.lock().await),
+        };
         let (others, count) = match op {
             EditOp::System => (0, 0),
             _ => {
                 let blocks = self.blocks().await?;
-                let shown = blocks.iter().filter(|b| !b.label.starts_with(RUNTIME_LABEL_PREFIX));
-                let others: usize = shown.clone().filter(|b| b.label != label).map(MemoryBlock::chars).sum();
-                (others, shown.count())
+                let kept = blocks.iter().filter(|b| !b.label.starts_with(RUNTIME_LABEL_PREFIX));
+                let others: usize = kept.clone().filter(|b| b.label != label).map(shown_chars).sum();
+                (others, kept.count())
             }
         };
         let edit: EditFn = Box::new(move |before| {
@@ -214,11 +236,12 @@ impl Memory {
                 if before.is_none() && count >= MAX_BLOCKS {
                     return Err(MemoryError::invalid(
                         "label",
-                        format!("memory holds {count} blocks, the most it may; reuse or condense one instead"),
+                        format!("memory holds {count} blocks, the most it may; condense a block first (reuse one)"),
                     ));
                 }
-                let total = others.saturating_add(w.block.chars());
-                if total > MAX_MEMORY_CHARS && w.block.chars() > before.map_or(0, MemoryBlock::chars) {
+                let this = shown_chars(&w.block);
+                let total = others.saturating_add(this);
+                if total > MAX_MEMORY_CHARS && this > before.map_or(0, shown_chars) {
                     return Err(MemoryError::invalid(
                         text_field,
                         format!(
@@ -531,6 +554,12 @@ impl Memory {
     pub async fn render(&self) -> Result<String> {
         Ok(render_blocks(&self.blocks().await?))
     }
+}
+
+/// A block's characters as the system context shows them: its value and description, escaped.
+fn shown_chars(b: &MemoryBlock) -> usize {
+    let text = |t: &str| crate::blocks::render::escape_text(t).chars().count();
+    text(&b.value) + b.description.as_deref().map_or(0, text)
 }
 
 /// Labels the runtime keeps for itself: `summary_<session>` holds a session's summary of its older turns

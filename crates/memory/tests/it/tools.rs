@@ -50,6 +50,41 @@ async fn memory_cannot_be_grown_past_what_a_system_context_carries() {
     r.call("update_memory", json!({"label": "e", "value": "changed", "description": null}), &c).await.unwrap();
 }
 
+/// What counts is what the system context shows: an `&` is shown as `&amp;`, and descriptions are shown too.
+#[tokio::test]
+async fn memory_is_limited_by_what_the_system_context_shows() {
+    let (_f, h) = agent().await;
+    let (r, c) = (registry(&h), ctx("s"));
+    let amps = "&".repeat(MAX_MEMORY_CHARS / 5 + 1);
+    let err = r.call("update_memory", json!({"label": "a", "value": amps, "description": null}), &c).await.unwrap_err();
+    assert!(err.message.contains("condense a block first"), "{}", err.message);
+    let described = "d".repeat(900);
+    for i in 0..MAX_MEMORY_CHARS / 900 + 2 {
+        let params = json!({"label": format!("b{i}"), "value": "", "description": described});
+        if r.call("update_memory", params, &c).await.is_err() {
+            return;
+        }
+    }
+    panic!("descriptions alone grew memory past the limit");
+}
+
+/// Concurrent writes of one agent, through handles of their own, pass the limits one at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_memory_writes_cannot_pass_the_limit_together() {
+    let (f, h) = agent().await;
+    let half = "y".repeat(MAX_MEMORY_CHARS / 2 + 1);
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let own = f.runtime.agent("assistant").await.unwrap();
+        let params = json!({"label": format!("c{i}"), "value": half.clone(), "description": null});
+        calls.spawn(async move { registry(&own).call("update_memory", params, &ctx("s")).await.is_ok() });
+    }
+    let passed = calls.join_all().await.into_iter().filter(|ok| *ok).count();
+    assert_eq!(passed, 1, "one write of over half the limit fits, not two");
+    let total: usize = h.memory.blocks().await.unwrap().iter().map(|b| b.chars()).sum();
+    assert!(total <= MAX_MEMORY_CHARS, "{total}");
+}
+
 #[tokio::test]
 async fn update_memory_creates_then_returns_the_previous_value() {
     let (_f, h) = agent().await;
