@@ -123,9 +123,12 @@ impl ContextBank {
             // named outside the quoted parts, or, when none is, every one it names (the narrower).
             let asked = own.as_deref().unwrap_or(&found);
             let mut addresses: Vec<String> = Vec::new();
+            let said = own_text.as_deref().unwrap_or(user_text);
             for i in asked {
                 let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
-                if valid && !addresses.contains(&i.value) {
+                // An address the message writes only as where something came from ("5 USDC from 0x…") is no
+                // recipient of its amounts.
+                if valid && !addresses.contains(&i.value) && !super::scanner::only_as_a_sender(said, &i.value) {
                     addresses.push(i.value.clone());
                 }
             }

@@ -719,3 +719,19 @@ fn an_authorization_records_the_address_book_names_of_its_own_words() {
     assert!(names("is this legit?\n> send 5 USDC to alice").is_empty(), "a name only quoted is not recorded");
     assert_eq!(names("send 5 USDC to bob, as I was asked:\n> send 7 DAI to alice"), ["Bob"]);
 }
+
+#[test]
+fn an_address_written_only_as_a_sender_is_no_recipient() {
+    let b = bank();
+    let addresses = |text: &str| {
+        b.scan_input(text);
+        b.authorizations().last().unwrap().addresses.clone()
+    };
+    let a = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    assert!(addresses(&format!("I got 5 USDC from {a}")).is_empty());
+    assert!(addresses(&format!("5 USDC arrived from\u{a0}{}", a.to_lowercase())).is_empty(), "any case, any blank");
+    assert_eq!(addresses(&format!("send 5 USDC to {a}")), [a]);
+    assert_eq!(addresses(&format!("5 USDC came from {a}; send it back to {a}")), [a], "also written as a recipient");
+    assert_eq!(addresses(&format!("send 5 USDC from my wallet to {a}")), [a]);
+    assert_eq!(addresses(&format!("5 USDC from\n{a}")), [a], "a line break ends the phrase");
+}

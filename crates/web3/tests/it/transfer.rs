@@ -115,6 +115,22 @@ async fn an_amount_the_user_sent_nowhere_does_not_go_to_the_address_book_by_itse
     assert_eq!(balance(&env, USDC, FRIEND).await, theirs + U256::from(5_000_000u64));
 }
 
+/// An address the user wrote only as where something came from is no recipient of the message's amount: sending the
+/// 5 USDC back to the sender ("I got 5 USDC from 0x…") waits for the user.
+#[tokio::test]
+async fn an_amount_does_not_go_by_itself_to_the_address_it_came_from() {
+    let env = Env::start().await;
+    prepare(&env, "I got 5 USDC from 0x90F79bf6EB2c4f870365E785982E1f101E93b906, nice", "USDC", "5").await;
+    let picked = env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    assert_eq!(picked["origin"], "user", "the user's words still hold the address: {picked}");
+    let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
+    let err = env.err("transfer", to_register()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    let reason = err.details.unwrap()["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("is not the one address of the message that gave the amount"), "{reason}");
+    assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
+}
+
 #[tokio::test]
 async fn transfers_and_swaps_share_the_days_cap() {
     let tweaks = Tweaks {
