@@ -78,9 +78,21 @@ fn bench_update(c: &mut Criterion) {
                 .build(),
         )
         .unwrap();
+    // The same file with 1,000 other blocks of 60 characters: each write first reads them all (the hard limits on
+    // what memory holds), so this row shows how a write's cost grows with the agent's blocks.
+    let crowded_dir = tempfile::tempdir().unwrap();
+    let crowded = rt.block_on(AgentRuntime::open_dir(crowded_dir.path(), MemoryConfig::default())).unwrap();
+    rt.block_on(async {
+        let handle = crowded.agent("bench").await.unwrap();
+        for i in 0..1_000 {
+            handle.memory.put_block(BlockSpec::new(format!("other{i:04}"), "x".repeat(60))).await.unwrap();
+        }
+    });
     let counter = AtomicU64::new(0);
     let mut group = c.benchmark_group("update_memory");
-    for (name, runtime) in [("sqlite_file_wal", &sqlite), ("in_memory_store", &in_memory)] {
+    for (name, runtime) in
+        [("sqlite_file_wal", &sqlite), ("sqlite_file_wal_1000_blocks", &crowded), ("in_memory_store", &in_memory)]
+    {
         let registry = registry_for(&rt, runtime);
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
