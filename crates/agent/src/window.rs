@@ -25,9 +25,7 @@ pub const DEFAULT_HISTORY_TOKEN_BUDGET: usize = 100_000;
 
 /// `text` with every line after the first indented by two spaces.
 fn indented(text: &str) -> String {
-    text.replace("\r\n", "\n")
-        .replace(['\r', '\u{85}', '\u{2028}', '\u{2029}', '\u{b}', '\u{c}'], "\n")
-        .replace('\n', "\n  ")
+    holdfast_core::unify_line_breaks(text).replace('\n', "\n  ")
 }
 
 /// What the model is asked when it summarizes.

@@ -45,7 +45,7 @@ pub use preset::PresetOrCustom;
 pub use registers::{Origin, RegisterStore, RegisterWrite};
 pub use registry::{RegistryError, ToolInfo, ToolRegistry};
 pub use session_state::{SessionState, SessionStateStore};
-pub use text::{is_env_var_name, is_invisible, redact_urls};
+pub use text::{is_env_var_name, is_invisible, is_line_break, redact_urls, unify_line_breaks};
 pub use tool::{AiTool, DynTool, DynamicToolAdapter, ToolKind};
 
 /// Re-exported so tool authors derive schemas with the same version.

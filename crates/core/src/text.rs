@@ -84,6 +84,24 @@ pub fn redact_urls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Whether `c` ends a line for some reader: `\n`, `\r`, U+0085, U+2028, U+2029, vertical tab and form feed. Text
+/// that untrusted parties wrote is judged line by line (the context bank's cues, the system context's headings), so
+/// every one of them is a line break, not only `\n`.
+///
+/// ```
+/// use holdfast_core::{is_line_break, unify_line_breaks};
+/// assert!(is_line_break('\u{2028}') && !is_line_break(' '));
+/// assert_eq!(unify_line_breaks("a\r\nb\rc\u{85}d"), "a\nb\nc\nd");
+/// ```
+pub fn is_line_break(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{b}' | '\u{c}')
+}
+
+/// `text` with every line break ([`is_line_break`]; `\r\n` counts as one) written as `\n`.
+pub fn unify_line_breaks(text: &str) -> String {
+    text.replace("\r\n", "\n").replace(is_line_break, "\n")
+}
+
 /// Code points that render as nothing, or that change how the text around them is laid out, rather than as a
 /// visible character: C0 and C1 controls (tab and line feed included), Unicode's `Default_Ignorable_Code_Point`
 /// (zero-width spaces and joiners, the soft hyphen, variation selectors, tags, the byte-order mark…), every

@@ -48,7 +48,7 @@ fn is_word(c: Option<char>) -> bool {
 /// Whether `before` (lower case) ends with one of [`RECIPIENT_CUES`], as a word of its own, and blanks (spaces, tabs,
 /// no-break spaces: whitespace that does not end a line).
 fn after_a_cue(before: &str) -> bool {
-    let before = before.trim_end_matches(|c: char| c.is_whitespace() && !is_line_break(c));
+    let before = without_trailing_blanks(before);
     RECIPIENT_CUES.iter().any(|cue| {
         before.strip_suffix(cue).is_some_and(|rest| {
             let first = cue.chars().next();
@@ -64,14 +64,15 @@ pub(super) fn only_as_a_sender(text: &str, address: &str) -> bool {
     let mut places = folded.match_indices(needle.as_str()).map(|(at, _)| at).peekable();
     places.peek().is_some()
         && places.all(|at| {
-            let before = folded[..at].trim_end_matches(|c: char| c.is_whitespace() && !is_line_break(c));
-            before.strip_suffix("from").is_some_and(|rest| !is_word(rest.chars().next_back()))
+            without_trailing_blanks(&folded[..at])
+                .strip_suffix("from")
+                .is_some_and(|rest| !is_word(rest.chars().next_back()))
         })
 }
 
-/// A character that ends a line.
-fn is_line_break(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{b}' | '\u{c}')
+/// `text` without the blanks it ends with: whitespace that does not end a line ([`crate::is_line_break`]).
+fn without_trailing_blanks(text: &str) -> &str {
+    text.trim_end_matches(|c: char| c.is_whitespace() && !crate::is_line_break(c))
 }
 
 /// The immutable scanner built from the token and network tables; shared by every session.

@@ -8,6 +8,7 @@
 //! system context of its own (a `## Context bank (from the user's own words)` written into a block stays inside it).
 
 use crate::blocks::block::MemoryBlock;
+use holdfast_core::is_invisible;
 use std::fmt::Write as _;
 
 /// Renders `blocks` as the memory section of a system prompt.
@@ -72,7 +73,7 @@ pub fn render_blocks(blocks: &[MemoryBlock]) -> String {
 /// assert_eq!(escape_text("a < b\n  ## Context bank"), "a &lt; b\n  \\## Context bank");
 /// ```
 pub fn escape_text(text: &str) -> String {
-    let text = text.replace("\r\n", "\n").replace(['\r', '\u{85}', '\u{2028}', '\u{2029}', '\u{b}', '\u{c}'], "\n");
+    let text = holdfast_core::unify_line_breaks(text);
     let mut out = String::with_capacity(text.len());
     for (i, line) in text.split('\n').enumerate() {
         if i > 0 {
@@ -95,11 +96,6 @@ pub fn escape_text(text: &str) -> String {
         }
     }
     out
-}
-
-/// A mark that shows nothing: zero-width spaces and joiners, the word joiner, the byte-order mark, soft hyphen.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
 }
 
 #[cfg(test)]

@@ -568,6 +568,9 @@ async fn commit<K: TxKind>(
     }
     let intent = session.map_or_else(|| plan.fingerprint.clone(), |(_, inputs)| inputs.intent.clone());
     let mut spent = Spent::Nothing;
+    // What an approval must have shown for this run to use it: at most this transaction's gas (see `gas_covered`).
+    let auto_max_gas = web3.policy().auto_max_gas(&network.name);
+    let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
     if let Some((ctx, inputs)) = session {
         // Still within their maximum age (a quote's 60 s) now, under the lock, right before the action is reserved and
         // signed: `run` checked them before the plan's reads, the fees, the wait for the wallet's lock (another send
@@ -603,8 +606,6 @@ async fn commit<K: TxKind>(
             let reason = reasons.join("; ");
             // After an approval before the fund, the simulation's question is its own (the first approval is used).
             let fingerprint = if upfront { simulated_fingerprint(&plan.fingerprint) } else { plan.fingerprint.clone() };
-            let auto_max_gas = web3.policy().auto_max_gas(&network.name);
-            let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
             ctx.confirmations.require_covered(
                 kind.tool(),
                 &kind.params(),
@@ -624,8 +625,6 @@ async fn commit<K: TxKind>(
                 // Another action spent it since the check (under another chain's lock): this one asks the user.
                 let reason =
                     format!("{shown} from your message already authorized one action; this one needs your approval");
-                let auto_max_gas = web3.policy().auto_max_gas(&network.name);
-                let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
                 ctx.confirmations.require_covered(
                     kind.tool(),
                     &kind.params(),
@@ -916,4 +915,23 @@ async fn settle_earlier_sends(web3: &Web3, network: &NetworkConfig, from: &str) 
             still.join(", ")
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gas_covered;
+    use serde_json::json;
+
+    #[test]
+    fn an_approval_covers_the_gas_it_showed_a_tenth_more_or_what_would_not_have_asked() {
+        let shown = json!({"gas_limit": "100000"});
+        assert!(gas_covered(&shown, 110_000, 50_000), "a tenth more");
+        assert!(!gas_covered(&shown, 110_001, 50_000), "more than a tenth");
+        assert!(gas_covered(&shown, 400_000, 500_000), "within auto_max_gas, which would not have asked");
+        assert!(gas_covered(&json!({}), 9_000_000, 0), "asked before its fee was known");
+        assert!(gas_covered(&json!({"gas_limit": ""}), 9_000_000, 0));
+        for unreadable in [json!({"gas_limit": "lots"}), json!({"gas_limit": 100_000})] {
+            assert!(!gas_covered(&unreadable, 1, 0), "{unreadable}");
+        }
+    }
 }

@@ -196,15 +196,19 @@ async fn calldata_with_bytes_after_its_encoding_is_refused() {
     f.finish();
 }
 
+/// The devnet's policy with `auto_max_gas` below any swap's gas.
+fn low_auto_max_gas() -> Tweaks {
+    Tweaks {
+        toml_replace: vec![("[policy.base]\n".into(), "[policy.base]\nauto_max_gas = 50000\n".into())],
+        ..Tweaks::default()
+    }
+}
+
 /// A transaction that may use more gas than the network's `auto_max_gas` waits for the user even inside the
 /// auto-approve limits, and runs once approved.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_swap_above_the_auto_approve_gas_limit_waits_for_the_user() {
-    let tweaks = Tweaks {
-        toml_replace: vec![("[policy.base]\n".into(), "[policy.base]\nauto_max_gas = 50000\n".into())],
-        ..Tweaks::default()
-    };
-    let env = Env::start_with(tweaks).await;
+    let env = Env::start_with(low_auto_max_gas()).await;
     let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert_eq!(out["origin"], "tool", "{out}");
     let before = holdings(&env).await;
@@ -225,11 +229,7 @@ async fn a_swap_above_the_auto_approve_gas_limit_waits_for_the_user() {
 /// estimate that grew since (chain state the route reads changed) is asked again, showing the new gas.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_does_not_cover_a_transaction_that_grew_heavier_since() {
-    let tweaks = Tweaks {
-        toml_replace: vec![("[policy.base]\n".into(), "[policy.base]\nauto_max_gas = 50000\n".into())],
-        ..Tweaks::default()
-    };
-    let (env, proxy) = behind_proxy(TestDevnet::start().await.unwrap(), tweaks).await;
+    let (env, proxy) = behind_proxy(TestDevnet::start().await.unwrap(), low_auto_max_gas()).await;
     let out = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
     assert_eq!(out["origin"], "tool", "{out}");
     let before = holdings(&env).await;

@@ -455,12 +455,12 @@ async fn a_server_that_settles_and_still_refuses_is_recorded_as_paid() {
     assert_eq!(case.server.payments_received(), 1, "and it is not paid twice");
 }
 
-#[tokio::test]
-async fn an_unsettled_payment_expires_and_stops_counting() {
+/// A server allowing `max_timeout` seconds took a payment and never settled it: the case and the payload it was sent.
+async fn paid_and_never_settled(max_timeout: u64) -> (Case, Value) {
     let case = Case::start(
-        never_settles(|url| {
+        never_settles(move |url| {
             let mut r = honest_requirement();
-            r["maxTimeoutSeconds"] = json!(2);
+            r["maxTimeoutSeconds"] = json!(max_timeout);
             offer_v2(url, vec![r], None)
         }),
         Tweaks::default(),
@@ -468,6 +468,12 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     .await;
     refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
     let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    (case, payload)
+}
+
+#[tokio::test]
+async fn an_unsettled_payment_expires_and_stops_counting() {
+    let (case, payload) = paid_and_never_settled(2).await;
     let auth = &payload["payload"]["authorization"];
     let window = auth["validBefore"].as_str().unwrap().parse::<u64>().unwrap()
         - auth["validAfter"].as_str().unwrap().parse::<u64>().unwrap();
@@ -487,16 +493,6 @@ async fn an_unsettled_payment_expires_and_stops_counting() {
     case.paid_nothing().await;
 }
 
-mod eip3009 {
-    #![allow(clippy::too_many_arguments)]
-    alloy::sol! {
-        interface IEip3009 {
-            function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
-        }
-    }
-}
-use eip3009::IEip3009;
-
 /// A payment the server never settled keeps counting once our clock passes its `validBefore`, until the chain's clock
 /// does: a chain behind ours (here: idle, its next block stamped by `evm_setNextBlockTimestamp` as a sequencer catching
 /// up after a stall stamps its own) still carries it.
@@ -506,17 +502,7 @@ async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() 
     use alloy::providers::Provider as _;
     use alloy::providers::ext::AnvilApi as _;
     use alloy::sol_types::SolCall as _;
-    let case = Case::start(
-        never_settles(|url| {
-            let mut r = honest_requirement();
-            r["maxTimeoutSeconds"] = json!(4);
-            offer_v2(url, vec![r], None)
-        }),
-        Tweaks::default(),
-    )
-    .await;
-    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
-    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let (case, payload) = paid_and_never_settled(4).await;
     let auth = &payload["payload"]["authorization"];
     let number = |k: &str| auth[k].as_str().unwrap().parse::<u64>().unwrap();
     let (valid_after, valid_before) = (number("validAfter"), number("validBefore"));
@@ -530,7 +516,7 @@ async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() 
 
     // And the chain can still carry it: the payee (anyone) submits it in a block stamped inside the window.
     let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
-    let call = IEip3009::transferWithAuthorizationCall {
+    let call = holdfast_devnet::facilitator::IEip3009::transferWithAuthorizationCall {
         from: auth["from"].as_str().unwrap().parse().unwrap(),
         to: auth["to"].as_str().unwrap().parse().unwrap(),
         value: auth["value"].as_str().unwrap().parse().unwrap(),
