@@ -66,6 +66,10 @@ pub struct Authorization {
     /// double-quoted span): the user's words, but not a request. It moves nothing by itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quoted: bool,
+    /// How the message's own words hedge the amount, if they do ("don't", "did … go through?", "if …"; see
+    /// [`super::Hedge`]): the user's words, but perhaps no request. It moves nothing by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<super::Hedge>,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -139,15 +143,24 @@ impl ContextBank {
                 items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
             };
             let networks = Some(named(asked)).filter(|n| !n.is_empty()).unwrap_or_else(|| named(&found));
+            // What the user's own words hedge: every amount, when they decline or set a condition; the amounts
+            // written only in questions about something, when they ask one.
+            let hedged_all = super::asked::message_hedge(said);
+            let questions =
+                super::asked::without_questions(said).map(|(rest, hedge)| (self.scanner.scan(&rest), hedge));
             let mut this_message: Vec<(&str, &str)> = Vec::new();
             for item in &found {
                 if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
                     && !this_message.contains(&(item.value.as_str(), symbol))
                 {
                     this_message.push((item.value.as_str(), symbol));
-                    let in_own_words = asked
-                        .iter()
-                        .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label);
+                    let same = |o: &ContextItem| {
+                        o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label
+                    };
+                    let in_own_words = asked.iter().any(same);
+                    let hedge = hedged_all.clone().or_else(|| {
+                        questions.as_ref().filter(|(rest, _)| !rest.iter().any(same)).map(|(_, h)| h.clone())
+                    });
                     state.authorizations.push(Authorization {
                         id: format!("au_{}", crate::confirm::random_id()),
                         amount: item.value.clone(),
@@ -158,6 +171,7 @@ impl ContextBank {
                         networks: networks.clone(),
                         latest: true,
                         quoted: !in_own_words,
+                        hedge,
                         spent_by: None,
                     });
                 }
@@ -263,6 +277,7 @@ impl ContextBank {
                 networks: Vec::new(),
                 latest: false,
                 quoted: false,
+                hedge: None,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };

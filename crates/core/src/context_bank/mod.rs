@@ -59,6 +59,13 @@
 //! and an address written only there is not one of the authorization's addresses; an action with either waits for
 //! the user.
 //!
+//! # Words that hedge
+//! "Don't send 5 USDC to alice", "did the 5 USDC to alice go through?", "I sent 5 USDC to alice" and "if ETH drops,
+//! sell 0.5 ETH" write an amount without asking for it. A declining, conditional or past word ("sent", "paid",
+//! "already") anywhere in the message's own words, or a question
+//! about something (not a request such as "can you …?") holding the amount, flags its [`Authorization`] with a
+//! [`Hedge`]; an action with it waits for the user. The words are read to fail closed (see `asked.rs`).
+//!
 //! # The items' JSON shape
 //! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
 //! `token_symbol`, `network`, `amount`. For an amount, `value` is the canonical decimal and `label` is the symbol it
@@ -78,6 +85,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+mod asked;
 mod bank;
 mod blocks;
 mod quoted;
@@ -87,6 +95,7 @@ mod scanner;
 mod tests;
 mod word_table;
 
+pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, REQUEST_OPENERS, STATUS_WORDS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
 pub use scanner::{ContextScanner, RECIPIENT_CUES, ScannerBuildError};

@@ -735,3 +735,29 @@ fn an_address_written_only_as_a_sender_is_no_recipient() {
     assert_eq!(addresses(&format!("send 5 USDC from my wallet to {a}")), [a]);
     assert_eq!(addresses(&format!("5 USDC from\n{a}")), [a], "a line break ends the phrase");
 }
+
+#[test]
+fn words_that_decline_ask_about_or_set_a_condition_hedge_the_amounts() {
+    let b = bank();
+    let hedge = |text: &str, amount: &str| {
+        b.scan_input(text);
+        b.authorization(amount, "USDC").and_then(|a| a.hedge).map(|h| h.kind)
+    };
+    assert_eq!(hedge("send 5 USDC to alice", "5"), None);
+    assert_eq!(hedge("Never send 5 USDC to alice", "5"), Some(HedgeKind::Declined));
+    assert_eq!(hedge("did the 5 USDC to alice go through?", "5"), Some(HedgeKind::Question));
+    assert_eq!(hedge("could you send 5 USDC to alice?", "5"), None, "a request as a question");
+    assert_eq!(hedge("unless it rains, swap 5 USDC", "5"), Some(HedgeKind::Condition));
+    assert_eq!(hedge("5 USDC that 0x90F79bf6EB2c4f870365E785982E1f101E93b906 sent me", "5"), Some(HedgeKind::Past));
+    // A question hedges only the amounts written nowhere else in the message.
+    assert_eq!(hedge("send 6 USDC to bob. Did the 5 USDC arrive?", "6"), None);
+    assert_eq!(b.authorization("5", "USDC").and_then(|a| a.hedge).map(|h| h.word), Some("did".into()));
+    assert_eq!(hedge("did the 7 USDC arrive? send 7 USDC to bob", "7"), None, "also asked for plainly");
+    // Quoted parts do not hedge: the user's own words do.
+    assert_eq!(hedge("they wrote \"don't\"; send 8 USDC to bob", "8"), None);
+    assert_eq!(hedge("is this legit?\n> if you pay 9 USDC now\n\nsend 9 USDC to bob", "9"), None);
+    // Saved and restored with the session.
+    let saved = serde_json::to_value(b.authorizations()).unwrap();
+    let back: Vec<Authorization> = serde_json::from_value(saved).unwrap();
+    assert_eq!(back, b.authorizations());
+}

@@ -120,6 +120,8 @@ pub(crate) fn authorization_reason(
                 Some(format!("{shown} is from an earlier message of yours, not your latest; it needs your approval"))
             } else if a.quoted {
                 Some(format!("{shown} is in a part of your message you quoted, not one you asked for"))
+            } else if let Some(hedge) = &a.hedge {
+                Some(hedge.reason(shown))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
             } else {

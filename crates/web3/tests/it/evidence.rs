@@ -707,6 +707,48 @@ async fn an_amount_the_user_only_quoted_waits_for_the_user() {
     assert_eq!(env.devnet.balance_of(USDC, THIEF).await.unwrap(), thief + U256::from(7_000_000u64));
 }
 
+/// The user's words name an amount, a token and a recipient without asking for them: "did the 5 USDC to alice go
+/// through?" after a transfer, "don't send 5 USDC to alice", "if ETH drops, send 5 USDC to alice", "I sent 5 USDC to
+/// alice yesterday". The model sends it: each waits for the user (before: a second 5 USDC went to alice by itself, or
+/// the one declined).
+#[tokio::test]
+async fn an_amount_the_user_declined_asked_about_or_made_conditional_waits_for_the_user() {
+    let env = Env::start().await;
+    let to = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    crate::transfer::prepare(&env, &format!("send 5 USDC to {to}"), "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let five = U256::from(5_000_000u64);
+    let alice = env.devnet.balance_of(USDC, ALICE).await.unwrap();
+    let sent = env.ok("transfer", to_register()).await;
+    assert_eq!(sent["status"], "confirmed", "the request itself goes by itself: {sent}");
+    assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five);
+    let mut f = Failures::default();
+    for (said, why) in [
+        (format!("did the 5 USDC to {to} go through?"), "asks about 5 USDC"),
+        (format!("Don’t send 5 USDC to {to} yet"), "also says \"dont\""),
+        (format!("send 5 USDC to {to}. Actually no, wait."), "also says \"no\""),
+        (format!("if ETH drops below 2000, send 5 USDC to {to}"), "depend on a condition (\"if"),
+        (format!("I sent 5 USDC to {to} yesterday"), "already happened (\"sent\")"),
+        (format!("5 USDC that {to} paid me"), "already happened (\"paid\")"),
+    ] {
+        crate::transfer::prepare(&env, &said, "USDC", "5").await;
+        env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+        let sent = env.call("transfer", to_register()).await;
+        f.check(code(&sent) == "confirmation_required", format!("{said:?}: {sent:?}"));
+        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+        f.check(message.contains(why), format!("{said:?}: the reason names it: {message}"));
+        let now = env.devnet.balance_of(USDC, ALICE).await.unwrap();
+        f.check(now == alice + five, format!("{said:?}: alice got nothing more"));
+    }
+    f.finish();
+    // The honest control: a request phrased as a question still goes by itself.
+    crate::transfer::prepare(&env, &format!("thanks! can you send 5 USDC to {to} again?"), "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let sent = env.ok("transfer", to_register()).await;
+    assert_eq!(sent["status"], "confirmed", "{sent}");
+    assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five + five);
+}
+
 /// ETH looked up on `network` into `transfer_token`, and 0.001 of it into `transfer_amount`: the amount's register.
 async fn eth_looked_up_on(env: &Env, network: &str) -> Value {
     env.ok("token_lookup", json!({"symbol": "ETH", "network": network, "cache_as": "transfer_token"})).await;
