@@ -66,10 +66,14 @@ pub struct Authorization {
     /// double-quoted span): the user's words, but not a request. It moves nothing by itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quoted: bool,
-    /// How the message's own words hedge the amount, if they do ("don't", "did … go through?", "if …"; see
+    /// How the message's words hedge the amount, if they do ("don't", "did … go through?", "if …"; see
     /// [`super::Hedge`]): the user's words, but perhaps no request. It moves nothing by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge: Option<super::Hedge>,
+    /// Whether its message's own words bind more than one amount ("I have 40 USDC, send 10 USDC to alice", "swap
+    /// 0.001 ETH for 5 USDC"): which of them goes where is not said, so none moves by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub several: bool,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
@@ -143,24 +147,27 @@ impl ContextBank {
                 items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
             };
             let networks = Some(named(asked)).filter(|n| !n.is_empty()).unwrap_or_else(|| named(&found));
-            // What the user's own words hedge: every amount, when they decline or set a condition; the amounts
-            // written only in questions about something, when they ask one.
-            let hedged_all = super::asked::message_hedge(said);
-            let questions =
-                super::asked::without_questions(said).map(|(rest, hedge)| (self.scanner.scan(&rest), hedge));
+            // Words that speak of the amounts without asking for them hedge them all; so does a message that binds
+            // more than one amount in its own words (which goes where is not said).
+            let hedge = super::asked::message_hedge(user_text);
+            let mut bound: Vec<(&str, &str)> = Vec::new();
+            for i in asked {
+                if let (ItemType::Amount, Some(symbol)) = (i.item_type, i.label.as_deref())
+                    && !bound.contains(&(i.value.as_str(), symbol))
+                {
+                    bound.push((i.value.as_str(), symbol));
+                }
+            }
+            let several = bound.len() > 1;
             let mut this_message: Vec<(&str, &str)> = Vec::new();
             for item in &found {
                 if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
                     && !this_message.contains(&(item.value.as_str(), symbol))
                 {
                     this_message.push((item.value.as_str(), symbol));
-                    let same = |o: &ContextItem| {
-                        o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label
-                    };
-                    let in_own_words = asked.iter().any(same);
-                    let hedge = hedged_all.clone().or_else(|| {
-                        questions.as_ref().filter(|(rest, _)| !rest.iter().any(same)).map(|(_, h)| h.clone())
-                    });
+                    let in_own_words = asked
+                        .iter()
+                        .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label);
                     state.authorizations.push(Authorization {
                         id: format!("au_{}", crate::confirm::random_id()),
                         amount: item.value.clone(),
@@ -171,7 +178,8 @@ impl ContextBank {
                         networks: networks.clone(),
                         latest: true,
                         quoted: !in_own_words,
-                        hedge,
+                        hedge: hedge.clone(),
+                        several,
                         spent_by: None,
                     });
                 }
@@ -278,6 +286,7 @@ impl ContextBank {
                 latest: false,
                 quoted: false,
                 hedge: None,
+                several: false,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };

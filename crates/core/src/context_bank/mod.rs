@@ -61,10 +61,10 @@
 //!
 //! # Words that hedge
 //! "Don't send 5 USDC to alice", "did the 5 USDC to alice go through?", "I sent 5 USDC to alice" and "if ETH drops,
-//! sell 0.5 ETH" write an amount without asking for it. A declining, conditional or past word ("sent", "paid",
-//! "already") anywhere in the message's own words, or a question
-//! about something (not a request such as "can you …?") holding the amount, flags its [`Authorization`] with a
-//! [`Hedge`]; an action with it waits for the user. The words are read to fail closed (see `asked.rs`).
+//! sell 0.5 ETH" write an amount without asking for it. A declining, past or conditional word ("no", "sent", "if")
+//! anywhere in the message, or a question that is no request ("can you …?" is one), flags every [`Authorization`] of
+//! the message with a [`Hedge`]; a message whose own words bind more than one amount flags them `several`. An action
+//! with either waits for the user. The words are read to fail closed (see `asked.rs`).
 //!
 //! # The items' JSON shape
 //! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
@@ -95,7 +95,7 @@ mod scanner;
 mod tests;
 mod word_table;
 
-pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, REQUEST_OPENERS, STATUS_WORDS};
+pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, REQUEST_OPENERS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
 pub use scanner::{ContextScanner, RECIPIENT_CUES, ScannerBuildError};

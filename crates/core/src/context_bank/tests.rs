@@ -745,19 +745,33 @@ fn words_that_decline_ask_about_or_set_a_condition_hedge_the_amounts() {
     };
     assert_eq!(hedge("send 5 USDC to alice", "5"), None);
     assert_eq!(hedge("Never send 5 USDC to alice", "5"), Some(HedgeKind::Declined));
-    assert_eq!(hedge("did the 5 USDC to alice go through?", "5"), Some(HedgeKind::Question));
+    assert_eq!(hedge("did the 5 USDC to alice go through?", "5"), Some(HedgeKind::Past));
+    assert_eq!(hedge("is 5 USDC to alice a lot?", "5"), Some(HedgeKind::Question));
     assert_eq!(hedge("could you send 5 USDC to alice?", "5"), None, "a request as a question");
     assert_eq!(hedge("unless it rains, swap 5 USDC", "5"), Some(HedgeKind::Condition));
     assert_eq!(hedge("5 USDC that 0x90F79bf6EB2c4f870365E785982E1f101E93b906 sent me", "5"), Some(HedgeKind::Past));
-    // A question hedges only the amounts written nowhere else in the message.
-    assert_eq!(hedge("send 6 USDC to bob. Did the 5 USDC arrive?", "6"), None);
-    assert_eq!(b.authorization("5", "USDC").and_then(|a| a.hedge).map(|h| h.word), Some("did".into()));
-    assert_eq!(hedge("did the 7 USDC arrive? send 7 USDC to bob", "7"), None, "also asked for plainly");
-    // Quoted parts do not hedge: the user's own words do.
-    assert_eq!(hedge("they wrote \"don't\"; send 8 USDC to bob", "8"), None);
-    assert_eq!(hedge("is this legit?\n> if you pay 9 USDC now\n\nsend 9 USDC to bob", "9"), None);
+    // Every amount of the message: a question anywhere in it, a word in its quoted parts too.
+    assert_eq!(hedge("send 6 USDC to bob. Is that a lot?", "6"), Some(HedgeKind::Question));
+    assert_eq!(hedge("they wrote \"don't\"; send 8 USDC to bob", "8"), Some(HedgeKind::Declined));
+    assert_eq!(hedge("is this legit?\n> pay 9 USDC now\n\nsend 9 USDC to bob", "9"), Some(HedgeKind::Question));
     // Saved and restored with the session.
     let saved = serde_json::to_value(b.authorizations()).unwrap();
     let back: Vec<Authorization> = serde_json::from_value(saved).unwrap();
     assert_eq!(back, b.authorizations());
+}
+
+#[test]
+fn a_message_that_binds_several_amounts_says_of_none_where_it_goes() {
+    let b = bank();
+    let several = |text: &str, amount: &str, symbol: &str| {
+        b.scan_input(text);
+        b.authorization(amount, symbol).map(|a| a.several)
+    };
+    assert_eq!(several("send 10 USDC to alice", "10", "USDC"), Some(false));
+    assert_eq!(several("I have 40 USDC, send 10 USDC to alice", "10", "USDC"), Some(true));
+    assert_eq!(several("I have 40 USDC, send 10 USDC to alice", "40", "USDC"), Some(true));
+    assert_eq!(several("swap 0.001 ETH for 5 USDC", "0.001", "ETH"), Some(true));
+    assert_eq!(several("send 10 USDC to alice, yes 10 USDC", "10", "USDC"), Some(false), "the same amount twice");
+    assert_eq!(several("send 10 USDC to alice, she has 2 friends", "10", "USDC"), Some(false), "a bare number");
+    assert_eq!(several("> send 7 USDC to 0xdead\n\nsend 10 USDC to alice", "10", "USDC"), Some(false), "quoted");
 }

@@ -122,6 +122,11 @@ pub(crate) fn authorization_reason(
                 Some(format!("{shown} is in a part of your message you quoted, not one you asked for"))
             } else if let Some(hedge) = &a.hedge {
                 Some(hedge.reason(shown))
+            } else if a.several {
+                Some(format!(
+                    "your message wrote more than one amount, and which of them goes where it did not say; {shown} \
+                     needs your approval"
+                ))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
             } else {

@@ -154,17 +154,21 @@ impl Transfer<'_> {
 
 /// Whether `to` is the one address written in the user message of the amount's authorization: a user's amount goes
 /// by itself only there, not to any address the session ever saw (a pasted scam message, an old wallet the user
-/// called hacked) nor to one of several in that message ("to A, not B"), which the model could otherwise pick.
+/// called hacked) nor to one of several in that message ("to A, not B"; an address-book name beside it counts too:
+/// "to alice or 0x…"), which the model could otherwise pick.
 fn written_with_the_amount(ctx: &ToolContext, inputs: &Inputs, to: Address) -> bool {
-    amounts_authorization(ctx, inputs)
-        .is_some_and(|a| matches!(a.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to)))
+    amounts_authorization(ctx, inputs).is_some_and(|a| {
+        a.names.is_empty() && matches!(a.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to))
+    })
 }
 
 /// Whether the address book's `preset` is the one address-book name of the user message of the amount's
 /// authorization (outside its quoted parts): an amount the user only mentioned ("swap 0.001 ETH for 5 USDC", "I have
-/// 40 USDC") does not go to an address-book recipient by itself, nor to one of several names ("to alice, not bob").
+/// 40 USDC") does not go to an address-book recipient by itself, nor to one of several names ("to alice, not bob"),
+/// nor to the name when the message also writes an address ("10 USDC to alice and 5 USDC to 0x…").
 fn named_with_the_amount(ctx: &ToolContext, inputs: &Inputs, preset: &str) -> bool {
-    amounts_authorization(ctx, inputs).is_some_and(|a| matches!(a.names.as_slice(), [only] if only == preset))
+    amounts_authorization(ctx, inputs)
+        .is_some_and(|a| a.addresses.is_empty() && matches!(a.names.as_slice(), [only] if only == preset))
 }
 
 /// The authorization the amount register was written with, as this session's context bank holds it.

@@ -724,7 +724,8 @@ async fn an_amount_the_user_declined_asked_about_or_made_conditional_waits_for_t
     assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five);
     let mut f = Failures::default();
     for (said, why) in [
-        (format!("did the 5 USDC to {to} go through?"), "asks about 5 USDC"),
+        (format!("did the 5 USDC to {to} go through?"), "already happened (\"did\")"),
+        (format!("is 5 USDC to {to} a lot?"), "asks about 5 USDC"),
         (format!("Don’t send 5 USDC to {to} yet"), "also says \"dont\""),
         (format!("send 5 USDC to {to}. Actually no, wait."), "also says \"no\""),
         (format!("if ETH drops below 2000, send 5 USDC to {to}"), "depend on a condition (\"if"),

@@ -131,6 +131,36 @@ async fn an_amount_does_not_go_by_itself_to_the_address_it_came_from() {
     assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
 }
 
+/// "I have 40 USDC, send 10 USDC to 0x…": the model sends the 40. "send 5 USDC to alice or 0x…": the model picks
+/// either. Neither goes by itself (before: 40 USDC to the address, or 5 USDC to whichever the model picked).
+#[tokio::test]
+async fn an_amount_goes_by_itself_only_as_the_one_amount_to_the_one_recipient_of_its_message() {
+    let env = Env::start().await;
+    let other = "0x000000000000000000000000000000000000dEaD";
+    let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
+    prepare(&env, &format!("I have 40 USDC, send 10 USDC to {other}"), "USDC", "40").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let err = env.err("transfer", to_register()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert!(err.message.contains("more than one amount"), "{}", err.message);
+
+    prepare(&env, &format!("send 5 USDC to alice or {other}"), "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let err = env.err("transfer", to_register()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert!(err.message.contains("not the one address"), "{}", err.message);
+    let err = env.err("transfer", to_alice()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert!(err.message.contains("not the one name"), "{}", err.message);
+    assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
+
+    // The honest control: one amount, one recipient.
+    let theirs = balance(&env, USDC, FRIEND).await;
+    prepare(&env, "send 5 USDC to alice", "USDC", "5").await;
+    assert_eq!(env.ok("transfer", to_alice()).await["status"], "confirmed");
+    assert_eq!(balance(&env, USDC, FRIEND).await, theirs + U256::from(5_000_000u64));
+}
+
 #[tokio::test]
 async fn transfers_and_swaps_share_the_days_cap() {
     let tweaks = Tweaks {
