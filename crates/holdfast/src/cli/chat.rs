@@ -2,7 +2,8 @@
 //! register changes, the context bank and transactions as they happen, and asks before value-moving actions.
 //!
 //! With stdin not a terminal it reads one user message per line and exits at end of input, so it can be scripted;
-//! a confirmation then consumes the next input line (`y`/`yes` approves, anything else denies).
+//! a confirmation then consumes the next input line (`y`/`yes` approves, anything else denies). At a terminal only a
+//! line typed after the question is its answer: lines typed ahead or pasted before it are kept as the next messages.
 //!
 //! Everything printed that this module did not write itself — model text, tool calls, results and errors,
 //! confirmation summaries, event values — goes through [`sanitize`] (`crate::terminal`) first, so no one but chat
@@ -17,38 +18,85 @@ use holdfast_core::event::{EventPayload, RegisterUpdate};
 use holdfast_core::tool::BoxFuture;
 use holdfast_core::{ToolContext, ToolError};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{Mutex, mpsc};
 
-/// Lines from stdin, read on a blocking thread.
+/// How long after a question is shown a line must arrive to answer it: no one reads a confirmation and types an
+/// answer faster, while a paste or a line typed ahead lands at once.
+const REACTION: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Lines from stdin, read on a blocking thread as soon as they arrive, each with the moment it was read.
 struct Input {
-    lines: Mutex<mpsc::Receiver<String>>,
+    lines: Mutex<mpsc::UnboundedReceiver<(Instant, String)>>,
+    /// Lines typed before a question was shown: not its answer, but the user's next messages, in order.
+    held: std::sync::Mutex<VecDeque<String>>,
     interactive: bool,
 }
 
 impl Input {
     fn start() -> Self {
-        let (tx, rx) = mpsc::channel(16);
+        let (tx, rx) = mpsc::unbounded_channel();
         let interactive = std::io::stdin().is_terminal();
+        // Unbounded, so the thread never waits to hand a line over: each is read, and stamped, when it arrives.
         std::thread::spawn(move || {
             for line in std::io::stdin().lines() {
                 let Ok(line) = line else { break };
-                if tx.blocking_send(line).is_err() {
+                if tx.send((Instant::now(), line)).is_err() {
                     break;
                 }
             }
         });
-        Self { lines: Mutex::new(rx), interactive }
+        Self::from_lines(rx, interactive)
     }
 
+    fn from_lines(lines: mpsc::UnboundedReceiver<(Instant, String)>, interactive: bool) -> Self {
+        Self { lines: Mutex::new(lines), held: std::sync::Mutex::default(), interactive }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The user's next message.
     async fn next(&self, prompt: &str) -> Option<String> {
         if self.interactive {
             print!("{prompt}");
             let _ = std::io::stdout().flush();
         }
-        self.lines.lock().await.recv().await
+        if let Some(line) = self.held().pop_front() {
+            if self.interactive {
+                println!("{}", sanitize(&line));
+            }
+            return Some(line);
+        }
+        self.lines.lock().await.recv().await.map(|(_, line)| line)
+    }
+
+    /// The answer to a question shown now. At a terminal only a line typed after it counts: one typed ahead or pasted
+    /// before (a pasted text's `y` line) is kept as a later message instead. A script (stdin not a terminal) answers
+    /// with its next line.
+    async fn answer(&self, prompt: &str) -> Option<String> {
+        if !self.interactive {
+            return self.next(prompt).await;
+        }
+        let shown = Instant::now();
+        let mut lines = self.lines.lock().await;
+        while let Ok((_, line)) = lines.try_recv() {
+            self.held().push_back(line);
+        }
+        print!("{prompt}");
+        let _ = std::io::stdout().flush();
+        loop {
+            let (at, line) = lines.recv().await?;
+            if at >= shown + REACTION {
+                return Some(line);
+            }
+            self.held().push_back(line);
+        }
     }
 }
 
@@ -93,7 +141,12 @@ impl TurnObserver for Terminal {
                     println!("    {:>16}: {}", sanitize(k), sanitize(&v));
                 }
             }
-            match self.input.next("Approve? [y/N] ").await {
+            if !self.input.held().is_empty() {
+                println!(
+                    "    (what you typed before this question is kept as your next message, not taken as the answer)"
+                );
+            }
+            match self.input.answer("Approve? [y/N] ").await {
                 Some(answer) if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") => {
                     println!("approved");
                     ConfirmDecision::Approve
@@ -220,5 +273,38 @@ struct StopOnDrop(CancelToken);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn at_a_terminal_a_line_typed_before_the_question_is_no_answer_to_it() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let input = Input::from_lines(rx, true);
+        // A pasted text's lines, read before the question was shown: "yes" among them, the one handed over only once
+        // the question is up.
+        let before = Instant::now();
+        tx.send((before, "check this".to_owned())).unwrap();
+        let answering = tokio::spawn(async move { (input.answer("? ").await, input) });
+        tokio::task::yield_now().await;
+        tx.send((before, "yes".to_owned())).unwrap();
+        // The user's answer, read well after the question was shown.
+        tx.send((Instant::now() + std::time::Duration::from_secs(3600), "n".to_owned())).unwrap();
+        let (answer, input) = answering.await.unwrap();
+        assert_eq!(answer.as_deref(), Some("n"));
+        // Nothing lost: the earlier lines are the next messages, in order.
+        assert_eq!(input.next("> ").await.as_deref(), Some("check this"));
+        assert_eq!(input.next("> ").await.as_deref(), Some("yes"));
+    }
+
+    #[tokio::test]
+    async fn a_script_answers_with_its_next_line() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let input = Input::from_lines(rx, false);
+        tx.send((Instant::now(), "y".to_owned())).unwrap();
+        assert_eq!(input.answer("? ").await.as_deref(), Some("y"));
     }
 }
