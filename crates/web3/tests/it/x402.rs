@@ -629,3 +629,88 @@ async fn a_node_that_hides_a_settled_payment_cannot_release_its_budget() {
     assert_eq!(spent, QUOTE_PRICE, "it counts against the budget");
     assert_eq!(case.server.payments_received(), 1, "paid once");
 }
+
+/// The payee settles the payment in the last block inside its window, and the chain moves past the window, between the
+/// two readings of its reconciliation. Read state-then-clock, the state from before the settlement and the clock from
+/// after it called the payment expired and released its price from the day's budget.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_called_expired() {
+    use alloy::network::TransactionBuilder as _;
+    use alloy::providers::Provider as _;
+    use alloy::providers::ext::AnvilApi as _;
+    use alloy::sol_types::SolCall as _;
+    let devnet = TestDevnet::start().await.unwrap();
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let tweaks = Tweaks {
+        toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), format!("rpc_urls = [\"{}\"]", proxy.url))],
+        ..Default::default()
+    };
+    let case = Case::start_on(
+        devnet,
+        never_settles(|url| {
+            let mut r = honest_requirement();
+            r["maxTimeoutSeconds"] = json!(600);
+            offer_v2(url, vec![r], None)
+        }),
+        tweaks,
+    )
+    .await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let auth = &payload["payload"]["authorization"];
+    let number = |k: &str| auth[k].as_str().unwrap().parse::<u64>().unwrap();
+    let valid_before = number("validBefore");
+    let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
+    let settle = holdfast_devnet::facilitator::IEip3009::transferWithAuthorizationCall {
+        from: auth["from"].as_str().unwrap().parse().unwrap(),
+        to: auth["to"].as_str().unwrap().parse().unwrap(),
+        value: auth["value"].as_str().unwrap().parse().unwrap(),
+        validAfter: U256::from(number("validAfter")),
+        validBefore: U256::from(valid_before),
+        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
+        v: signature[64],
+        r: alloy::primitives::B256::from_slice(&signature[..32]),
+        s: alloy::primitives::B256::from_slice(&signature[32..64]),
+    };
+    // Right after the node answers the first `authorizationState` (before the answer reaches holdfast): the payee
+    // settles it in a block stamped a second before `validBefore`, and the next block is past the window.
+    let selector = format!(
+        "0x{}",
+        alloy::primitives::hex::encode(&alloy::primitives::keccak256("authorizationState(address,bytes32)")[..4])
+    );
+    let provider = case.env.devnet.provider().clone();
+    let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let once = Arc::clone(&fired);
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, _resp: &mut Value| {
+        let call = &req["params"][0];
+        let data = call["input"].as_str().or_else(|| call["data"].as_str()).unwrap_or_default();
+        if req["method"] != "eth_call"
+            || !data.starts_with(&selector)
+            || once.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let (provider, input) = (provider.clone(), settle.abi_encode());
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async move {
+                provider.anvil_set_next_block_timestamp(valid_before - 1).await.unwrap();
+                let anyone = address!("0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"); // anvil's dev account #9
+                let tx =
+                    alloy::rpc::types::TransactionRequest::default().with_from(anyone).with_to(USDC).with_input(input);
+                let receipt = provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+                assert!(receipt.status(), "settled inside the window");
+                provider.anvil_set_next_block_timestamp(valid_before + 1).await.unwrap();
+                provider.anvil_mine(Some(1), None).await.unwrap();
+            });
+        });
+    })));
+    case.env.web3.reconcile().await.unwrap();
+    assert!(fired.load(std::sync::atomic::Ordering::SeqCst), "the settlement landed between the readings");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE, "paid");
+    // Before: `failed` ("expired"), its price released from the day's budget though the payee holds it.
+    assert_ne!(case.payments().await[0].status, EntryStatus::Failed, "{:?}", case.payments().await[0]);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "it counts against the budget");
+    case.env.web3.reconcile().await.unwrap();
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
+}
