@@ -50,6 +50,11 @@ pub struct Authorization {
     /// asking. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
+    /// Those of `addresses` the message writes as where something goes, right after a recipient cue ("to 0x…", "pay
+    /// 0x…"; see `ContextScanner`'s `as_a_recipient`): only such an address is a recipient the amount may go to
+    /// without asking, and only when it is the message's one address and it names no address-book recipient.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipients: Vec<String>,
     /// The address book's names written in the same message (outside its quoted parts), as the book spells them: an
     /// address-book recipient the amount may go to without asking.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -130,13 +135,17 @@ impl ContextBank {
             // An address only in a quoted part is no recipient of the message's amounts; its networks are the ones
             // named outside the quoted parts, or, when none is, every one it names (the narrower).
             let asked = own.as_deref().unwrap_or(&found);
-            let mut addresses: Vec<String> = Vec::new();
+            let (mut addresses, mut recipients): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
             let said = own_text.as_deref().unwrap_or(user_text);
             for i in asked {
                 let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
-                // An address the message writes only as where something came from ("5 USDC from 0x…") is no
-                // recipient of its amounts.
+                // An address the message writes only as where something came from ("5 USDC from 0x…") is none of
+                // its amounts' addresses; one written elsewhere but never as where something goes ("0x… got
+                // hacked", "to alice or 0x…") is one, but no recipient.
                 if valid && !addresses.contains(&i.value) && !super::scanner::only_as_a_sender(said, &i.value) {
+                    if super::scanner::as_a_recipient(said, &i.value) {
+                        recipients.push(i.value.clone());
+                    }
                     addresses.push(i.value.clone());
                 }
             }
@@ -174,6 +183,7 @@ impl ContextBank {
                         symbol: symbol.to_owned(),
                         created_at: now,
                         addresses: addresses.clone(),
+                        recipients: recipients.clone(),
                         names: names.clone(),
                         networks: networks.clone(),
                         latest: true,
@@ -281,6 +291,7 @@ impl ContextBank {
                 symbol: String::new(),
                 created_at: chrono::Utc::now(),
                 addresses: Vec::new(),
+                recipients: Vec::new(),
                 names: Vec::new(),
                 networks: Vec::new(),
                 latest: false,

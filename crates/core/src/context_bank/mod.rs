@@ -59,6 +59,12 @@
 //! and an address written only there is not one of the authorization's addresses; an action with either waits for
 //! the user.
 //!
+//! # Recipients
+//! An address a message writes right after a recipient cue ("to 0x…", "pay 0x…", with a few filler words such as "my
+//! wallet" between) is one of its authorizations' `recipients`; one it only mentions ("0x… was hacked") is one of
+//! their `addresses` but no recipient, and one written only right after "from" is neither. A transfer goes by itself
+//! only to the message's one address, written as a recipient, when the message names no address-book recipient too.
+//!
 //! # Words that hedge
 //! "Don't send 5 USDC to alice", "did the 5 USDC to alice go through?", "I sent 5 USDC to alice" and "if ETH drops,
 //! sell 0.5 ETH" write an amount without asking for it. A declining, past or conditional word ("no", "sent", "if")
@@ -98,6 +104,6 @@ mod word_table;
 pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, REQUEST_OPENERS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
-pub use scanner::{ContextScanner, RECIPIENT_CUES, ScannerBuildError};
+pub use scanner::{ADDRESS_FILLERS, ContextScanner, RECIPIENT_CUES, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]
 use {blocks::*, rules::*, scanner::*, word_table::*};

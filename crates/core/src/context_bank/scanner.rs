@@ -70,6 +70,38 @@ pub(super) fn only_as_a_sender(text: &str, address: &str) -> bool {
         })
 }
 
+/// Words that may stand between a recipient cue and the address it names ("to my wallet 0x…", "to the address 0x…").
+pub const ADDRESS_FILLERS: [&str; 12] =
+    ["the", "my", "this", "that", "his", "her", "their", "our", "your", "address", "wallet", "account"];
+
+/// Whether `text` writes `address` (ignoring case) at least once as where something goes: right after one of
+/// [`RECIPIENT_CUES`] ("send 5 USDC to 0x…", "pay 0x… 5 USDC", "5 USDC → 0x…"), with blanks, at most three of
+/// [`ADDRESS_FILLERS`] ("to my wallet 0x…") and an opening `` ` ``, `(`, `<`, `[` or `:` between, on one line. An
+/// address written anywhere else — "from 0x…", "0x… got hacked", "the token contract 0x…" — is no recipient of the
+/// message's amounts.
+pub(super) fn as_a_recipient(text: &str, address: &str) -> bool {
+    let (folded, needle) = (text.to_lowercase(), address.to_lowercase());
+    folded.match_indices(needle.as_str()).any(|(at, _)| {
+        let opening =
+            |c: char| matches!(c, '`' | '(' | '<' | '[' | ':') || (c.is_whitespace() && !crate::is_line_break(c));
+        let mut before = folded[..at].trim_end_matches(opening);
+        for _ in 0..=3 {
+            if after_a_cue(before) {
+                return true;
+            }
+            let trimmed = without_trailing_blanks(before);
+            let word_start = trimmed
+                .rfind(|c: char| !is_word(Some(c)))
+                .map_or(0, |i| i + trimmed[i..].chars().next().map_or(1, char::len_utf8));
+            if !ADDRESS_FILLERS.contains(&&trimmed[word_start..]) || word_start == trimmed.len() {
+                return false;
+            }
+            before = &trimmed[..word_start];
+        }
+        false
+    })
+}
+
 /// `text` without the blanks it ends with: whitespace that does not end a line ([`crate::is_line_break`]).
 fn without_trailing_blanks(text: &str) -> &str {
     text.trim_end_matches(|c: char| c.is_whitespace() && !crate::is_line_break(c))

@@ -737,6 +737,39 @@ fn an_address_written_only_as_a_sender_is_no_recipient() {
 }
 
 #[test]
+fn an_address_is_a_recipient_only_right_after_a_cue() {
+    let b = bank();
+    let a = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    let addresses = |text: &str| {
+        b.scan_input(text);
+        let last = b.authorizations().last().unwrap().clone();
+        assert_eq!(last.addresses, [a], "{text}: the message's address all the same");
+        last.recipients
+    };
+    for to in [
+        format!("send 5 USDC to {a}"),
+        format!("pay {a} 5 USDC"),
+        format!("5 USDC → {a}"),
+        format!("send 5 USDC to `{a}`"),
+        format!("send 5 USDC to: {a}"),
+        format!("send 5 USDC to my wallet {a}"),
+        format!("send 5 USDC to the address {}", a.to_lowercase()),
+    ] {
+        assert_eq!(addresses(&to), [a], "{to}");
+    }
+    for not in [
+        format!("{a} got hacked, the thief took 50 USDC"),
+        format!("the token contract {a} is a scam; 5 USDC"),
+        format!("send 5 USDC to my friend {a}"),
+        format!("send 5 USDC to\n{a}"),
+        format!("send 5 USDC to the the the the {a}"),
+        format!("send 5 USDC onto {a}"),
+    ] {
+        assert!(addresses(&not).is_empty(), "{not}");
+    }
+}
+
+#[test]
 fn words_that_decline_ask_about_or_set_a_condition_hedge_the_amounts() {
     let b = bank();
     let hedge = |text: &str, amount: &str| {

@@ -155,10 +155,12 @@ impl Transfer<'_> {
 /// Whether `to` is the one address written in the user message of the amount's authorization: a user's amount goes
 /// by itself only there, not to any address the session ever saw (a pasted scam message, an old wallet the user
 /// called hacked) nor to one of several in that message ("to A, not B"; an address-book name beside it counts too:
-/// "to alice or 0x…"), which the model could otherwise pick.
+/// "to alice or 0x…"), which the model could otherwise pick; and it must be written as where something goes ("to
+/// 0x…", "pay 0x…"), not only mentioned ("0x… got hacked, the thief took 50 USDC").
 fn written_with_the_amount(ctx: &ToolContext, inputs: &Inputs, to: Address) -> bool {
     amounts_authorization(ctx, inputs).is_some_and(|a| {
-        a.names.is_empty() && matches!(a.addresses.as_slice(), [only] if only.parse::<Address>().is_ok_and(|a| a == to))
+        let is_to = |address: &String| address.parse::<Address>().is_ok_and(|a| a == to);
+        a.names.is_empty() && matches!(a.addresses.as_slice(), [only] if is_to(only)) && a.recipients.iter().any(is_to)
     })
 }
 
@@ -261,8 +263,10 @@ impl TxKind for Transfer<'_> {
             }
             _ => {
                 if !written_with_the_amount(ctx, inputs, to) {
-                    confirm
-                        .push(format!("the recipient {to} is not the one address of the message that gave the amount"));
+                    confirm.push(format!(
+                        "the recipient {to} is not the one address of the message that gave the amount, written as \
+                         where it goes (\"to 0x…\", \"pay 0x…\")"
+                    ));
                 }
             }
         }

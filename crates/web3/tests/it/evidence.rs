@@ -730,7 +730,7 @@ async fn an_amount_the_user_declined_asked_about_or_made_conditional_waits_for_t
         (format!("send 5 USDC to {to}. Actually no, wait."), "also says \"no\""),
         (format!("if ETH drops below 2000, send 5 USDC to {to}"), "depend on a condition (\"if"),
         (format!("I sent 5 USDC to {to} yesterday"), "already happened (\"sent\")"),
-        (format!("5 USDC that {to} paid me"), "already happened (\"paid\")"),
+        (format!("the 5 USDC I paid to {to} last week"), "already happened (\"paid\")"),
     ] {
         crate::transfer::prepare(&env, &said, "USDC", "5").await;
         env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;

@@ -132,7 +132,8 @@ async fn an_amount_does_not_go_by_itself_to_the_address_it_came_from() {
 }
 
 /// "I have 40 USDC, send 10 USDC to 0x…": the model sends the 40. "send 5 USDC to alice or 0x…": the model picks
-/// either. Neither goes by itself (before: 40 USDC to the address, or 5 USDC to whichever the model picked).
+/// either. "0x… was hacked, the thief took 50 USDC": the model sends the 50 there. None goes by itself (before: 40 USDC
+/// to the address, 5 USDC to whichever the model picked, 50 USDC to the hacked wallet).
 #[tokio::test]
 async fn an_amount_goes_by_itself_only_as_the_one_amount_to_the_one_recipient_of_its_message() {
     let env = Env::start().await;
@@ -152,6 +153,14 @@ async fn an_amount_goes_by_itself_only_as_the_one_amount_to_the_one_recipient_of
     let err = env.err("transfer", to_alice()).await;
     assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
     assert!(err.message.contains("not the one name"), "{}", err.message);
+    assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
+
+    // An address the message only mentions: "0x… got hacked, the thief took 50 USDC" (before: 50 USDC to it).
+    prepare(&env, &format!("{other} was hacked, the thief took 50 USDC"), "USDC", "50").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let err = env.err("transfer", to_register()).await;
+    assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
+    assert!(err.message.contains("written as where it goes"), "{}", err.message);
     assert_eq!((env.nonce().await, env.balance(USDC).await), (nonce, mine), "nothing sent");
 
     // The honest control: one amount, one recipient.
