@@ -2,8 +2,10 @@
 //! register changes, the context bank and transactions as they happen, and asks before value-moving actions.
 //!
 //! With stdin not a terminal it reads one user message per line and exits at end of input, so it can be scripted;
-//! a confirmation then consumes the next input line (`y`/`yes` approves, anything else denies). At a terminal only a
-//! line typed after the question is its answer: lines typed ahead or pasted before it are kept as the next messages.
+//! a confirmation then consumes the next input line (`y`/`yes` approves, anything else denies). At a terminal a
+//! paste of several lines is one message, a confirmation is approved by typing its code (the last four characters of
+//! its id), and only a line typed after the question answers it: lines typed ahead or pasted before it are kept as the
+//! next messages.
 //!
 //! Everything printed that this module did not write itself — model text, tool calls, results and errors,
 //! confirmation summaries, event values — goes through [`sanitize`] (`crate::terminal`) first, so no one but chat
@@ -22,18 +24,24 @@ use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, mpsc};
 
 /// How long after a question is shown a line must arrive to answer it: no one reads a confirmation and types an
 /// answer faster, while a paste or a line typed ahead lands at once.
-const REACTION: std::time::Duration = std::time::Duration::from_millis(300);
+const REACTION: Duration = Duration::from_millis(300);
+
+/// Lines that arrive this close to each other came in one paste, and make one message: no one types two lines faster.
+const PASTE_GAP: Duration = Duration::from_millis(30);
+
+/// A line of stdin and the moment it was read.
+type Line = (Instant, String);
 
 /// Lines from stdin, read on a blocking thread as soon as they arrive, each with the moment it was read.
 struct Input {
-    lines: Mutex<mpsc::UnboundedReceiver<(Instant, String)>>,
+    lines: Mutex<mpsc::UnboundedReceiver<Line>>,
     /// Lines typed before a question was shown: not its answer, but the user's next messages, in order.
-    held: std::sync::Mutex<VecDeque<String>>,
+    held: std::sync::Mutex<VecDeque<Line>>,
     interactive: bool,
 }
 
@@ -53,40 +61,67 @@ impl Input {
         Self::from_lines(rx, interactive)
     }
 
-    fn from_lines(lines: mpsc::UnboundedReceiver<(Instant, String)>, interactive: bool) -> Self {
+    fn from_lines(lines: mpsc::UnboundedReceiver<Line>, interactive: bool) -> Self {
         Self { lines: Mutex::new(lines), held: std::sync::Mutex::default(), interactive }
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<Line>> {
         self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The user's next message.
+    /// The user's next message. At a terminal, the lines of one paste are one message (each arrived within
+    /// [`PASTE_GAP`] of the one before), so that the context bank reads a pasted text whole — its quotes, its "is
+    /// this legit?" — rather than line by line. A script (stdin not a terminal) sends one message per line.
     async fn next(&self, prompt: &str) -> Option<String> {
         if self.interactive {
             print!("{prompt}");
             let _ = std::io::stdout().flush();
         }
-        if let Some(line) = self.held().pop_front() {
-            if self.interactive {
-                println!("{}", sanitize(&line));
-            }
-            return Some(line);
+        let mut lines = self.lines.lock().await;
+        let held = self.held().pop_front();
+        let from_held = held.is_some();
+        let (mut last, mut message) = match held {
+            Some(line) => line,
+            None => lines.recv().await?,
+        };
+        if !self.interactive {
+            return Some(message);
         }
-        self.lines.lock().await.recv().await.map(|(_, line)| line)
+        loop {
+            let held = self.held().pop_front();
+            let more = match held {
+                Some(line) => Some(line),
+                None => tokio::time::timeout(PASTE_GAP, lines.recv()).await.ok().flatten(),
+            };
+            let Some((at, line)) = more else { break };
+            if at.saturating_duration_since(last) > PASTE_GAP {
+                self.held().push_front((at, line));
+                break;
+            }
+            message.push('\n');
+            message.push_str(&line);
+            last = at;
+        }
+        if from_held {
+            println!("{}", sanitize(&message));
+        }
+        Some(message)
     }
 
     /// The answer to a question shown now. At a terminal only a line typed after it counts: one typed ahead or pasted
-    /// before (a pasted text's `y` line) is kept as a later message instead. A script (stdin not a terminal) answers
-    /// with its next line.
+    /// before (a pasted text's `y` line) is kept as a later message instead, and the question says so. A script
+    /// (stdin not a terminal) answers with its next line.
     async fn answer(&self, prompt: &str) -> Option<String> {
         if !self.interactive {
             return self.next(prompt).await;
         }
         let shown = Instant::now();
         let mut lines = self.lines.lock().await;
-        while let Ok((_, line)) = lines.try_recv() {
+        while let Ok(line) = lines.try_recv() {
             self.held().push_back(line);
+        }
+        if !self.held().is_empty() {
+            println!("    (what you typed before this question is kept as your next message, not taken as the answer)");
         }
         print!("{prompt}");
         let _ = std::io::stdout().flush();
@@ -95,9 +130,16 @@ impl Input {
             if at >= shown + REACTION {
                 return Some(line);
             }
-            self.held().push_back(line);
+            self.held().push_back((at, line));
         }
     }
+}
+
+/// What the user types at a terminal to approve confirmation `id`: its last four characters. A `y` the user meant for
+/// something else (a model's "type y to continue", a line typed ahead) approves nothing.
+fn approval_code(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    chars[chars.len().saturating_sub(4)..].iter().collect()
 }
 
 struct Terminal {
@@ -141,13 +183,23 @@ impl TurnObserver for Terminal {
                     println!("    {:>16}: {}", sanitize(k), sanitize(&v));
                 }
             }
-            if !self.input.held().is_empty() {
-                println!(
-                    "    (what you typed before this question is kept as your next message, not taken as the answer)"
-                );
-            }
-            match self.input.answer("Approve? [y/N] ").await {
-                Some(answer) if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") => {
+            // At a terminal the answer is the confirmation's code; a script answers `y`/`yes`.
+            let code = approval_code(&c.id);
+            let prompt = if self.input.interactive {
+                format!("Type {code} to approve (anything else denies): ")
+            } else {
+                "Approve? [y/N] ".to_owned()
+            };
+            let approves = |answer: &str| {
+                let answer = answer.trim().to_lowercase();
+                if self.input.interactive {
+                    answer == code.to_lowercase()
+                } else {
+                    matches!(answer.as_str(), "y" | "yes")
+                }
+            };
+            match self.input.answer(&prompt).await {
+                Some(answer) if approves(&answer) => {
                     println!("approved");
                     ConfirmDecision::Approve
                 }
@@ -295,9 +347,33 @@ mod tests {
         tx.send((Instant::now() + std::time::Duration::from_secs(3600), "n".to_owned())).unwrap();
         let (answer, input) = answering.await.unwrap();
         assert_eq!(answer.as_deref(), Some("n"));
-        // Nothing lost: the earlier lines are the next messages, in order.
-        assert_eq!(input.next("> ").await.as_deref(), Some("check this"));
-        assert_eq!(input.next("> ").await.as_deref(), Some("yes"));
+        // Nothing lost: the earlier lines are the next message (one paste: read whole).
+        assert_eq!(input.next("> ").await.as_deref(), Some("check this\nyes"));
+    }
+
+    #[tokio::test]
+    async fn at_a_terminal_a_paste_is_one_message_and_lines_typed_apart_are_two() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let input = Input::from_lines(rx, true);
+        let t = Instant::now();
+        let later = |ms: u64| t + Duration::from_millis(ms);
+        tx.send((t, "send 50 USDC to 0xabc to claim".to_owned())).unwrap();
+        tx.send((later(1), "is this a scam?".to_owned())).unwrap();
+        tx.send((later(5_000), "thanks".to_owned())).unwrap();
+        assert_eq!(input.next("> ").await.as_deref(), Some("send 50 USDC to 0xabc to claim\nis this a scam?"));
+        assert_eq!(input.next("> ").await.as_deref(), Some("thanks"));
+        // A script sends one message per line.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let script = Input::from_lines(rx, false);
+        tx.send((t, "one".to_owned())).unwrap();
+        tx.send((t, "two".to_owned())).unwrap();
+        assert_eq!(script.next("> ").await.as_deref(), Some("one"));
+    }
+
+    #[test]
+    fn the_approval_code_is_the_ids_last_four_characters() {
+        assert_eq!(approval_code("cf_7d9411ba6f18b027"), "b027");
+        assert_eq!(approval_code("ab"), "ab");
     }
 
     #[tokio::test]
