@@ -482,7 +482,8 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     // `validBefore`) can land between two readings, and then only this order shows it — read the other way round,
     // the state from before it and a clock from after it would call a settled payment expired and release its
     // budget. Blocks after this clock are stamped no earlier, so past the window none of them can settle it.
-    let chain_time = chain.latest_block_timestamp_everywhere().await?;
+    // A node that cannot tell its clock keeps the payment from expiring, not from being counted as paid.
+    let chain_time = chain.latest_block_timestamp_everywhere().await;
     // Every node is asked: one that shows it used is enough to count it (the safe side); releasing the budget needs
     // every node to show it unused, so one lying node cannot release it while the payment settles elsewhere.
     let used = chain.authorization_state_everywhere(asset, payer, nonce).await?;
@@ -499,7 +500,7 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     // its blocks by its own schedule) could still settle it, and it keeps counting until then; an idle chain, until
     // its next block. By the clock of the node furthest behind: one node that shows a block from the future cannot
     // expire it early.
-    if chain_time >= valid_before {
+    if chain_time? >= valid_before {
         let update = EntryUpdate {
             error: Some(format!("the authorization expired at {valid_before} without being settled")),
             ..Default::default()
