@@ -13,9 +13,10 @@
 //!   already moved — "5 USDC that 0x… paid me" — and the model would move it again;
 //! - **condition**: a word of [`CONDITIONS`] ("if", "unless", "once", "after", "tomorrow"): what it depends on is not
 //!   checked by code;
-//! - **question**: a sentence that ends in `?` (or `？`, or holds `¿`), unless it is a request: it opens with
-//!   "please" or "kindly", or with one of [`REQUEST_OPENERS`] followed by "you" ("can you send 5 USDC to alice?";
-//!   "would it be smart to sell 0.5 ETH?" is no request).
+//! - **question**: a sentence that ends in `?` (or `？`, or holds `¿`), or opens with one of [`QUESTION_OPENERS`]
+//!   ("should I pay 0x… 50 USDC"), unless it is a request: it opens with "please" or "kindly", or with one of
+//!   [`REQUEST_OPENERS`] and "you", and then comes one of [`REQUEST_VERBS`] ("can you send 5 USDC to alice?"; "would
+//!   it be smart to sell 0.5 ETH?" and "could you estimate the fee to pay 0x… 50 USDC?" are none).
 //!
 //! Words are runs of letters and digits, case ignored and apostrophes dropped (`'`, `’`, `´`, `` ` ``, `ʼ`, `＇`), so
 //! `Don’t` is `dont`; characters that render as nothing ([`crate::is_invisible`], blanks and line breaks aside) are
@@ -69,8 +70,8 @@ pub const DECLINING: [&str; 41] = [
     "oops",
 ];
 
-/// Words that speak of value that already moved, or ask whether it did ("sent", "received", "did", "already").
-pub const PAST: [&str; 22] = [
+/// Words that speak of value that already moved, or ask whether it did ("sent", "lost", "did", "yesterday").
+pub const PAST: [&str; 34] = [
     "sent",
     "paid",
     "transferred",
@@ -93,6 +94,18 @@ pub const PAST: [&str; 22] = [
     "happened",
     "whether",
     "pending",
+    "lost",
+    "took",
+    "stole",
+    "stolen",
+    "drained",
+    "moved",
+    "charged",
+    "spent",
+    "yesterday",
+    "ago",
+    "last",
+    "earlier",
 ];
 
 /// Words that make what a message asks depend on something ("if", "unless", "once", "after", "tomorrow").
@@ -101,8 +114,24 @@ pub const CONDITIONS: [&str; 13] = [
     "remind",
 ];
 
-/// The first words of a question that asks for something when "you" follows them ("can you …?", "would you …?").
+/// The first words of a question that asks for something when "you" and one of [`REQUEST_VERBS`] follow them ("can
+/// you send …?", "would you swap …?").
 pub const REQUEST_OPENERS: [&str; 4] = ["can", "could", "would", "will"];
+
+/// The verbs a request asks for ("please send …", "could you swap …?"): after "please", or a request opener and "you",
+/// one of them must come (a few words such as "please" or "just" between), or the question is none ("could you
+/// estimate the fee to pay 0x… 50 USDC?").
+pub const REQUEST_VERBS: [&str; 20] = [
+    "send", "pay", "transfer", "give", "tip", "move", "put", "deposit", "withdraw", "bridge", "forward", "return",
+    "refund", "swap", "sell", "buy", "convert", "exchange", "trade", "approve",
+];
+
+/// The first words of a sentence that asks a question, with or without its `?` ("is this legit: send 50 USDC …",
+/// "should I pay 0x… 50 USDC").
+pub const QUESTION_OPENERS: [&str; 17] = [
+    "should", "is", "are", "am", "was", "were", "what", "whats", "how", "hows", "why", "do", "does", "which", "who",
+    "where", "shall",
+];
 
 /// Characters read as apostrophes inside a word, and dropped from it.
 const APOSTROPHES: [char; 6] = ['\'', '’', '´', '`', 'ʼ', '＇'];
@@ -181,7 +210,7 @@ impl Hedge {
 }
 
 /// The words of `text` as the module reads them.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     let inside =
         |c: char| c.is_alphanumeric() || APOSTROPHES.contains(&c) || (crate::is_invisible(c) && !c.is_whitespace());
     text.split(move |c: char| !inside(c))
@@ -227,20 +256,34 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The hedge of one sentence when it is a question that is no request.
+/// The hedge of one sentence when it is a question that is no request: it ends in `?` (`？`), holds `¿`, or opens with
+/// one of [`QUESTION_OPENERS`].
 fn question_hedge(sentence: &str) -> Option<Hedge> {
     let trimmed = sentence.trim_end();
-    if !(trimmed.ends_with('?') || trimmed.ends_with('？') || sentence.contains('¿')) {
+    let all: Vec<String> = words(sentence).filter(|w| !w.chars().all(|c| c.is_ascii_digit())).collect();
+    let first = all.first().map(String::as_str);
+    let asks = trimmed.ends_with('?') || trimmed.ends_with('？') || sentence.contains('¿');
+    if !asks && !first.is_some_and(|w| QUESTION_OPENERS.contains(&w)) {
         return None;
     }
-    let mut all = words(sentence).filter(|w| !w.chars().all(|c| c.is_ascii_digit()));
-    let (first, second) = (all.next(), all.next());
-    match (first.as_deref(), second.as_deref()) {
-        (Some("please" | "kindly"), _) => None,
-        (Some(w), Some("you" | "u")) if REQUEST_OPENERS.contains(&w) => None,
-        (Some(w), _) => Some(Hedge::new(HedgeKind::Question, w)),
-        (None, _) => Some(Hedge::new(HedgeKind::Question, "?")),
+    if is_request(&all) {
+        return None;
     }
+    Some(Hedge::new(HedgeKind::Question, first.unwrap_or("?")))
+}
+
+/// Whether the words of a question make a request: "please" or "kindly", or a request opener and "you", then one of
+/// [`REQUEST_VERBS`] (after "please", "kindly", "just", "now" or "also").
+fn is_request(words: &[String]) -> bool {
+    let rest = match words {
+        [first, rest @ ..] if matches!(first.as_str(), "please" | "kindly") => rest,
+        [first, you, rest @ ..] if REQUEST_OPENERS.contains(&first.as_str()) && matches!(you.as_str(), "you" | "u") => {
+            rest
+        }
+        _ => return false,
+    };
+    let mut rest = rest.iter().skip_while(|w| matches!(w.as_str(), "please" | "kindly" | "just" | "now" | "also"));
+    rest.next().is_some_and(|verb| REQUEST_VERBS.contains(&verb.as_str()))
 }
 
 #[cfg(test)]
@@ -271,6 +314,8 @@ mod tests {
         assert_eq!(kind("if I already paid, stop"), h(HedgeKind::Declined, "stop"));
         assert_eq!(kind("sell 0.5 ETH if it drops"), h(HedgeKind::Condition, "if"));
         assert_eq!(kind("remind me to send 5 USDC to alice"), h(HedgeKind::Condition, "remind"));
+        assert_eq!(kind("I lost 50 USDC to 0xabc last night"), h(HedgeKind::Past, "lost"));
+        assert_eq!(kind("it took 50 USDC from me"), h(HedgeKind::Past, "took"));
         assert_eq!(kind("note the amount, notify me"), None, "words, not parts of words");
     }
 
@@ -289,5 +334,9 @@ mod tests {
         assert_eq!(kind("swap 0.5 ETH. Why?"), h("why"), "a decimal point ends no sentence");
         assert_eq!(kind("swap 0.5 ETH\nok？"), h("ok"));
         assert_eq!(kind("swap 0.5 ETH."), None);
+        assert_eq!(kind("could you estimate the fee to pay 0xabc 50 USDC?"), h("could"), "no request verb");
+        assert_eq!(kind("can you please just send 5 USDC to alice?"), None);
+        assert_eq!(kind("should I pay 0xabc 50 USDC"), h("should"), "no question mark");
+        assert_eq!(kind("is this legit: send 50 USDC to 0xabc to claim"), h("is"));
     }
 }

@@ -101,9 +101,9 @@ mod scanner;
 mod tests;
 mod word_table;
 
-pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, REQUEST_OPENERS};
+pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, QUESTION_OPENERS, REQUEST_OPENERS, REQUEST_VERBS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
-pub use scanner::{ADDRESS_FILLERS, ContextScanner, RECIPIENT_CUES, ScannerBuildError};
+pub use scanner::{ADDRESS_FILLERS, ContextScanner, RECIPIENT_CUES, SENDING_VERBS, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]
 use {blocks::*, rules::*, scanner::*, word_table::*};

@@ -45,11 +45,43 @@ fn is_word(c: Option<char>) -> bool {
     c.is_some_and(|c| c.is_alphanumeric() || c == '_')
 }
 
+/// Verbs of sending: "to" and "into" are recipient cues only in a message that writes one of them ("send 5 USDC to
+/// 0x…", "put 5 USDC into my savings"), not in "I lost 50 USDC to 0x…" or "can you look into 0x…?".
+pub const SENDING_VERBS: [&str; 22] = [
+    "send",
+    "sending",
+    "pay",
+    "paying",
+    "transfer",
+    "transferring",
+    "give",
+    "tip",
+    "move",
+    "put",
+    "deposit",
+    "withdraw",
+    "bridge",
+    "forward",
+    "wire",
+    "return",
+    "refund",
+    "reimburse",
+    "repay",
+    "split",
+    "donate",
+    "sponsor",
+];
+
+/// Whether `text` writes one of [`SENDING_VERBS`].
+fn sends(text: &str) -> bool {
+    super::asked::words(text).any(|w| SENDING_VERBS.contains(&w.as_str()))
+}
+
 /// Whether `before` (lower case) ends with one of [`RECIPIENT_CUES`], as a word of its own, and blanks (spaces, tabs,
-/// no-break spaces: whitespace that does not end a line).
-fn after_a_cue(before: &str) -> bool {
+/// no-break spaces: whitespace that does not end a line). "to" and "into" count only when the message `sends`.
+fn after_a_cue(before: &str, sends: bool) -> bool {
     let before = without_trailing_blanks(before);
-    RECIPIENT_CUES.iter().any(|cue| {
+    RECIPIENT_CUES.iter().filter(|cue| sends || !matches!(**cue, "to" | "into")).any(|cue| {
         before.strip_suffix(cue).is_some_and(|rest| {
             let first = cue.chars().next();
             !first.is_some_and(char::is_alphanumeric) || !is_word(rest.chars().next_back())
@@ -75,18 +107,20 @@ pub const ADDRESS_FILLERS: [&str; 12] =
     ["the", "my", "this", "that", "his", "her", "their", "our", "your", "address", "wallet", "account"];
 
 /// Whether `text` writes `address` (ignoring case) at least once as where something goes: right after one of
-/// [`RECIPIENT_CUES`] ("send 5 USDC to 0x…", "pay 0x… 5 USDC", "5 USDC → 0x…"), with blanks, at most three of
+/// [`RECIPIENT_CUES`] ("send 5 USDC to 0x…", "pay 0x… 5 USDC", "5 USDC → 0x…"; "to" and "into" only in a message that
+/// writes one of [`SENDING_VERBS`]), with blanks, at most three of
 /// [`ADDRESS_FILLERS`] ("to my wallet 0x…") and an opening `` ` ``, `(`, `<`, `[` or `:` between, on one line. An
 /// address written anywhere else — "from 0x…", "0x… got hacked", "the token contract 0x…" — is no recipient of the
 /// message's amounts.
 pub(super) fn as_a_recipient(text: &str, address: &str) -> bool {
     let (folded, needle) = (text.to_lowercase(), address.to_lowercase());
+    let sending = sends(&folded);
     folded.match_indices(needle.as_str()).any(|(at, _)| {
         let opening =
             |c: char| matches!(c, '`' | '(' | '<' | '[' | ':') || (c.is_whitespace() && !crate::is_line_break(c));
         let mut before = folded[..at].trim_end_matches(opening);
         for _ in 0..=3 {
-            if after_a_cue(before) {
+            if after_a_cue(before, sending) {
                 return true;
             }
             let trimmed = without_trailing_blanks(before);
@@ -227,7 +261,8 @@ impl ContextScanner {
     }
 
     /// The address book's names `text` writes as recipients, as the address book spells them: as words of their own
-    /// (ignoring case; not as part of a longer word) right after one of [`RECIPIENT_CUES`] ("to alice", "pay bob",
+    /// (ignoring case; not as part of a longer word) right after one of [`RECIPIENT_CUES`] ("to" and "into" only in a
+    /// message that writes one of [`SENDING_VERBS`]: "send 5 USDC to alice", not "I lost 5 USDC to alice"; "pay bob",
     /// "send carol 5 USDC", "→ dave"). A name written anywhere else ("alice sent me 5 USDC", "from bob", "as carol
     /// said") is no recipient: an amount goes there only when the user asks. When the text names a recipient and also
     /// writes other names of the book ("to alice and bob", "to alice, as bob said"), every name it writes is returned,
@@ -237,6 +272,7 @@ impl ContextScanner {
             return Vec::new();
         }
         let folded = text.to_lowercase();
+        let sending = sends(&folded);
         let mut written = Vec::new();
         let mut recipients = 0;
         for (configured, name) in &self.recipient_names {
@@ -250,7 +286,7 @@ impl ContextScanner {
             if places.is_empty() {
                 continue;
             }
-            if places.iter().any(|&at| after_a_cue(&folded[..at])) {
+            if places.iter().any(|&at| after_a_cue(&folded[..at], sending)) {
                 recipients += 1;
             }
             written.push(configured.clone());

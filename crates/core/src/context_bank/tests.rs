@@ -710,6 +710,8 @@ fn an_authorization_records_the_address_book_names_of_its_own_words() {
     assert_eq!(names("send 5 USDC to\u{a0}alice"), ["alice"], "a no-break space is a blank");
     assert!(names("send 5 USDC to\nalice").is_empty(), "a cue on the line before is none");
     assert_eq!(names("pay bob 5 USDC"), ["Bob"]);
+    assert!(names("5 USDC went to alice").is_empty(), "\"to\" without a verb of sending");
+    assert_eq!(names("5 USDC → alice"), ["alice"]);
     assert_eq!(names("5 USDC -> bob"), ["Bob"]);
     assert!(names("alice sent me 5 USDC").is_empty(), "the sender is no recipient");
     assert!(names("I received 5 USDC from bob").is_empty());
@@ -764,6 +766,8 @@ fn an_address_is_a_recipient_only_right_after_a_cue() {
         format!("send 5 USDC to\n{a}"),
         format!("send 5 USDC to the the the the {a}"),
         format!("send 5 USDC onto {a}"),
+        format!("5 USDC went to {a}, can you look into it"),
+        format!("can you look into {a}? 50 USDC"),
     ] {
         assert!(addresses(&not).is_empty(), "{not}");
     }

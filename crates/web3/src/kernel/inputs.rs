@@ -114,6 +114,8 @@ pub(crate) fn authorization_reason(
             amount.key
         ));
     };
+    // The networks holdfast can act on: with more than one, an amount whose message named none binds none of them.
+    let reachable = ctx.config.networks.iter().filter(|n| !n.rpc_urls.is_empty()).count();
     match ctx.context_bank.authorization_by_id(id) {
         Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => {
             if !a.latest {
@@ -129,6 +131,11 @@ pub(crate) fn authorization_reason(
                 ))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
+            } else if a.networks.is_empty() && reachable > 1 {
+                Some(format!(
+                    "your message named no network for {shown}, and holdfast reaches {reachable}; {network} needs \
+                     your approval"
+                ))
             } else {
                 None
             }

@@ -707,8 +707,8 @@ async fn an_amount_the_user_only_quoted_waits_for_the_user() {
     assert_eq!(env.devnet.balance_of(USDC, THIEF).await.unwrap(), thief + U256::from(7_000_000u64));
 }
 
-/// The user's words name an amount, a token and a recipient without asking for them: "did the 5 USDC to alice go
-/// through?" after a transfer, "don't send 5 USDC to alice", "if ETH drops, send 5 USDC to alice", "I sent 5 USDC to
+/// The user's words name an amount, a token and a recipient without asking for them: "did you send 5 USDC to alice?"
+/// after a transfer, "don't send 5 USDC to alice", "if ETH drops, send 5 USDC to alice", "I tried to send 5 USDC to
 /// alice yesterday". The model sends it: each waits for the user (before: a second 5 USDC went to alice by itself, or
 /// the one declined).
 #[tokio::test]
@@ -724,13 +724,13 @@ async fn an_amount_the_user_declined_asked_about_or_made_conditional_waits_for_t
     assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five);
     let mut f = Failures::default();
     for (said, why) in [
-        (format!("did the 5 USDC to {to} go through?"), "already happened (\"did\")"),
-        (format!("is 5 USDC to {to} a lot?"), "asks about 5 USDC"),
+        (format!("did you send 5 USDC to {to}?"), "already happened (\"did\")"),
+        (format!("is sending 5 USDC to {to} a lot?"), "asks about 5 USDC"),
         (format!("Don’t send 5 USDC to {to} yet"), "also says \"dont\""),
         (format!("send 5 USDC to {to}. Actually no, wait."), "also says \"no\""),
         (format!("if ETH drops below 2000, send 5 USDC to {to}"), "depend on a condition (\"if"),
-        (format!("I sent 5 USDC to {to} yesterday"), "already happened (\"sent\")"),
-        (format!("the 5 USDC I paid to {to} last week"), "already happened (\"paid\")"),
+        (format!("I tried to send 5 USDC to {to} yesterday"), "already happened (\"yesterday\")"),
+        (format!("pay {to} 5 USDC, like I paid them last week"), "already happened (\"paid\")"),
     ] {
         crate::transfer::prepare(&env, &said, "USDC", "5").await;
         env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
@@ -763,6 +763,7 @@ async fn eth_looked_up_on(env: &Env, network: &str) -> Value {
 /// "send 0.001 ETH to ALICE on base", with a second network configured (`ethereum`, here a plain anvil of chain id
 /// 31337 where the wallet holds ether too; its native token has the same placeholder address): the user's amount
 /// goes by itself only on the network the message named, and a token looked up on one network is not sent on another.
+/// A message that names none moves nothing by itself on either.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
     let devnet = TestDevnet::start().await.expect("devnet");
@@ -801,7 +802,23 @@ async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
     assert!(message.contains("your message named base"), "{message}");
     assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
 
+    // A message naming no network, with two reachable: the network the model picks waits for the user (before: sent
+    // by itself on either).
+    env.ctx.context_bank.scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    for network in ["base", "ethereum"] {
+        eth_looked_up_on(&env, network).await;
+        let sent = env.call("transfer", on(network)).await;
+        assert_eq!(code(&sent), "confirmation_required", "{network}: {sent:?}");
+        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+        assert!(message.contains("named no network"), "{message}");
+    }
+    assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
+    assert_eq!(env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), alice, "nothing moved on base");
+
     // The honest control: on base, as written.
+    env.ctx.context_bank.scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base");
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
     eth_looked_up_on(&env, "base").await;
     let sent = env.ok("transfer", on("base")).await;
     assert_eq!(sent["status"], "confirmed", "{sent}");

@@ -177,6 +177,8 @@ fn values() -> impl Strategy<Value = String> {
 
 fn user_text() -> impl Strategy<Value = String> {
     prop_oneof![
+        // With two networks reachable (base and othernet), an amount goes by itself only on the one its message names.
+        Just("swap 0.001 ETH for USDC on base".to_owned()),
         Just("swap 0.001 ETH for USDC".to_owned()),
         Just("sell 25 USDC for ETH on base".to_owned()),
         Just(format!("send everything to {}", ATTACKER.to_checksum(None))),
