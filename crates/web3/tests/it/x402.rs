@@ -471,6 +471,30 @@ async fn paid_and_never_settled(max_timeout: u64) -> (Case, Value) {
     (case, payload)
 }
 
+/// The calldata that settles the signed payment `payload` (an x402 `X-PAYMENT` payload): the token's
+/// `transferWithAuthorization`, which anyone may submit.
+fn settlement_calldata(payload: &Value) -> Vec<u8> {
+    use alloy::sol_types::SolCall as _;
+    let auth = &payload["payload"]["authorization"];
+    let number = |k: &str| U256::from(auth[k].as_str().unwrap().parse::<u64>().unwrap());
+    let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
+    holdfast_devnet::facilitator::IEip3009::transferWithAuthorizationCall {
+        from: auth["from"].as_str().unwrap().parse().unwrap(),
+        to: auth["to"].as_str().unwrap().parse().unwrap(),
+        value: auth["value"].as_str().unwrap().parse().unwrap(),
+        validAfter: number("validAfter"),
+        validBefore: number("validBefore"),
+        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
+        v: signature[64],
+        r: alloy::primitives::B256::from_slice(&signature[..32]),
+        s: alloy::primitives::B256::from_slice(&signature[32..64]),
+    }
+    .abi_encode()
+}
+
+/// Anvil's dev account #9 (unlocked): anyone, submitting a settlement.
+const ANYONE: Address = address!("0xa0Ee7A142d267C1f36714E4a8F75612F20a79720");
+
 #[tokio::test]
 async fn an_unsettled_payment_expires_and_stops_counting() {
     let (case, payload) = paid_and_never_settled(2).await;
@@ -501,11 +525,10 @@ async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() 
     use alloy::network::TransactionBuilder as _;
     use alloy::providers::Provider as _;
     use alloy::providers::ext::AnvilApi as _;
-    use alloy::sol_types::SolCall as _;
     let (case, payload) = paid_and_never_settled(4).await;
     let auth = &payload["payload"]["authorization"];
     let number = |k: &str| auth[k].as_str().unwrap().parse::<u64>().unwrap();
-    let (valid_after, valid_before) = (number("validAfter"), number("validBefore"));
+    let valid_before = number("validBefore");
     while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() <= valid_before {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
@@ -515,23 +538,12 @@ async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() 
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "it still counts against the budget");
 
     // And the chain can still carry it: the payee (anyone) submits it in a block stamped inside the window.
-    let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
-    let call = holdfast_devnet::facilitator::IEip3009::transferWithAuthorizationCall {
-        from: auth["from"].as_str().unwrap().parse().unwrap(),
-        to: auth["to"].as_str().unwrap().parse().unwrap(),
-        value: auth["value"].as_str().unwrap().parse().unwrap(),
-        validAfter: U256::from(valid_after),
-        validBefore: U256::from(valid_before),
-        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
-        v: signature[64],
-        r: alloy::primitives::B256::from_slice(&signature[..32]),
-        s: alloy::primitives::B256::from_slice(&signature[32..64]),
-    };
     let provider = case.env.devnet.provider();
     provider.anvil_set_next_block_timestamp(valid_before - 1).await.unwrap();
-    let anyone = address!("0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"); // anvil's dev account #9 (unlocked)
-    let tx =
-        alloy::rpc::types::TransactionRequest::default().with_from(anyone).with_to(USDC).with_input(call.abi_encode());
+    let tx = alloy::rpc::types::TransactionRequest::default()
+        .with_from(ANYONE)
+        .with_to(USDC)
+        .with_input(settlement_calldata(&payload));
     let receipt = provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
     assert!(receipt.status(), "a block stamped before validBefore settles it");
     assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
@@ -638,7 +650,6 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
     use alloy::network::TransactionBuilder as _;
     use alloy::providers::Provider as _;
     use alloy::providers::ext::AnvilApi as _;
-    use alloy::sol_types::SolCall as _;
     let devnet = TestDevnet::start().await.unwrap();
     let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
     let tweaks = Tweaks {
@@ -657,21 +668,8 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
     .await;
     refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
     let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
-    let auth = &payload["payload"]["authorization"];
-    let number = |k: &str| auth[k].as_str().unwrap().parse::<u64>().unwrap();
-    let valid_before = number("validBefore");
-    let signature = alloy::primitives::hex::decode(payload["payload"]["signature"].as_str().unwrap()).unwrap();
-    let settle = holdfast_devnet::facilitator::IEip3009::transferWithAuthorizationCall {
-        from: auth["from"].as_str().unwrap().parse().unwrap(),
-        to: auth["to"].as_str().unwrap().parse().unwrap(),
-        value: auth["value"].as_str().unwrap().parse().unwrap(),
-        validAfter: U256::from(number("validAfter")),
-        validBefore: U256::from(valid_before),
-        nonce: auth["nonce"].as_str().unwrap().parse().unwrap(),
-        v: signature[64],
-        r: alloy::primitives::B256::from_slice(&signature[..32]),
-        s: alloy::primitives::B256::from_slice(&signature[32..64]),
-    };
+    let valid_before = payload["payload"]["authorization"]["validBefore"].as_str().unwrap().parse::<u64>().unwrap();
+    let settle = settlement_calldata(&payload);
     // Right after the node answers the first `authorizationState` (before the answer reaches holdfast): the payee
     // settles it in a block stamped a second before `validBefore`, and the next block is past the window.
     let selector = format!(
@@ -690,7 +688,7 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
         {
             return;
         }
-        let (provider, input) = (provider.clone(), settle.abi_encode());
+        let (provider, input) = (provider.clone(), settle.clone());
         tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(async move {
                 provider.anvil_set_next_block_timestamp(valid_before - 1).await.unwrap();
@@ -712,5 +710,43 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "it counts against the budget");
     case.env.web3.reconcile().await.unwrap();
     assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
+}
+
+/// A node that cannot tell its clock (every `eth_getBlockByNumber` an error), beside an honest one: a payment the
+/// payee settled after the server answered is still counted as paid; only its expiry needs every node's clock.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_counted() {
+    use alloy::network::TransactionBuilder as _;
+    use alloy::providers::Provider as _;
+    let devnet = TestDevnet::start().await.unwrap();
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks =
+        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
+    let never = never_settles(|url| {
+        let mut r = honest_requirement();
+        r["maxTimeoutSeconds"] = json!(600);
+        offer_v2(url, vec![r], None)
+    });
+    let case = Case::start_on(devnet, never, tweaks).await;
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
+    // The payee settles it later, inside its window.
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let tx = alloy::rpc::types::TransactionRequest::default()
+        .with_from(ANYONE)
+        .with_to(USDC)
+        .with_input(settlement_calldata(&payload));
+    let provider = case.env.devnet.provider();
+    assert!(provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap().status());
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getBlockByNumber" {
+            *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": "internal error"}});
+        }
+    })));
+    let _ = case.env.web3.reconcile().await;
+    // Before: the clock's error ended the reconciliation before the settlement was read.
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed, "{:?}", case.payments().await[0]);
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
