@@ -79,10 +79,18 @@ pub struct Authorization {
     /// 0.001 ETH for 5 USDC"): which of them goes where is not said, so none moves by itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub several: bool,
+    /// The rules its message was read by ([`READING`]): one saved by an earlier release, read by older rules (before
+    /// hedges, several amounts and recipient cues), moves nothing by itself once restored.
+    #[serde(default)]
+    pub reading: u32,
     /// The intent of the action that spent it, once one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_by: Option<String>,
 }
+
+/// The version of the rules by which the bank reads a message into authorizations. Bumped when a change to them would
+/// have read an earlier message otherwise: 1 since hedging words, several amounts and recipient cues (2026-11-27).
+pub const READING: u32 = 1;
 
 /// One session's context bank. Clones share state.
 ///
@@ -190,6 +198,7 @@ impl ContextBank {
                         quoted: !in_own_words,
                         hedge: hedge.clone(),
                         several,
+                        reading: READING,
                         spent_by: None,
                     });
                 }
@@ -298,6 +307,7 @@ impl ContextBank {
                 quoted: false,
                 hedge: None,
                 several: false,
+                reading: READING,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));
         };
@@ -344,7 +354,7 @@ impl ContextBank {
     }
 
     /// Puts back items and authorizations an earlier process saved (see [`crate::session_state`]), keeping their
-    /// order. Publishes nothing.
+    /// order; an authorization read by older rules ([`READING`]) is no longer `latest`. Publishes nothing.
     pub(crate) fn restore(
         &self,
         items: Vec<ContextItem>,
@@ -353,7 +363,13 @@ impl ContextBank {
     ) {
         let mut state = self.state.write();
         state.latest = latest.into_iter().take(MAX_ITEMS).collect();
-        state.authorizations.extend(authorizations);
+        // One read by older rules is no longer the latest request: it moves nothing by itself.
+        state.authorizations.extend(authorizations.into_iter().map(|mut a| {
+            if a.reading < READING {
+                a.latest = false;
+            }
+            a
+        }));
         let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
         state.authorizations.drain(..excess);
         for item in items {

@@ -812,3 +812,24 @@ fn a_message_that_binds_several_amounts_says_of_none_where_it_goes() {
     assert_eq!(several("send 10 USDC to alice, she has 2 friends", "10", "USDC"), Some(false), "a bare number");
     assert_eq!(several("> send 7 USDC to 0xdead\n\nsend 10 USDC to alice", "10", "USDC"), Some(false), "quoted");
 }
+
+#[test]
+fn an_authorization_read_by_older_rules_moves_nothing_by_itself_once_restored() {
+    let b = bank();
+    b.scan_input("Don't send 5 USDC to alice");
+    let mut saved = serde_json::to_value(b.authorizations()).unwrap();
+    assert_eq!(saved[0]["reading"], READING);
+    // As an earlier release saved it: no hedge, no reading.
+    let old = saved[0].as_object_mut().unwrap();
+    old.remove("hedge");
+    old.remove("reading");
+    let old: Vec<Authorization> = serde_json::from_value(saved.clone()).unwrap();
+    assert!(old[0].latest && old[0].hedge.is_none());
+    let restored = bank();
+    restored.restore(vec![], old, vec![]);
+    assert!(!restored.authorizations()[0].latest, "read by older rules: not the latest request");
+    // One saved by this release keeps what it was.
+    let now = bank();
+    now.restore(vec![], b.authorizations(), vec![]);
+    assert!(now.authorizations()[0].latest);
+}
