@@ -570,26 +570,34 @@ async fn a_made_payment_whose_outcome_the_journal_cannot_record_still_delivers_w
     assert_eq!(case.server.payments_received(), 1, "paid once");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_clock_one_node_moves_ahead_cannot_expire_a_payment_that_can_still_settle() {
+/// A payment to a server that never settles it (a 600 s window), made through a proxy in front of the devnet's node,
+/// beside that node itself when `beside_honest`: the case, the proxy and the signed payload.
+async fn never_settled_behind_a_proxy(beside_honest: bool) -> (Case, crate::common::rpc_proxy::RpcProxy, Value) {
     let devnet = TestDevnet::start().await.unwrap();
-    // A lying first node beside an honest second one.
     let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
-    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let urls = if beside_honest {
+        format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url)
+    } else {
+        format!("rpc_urls = [\"{}\"]", proxy.url)
+    };
     let tweaks =
-        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
-    let case = Case::start_on(
-        devnet,
-        never_settles(|url| {
-            let mut r = honest_requirement();
-            r["maxTimeoutSeconds"] = json!(600);
-            offer_v2(url, vec![r], None)
-        }),
-        tweaks,
-    )
-    .await;
+        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), urls)], ..Default::default() };
+    let never = never_settles(|url| {
+        let mut r = honest_requirement();
+        r["maxTimeoutSeconds"] = json!(600);
+        offer_v2(url, vec![r], None)
+    });
+    let case = Case::start_on(devnet, never, tweaks).await;
     refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
     assert_eq!(case.payments().await[0].status, EntryStatus::Pending, "signed, not settled: it may still be");
+    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    (case, proxy, payload)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clock_one_node_moves_ahead_cannot_expire_a_payment_that_can_still_settle() {
+    // A lying first node beside an honest second one.
+    let (case, proxy, _) = never_settled_behind_a_proxy(true).await;
     // The first node now shows a latest block an hour ahead: past the authorization's window.
     proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
         if req["method"] == "eth_getBlockByNumber" && req["params"][0] == "latest" && resp["result"].is_object() {
@@ -650,24 +658,7 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
     use alloy::network::TransactionBuilder as _;
     use alloy::providers::Provider as _;
     use alloy::providers::ext::AnvilApi as _;
-    let devnet = TestDevnet::start().await.unwrap();
-    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
-    let tweaks = Tweaks {
-        toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), format!("rpc_urls = [\"{}\"]", proxy.url))],
-        ..Default::default()
-    };
-    let case = Case::start_on(
-        devnet,
-        never_settles(|url| {
-            let mut r = honest_requirement();
-            r["maxTimeoutSeconds"] = json!(600);
-            offer_v2(url, vec![r], None)
-        }),
-        tweaks,
-    )
-    .await;
-    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
-    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
+    let (case, proxy, payload) = never_settled_behind_a_proxy(false).await;
     let valid_before = payload["payload"]["authorization"]["validBefore"].as_str().unwrap().parse::<u64>().unwrap();
     let settle = settlement_calldata(&payload);
     // Right after the node answers the first `authorizationState` (before the answer reaches holdfast): the payee
@@ -719,21 +710,8 @@ async fn a_payment_settled_between_the_readings_of_its_reconciliation_is_not_cal
 async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_counted() {
     use alloy::network::TransactionBuilder as _;
     use alloy::providers::Provider as _;
-    let devnet = TestDevnet::start().await.unwrap();
-    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
-    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
-    let tweaks =
-        Tweaks { toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)], ..Default::default() };
-    let never = never_settles(|url| {
-        let mut r = honest_requirement();
-        r["maxTimeoutSeconds"] = json!(600);
-        offer_v2(url, vec![r], None)
-    });
-    let case = Case::start_on(devnet, never, tweaks).await;
-    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
-    assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
+    let (case, proxy, payload) = never_settled_behind_a_proxy(true).await;
     // The payee settles it later, inside its window.
-    let payload = case.server.calls().into_iter().find_map(|c| c.payload()).unwrap();
     let tx = alloy::rpc::types::TransactionRequest::default()
         .with_from(ANYONE)
         .with_to(USDC)
