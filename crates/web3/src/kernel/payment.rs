@@ -288,9 +288,39 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     Ok(SignedPayment { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals })
 }
 
+/// How many payments to one preset may buy nothing (the server took the payment and answered an error, a body that is
+/// not JSON, a second 402 or a quote holdfast rejects) within [`UNDELIVERED_WINDOW_SECS`] in one session before the
+/// next one is refused: a server that settles and then fails would otherwise be paid again at every retry of the
+/// model, up to the day's budget.
+pub const MAX_UNDELIVERED: usize = 2;
+
+/// The window [`MAX_UNDELIVERED`] counts in.
+pub const UNDELIVERED_WINDOW_SECS: u64 = 3600;
+
+/// The session note that holds when the payments to `preset` that bought nothing were made (unix seconds).
+fn undelivered_note(preset: &str) -> String {
+    format!("x402_undelivered:{preset}")
+}
+
+/// The times of the payments to `preset` in this session that bought nothing within the window.
+fn recent_undelivered(ctx: &ToolContext, preset: &str) -> Vec<u64> {
+    let since = now_secs().saturating_sub(UNDELIVERED_WINDOW_SECS);
+    let times = ctx.notes.get(&undelivered_note(preset)).unwrap_or_default();
+    let times = times.as_array().map(Vec::as_slice).unwrap_or_default();
+    times.iter().filter_map(serde_json::Value::as_u64).filter(|&t| t > since).collect()
+}
+
+/// Records that a payment to `preset` bought nothing (the `x402_fetch` tool, when its call failed after paying).
+pub(crate) fn undelivered(ctx: &ToolContext, preset: &str) {
+    let mut times = recent_undelivered(ctx, preset);
+    times.push(now_secs());
+    ctx.notes.set(&undelivered_note(preset), serde_json::json!(times));
+}
+
 /// Reserves `approved`'s amount under the network's daily payment budget and returns the reserved entry.
 /// Over the budget → `payment_refused`, nothing written or signed. In a turn the user did not start (another agent,
-/// a reminder) → `payment_refused`: a payment has no confirmation step, so only the user's own turn may pay.
+/// a reminder) → `payment_refused`: a payment has no confirmation step, so only the user's own turn may pay. After
+/// [`MAX_UNDELIVERED`] payments to the preset that bought nothing → `payment_refused`.
 async fn reserve(
     web3: &Web3,
     ctx: &ToolContext,
@@ -306,6 +336,17 @@ async fn reserve(
             format!(
                 "preset `{preset}`: this turn was started by {who}, not by the user; x402 payments run only in a turn \
                  the user started; nothing was signed"
+            ),
+        ));
+    }
+    let failed = recent_undelivered(ctx, preset);
+    if failed.len() >= MAX_UNDELIVERED {
+        return Err(ToolError::new(
+            ErrorCode::PaymentRefused,
+            format!(
+                "preset `{preset}`: the last {} payments to it in this session bought nothing (the server took them and \
+                 failed); it is not paid again here within an hour of the last; nothing was signed",
+                failed.len()
             ),
         ));
     }

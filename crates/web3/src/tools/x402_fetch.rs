@@ -86,7 +86,7 @@ impl AiTool for X402Fetch {
          configuration and registers. If the server asks for an x402 payment, it is paid automatically when it \
          fits the payment policy (per-request cap, daily budget, allowed asset and payee); otherwise \
          `payment_refused` and nothing is paid. `payment_failed` means a payment was sent but bought nothing; do \
-         not retry in a loop. Swap quotes are validated before they are stored (`quote_rejected`)."
+         not retry in a loop: after two such payments to a preset within an hour, it is refused in this session. Swap quotes are validated before they are stored (`quote_rejected`)."
     }
 
     fn kind(&self) -> ToolKind {
@@ -99,6 +99,28 @@ impl AiTool for X402Fetch {
     }
 
     async fn execute(&self, input: FetchInput, ctx: &ToolContext) -> Result<FetchOutput, ToolError> {
+        let preset = input.preset.clone();
+        let mut paid = false;
+        let out = self.fetch_into(input, ctx, &mut paid).await;
+        // A payment that bought nothing is remembered: the kernel refuses the preset's next ones in this session when
+        // they keep buying nothing (`kernel::payment::MAX_UNDELIVERED`).
+        if let Err(e) = &out
+            && (paid || e.code == ErrorCode::PaymentFailed)
+        {
+            crate::kernel::payment::undelivered(ctx, &preset);
+        }
+        out
+    }
+}
+
+impl X402Fetch {
+    /// The tool's work; `paid` turns true once a payment was made for the request.
+    async fn fetch_into(
+        &self,
+        input: FetchInput,
+        ctx: &ToolContext,
+        paid: &mut bool,
+    ) -> Result<FetchOutput, ToolError> {
         validate_key("cache_as", &input.cache_as)?;
         let network = ctx.config.networks.resolve(&input.network)?.clone();
         let preset = self.0.presets().get(&input.preset)?;
@@ -107,6 +129,7 @@ impl AiTool for X402Fetch {
         let request = PresetRequest { preset_name: &input.preset, preset, network: &network, url: &built.url };
         let fetched = crate::x402::fetch(&self.0, ctx, &request, MAX_RESPONSE_BYTES).await?;
         let (status, body, payment) = (fetched.status, fetched.body, fetched.payment);
+        *paid = payment.is_some();
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
             return Err(ToolError::new(

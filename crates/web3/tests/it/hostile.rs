@@ -468,7 +468,8 @@ async fn run(world: &World, worker: &Worker, actions: Vec<Action>) -> Result<(),
             }
             Action::Tool(tool, params) => call(&registry, &ctx, tool, params, &mut seen).await,
             Action::Flow { sell, buy, amount, send } => {
-                ctx.context_bank.scan_input(&format!("swap {amount} {sell} for {buy}"));
+                // The flow runs on base, and names it: with two networks reachable, an unnamed one would ask.
+                ctx.context_bank.scan_input(&format!("swap {amount} {sell} for {buy} on base"));
                 let steps = [
                     (
                         "local_burner_wallet",

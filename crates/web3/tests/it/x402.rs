@@ -728,3 +728,18 @@ async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_count
     assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed, "{:?}", case.payments().await[0]);
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
+
+/// A server that settles every payment and still refuses the content, and a model that retries: the third payment to
+/// it in the session is refused before anything is signed (before: paid at every retry, up to the day's budget).
+#[tokio::test]
+async fn a_server_that_takes_payments_and_delivers_nothing_is_not_paid_a_third_time() {
+    let case = Case::start(settles_and_refuses(), Tweaks::default()).await;
+    for _ in 0..holdfast_web3::kernel::payment::MAX_UNDELIVERED {
+        refused(&case.attempt().await, ErrorCode::PaymentFailed, "still refused the content");
+    }
+    let paid = U256::from(holdfast_web3::kernel::payment::MAX_UNDELIVERED) * QUOTE_PRICE;
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid);
+    refused(&case.attempt().await, ErrorCode::PaymentRefused, "bought nothing");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid, "not paid again");
+    assert_eq!(case.server.payments_received(), holdfast_web3::kernel::payment::MAX_UNDELIVERED, "signed no more");
+}
