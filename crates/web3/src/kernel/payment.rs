@@ -288,33 +288,78 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     Ok(SignedPayment { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals })
 }
 
-/// How many payments to one preset may buy nothing (the server took the payment and answered an error, a body that is
-/// not JSON, a second 402 or a quote holdfast rejects) within [`UNDELIVERED_WINDOW_SECS`] in one session before the
-/// next one is refused: a server that settles and then fails would otherwise be paid again at every retry of the
-/// model, up to the day's budget.
+/// How many payments to one preset may be unanswered or have bought nothing (the server took the payment and answered
+/// an error, a second 402, a body too large or not JSON, or a quote holdfast rejects) within
+/// [`UNDELIVERED_WINDOW_SECS`] in one session before the next one is refused: a server that settles and then fails
+/// would otherwise be paid again at every retry of the model, up to the day's budget. A payment counts from its
+/// reservation until `x402_fetch` stores what it bought, so concurrent calls count too.
 pub const MAX_UNDELIVERED: usize = 2;
 
 /// The window [`MAX_UNDELIVERED`] counts in.
 pub const UNDELIVERED_WINDOW_SECS: u64 = 3600;
 
-/// The session note that holds when the payments to `preset` that bought nothing were made (unix seconds).
+/// The session note that holds the payments to `preset` not known to have delivered: `{"at": unix seconds, "id": the
+/// payment's fingerprint until it is journaled, then its journal id}`.
 fn undelivered_note(preset: &str) -> String {
     format!("x402_undelivered:{preset}")
 }
 
-/// The times of the payments to `preset` in this session that bought nothing within the window.
-fn recent_undelivered(ctx: &ToolContext, preset: &str) -> Vec<u64> {
+/// The payments of a note still inside the window.
+fn recent(note: Option<&serde_json::Value>) -> Vec<serde_json::Value> {
     let since = now_secs().saturating_sub(UNDELIVERED_WINDOW_SECS);
-    let times = ctx.notes.get(&undelivered_note(preset)).unwrap_or_default();
-    let times = times.as_array().map(Vec::as_slice).unwrap_or_default();
-    times.iter().filter_map(serde_json::Value::as_u64).filter(|&t| t > since).collect()
+    let list = note.and_then(serde_json::Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    list.iter().filter(|p| p["at"].as_u64().is_some_and(|at| at > since)).cloned().collect()
 }
 
-/// Records that a payment to `preset` bought nothing (the `x402_fetch` tool, when its call failed after paying).
-pub(crate) fn undelivered(ctx: &ToolContext, preset: &str) {
-    let mut times = recent_undelivered(ctx, preset);
-    times.push(now_secs());
-    ctx.notes.set(&undelivered_note(preset), serde_json::json!(times));
+/// Counts the payment `key` to `preset` as undelivered, in one step with the check: refused when
+/// [`MAX_UNDELIVERED`] payments to it are already unanswered or bought nothing within the window (or when the session
+/// cannot keep the note: fail closed).
+fn claim_undelivered(ctx: &ToolContext, preset: &str, key: &str) -> Result<(), ToolError> {
+    let mut full = None;
+    let kept = ctx.notes.update(&undelivered_note(preset), |slot| {
+        let mut list = recent(slot.as_ref());
+        if list.len() >= MAX_UNDELIVERED {
+            full = Some(list.len());
+        } else {
+            list.push(serde_json::json!({"at": now_secs(), "id": key}));
+        }
+        *slot = Some(serde_json::Value::Array(list)).filter(|l| l.as_array().is_some_and(|l| !l.is_empty()));
+    });
+    if let Some(count) = full {
+        return Err(ToolError::new(
+            ErrorCode::PaymentRefused,
+            format!(
+                "preset `{preset}`: the last {count} payments to it in this session are unanswered or bought nothing \
+                 (the server took them and failed); it is paid again here an hour after the earliest of them; \
+                 nothing was signed"
+            ),
+        ));
+    }
+    if !kept {
+        return Err(ToolError::new(
+            ErrorCode::PaymentRefused,
+            format!("preset `{preset}`: this session holds too many notes to count the payment; nothing was signed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Renames the undelivered payment `from` of `preset` to `to`, or forgets it (`None`: it delivered, or was never
+/// journaled).
+fn rename_undelivered(ctx: &ToolContext, preset: &str, from: &str, to: Option<&str>) {
+    ctx.notes.update(&undelivered_note(preset), |slot| {
+        let mut list = recent(slot.as_ref());
+        match to {
+            Some(to) => list.iter_mut().filter(|p| p["id"] == from).for_each(|p| p["id"] = serde_json::json!(to)),
+            None => list.retain(|p| p["id"] != from),
+        }
+        *slot = Some(serde_json::Value::Array(list)).filter(|l| l.as_array().is_some_and(|l| !l.is_empty()));
+    });
+}
+
+/// Records that the payment `journal_id` to `preset` delivered what it paid for (`x402_fetch` stored it).
+pub(crate) fn delivered(ctx: &ToolContext, preset: &str, journal_id: &str) {
+    rename_undelivered(ctx, preset, journal_id, None);
 }
 
 /// Reserves `approved`'s amount under the network's daily payment budget and returns the reserved entry.
@@ -339,17 +384,6 @@ async fn reserve(
             ),
         ));
     }
-    let failed = recent_undelivered(ctx, preset);
-    if failed.len() >= MAX_UNDELIVERED {
-        return Err(ToolError::new(
-            ErrorCode::PaymentRefused,
-            format!(
-                "preset `{preset}`: the last {} payments to it in this session bought nothing (the server took them and \
-                 failed); it is not paid again here within an hour of the last; nothing was signed",
-                failed.len()
-            ),
-        ));
-    }
     let token = &approved.token;
     let limit =
         web3.policy().payments(&entry.network).and_then(|p| p.daily_budget.get(&token.symbol)).copied().ok_or_else(
@@ -361,7 +395,15 @@ async fn reserve(
             },
         )?;
     let cap = DayCap { limit, kinds: EntryKind::Payment.cap_group() };
-    match web3.journal().reserve(entry, Some(cap)).await? {
+    let key = entry.fingerprint.clone();
+    claim_undelivered(ctx, preset, &key)?;
+    let reserved = web3.journal().reserve(entry, Some(cap)).await;
+    let new_id = match &reserved {
+        Ok(Reserved::New(e)) => Some(e.id.as_str()),
+        _ => None,
+    };
+    rename_undelivered(ctx, preset, &key, new_id);
+    match reserved? {
         Reserved::New(e) => Ok(e),
         Reserved::Existing(e) => Err(ToolError::new(
             ErrorCode::DuplicateAction,

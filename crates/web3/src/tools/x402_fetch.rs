@@ -99,28 +99,6 @@ impl AiTool for X402Fetch {
     }
 
     async fn execute(&self, input: FetchInput, ctx: &ToolContext) -> Result<FetchOutput, ToolError> {
-        let preset = input.preset.clone();
-        let mut paid = false;
-        let out = self.fetch_into(input, ctx, &mut paid).await;
-        // A payment that bought nothing is remembered: the kernel refuses the preset's next ones in this session when
-        // they keep buying nothing (`kernel::payment::MAX_UNDELIVERED`).
-        if let Err(e) = &out
-            && (paid || e.code == ErrorCode::PaymentFailed)
-        {
-            crate::kernel::payment::undelivered(ctx, &preset);
-        }
-        out
-    }
-}
-
-impl X402Fetch {
-    /// The tool's work; `paid` turns true once a payment was made for the request.
-    async fn fetch_into(
-        &self,
-        input: FetchInput,
-        ctx: &ToolContext,
-        paid: &mut bool,
-    ) -> Result<FetchOutput, ToolError> {
         validate_key("cache_as", &input.cache_as)?;
         let network = ctx.config.networks.resolve(&input.network)?.clone();
         let preset = self.0.presets().get(&input.preset)?;
@@ -129,7 +107,6 @@ impl X402Fetch {
         let request = PresetRequest { preset_name: &input.preset, preset, network: &network, url: &built.url };
         let fetched = crate::x402::fetch(&self.0, ctx, &request, MAX_RESPONSE_BYTES).await?;
         let (status, body, payment) = (fetched.status, fetched.body, fetched.payment);
-        *paid = payment.is_some();
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
             return Err(ToolError::new(
@@ -182,6 +159,10 @@ impl X402Fetch {
             .preset(&input.preset)
             .derived_from(built.registers_read.clone());
         let entry = ctx.registers.set(write)?;
+        // What the payment bought is stored: it no longer counts against the preset (`kernel::payment::MAX_UNDELIVERED`).
+        if let Some(paid) = &payment {
+            crate::kernel::payment::delivered(ctx, &input.preset, &paid.journal_id);
+        }
         Ok(FetchOutput {
             preset: input.preset,
             network: network.name,

@@ -729,17 +729,54 @@ async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_count
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
 
-/// A server that settles every payment and still refuses the content, and a model that retries: the third payment to
-/// it in the session is refused before anything is signed (before: paid at every retry, up to the day's budget).
+/// A server that settles the payment and then answers 200 with a body above the tool's 1 MiB cap: it took the payment
+/// and delivered nothing holdfast can read.
+fn settles_and_floods() -> impl FnOnce(String) -> Script {
+    |url| {
+        script(move |call: Call, ctx: Ctx| {
+            let url = url.clone();
+            async move {
+                if let Some(payload) = call.payload() {
+                    let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
+                    assert!(settled.success, "{settled:?}");
+                    return (axum::http::StatusCode::OK, vec![b' '; 2 << 20]).into_response();
+                }
+                offer_v2(&url, vec![honest_requirement()], None)
+            }
+        })
+    }
+}
+
+/// A server that takes every payment and delivers nothing (it refuses the content after settling, or floods the
+/// answer), and a model that retries: the third payment to it in the session is refused before anything is signed
+/// (before: paid at every retry, up to the day's budget). So are concurrent calls beyond the first two.
 #[tokio::test]
 async fn a_server_that_takes_payments_and_delivers_nothing_is_not_paid_a_third_time() {
-    let case = Case::start(settles_and_refuses(), Tweaks::default()).await;
-    for _ in 0..holdfast_web3::kernel::payment::MAX_UNDELIVERED {
-        refused(&case.attempt().await, ErrorCode::PaymentFailed, "still refused the content");
+    use holdfast_web3::kernel::payment::MAX_UNDELIVERED;
+    for (server, first) in [
+        (Box::new(settles_and_refuses()) as Box<dyn FnOnce(String) -> Script>, ErrorCode::PaymentFailed),
+        (Box::new(settles_and_floods()), ErrorCode::UpstreamError),
+    ] {
+        let case = Case::start(server, Tweaks::default()).await;
+        for _ in 0..MAX_UNDELIVERED {
+            assert_eq!(case.attempt().await.unwrap_err().code, first);
+        }
+        let paid = U256::from(MAX_UNDELIVERED) * QUOTE_PRICE;
+        assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid);
+        refused(&case.attempt().await, ErrorCode::PaymentRefused, "unanswered or bought nothing");
+        assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid, "not paid again");
+        assert_eq!(case.server.payments_received(), MAX_UNDELIVERED, "signed no more");
     }
-    let paid = U256::from(holdfast_web3::kernel::payment::MAX_UNDELIVERED) * QUOTE_PRICE;
-    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid);
-    refused(&case.attempt().await, ErrorCode::PaymentRefused, "bought nothing");
-    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid, "not paid again");
-    assert_eq!(case.server.payments_received(), holdfast_web3::kernel::payment::MAX_UNDELIVERED, "signed no more");
+    // Eight concurrent calls in one session: at most two are paid.
+    let case = Case::start(settles_and_refuses(), Tweaks::default()).await;
+    assert!(case.attempt().await.is_err());
+    let fetch = json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"});
+    let calls = (0..8).map(|_| case.env.registry.call("x402_fetch", fetch.clone(), &case.env.ctx));
+    let refused_now = futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .filter(|r| r.as_ref().is_err_and(|e| e.code == ErrorCode::PaymentRefused))
+        .count();
+    assert_eq!(case.server.payments_received(), MAX_UNDELIVERED, "paid at most twice in all");
+    assert_eq!(refused_now, 8 - (MAX_UNDELIVERED - 1), "the others refused before signing");
 }
