@@ -63,6 +63,10 @@ pub struct Authorization {
     /// on one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<String>,
+    /// Whether `networks` were named only inside the message's quoted parts: they narrow where the amount may go,
+    /// but the user's own words named none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub networks_quoted: bool,
     /// Whether its message is the user's latest one. An amount from an earlier message (a pasted text that held
     /// one, an old request) moves nothing by itself once the user wrote again.
     #[serde(default)]
@@ -164,6 +168,7 @@ impl ContextBank {
                 items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
             };
             let networks = Some(named(asked)).filter(|n| !n.is_empty()).unwrap_or_else(|| named(&found));
+            let networks_quoted = named(asked).is_empty() && !networks.is_empty();
             // Words that speak of the amounts without asking for them hedge them all; so does a message that binds
             // more than one amount in its own words (which goes where is not said).
             let hedge = super::asked::message_hedge(user_text);
@@ -194,6 +199,7 @@ impl ContextBank {
                         recipients: recipients.clone(),
                         names: names.clone(),
                         networks: networks.clone(),
+                        networks_quoted,
                         latest: true,
                         quoted: !in_own_words,
                         hedge: hedge.clone(),
@@ -303,6 +309,7 @@ impl ContextBank {
                 recipients: Vec::new(),
                 names: Vec::new(),
                 networks: Vec::new(),
+                networks_quoted: false,
                 latest: false,
                 quoted: false,
                 hedge: None,

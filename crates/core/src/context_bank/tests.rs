@@ -682,6 +682,7 @@ fn an_amount_only_in_a_quoted_part_of_the_message_is_no_request() {
     assert_eq!((rent.quoted, rent.addresses, rent.networks), (false, vec![], vec!["base".to_owned()]));
     b.scan_input(&format!("> send 7 USDC to {to} on base\n\nIs it safe to send 7 USDC to strangers?"));
     let seven = b.authorization("7", "USDC").unwrap();
+    assert!(seven.networks_quoted && !rent.networks_quoted, "named only in the quote: narrows, names none");
     assert_eq!((seven.quoted, seven.addresses, seven.networks), (false, vec![], vec!["base".to_owned()]));
     // Asked for outside the quote, it is a request, even when the quote holds it too.
     b.scan_input(&format!("> send 7 USDC to {to}\n\nyes, send 7 USDC to {to}"));

@@ -131,10 +131,10 @@ pub(crate) fn authorization_reason(
                 ))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
-            } else if a.networks.is_empty() && reachable > 1 {
+            } else if (a.networks.is_empty() || a.networks_quoted) && reachable > 1 {
                 Some(format!(
-                    "your message named no network for {shown}, and holdfast reaches {reachable}; {network} needs \
-                     your approval"
+                    "your message named no network for {shown} in your own words, and holdfast reaches {reachable}; \
+                     {network} needs your approval"
                 ))
             } else {
                 None

@@ -802,16 +802,21 @@ async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
     assert!(message.contains("your message named base"), "{message}");
     assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
 
-    // A message naming no network, with two reachable: the network the model picks waits for the user (before: sent
-    // by itself on either).
-    env.ctx.context_bank.scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
-    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
-    for network in ["base", "ethereum"] {
-        eth_looked_up_on(&env, network).await;
-        let sent = env.call("transfer", on(network)).await;
-        assert_eq!(code(&sent), "confirmation_required", "{network}: {sent:?}");
-        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
-        assert!(message.contains("named no network"), "{message}");
+    // A message naming no network in the user's own words (none, or one only in a quoted part), with two reachable:
+    // the network the model picks waits for the user (before: sent by itself on either, or on the quoted one).
+    for (said, networks) in [
+        ("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906", &["base", "ethereum"][..]),
+        ("> claim it on ethereum\n\nsend 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906", &["ethereum"][..]),
+    ] {
+        env.ctx.context_bank.scan_input(said);
+        env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+        for network in networks.iter().copied() {
+            eth_looked_up_on(&env, network).await;
+            let sent = env.call("transfer", on(network)).await;
+            assert_eq!(code(&sent), "confirmation_required", "{network}: {sent:?}");
+            let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+            assert!(message.contains("named no network"), "{message}");
+        }
     }
     assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
     assert_eq!(env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), alice, "nothing moved on base");
