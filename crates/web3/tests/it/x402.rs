@@ -217,20 +217,30 @@ fn never_settles(
     }
 }
 
-/// A server that settles the payment on chain and still refuses the content.
-fn settles_and_refuses() -> impl FnOnce(String) -> Script {
-    |url| {
+/// A server that settles the payment on chain and then answers `after(its URL)` instead of the content.
+fn settles_then(after: fn(&str) -> axum::response::Response) -> impl FnOnce(String) -> Script {
+    move |url| {
         script(move |call: Call, ctx: Ctx| {
             let url = url.clone();
             async move {
-                if let Some(payload) = call.payload() {
-                    let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
-                    assert!(settled.success, "{settled:?}");
-                }
-                offer_v2(&url, vec![honest_requirement()], Some("thanks, but no"))
+                let Some(payload) = call.payload() else { return offer_v2(&url, vec![honest_requirement()], None) };
+                let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
+                assert!(settled.success, "{settled:?}");
+                after(&url)
             }
         })
     }
+}
+
+/// A server that settles the payment on chain and still refuses the content.
+fn settles_and_refuses() -> impl FnOnce(String) -> Script {
+    settles_then(|url| offer_v2(url, vec![honest_requirement()], Some("thanks, but no")))
+}
+
+/// A server that settles the payment and then answers 200 with a body above the tool's 1 MiB cap: it took the payment
+/// and delivered nothing holdfast can read.
+fn settles_and_floods() -> impl FnOnce(String) -> Script {
+    settles_then(|_| (axum::http::StatusCode::OK, vec![b' '; 2 << 20]).into_response())
 }
 
 #[tokio::test]
@@ -727,24 +737,6 @@ async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_count
     // Before: the clock's error ended the reconciliation before the settlement was read.
     assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed, "{:?}", case.payments().await[0]);
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
-}
-
-/// A server that settles the payment and then answers 200 with a body above the tool's 1 MiB cap: it took the payment
-/// and delivered nothing holdfast can read.
-fn settles_and_floods() -> impl FnOnce(String) -> Script {
-    |url| {
-        script(move |call: Call, ctx: Ctx| {
-            let url = url.clone();
-            async move {
-                if let Some(payload) = call.payload() {
-                    let settled = ctx.facilitator.settle(&payload, &honest_requirement()).await;
-                    assert!(settled.success, "{settled:?}");
-                    return (axum::http::StatusCode::OK, vec![b' '; 2 << 20]).into_response();
-                }
-                offer_v2(&url, vec![honest_requirement()], None)
-            }
-        })
-    }
 }
 
 /// A server that takes every payment and delivers nothing (it refuses the content after settling, or floods the
