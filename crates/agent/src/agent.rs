@@ -247,7 +247,7 @@ impl Agent {
                 // Sessions' summaries (`crate::window`) are agent memory, but each is shown in its own session only.
                 let own = crate::window::summary_label(&ctx.session_id);
                 let (summaries, blocks): (Vec<_>, Vec<_>) =
-                    blocks.into_iter().partition(|b| b.label.starts_with("summary_"));
+                    blocks.into_iter().partition(|b| b.label.starts_with(holdfast_memory::RUNTIME_LABEL_PREFIX));
                 let section = holdfast_memory::render_blocks(&blocks);
                 if !section.trim().is_empty() {
                     let _ = write!(out, "\n\n## Memory\n{section}");

@@ -44,7 +44,7 @@ pub fn estimate_tokens(m: &StoredMessage) -> usize {
 
 /// The memory block that holds a session's summary.
 pub fn summary_label(session_id: &str) -> String {
-    format!("summary_{session_id}")
+    format!("{}{session_id}", holdfast_memory::RUNTIME_LABEL_PREFIX)
 }
 
 fn link_key(session_id: &str) -> String {

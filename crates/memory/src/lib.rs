@@ -34,7 +34,9 @@ pub mod tools;
 pub use agent::{AgentHandle, MessageSender};
 pub use agent_id::AgentId;
 pub use blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Modified, Permission};
-pub use blocks::memory::{MAX_BLOCKS, MAX_MEMORY_CHARS, Memory, SearchHit, SearchMode, SearchResults, WriteOutcome};
+pub use blocks::memory::{
+    MAX_BLOCKS, MAX_MEMORY_CHARS, Memory, RUNTIME_LABEL_PREFIX, SearchHit, SearchMode, SearchResults, WriteOutcome,
+};
 pub use blocks::render::{escape_text, render_blocks};
 pub use blocks::store::{Adopted, EditFn, InMemoryStore, MemoryStore, PgMemoryStore, SqliteMemoryStore};
 pub use builtin::{BUILTIN_TOOL_NAMES, BuiltinTools, BuiltinToolsBuilder, CORE_TOOL_NAMES};
