@@ -167,47 +167,33 @@ impl ContextBank {
             let named = |items: &[ContextItem]| -> Vec<String> {
                 items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
             };
-            let networks = Some(named(asked)).filter(|n| !n.is_empty()).unwrap_or_else(|| named(&found));
-            let networks_quoted = named(asked).is_empty() && !networks.is_empty();
+            let own_networks = named(asked);
+            let networks_quoted = own_networks.is_empty() && !named(&found).is_empty();
+            let networks = if own_networks.is_empty() { named(&found) } else { own_networks };
             // Words that speak of the amounts without asking for them hedge them all; so does a message that binds
             // more than one amount in its own words (which goes where is not said).
             let hedge = super::asked::message_hedge(user_text);
-            let mut bound: Vec<(&str, &str)> = Vec::new();
-            for i in asked {
-                if let (ItemType::Amount, Some(symbol)) = (i.item_type, i.label.as_deref())
-                    && !bound.contains(&(i.value.as_str(), symbol))
-                {
-                    bound.push((i.value.as_str(), symbol));
-                }
-            }
-            let several = bound.len() > 1;
-            let mut this_message: Vec<(&str, &str)> = Vec::new();
-            for item in &found {
-                if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
-                    && !this_message.contains(&(item.value.as_str(), symbol))
-                {
-                    this_message.push((item.value.as_str(), symbol));
-                    let in_own_words = asked
-                        .iter()
-                        .any(|o| o.item_type == ItemType::Amount && o.value == item.value && o.label == item.label);
-                    state.authorizations.push(Authorization {
-                        id: format!("au_{}", crate::confirm::random_id()),
-                        amount: item.value.clone(),
-                        symbol: symbol.to_owned(),
-                        created_at: now,
-                        addresses: addresses.clone(),
-                        recipients: recipients.clone(),
-                        names: names.clone(),
-                        networks: networks.clone(),
-                        networks_quoted,
-                        latest: true,
-                        quoted: !in_own_words,
-                        hedge: hedge.clone(),
-                        several,
-                        reading: READING,
-                        spent_by: None,
-                    });
-                }
+            let own_bound = bound_amounts(asked);
+            let several = own_bound.len() > 1;
+            for (item, symbol) in bound_amounts(&found) {
+                let in_own_words = own_bound.iter().any(|(own, s)| own.value == item.value && *s == symbol);
+                state.authorizations.push(Authorization {
+                    id: format!("au_{}", crate::confirm::random_id()),
+                    amount: item.value.clone(),
+                    symbol: symbol.to_owned(),
+                    created_at: now,
+                    addresses: addresses.clone(),
+                    recipients: recipients.clone(),
+                    names: names.clone(),
+                    networks: networks.clone(),
+                    networks_quoted,
+                    latest: true,
+                    quoted: !in_own_words,
+                    hedge: hedge.clone(),
+                    several,
+                    reading: READING,
+                    spent_by: None,
+                });
             }
             let excess = state.authorizations.len().saturating_sub(MAX_ITEMS);
             state.authorizations.drain(..excess);
@@ -450,4 +436,17 @@ impl ContextBank {
         }
         Some(out.trim_end().to_owned())
     }
+}
+
+/// The amounts of `items` bound to a token, each (amount, token) once, in the order written.
+fn bound_amounts(items: &[ContextItem]) -> Vec<(&ContextItem, &str)> {
+    let mut out: Vec<(&ContextItem, &str)> = Vec::new();
+    for item in items {
+        if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
+            && !out.iter().any(|(seen, s)| seen.value == item.value && *s == symbol)
+        {
+            out.push((item, symbol));
+        }
+    }
+    out
 }
