@@ -63,6 +63,11 @@ pub struct Authorization {
     /// on one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<String>,
+    /// The tokens the same message names in the user's own words (outside its quoted parts; symbols as the token
+    /// table spells them), its amounts' tokens among them: a swap goes by itself only to buy one of them that is not
+    /// the token sold ("I have 40 USDC. Swap it." names nothing to buy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<String>,
     /// Whether `networks` were named only inside the message's quoted parts: they narrow where the amount may go,
     /// but the user's own words named none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -167,6 +172,17 @@ impl ContextBank {
             let named = |items: &[ContextItem]| -> Vec<String> {
                 items.iter().filter(|i| i.item_type == ItemType::Network).map(|i| i.value.clone()).collect()
             };
+            let mut tokens: Vec<String> = Vec::new();
+            for i in asked {
+                let symbol = match (i.item_type, i.label.as_deref()) {
+                    (ItemType::TokenSymbol, _) => i.value.as_str(),
+                    (ItemType::Amount, Some(symbol)) => symbol,
+                    _ => continue,
+                };
+                if !tokens.iter().any(|t| t == symbol) {
+                    tokens.push(symbol.to_owned());
+                }
+            }
             let own_networks = named(asked);
             let networks_quoted = own_networks.is_empty() && !named(&found).is_empty();
             let networks = if own_networks.is_empty() { named(&found) } else { own_networks };
@@ -186,6 +202,7 @@ impl ContextBank {
                     recipients: recipients.clone(),
                     names: names.clone(),
                     networks: networks.clone(),
+                    tokens: tokens.clone(),
                     networks_quoted,
                     latest: true,
                     quoted: !in_own_words,
@@ -295,6 +312,7 @@ impl ContextBank {
                 recipients: Vec::new(),
                 names: Vec::new(),
                 networks: Vec::new(),
+                tokens: Vec::new(),
                 networks_quoted: false,
                 latest: false,
                 quoted: false,

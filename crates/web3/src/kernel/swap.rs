@@ -28,7 +28,7 @@ use crate::chain::{Chain, Read, Simulated, TxPlan};
 use crate::journal::EntryKind;
 use crate::quote::{TokenRef, ValidQuote, validate_quote};
 use holdfast_core::config::NetworkConfig;
-use holdfast_core::{ErrorCode, ToolContext, ToolError};
+use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -84,6 +84,24 @@ fn is_wrap(q: &ValidQuote, network: &NetworkConfig) -> bool {
     let twin = format!("W{}", network.native_symbol);
     let pair = |a: &TokenRef, b: &TokenRef| a.is_native() && b.symbol.eq_ignore_ascii_case(&twin);
     pair(&q.sell, &q.buy) || pair(&q.buy, &q.sell)
+}
+
+/// Why a swap whose amount the user wrote waits for the user after all: the message that wrote it did not name, in
+/// the user's own words, the token the quote buys ("I have 40 USDC. Swap it." authorizes selling 40 USDC for nothing
+/// in particular). `None` for an amount that is not the user's (the input rule's) or names no authorization (the
+/// pipeline's [`super::inputs::authorization_reason`] asks for those).
+fn unnamed_buy(ctx: &ToolContext, amount: Option<&UserAmount>, q: &ValidQuote) -> Option<String> {
+    let amount = amount.filter(|a| a.entry.origin() == Origin::User)?;
+    let said = ctx.context_bank.authorization_by_id(amount.entry.provenance.authorization.as_deref()?)?;
+    let named = |symbol: &str| said.tokens.iter().any(|t| t.eq_ignore_ascii_case(symbol));
+    if named(&q.buy.symbol) && !q.buy.symbol.eq_ignore_ascii_case(&q.sell.symbol) {
+        return None;
+    }
+    Some(format!(
+        "your message that wrote {} did not name {} as what to buy; the swap needs your approval",
+        human(q.sell_amount, q.sell.decimals, &q.sell.symbol),
+        q.buy.symbol
+    ))
 }
 
 struct Swap<'a> {
@@ -205,6 +223,9 @@ impl TxKind for Swap<'_> {
         let mut confirm = Vec::new();
         if !amount_bound(ctx, "sell_amount", "sell_token") {
             confirm.push(unbound_reason("sell_amount", "sell_token"));
+        }
+        if let Some(reason) = unnamed_buy(ctx, inputs.amount.as_ref(), &q) {
+            confirm.push(reason);
         }
         let fp = fingerprint(&[
             "web3_tx",

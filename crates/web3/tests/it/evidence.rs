@@ -750,6 +750,28 @@ async fn an_amount_the_user_declined_asked_about_or_made_conditional_waits_for_t
     assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five + five);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_swap_goes_by_itself_only_for_a_token_the_users_message_named_to_buy() {
+    let env = Env::start().await;
+    let mut f = Failures::default();
+    let nonce = env.nonce().await;
+    // The user wrote an amount and the token it is of, and nothing to buy: the model picks what the wallet gets.
+    for said in ["I have 0.001 ETH. Swap it.", "sell 0.001 ETH", "swap 0.001 ETH for what alice said: \"USDC\""] {
+        env.quote(said, "ETH", "USDC", "0.001").await;
+        let sent = env.call("web3_tx", tx()).await;
+        f.check(code(&sent) == "confirmation_required", format!("{said:?}: {sent:?}"));
+        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+        f.check(message.contains("did not name USDC as what to buy"), format!("{said:?}: the reason: {message}"));
+    }
+    f.check(env.nonce().await == nonce, "nothing was swapped");
+    // The honest control: the message names what to buy, and the swap goes by itself.
+    env.quote("swap 0.001 ETH for usdc", "ETH", "USDC", "0.001").await;
+    let sent = env.call("web3_tx", tx()).await;
+    f.check(sent.as_ref().is_ok_and(|v| v["status"] == "confirmed"), format!("the request goes out: {sent:?}"));
+    f.check(env.nonce().await == nonce + 1, "one swap mined");
+    f.finish();
+}
+
 /// ETH looked up on `network` into `transfer_token`, and 0.001 of it into `transfer_amount`: the amount's register.
 async fn eth_looked_up_on(env: &Env, network: &str) -> Value {
     env.ok("token_lookup", json!({"symbol": "ETH", "network": network, "cache_as": "transfer_token"})).await;
