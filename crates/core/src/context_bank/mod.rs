@@ -22,7 +22,9 @@
 //!   that reads one way (below).
 //!
 //! # Amounts exactly as written
-//! A number is what a person sees as one: digit runs joined by `.`, `,` or an invisible character. It binds only when
+//! A number is what a person sees as one: digit runs joined by `.`, `,`, an invisible character or a character drawn
+//! like a point, a space or a fraction bar (a non-ASCII character that is no letter or digit: `0\u{2024}5`, `1⁄2`;
+//! and `'`: `1'500`). It binds only when
 //! it reads one way in the user's convention — `.` separates the fraction and `,` groups thousands, or the other way
 //! round with `[context_bank] decimal_comma = true`:
 //! - the decimal separator at most once, the other one only as a thousands grouping (a first group of one to three
@@ -30,7 +32,10 @@
 //!   and `1,0000` do not say whether the comma groups or separates;
 //! - no zero-width or other invisible character ([`crate::is_invisible`]) inside it or right before it (`0.\u{200b}5`
 //!   renders as `0.5`, and reading the `5` alone would be ten times that);
-//! - no separator of the other convention right before it (`,5` with a decimal point).
+//! - no separator of the other convention right before it (`,5` with a decimal point);
+//! - no look-alike of a separator inside it or between it and a digit or separator before it (`0\u{2024}001`,
+//!   `0.\u{200a}01`: reading the digits after it alone would be a hundred or a thousand times what the user sees);
+//! - no currency sign right before it, one space between at most (`$20 ETH` is a value in dollars, not 20 ETH).
 //!
 //! Such a number is kept as an item flagged [`ItemFlag::Ambiguous`], shown as written, binds nothing, and the
 //! tokens next to it bind to no other number. So no amount with origin `user` is ever another number than the

@@ -113,8 +113,13 @@ pub(super) fn amount_item(value: String, label: Option<String>) -> Option<Contex
 
 /// A number that binds nothing because a person could read it in more than one way (see [`ItemFlag::Ambiguous`]).
 pub(super) fn ambiguous_item(written: &str) -> ContextItem {
-    let mut value = String::with_capacity(written.len());
-    for c in written.chars() {
+    let mut value = String::with_capacity(written.len().min(MAX_AMOUNT_CHARS + 3));
+    for (n, c) in written.chars().enumerate() {
+        // Shown as written, up to the length of an amount: a run of digits and look-alikes can be a whole message.
+        if n == MAX_AMOUNT_CHARS {
+            value.push('…');
+            break;
+        }
         if crate::text::is_invisible(c) {
             let _ = write!(value, "\\u{{{:x}}}", u32::from(c));
         } else {
@@ -201,56 +206,101 @@ fn joins_digits(c: char) -> bool {
         || (crate::text::is_invisible(c) && !c.is_ascii_whitespace())
 }
 
-/// The number that starts at digit `at`, as far as a person reads it as one: digit runs joined by separators and
-/// invisible characters.
+/// A character a person may read as a decimal point, a comma, a space or a fraction bar, but which joins no number
+/// here: any non-ASCII character that is no letter or digit (`0\u{2024}5`, `0.\u{200a}5`, `1⁄2`, `0·5`, `0．5`), and
+/// the apostrophe some locales group thousands with (`1'500`). Next to a digit run and a digit or a separator, it
+/// makes the number ambiguous: reading the digits after it alone would be another number than the one the user sees.
+fn looks_like_a_separator(c: char) -> bool {
+    c == '\'' || (!c.is_ascii() && !c.is_alphanumeric())
+}
+
+/// A currency sign: `$20 ETH` and `€20 ETH` are values in a currency, not 20 ETH.
+fn is_currency(c: char) -> bool {
+    matches!(
+        c,
+        '$' | '¢'
+            | '£'
+            | '¤'
+            | '¥'
+            | '֏'
+            | '؋'
+            | '৲'
+            | '৳'
+            | '฿'
+            | '៛'
+            | '﷼'
+            | '﹩'
+            | '＄'
+            | '￠'
+            | '￡'
+            | '￥'
+            | '￦'
+    ) || ('\u{20a0}'..='\u{20cf}').contains(&c)
+}
+
+/// The number that starts at digit `at`, as far as a person reads it as one: digit runs joined by separators,
+/// invisible characters and characters that look like separators.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
     /// Where it ends (after its last digit).
     pub(super) end: usize,
-    /// An invisible character sits inside it.
-    pub(super) invisible: bool,
+    /// An invisible character or a look-alike of a separator ([`looks_like_a_separator`]) sits inside it: the number
+    /// is ambiguous.
+    pub(super) hidden: bool,
 }
 
 /// Reads the [`Run`] starting at the digit `at`.
 pub(super) fn number_run(text: &str, at: usize) -> Run {
     let bytes = text.as_bytes();
-    let mut run = Run { end: at, invisible: false };
+    let mut run = Run { end: at, hidden: false };
     loop {
         run.end += bytes[run.end..].iter().take_while(|b| b.is_ascii_digit()).count();
         let mut next = run.end;
-        let mut invisible = false;
+        let mut hidden = false;
         for (i, c) in text[run.end..].char_indices() {
-            if !joins_digits(c) {
+            if !joins_digits(c) && !looks_like_a_separator(c) {
                 break;
             }
-            invisible |= !matches!(c, ',' | '.');
+            hidden |= !matches!(c, ',' | '.');
             next = run.end + i + c.len_utf8();
         }
         if next == run.end || !bytes.get(next).is_some_and(u8::is_ascii_digit) {
             return run;
         }
-        run.invisible |= invisible;
+        run.hidden |= hidden;
         run.end = next;
     }
 }
 
-/// Whether what precedes `start` (the first byte of a number) makes the number part of a longer one a person sees:
-/// an invisible character right before it that follows a word character or a separator (`0.\u{200b}5`), a
-/// separator of the other convention right before it (`,5` where `.` is the decimal point), or the decimal separator
-/// and one space after a digit (`0. 5`).
+/// Whether what precedes `start` (the first byte of a number) makes the number part of a longer one a person sees,
+/// or a value in a currency: an invisible character right before it that follows a word character or a separator
+/// (`0.\u{200b}5`), a look-alike of a separator that follows a digit or a separator (`0\u{2024}5`, `0.\u{200a}5`), a
+/// separator of the other convention right before it (`,5` where `.` is the decimal point), the decimal separator
+/// and one space after a digit (`0. 5`), or a currency sign, with at most one space between (`$20`, `€ 20`).
 pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> bool {
     let mut before = text[..start].chars().rev().peekable();
     let mut skipped = false;
-    while before.peek().is_some_and(|c| joins_digits(*c) && !matches!(c, ',' | '.')) {
+    let mut look_alike = false;
+    while let Some(&c) = before.peek() {
+        if joins_digits(c) && !matches!(c, ',' | '.') {
+            skipped = true;
+        } else if looks_like_a_separator(c) && !is_currency(c) {
+            look_alike = true;
+        } else {
+            break;
+        }
         before.next();
-        skipped = true;
     }
     match before.next() {
         Some(',' | '.') => true,
-        // `0. 5`: one space after the decimal separator that follows a digit (`0.5, 1` is a list).
-        Some(' ' | '\t') if !skipped => {
-            before.next() == Some(decimal) && before.next().is_some_and(|c| c.is_ascii_digit())
-        }
+        Some(c) if is_currency(c) => true,
+        Some(c) if look_alike => c.is_ascii_digit(),
+        // `0. 5`: one space after the decimal separator that follows a digit (`0.5, 1` is a list); `$ 20`.
+        Some(' ' | '\t') if !skipped => match before.next() {
+            Some(c) if is_currency(c) => true,
+            Some(c) => c == decimal && before.next().is_some_and(|c| c.is_ascii_digit()),
+            None => false,
+        },
         Some(c) => skipped && is_word_char(c),
         None => false,
     }

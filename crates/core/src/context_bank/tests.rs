@@ -310,15 +310,19 @@ fn every_amount_kept_parses_as_a_decimal() {
     let b = bank();
     let text = format!("90000000000 ETH 0\u{fffd}.{}1 USDC", "0".repeat(98));
     b.scan_input(&text);
-    for item in b.items().iter().filter(|i| i.item_type == ItemType::Amount) {
+    let ambiguous = |i: &&ContextItem| i.flags.contains(&ItemFlag::Ambiguous);
+    for item in b.items().iter().filter(|i| i.item_type == ItemType::Amount && !ambiguous(i)) {
         assert_eq!(Decimal::parse("amount", &item.value).unwrap().canonical(), item.value);
     }
+    // The replacement character between the digits looks like a separator: the whole run is one ambiguous number,
+    // shown as written up to an amount's length.
+    let shown = format!("0\u{fffd}.{}…", "0".repeat(MAX_AMOUNT_CHARS - 3));
     assert_eq!(
         values(&b.items()),
         [
             (ItemType::Amount, "90000000000", Some("ETH")),
             (ItemType::TokenSymbol, "ETH", Some("Ethereum")),
-            (ItemType::Amount, "0", None),
+            (ItemType::Amount, shown.as_str(), None),
             (ItemType::TokenSymbol, "USDC", Some("USD Coin")),
         ]
     );
@@ -584,6 +588,22 @@ fn amounts_a_person_reads_one_way_only_bind() {
         ("swap 0. 5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
         ("send 1\u{a0}500 USDC", [("500", "USDC"), ("1500", "USDC")]),
         ("send 1\u{202f}500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        // Characters drawn like a point, a space or a fraction bar (an attacker's payment request, pasted).
+        ("send 0.\u{200a}01 USDC", [("1", "USDC"), ("0.01", "USDC")]),
+        ("swap 0\u{2024}001 ETH", [("1", "ETH"), ("0.001", "ETH")]),
+        ("swap 0\u{fe52}001 ETH", [("1", "ETH"), ("0.001", "ETH")]),
+        ("swap 0\u{ff0e}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0\u{b7}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0\u{66b}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0.\u{2005}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 1\u{2044}2 ETH", [("2", "ETH"), ("1", "ETH")]),
+        ("swap ETH 1\u{2044}2", [("2", "ETH"), ("1", "ETH")]),
+        ("send 1'500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        // A value in a currency is no amount of the token.
+        ("send $20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("send \u{20ac}20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("send $ 20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("send \u{ffe5}20 ETH", [("20", "ETH"), ("0", "ETH")]),
     ] {
         let b = bank();
         b.scan_input(text);
@@ -603,10 +623,15 @@ fn amounts_a_person_reads_one_way_only_bind() {
     let b = bank();
     b.scan_input("0,50 USDC 5");
     assert!(!b.has_amount("5", "USDC"), "{:?}", b.items());
-    // Honest forms still bind: groupings, a lone fraction, a tab or a line break after an invisible character.
+    // Honest forms still bind: groupings, a lone fraction, a tab or a line break after an invisible character, a
+    // dash or a quote mark after a word.
     let b = bank();
-    b.scan_input("send 1,000.25 USDC and .5 ETH, 2,500 USDC\u{200b}\nthen 3 WETH");
-    for (amount, symbol) in [("1000.25", "USDC"), ("0.5", "ETH"), ("2500", "USDC"), ("3", "WETH")] {
+    b.scan_input(
+        "send 1,000.25 USDC and .5 ETH, 2,500 USDC\u{200b}\nthen 3 WETH, then alice\u{2014}7 USDC and \u{201c}9 ETH\u{201d}",
+    );
+    for (amount, symbol) in
+        [("1000.25", "USDC"), ("0.5", "ETH"), ("2500", "USDC"), ("3", "WETH"), ("7", "USDC"), ("9", "ETH")]
+    {
         assert!(b.has_amount(amount, symbol), "{amount} {symbol}: {:?}", b.items());
     }
 }

@@ -117,14 +117,25 @@ impl Reference {
         })
     }
 
-    /// The number starting at the digit `i`: digit runs joined by joiners. Returns its end and whether an invisible
-    /// character is inside it.
+    /// A character a person may take for a point, a comma, a space or a fraction bar that joins no number: a
+    /// non-ASCII character that is no letter or digit, or `'`.
+    fn look_alike(c: Option<char>) -> bool {
+        c.is_some_and(|c| c == '\'' || (!c.is_ascii() && !c.is_alphanumeric()))
+    }
+
+    /// A currency sign.
+    fn currency(c: Option<char>) -> bool {
+        c.is_some_and(|c| "$¢£¤¥֏؋৲৳฿៛﷼﹩＄￠￡￥￦".contains(c) || ('\u{20a0}'..='\u{20cf}').contains(&c))
+    }
+
+    /// The number starting at the digit `i`: digit runs joined by joiners and look-alikes. Returns its end and
+    /// whether anything but `.` and `,` is inside it.
     fn number_end(&self, i: usize) -> (usize, bool) {
         let mut j = i;
         let mut invisible = false;
         loop {
             j = (j..).find(|&k| !self.digit(k)).unwrap_or(j);
-            let k = (j..).find(|&k| !Self::joiner(self.at(k))).unwrap_or(j);
+            let k = (j..).find(|&k| !Self::joiner(self.at(k)) && !Self::look_alike(self.at(k))).unwrap_or(j);
             if k == j || !self.digit(k) {
                 return (j, invisible);
             }
@@ -133,17 +144,36 @@ impl Reference {
         }
     }
 
-    /// Whether the number starting at `start` continues one a person sees before it: a `.` or `,` right before it
-    /// (after any invisible characters), or invisible characters right after a word character.
+    /// Whether the number starting at `start` continues one a person sees before it, or is a value in a currency: a
+    /// `.` or `,` right before it (after any invisible characters and look-alikes), a look-alike right after a digit,
+    /// invisible characters right after a word character, or a currency sign (one space between at most).
     fn continues(&self, start: usize) -> bool {
         let mut j = start;
-        while j > 0 && Self::joiner(self.at(j - 1)) && !matches!(self.at(j - 1), Some('.' | ',')) {
+        let mut invisible = false;
+        let mut look_alike = false;
+        while j > 0 {
+            let c = self.at(j - 1);
+            if Self::joiner(c) && !matches!(c, Some('.' | ',')) {
+                invisible = true;
+            } else if Self::look_alike(c) && !Self::currency(c) {
+                look_alike = true;
+            } else {
+                break;
+            }
             j -= 1;
         }
-        match j.checked_sub(1).and_then(|k| self.at(k)) {
+        let c = j.checked_sub(1).and_then(|k| self.at(k));
+        if Self::currency(c) {
+            return true;
+        }
+        match c {
             Some('.' | ',') => true,
-            Some(' ' | '\t') if j == start => j >= 3 && self.at(j - 2) == Some('.') && self.digit(j - 3),
-            Some(c) => j < start && is_word_char(c),
+            Some(c) if look_alike => c.is_ascii_digit(),
+            Some(' ' | '\t') if !invisible => {
+                Self::currency(j.checked_sub(2).and_then(|k| self.at(k)))
+                    || (j >= 3 && self.at(j - 2) == Some('.') && self.digit(j - 3))
+            }
+            Some(c) => invisible && is_word_char(c),
             None => false,
         }
     }
@@ -239,6 +269,7 @@ impl Reference {
                 };
                 let shown: String = self.chars[from..end]
                     .iter()
+                    .take(100)
                     .map(|&c| {
                         if holdfast_core::is_invisible(c) {
                             format!("\\u{{{:x}}}", u32::from(c))
@@ -246,7 +277,8 @@ impl Reference {
                             c.to_string()
                         }
                     })
-                    .collect();
+                    .collect::<String>()
+                    + if end - from > 100 { "…" } else { "" };
                 self.found.push(("amount", shown, String::new()));
             }
         }
@@ -436,7 +468,8 @@ fn fragments() -> Vec<String> {
 fn separators() -> Vec<&'static str> {
     vec![
         " ", " ", " ", "  ", "   ", "    ", "\t", " \t ", "", "", ".", ",", ", ", "-", "/", ":", ";", "\n", "—", "é",
-        "(", ") ", "«", "»", "\u{a0}", "_", "\u{200b}", "\u{2060}",
+        "(", ") ", "«", "»", "\u{a0}", "_", "\u{200b}", "\u{2060}", "\u{2024}", "\u{200a}", "\u{b7}", "\u{2044}", "'",
+        "$", "\u{20ac}", "$ ", "\u{201c}",
     ]
 }
 
@@ -501,8 +534,45 @@ fn the_reference_reads_the_doc_examples() {
 /// thousands (a first group of 1–3 digits not starting with 0, then groups of 3) and `.` appears at most once.
 /// Written without the scanner's rules or tables: a walk over the rendered characters.
 fn seen_numbers(text: &str) -> Vec<String> {
-    let rendered: Vec<char> =
+    let visible: Vec<char> =
         text.chars().filter(|c| !holdfast_core::is_invisible(*c) || c.is_ascii_whitespace()).collect();
+    // A character drawn like a point, a space or a fraction bar (no letter, no digit, not ASCII; or `'`) reads as a
+    // point between two digits and as nothing after a point or a comma (`0\u{2024}5` and `0.\u{200a}5` read 0.5); a
+    // currency sign makes the number after it (one space between at most) a value in that currency, no amount.
+    let look_alike = |c: char| c == '\'' || (!c.is_ascii() && !c.is_alphanumeric());
+    let currency = |c: char| "$¢£¤¥֏؋৲৳฿៛﷼﹩＄￠￡￥￦".contains(c) || ('\u{20a0}'..='\u{20cf}').contains(&c);
+    let mut rendered: Vec<char> = Vec::with_capacity(visible.len());
+    let mut k = 0;
+    while k < visible.len() {
+        let c = visible[k];
+        if currency(c) {
+            // The number after it is drawn as no number at all.
+            rendered.push('¤');
+            k += 1;
+            if visible.get(k) == Some(&' ') {
+                k += 1;
+            }
+            while visible.get(k).is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | ',')) {
+                rendered.push('¤');
+                k += 1;
+            }
+            continue;
+        }
+        if look_alike(c) {
+            let run = visible[k..].iter().take_while(|c| look_alike(**c) && !currency(**c)).count();
+            let before = rendered.last().copied();
+            let after = visible.get(k + run).copied();
+            match (before, after) {
+                (Some('.' | ','), _) => {}
+                (Some(b), Some(a)) if b.is_ascii_digit() && a.is_ascii_digit() => rendered.push('.'),
+                _ => rendered.extend(&visible[k..k + run]),
+            }
+            k += run;
+            continue;
+        }
+        rendered.push(c);
+        k += 1;
+    }
     let mut out = Vec::new();
     let mut i = 0;
     while i < rendered.len() {
@@ -543,7 +613,8 @@ fn lookalike_numbers() -> impl Strategy<Value = String> {
     let parts = vec![
         "0", "1", "5", "50", "001", "000", "12", ".", ",", ".", ",", "\u{200b}", "\u{200c}", "\u{200d}", "\u{2060}",
         "\u{feff}", "\u{ad}", "\u{202e}", "\u{2066}", "\u{180e}", " ", " ", "\t", "ETH", " ETH", " USDC", "USDC ",
-        "send ", "x", "\u{a0}", "\n",
+        "send ", "x", "\u{a0}", "\n", "\u{2024}", "\u{fe52}", "\u{ff0e}", "\u{b7}", "\u{66b}", "\u{200a}", "\u{2005}",
+        "\u{2044}", "'", "$", "\u{20ac}", "\u{2014}", "\u{201c}",
     ];
     proptest::collection::vec(proptest::sample::select(parts), 0..16).prop_map(|v| v.concat())
 }
