@@ -100,13 +100,14 @@ impl UserAmount {
 pub(crate) fn authorization_reason(
     ctx: &ToolContext,
     amount: &UserAmount,
-    shown: &str,
+    mv: &super::pipeline::Move,
     intent: &str,
     network: &str,
 ) -> Option<String> {
     if amount.entry.origin() != Origin::User {
         return None;
     }
+    let shown = &super::human(mv.amount, mv.decimals, &mv.symbol);
     let Some(id) = amount.entry.provenance.authorization.as_deref() else {
         return Some(format!(
             "`{}` holds {shown} from your words, but no message of yours authorizes moving it (a value saved before \
@@ -118,7 +119,15 @@ pub(crate) fn authorization_reason(
     let reachable = ctx.config.networks.iter().filter(|n| !n.rpc_urls.is_empty()).count();
     match ctx.context_bank.authorization_by_id(id) {
         Some(a) if a.spent_by.is_none() || a.spent_by.as_deref() == Some(intent) => {
-            if !a.latest {
+            // What moves is what the message wrote, whatever the registers went through since (a token looked up
+            // again while the amount was converted, an amount converted for another token).
+            let written = holdfast_core::amount::to_base_units("amount", &a.amount, mv.decimals, &mv.symbol);
+            if !a.symbol.eq_ignore_ascii_case(&mv.symbol) || written.ok() != Some(mv.amount) {
+                Some(format!(
+                    "`{}` holds {shown}, but the message of yours it came from wrote {} {}; it needs your approval",
+                    amount.key, a.amount, a.symbol
+                ))
+            } else if !a.latest {
                 Some(format!("{shown} is from an earlier message of yours, not your latest; it needs your approval"))
             } else if a.quoted {
                 Some(format!("{shown} is in a part of your message you quoted, not one you asked for"))

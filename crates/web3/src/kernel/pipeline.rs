@@ -392,11 +392,10 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
             reasons.push(format!("this turn was started by {who}, not by you"));
         }
-        let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
         if reasons.is_empty()
             && let Some(amount) = &inputs.amount
             && let Some(reason) =
-                authorization_reason(ctx, amount, &shown, &inputs.authorization_intent, &inputs.network.name)
+                authorization_reason(ctx, amount, &plan.mv, &inputs.authorization_intent, &inputs.network.name)
         {
             reasons.push(reason);
         }
@@ -597,7 +596,7 @@ async fn commit<K: TxKind>(
             && !upfront
             && let Some(amount) = &inputs.amount
             && let Some(reason) =
-                authorization_reason(ctx, amount, &shown, &inputs.authorization_intent, &inputs.network.name)
+                authorization_reason(ctx, amount, &plan.mv, &inputs.authorization_intent, &inputs.network.name)
         {
             reasons.push(reason);
         }

@@ -11,8 +11,9 @@ use alloy::primitives::{Address, B256, Bytes, U256, address};
 use alloy::providers::Provider;
 use alloy::providers::ext::AnvilApi;
 use alloy::sol_types::SolCall;
-use holdfast_core::{ErrorCode, ToolError, UserDecision};
-use holdfast_devnet::{NATIVE, TestDevnet, USDC, VENUE};
+use holdfast_core::registers::RegisterWrite;
+use holdfast_core::{ErrorCode, Origin, ToolError, UserDecision};
+use holdfast_devnet::{NATIVE, TestDevnet, USDC, VENUE, WETH};
 use holdfast_web3::chain::{IERC20, TxPlan};
 use holdfast_web3::{EntryKind, EntryStatus};
 use serde_json::{Value, json};
@@ -49,10 +50,17 @@ fn artifact_code(name: &str) -> Bytes {
 
 /// Sends an ERC-20 approval from the wallet's own key, outside holdfast (an allowance some earlier run left standing).
 async fn approve_outside(env: &Env, token: Address, spender: Address, amount: U256) {
-    let data = IERC20::approveCall { spender, amount }.abi_encode();
+    send_outside(
+        env,
+        TxPlan { to: token, data: IERC20::approveCall { spender, amount }.abi_encode().into(), value: U256::ZERO },
+    )
+    .await;
+}
+
+/// Sends `plan` from the wallet's own key, outside holdfast, and waits for it to be mined.
+async fn send_outside(env: &Env, plan: TxPlan) {
     let signer = env.devnet.signer().unwrap();
     let chain = env.web3.chain(env.ctx.config.networks.resolve("base").unwrap()).unwrap();
-    let plan = TxPlan { to: token, data: data.into(), value: U256::ZERO };
     let fees = chain.fees(signer.address(), &plan).await.unwrap();
     let signed = chain.sign(&signer, &plan, fees, chain.next_nonce(signer.address(), None).await.unwrap()).unwrap();
     assert_eq!(chain.broadcast(&signed.raw).await, holdfast_web3::chain::Broadcast::Accepted);
@@ -770,6 +778,44 @@ async fn a_swap_goes_by_itself_only_for_a_token_the_users_message_named_to_buy()
     f.check(sent.as_ref().is_ok_and(|v| v["status"] == "confirmed"), format!("the request goes out: {sent:?}"));
     f.check(env.nonce().await == nonce + 1, "one swap mined");
     f.finish();
+}
+
+/// What a race between `to_raw_amount` and `token_lookup` can leave (both write at once; the amount's time is stamped
+/// as it is stored, the token's before): an amount converted for USDC, stamped after the token looked up since.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_amount_moves_only_the_token_and_the_amount_its_message_wrote() {
+    let env = Env::start().await;
+    let to = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    crate::transfer::prepare(&env, &format!("send 5 USDC to {to}"), "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let id = env.ctx.context_bank.authorizations().last().map(|a| a.id.clone());
+    env.ok("token_lookup", json!({"symbol": "WETH", "network": "base", "cache_as": "transfer_token"})).await;
+    let write = RegisterWrite::new("transfer_amount", json!("5000000"), Origin::User, "to_raw_amount")
+        .derived_from(["transfer_token"])
+        .authorized_by(id);
+    env.ctx.registers.set(write).unwrap();
+    // The wallet holds WETH (wrapped outside holdfast: WETH's `deposit()`), so the transfer would go through.
+    send_outside(&env, TxPlan { to: WETH, data: vec![0xd0, 0xe3, 0x0d, 0xb0].into(), value: U256::from(FINNEY) }).await;
+    let (weth, nonce) = (env.devnet.balance_of(WETH, ALICE).await.unwrap(), env.nonce().await);
+    let sent = env.call("transfer", to_register()).await;
+    assert_eq!(code(&sent), "confirmation_required", "{sent:?}");
+    let message = sent.err().map(|e| e.message).unwrap_or_default();
+    assert!(message.contains("wrote 5 USDC"), "the reason names what the user wrote: {message}");
+    assert_eq!(env.devnet.balance_of(WETH, ALICE).await.unwrap(), weth, "alice got no WETH");
+    assert_eq!(env.nonce().await, nonce, "nothing was sent");
+    // An approval of another token than the message's, for the user's amount: asked too, nothing approved.
+    env.quote("swap 5 USDC for ETH on base", "USDC", "ETH", "5").await;
+    env.ok("token_lookup", json!({"symbol": "WETH", "network": "base", "cache_as": "sell_token"})).await;
+    env.ok("x402_fetch", json!({"preset": "swap_quote", "network": "base", "cache_as": "swap_quote"})).await;
+    let approved = env.call("token_approve", json!({"for_quote": "swap_quote"})).await;
+    assert_eq!(code(&approved), "confirmation_required", "{approved:?}");
+    assert_eq!(allowance(&env, WETH).await, U256::ZERO, "no WETH allowance");
+    assert_eq!(env.nonce().await, nonce, "nothing was sent");
+    // The honest control: the user's own 5 USDC goes by itself.
+    crate::transfer::prepare(&env, &format!("send 5 USDC to {to}"), "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let sent = env.ok("transfer", to_register()).await;
+    assert_eq!(sent["status"], "confirmed", "{sent}");
 }
 
 /// ETH looked up on `network` into `transfer_token`, and 0.001 of it into `transfer_amount`: the amount's register.
