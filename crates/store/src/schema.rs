@@ -21,7 +21,7 @@
 //!     holdfast_store::migrate::sqlite(&mut conn, component).unwrap();
 //! }
 //! let n: i64 = conn.query_row("SELECT count(*) FROM holdfast_migrations", [], |r| r.get(0)).unwrap();
-//! assert_eq!(n, 13);
+//! assert_eq!(n, 14);
 //! ```
 
 use crate::migrate::{Component, Migration, SqliteStep};
@@ -58,6 +58,8 @@ pub const JOURNAL: Component = Component {
         both!(2, "journal", "0002_user_authorization.sql"),
         // The genesis block hash of the chain a transaction was signed for (a devnet reset is not a dropped tx).
         both!(3, "journal", "0003_genesis.sql"),
+        // When a payment's purchase was delivered: undelivered payments to one payee are counted across sessions.
+        both!(4, "journal", "0004_delivered.sql"),
     ],
 };
 

@@ -97,6 +97,10 @@ pub struct NewRow {
     /// True when the action runs by itself on `authorization`: another live row of another intent holding it is
     /// then read for the decision ([`Found::authorization_holder`]).
     pub relies_on_authorization: bool,
+    /// When set (RFC 3339), the [`LIVE`] rows of the same kind to the same recipient on the same chain made after it
+    /// whose delivery is not recorded ([`JournalTable::mark_delivered`]) are read for the decision
+    /// ([`Found::undelivered`]).
+    pub undelivered_since: Option<String>,
     /// Created and updated at.
     pub now: String,
     /// The UTC day it counts on.
@@ -229,6 +233,9 @@ pub struct Found {
     pub authorization_holder: Option<Row>,
     /// The amounts of the wallet's [`LIVE`] rows of the capped kinds in the asset on the row's day.
     pub spent: Vec<String>,
+    /// The ids of the [`LIVE`] rows to the same recipient not known to have delivered, when the row asks
+    /// ([`NewRow::undelivered_since`]).
+    pub undelivered: Vec<String>,
 }
 
 /// What [`JournalTable::reserve`] did.
@@ -310,6 +317,16 @@ impl JournalTable {
         match self {
             Self::Sqlite(s) => s.reserve(row, reads, decide).await,
             Self::Postgres(p) => p.reserve(row, reads, decide).await,
+        }
+    }
+
+    /// Records that what row `id` paid for was delivered, once. The number of rows it changed (0: unknown, or
+    /// recorded before).
+    pub async fn mark_delivered(&self, id: &str, now: &str) -> Result<u64, StoreError> {
+        let statement = sql::mark_delivered(id, now);
+        match self {
+            Self::Sqlite(s) => s.execute(statement).await,
+            Self::Postgres(p) => p.execute(statement).await,
         }
     }
 

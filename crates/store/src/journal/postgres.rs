@@ -122,7 +122,12 @@ impl PgJournal {
             Some(statement) => strings(query(statement).fetch_all(&mut *tx).await?)?,
             None => Vec::new(),
         };
-        if let Some(reason) = decide(Found { same_action, authorization_holder, spent }).map_err(StoreError::Query)? {
+        let undelivered = match reads.undelivered {
+            Some(statement) => strings(query(statement).fetch_all(&mut *tx).await?)?,
+            None => Vec::new(),
+        };
+        let found = Found { same_action, authorization_holder, spent, undelivered };
+        if let Some(reason) = decide(found).map_err(StoreError::Query)? {
             return Ok(Reserved::Refused(reason));
         }
         query(super::sql::insert(&new)).execute(&mut *tx).await?;

@@ -96,6 +96,7 @@ pub(super) struct ReservationReads {
     pub same_action: Statement,
     pub authorization_holder: Option<Statement>,
     pub spent: Option<Statement>,
+    pub undelivered: Option<Statement>,
 }
 
 pub(super) fn reservation_reads(r: &NewRow, capped_kinds: &[&str]) -> ReservationReads {
@@ -118,7 +119,16 @@ pub(super) fn reservation_reads(r: &NewRow, capped_kinds: &[&str]) -> Reservatio
         )
     });
     let spent = spent(r.chain_id, &r.from, &r.asset, capped_kinds, SpentWindow::Day(&r.day));
-    ReservationReads { same_action, authorization_holder, spent }
+    let undelivered = r.undelivered_since.as_deref().map(|since| {
+        (
+            format!(
+                "SELECT id FROM journal WHERE to_address = $1 AND chain_id = $2 AND kind = $3 AND delivered_at IS NULL \
+                 AND created_at > $4 AND status IN {live} ORDER BY created_at"
+            ),
+            vec![text(&r.to), int(r.chain_id), text(&r.kind), text(since)],
+        )
+    });
+    ReservationReads { same_action, authorization_holder, spent, undelivered }
 }
 
 /// Live amounts of `asset` sent by `from` on `chain_id` in rows of `kinds` within `window` (none for no kinds).
@@ -156,6 +166,13 @@ pub(super) fn spent(
         in_list(LIVE)
     );
     Some((sql, params))
+}
+
+pub(super) fn mark_delivered(id: &str, now: &str) -> Statement {
+    (
+        "UPDATE journal SET delivered_at = $2 WHERE id = $1 AND delivered_at IS NULL".to_owned(),
+        vec![text(id), text(now)],
+    )
 }
 
 pub(super) fn mark_signed(

@@ -142,6 +142,10 @@ impl SqliteJournal {
                         Some(statement) => strings(&tx, statement)?,
                         None => Vec::new(),
                     },
+                    undelivered: match reads.undelivered {
+                        Some(statement) => strings(&tx, statement)?,
+                        None => Vec::new(),
+                    },
                 };
                 if let Some(reason) = decide(found).map_err(StoreError::Query)? {
                     return Ok(Reserved::Refused(reason));

@@ -26,7 +26,9 @@ mod entry;
 mod reserve;
 mod rows;
 
-pub use entry::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
+pub use entry::{
+    AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved, Undelivered,
+};
 pub use holdfast_store::journal::{Select, WalletLock};
 
 use chrono::{DateTime, Utc};
@@ -118,11 +120,24 @@ impl Journal {
     /// that excludes every other reservation of the wallet: an existing live entry of the same intent (or, without
     /// an intent, of the same fingerprint) is returned instead; a cap that would be exceeded writes nothing.
     pub(crate) async fn reserve(&self, entry: NewEntry, cap: Option<DayCap>) -> Result<Reserved, ToolError> {
-        let row = rows::new_row(entry, EntryStatus::Reserved);
+        self.reserve_counting(entry, cap, None).await
+    }
+
+    /// [`Journal::reserve`], refused also ([`Reserved::Undelivered`]) when `undelivered.max` live entries of the
+    /// same kind to the same recipient on the chain, made since `undelivered.since`, are not known to have delivered
+    /// ([`Journal::delivered`]): counted in the same transaction, across sessions and instances.
+    pub(crate) async fn reserve_counting(
+        &self,
+        entry: NewEntry,
+        cap: Option<DayCap>,
+        undelivered: Option<Undelivered>,
+    ) -> Result<Reserved, ToolError> {
+        let mut row = rows::new_row(entry, EntryStatus::Reserved);
+        row.undelivered_since = undelivered.map(|u| u.since.to_rfc3339());
         let (id, written) = (row.id.clone(), rows::written(&row));
         let amount = row.amount.clone();
         let capped: Vec<&str> = cap.map(|cap| cap.kinds.iter().map(|k| k.as_str()).collect()).unwrap_or_default();
-        let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap));
+        let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap, undelivered));
         match decided.await.map_err(db_err)? {
             Decided::Refused(Refusal::Existing(found)) => {
                 tracing::info!(journal_id = %found.id, status = found.status.as_str(), "journal: the same action is already live");
@@ -136,11 +151,22 @@ impl Journal {
                 tracing::info!(journal_id = %by.id, "journal: refused, the user's authorization already moved value");
                 Ok(Reserved::AuthorizationSpent { by: *by })
             }
+            Decided::Refused(Refusal::Undelivered(ids)) => {
+                tracing::info!(count = ids.len(), "journal: refused, the payee's last payments delivered nothing");
+                Ok(Reserved::Undelivered { ids })
+            }
             Decided::Inserted => {
                 tracing::info!(journal_id = %id, status = "reserved", "journal transition");
                 Ok(Reserved::New(written))
             }
         }
+    }
+
+    /// Records that what entry `id` paid for was delivered: it no longer counts as undelivered
+    /// (`Journal::reserve_counting`).
+    pub async fn delivered(&self, id: &str) -> Result<(), ToolError> {
+        let now = Utc::now().to_rfc3339();
+        self.table.mark_delivered(id, &now).await.map_err(db_err).map(drop)
     }
 
     /// Takes the wallet's send lock, held by the kernel from the nonce's choice to the broadcast: in this process

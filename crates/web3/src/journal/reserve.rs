@@ -2,7 +2,7 @@
 //! reserve`]) from what it read: the same action's live entry, the live holder of the user authorization the action
 //! relies on, and what the day's live entries already hold.
 
-use super::entry::{DayCap, JournalEntry};
+use super::entry::{DayCap, JournalEntry, Undelivered};
 use alloy::primitives::U256;
 use holdfast_store::journal::Found;
 
@@ -15,6 +15,8 @@ pub(super) enum Refusal {
     OverCap(U256),
     /// Another live entry holds the user authorization this action would run on by itself.
     AuthorizationSpent(Box<JournalEntry>),
+    /// These live payments to the same payee delivered nothing known, as many as allowed.
+    Undelivered(Vec<String>),
 }
 
 /// Sums base-unit amounts (decimal text); an unreadable amount is an error, never zero.
@@ -28,12 +30,20 @@ pub(super) fn sum(amounts: &[String]) -> Result<U256, String> {
 }
 
 /// `None` to insert the entry of `amount` under `cap`.
-pub(super) fn decide(found: Found, amount: &str, cap: Option<DayCap>) -> Result<Option<Refusal>, String> {
+pub(super) fn decide(
+    found: Found,
+    amount: &str,
+    cap: Option<DayCap>,
+    undelivered: Option<Undelivered>,
+) -> Result<Option<Refusal>, String> {
     if let Some(same) = found.same_action {
         return Ok(Some(Refusal::Existing(Box::new(super::rows::entry(same)))));
     }
     if let Some(holder) = found.authorization_holder {
         return Ok(Some(Refusal::AuthorizationSpent(Box::new(super::rows::entry(holder)))));
+    }
+    if undelivered.is_some_and(|u| found.undelivered.len() >= u.max) {
+        return Ok(Some(Refusal::Undelivered(found.undelivered)));
     }
     if let Some(cap) = cap {
         let amount = U256::from_str_radix(amount, 10).map_err(|e| format!("amount: {e}"))?;

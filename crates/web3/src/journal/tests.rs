@@ -235,7 +235,7 @@ async fn two_instances_share_the_cap_and_each_intent() {
         match t.await.unwrap().unwrap() {
             Reserved::New(_) => new += 1,
             Reserved::Existing(_) => existing += 1,
-            Reserved::OverCap { .. } | Reserved::AuthorizationSpent { .. } => {}
+            Reserved::OverCap { .. } | Reserved::AuthorizationSpent { .. } | Reserved::Undelivered { .. } => {}
         }
     }
     assert_eq!(new, 6, "20 / 3 = 6 reservations fit, whichever instance took them");
@@ -287,5 +287,40 @@ async fn failed_sends_are_found_by_nonce_at_any_age() {
         // The range's first nonce is in it, its last one is not. (Age does not bound it: `evidence::…_for_days_…`.)
         assert_eq!(nonces(j.failed_sends_at(8453, "0xa", 3..4).await.unwrap()), [Some(3)], "{backend}");
         assert!(j.failed_sends_at(8453, "0xa", 0..3).await.unwrap().is_empty(), "{backend}");
+    }
+}
+
+/// Payments to one payee that delivered nothing are counted across sessions, in the reservation's transaction: the
+/// third is refused until one is recorded delivered; another payee, a refused payment and an older one do not count.
+#[tokio::test]
+async fn undelivered_payments_to_a_payee_are_counted_across_sessions() {
+    for (backend, j) in journals().await {
+        let since = chrono::Utc::now() - chrono::Duration::seconds(60);
+        let limit = Some(Undelivered { max: 2, since });
+        let payment = |fp: &str, session: &str, to: &str| NewEntry {
+            kind: EntryKind::Payment,
+            session_id: session.into(),
+            to: to.into(),
+            ..entry(fp, "1", None)
+        };
+        let first = new(j.reserve_counting(payment("p1", "s1", "0xpayee"), None, limit).await.unwrap());
+        new(j.reserve_counting(payment("p2", "s2", "0xpayee"), None, limit).await.unwrap());
+        match j.reserve_counting(payment("p3", "s3", "0xpayee"), None, limit).await.unwrap() {
+            Reserved::Undelivered { ids } => assert_eq!(ids.len(), 2, "{backend}"),
+            other => panic!("{backend}: expected a refusal, got {other:?}"),
+        }
+        new(j.reserve_counting(payment("p4", "s1", "0xother"), None, limit).await.unwrap());
+        // Counted from `since` on: a window that starts now counts none of them.
+        let later = Some(Undelivered { max: 2, since: chrono::Utc::now() });
+        new(j.reserve_counting(payment("p5", "s1", "0xpayee"), None, later).await.unwrap());
+        j.delivered(&first.id).await.unwrap();
+        j.delivered(&first.id).await.unwrap();
+        // p2 and p5 are undelivered now: still two.
+        let refused = j.reserve_counting(payment("p6", "s1", "0xpayee"), None, limit).await.unwrap();
+        assert!(matches!(refused, Reserved::Undelivered { .. }), "{backend}: {refused:?}");
+        // A payment that failed before it was signed moved nothing: it does not count.
+        let p5 = j.list(None, Some(EntryKind::Payment), 10).await.unwrap().into_iter().find(|e| e.fingerprint == "p5");
+        j.update(&p5.unwrap().id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
+        new(j.reserve_counting(payment("p7", "s1", "0xpayee"), None, limit).await.unwrap());
     }
 }

@@ -22,7 +22,7 @@
 
 use super::{fingerprint, human, require_durable};
 use crate::Web3;
-use crate::journal::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
+use crate::journal::{DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved, Undelivered};
 use crate::policy::{ApprovedPayment, PaymentOffer, PaymentRequest};
 use crate::presets::Preset;
 use crate::wallet::TransferWithAuthorization;
@@ -288,78 +288,23 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     Ok(SignedPayment { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals })
 }
 
-/// How many payments to one preset may be unanswered or have bought nothing (the server took the payment and answered
+/// How many payments to one payee may be unanswered or have bought nothing (the server took the payment and answered
 /// an error, a second 402, a body too large or not JSON, or a quote holdfast rejects) within
-/// [`UNDELIVERED_WINDOW_SECS`] in one session before the next one is refused: a server that settles and then fails
-/// would otherwise be paid again at every retry of the model, up to the day's budget. A payment counts from its
-/// reservation until `x402_fetch` stores what it bought, so concurrent calls count too.
+/// [`UNDELIVERED_WINDOW_SECS`] before the next one is refused: a server that settles and then fails would otherwise be
+/// paid again at every retry of the model, up to the day's budget. Counted from the journal, in the reservation's
+/// own transaction: across sessions, presets and instances, concurrent calls included. A payment counts from its
+/// reservation until `x402_fetch` stores what it bought (`delivered`).
 pub const MAX_UNDELIVERED: usize = 2;
 
 /// The window [`MAX_UNDELIVERED`] counts in.
 pub const UNDELIVERED_WINDOW_SECS: u64 = 3600;
 
-/// The session note that holds the payments to `preset` not known to have delivered: `{"at": unix seconds, "id": the
-/// payment's fingerprint until it is journaled, then its journal id}`.
-fn undelivered_note(preset: &str) -> String {
-    format!("x402_undelivered:{preset}")
-}
-
-/// The payments of a note still inside the window.
-fn recent(note: Option<&serde_json::Value>) -> Vec<serde_json::Value> {
-    let since = now_secs().saturating_sub(UNDELIVERED_WINDOW_SECS);
-    let list = note.and_then(serde_json::Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    list.iter().filter(|p| p["at"].as_u64().is_some_and(|at| at > since)).cloned().collect()
-}
-
-/// Counts the payment `key` to `preset` as undelivered, in one step with the check: refused when
-/// [`MAX_UNDELIVERED`] payments to it are already unanswered or bought nothing within the window (or when the session
-/// cannot keep the note: fail closed).
-fn claim_undelivered(ctx: &ToolContext, preset: &str, key: &str) -> Result<(), ToolError> {
-    let mut full = None;
-    let kept = ctx.notes.update(&undelivered_note(preset), |slot| {
-        let mut list = recent(slot.as_ref());
-        if list.len() >= MAX_UNDELIVERED {
-            full = Some(list.len());
-        } else {
-            list.push(serde_json::json!({"at": now_secs(), "id": key}));
-        }
-        *slot = Some(serde_json::Value::Array(list)).filter(|l| l.as_array().is_some_and(|l| !l.is_empty()));
-    });
-    if let Some(count) = full {
-        return Err(ToolError::new(
-            ErrorCode::PaymentRefused,
-            format!(
-                "preset `{preset}`: the last {count} payments to it in this session are unanswered or bought nothing \
-                 (the server took them and failed); it is paid again here an hour after the earliest of them; \
-                 nothing was signed"
-            ),
-        ));
+/// Records that the payment `journal_id` delivered what it paid for (`x402_fetch` stored it). A journal that cannot
+/// record it leaves the payment counted as undelivered for the window: fail closed, logged.
+pub(crate) async fn delivered(web3: &Web3, journal_id: &str) {
+    if let Err(e) = web3.journal().delivered(journal_id).await {
+        tracing::warn!(journal_id, error = %e.message, "x402: the payment's delivery was not recorded");
     }
-    if !kept {
-        return Err(ToolError::new(
-            ErrorCode::PaymentRefused,
-            format!("preset `{preset}`: this session holds too many notes to count the payment; nothing was signed"),
-        ));
-    }
-    Ok(())
-}
-
-/// Renames the undelivered payment `from` of `preset` to `to`, or forgets it (`None`: it delivered, or was never
-/// journaled).
-fn rename_undelivered(ctx: &ToolContext, preset: &str, from: &str, to: Option<&str>) {
-    ctx.notes.update(&undelivered_note(preset), |slot| {
-        let mut list = recent(slot.as_ref());
-        match to {
-            Some(to) => list.iter_mut().filter(|p| p["id"] == from).for_each(|p| p["id"] = serde_json::json!(to)),
-            None => list.retain(|p| p["id"] != from),
-        }
-        *slot = Some(serde_json::Value::Array(list)).filter(|l| l.as_array().is_some_and(|l| !l.is_empty()));
-    });
-}
-
-/// Records that the payment `journal_id` to `preset` delivered what it paid for (`x402_fetch` stored it).
-pub(crate) fn delivered(ctx: &ToolContext, preset: &str, journal_id: &str) {
-    rename_undelivered(ctx, preset, journal_id, None);
 }
 
 /// Reserves `approved`'s amount under the network's daily payment budget and returns the reserved entry.
@@ -395,15 +340,10 @@ async fn reserve(
             },
         )?;
     let cap = DayCap { limit, kinds: EntryKind::Payment.cap_group() };
-    let key = entry.fingerprint.clone();
-    claim_undelivered(ctx, preset, &key)?;
-    let reserved = web3.journal().reserve(entry, Some(cap)).await;
-    let new_id = match &reserved {
-        Ok(Reserved::New(e)) => Some(e.id.as_str()),
-        _ => None,
-    };
-    rename_undelivered(ctx, preset, &key, new_id);
-    match reserved? {
+    let window = chrono::Duration::seconds(i64::try_from(UNDELIVERED_WINDOW_SECS).unwrap_or(i64::MAX));
+    let undelivered = Undelivered { max: MAX_UNDELIVERED, since: chrono::Utc::now() - window };
+    let payee = entry.to.clone();
+    match web3.journal().reserve_counting(entry, Some(cap), Some(undelivered)).await? {
         Reserved::New(e) => Ok(e),
         Reserved::Existing(e) => Err(ToolError::new(
             ErrorCode::DuplicateAction,
@@ -412,6 +352,16 @@ async fn reserve(
         Reserved::AuthorizationSpent { by } => {
             Err(ToolError::internal(format!("journal {}: a payment relies on no user authorization", by.id)))
         }
+        Reserved::Undelivered { ids } => Err(ToolError::new(
+            ErrorCode::PaymentRefused,
+            format!(
+                "preset `{preset}`: the last {} payments to its payee {payee} are unanswered or bought nothing (the \
+                 server took them and failed; journal {}); it is paid again an hour after the earliest of them; \
+                 nothing was signed",
+                ids.len(),
+                ids.join(", ")
+            ),
+        )),
         Reserved::OverCap { spent } => {
             let human = |v| format!("{} {}", from_base_units(v, token.decimals), token.symbol);
             Err(ToolError::new(

@@ -708,6 +708,10 @@ async fn commit<K: TxKind>(
                 _ => ToolError::new(ErrorCode::ConfirmationRequired, reason),
             });
         }
+        Ok(Reserved::Undelivered { .. }) => {
+            give_back_authorization();
+            return Err(ToolError::internal("a transaction's reservation counted undelivered payments"));
+        }
         Err(e) => {
             give_back_authorization();
             return Err(e);

@@ -86,7 +86,7 @@ impl AiTool for X402Fetch {
          configuration and registers. If the server asks for an x402 payment, it is paid automatically when it \
          fits the payment policy (per-request cap, daily budget, allowed asset and payee); otherwise \
          `payment_refused` and nothing is paid. `payment_failed` means a payment was sent but bought nothing; do \
-         not retry in a loop: after two such payments to a preset within an hour, it is refused in this session. Swap quotes are validated before they are stored (`quote_rejected`)."
+         not retry in a loop: after two such payments to one payee within an hour, it is refused. Swap quotes are validated before they are stored (`quote_rejected`)."
     }
 
     fn kind(&self) -> ToolKind {
@@ -159,9 +159,9 @@ impl AiTool for X402Fetch {
             .preset(&input.preset)
             .derived_from(built.registers_read.clone());
         let entry = ctx.registers.set(write)?;
-        // What the payment bought is stored: it no longer counts against the preset (`kernel::payment::MAX_UNDELIVERED`).
+        // What the payment bought is stored: it no longer counts against its payee (`kernel::payment::MAX_UNDELIVERED`).
         if let Some(paid) = &payment {
-            crate::kernel::payment::delivered(ctx, &input.preset, &paid.journal_id);
+            crate::kernel::payment::delivered(&self.0, &paid.journal_id).await;
         }
         Ok(FetchOutput {
             preset: input.preset,

@@ -740,8 +740,8 @@ async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_count
 }
 
 /// A server that takes every payment and delivers nothing (it refuses the content after settling, or floods the
-/// answer), and a model that retries: the third payment to it in the session is refused before anything is signed
-/// (before: paid at every retry, up to the day's budget). So are concurrent calls beyond the first two.
+/// answer), and a model that retries: the third payment to it is refused before anything is signed, in this session
+/// and any other (before: paid at every retry, up to the day's budget). So are concurrent calls beyond the first two.
 #[tokio::test]
 async fn a_server_that_takes_payments_and_delivers_nothing_is_not_paid_a_third_time() {
     use holdfast_web3::kernel::payment::MAX_UNDELIVERED;
@@ -758,6 +758,12 @@ async fn a_server_that_takes_payments_and_delivers_nothing_is_not_paid_a_third_t
         refused(&case.attempt().await, ErrorCode::PaymentRefused, "unanswered or bought nothing");
         assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid, "not paid again");
         assert_eq!(case.server.payments_received(), MAX_UNDELIVERED, "signed no more");
+        // A new session (an MCP host can open one at will) pays that payee no more either: counted in the journal.
+        let second = case.env.services.new_session("session-2");
+        let out = case.env.quote_in(&second, "swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+        let refused_there: ToolError = serde_json::from_value(out["error"].clone()).unwrap();
+        refused(&Err(refused_there), ErrorCode::PaymentRefused, "unanswered or bought nothing");
+        assert_eq!(case.server.payments_received(), MAX_UNDELIVERED, "not paid from another session");
     }
     // Eight concurrent calls in one session: at most two are paid.
     let case = Case::start(settles_and_refuses(), Tweaks::default()).await;
