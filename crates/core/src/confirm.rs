@@ -122,7 +122,8 @@ pub struct Confirmation {
 /// turn the user's message started, [`Other`] (naming the sender) for one the inbox started — a message from another
 /// agent, a group, a channel, or a reminder. The value-moving kernel reads it: a turn the user did not start moves
 /// nothing by itself (every action waits for the user's confirmation; an x402 payment, which has no confirmation, is
-/// refused). Absent — the tool console, an MCP host's call — counts as the user's, as before.
+/// refused). Absent — the tool console, an MCP host's call — counts as the user's, as before; the MCP server sets
+/// [`Other`] on every call when it does not trust the client's forms (`[mcp] trust_elicitation = false`).
 ///
 /// [`User`]: TurnStarter::User
 /// [`Other`]: TurnStarter::Other

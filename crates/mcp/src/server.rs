@@ -18,7 +18,7 @@ use crate::resources::{self, Subscriptions};
 use crate::tools;
 use holdfast_agent::{MessageRole, NewMessage, Runtime, ToolCallRecord};
 use holdfast_core::CancellationToken;
-use holdfast_core::confirm::CONFIRMATION_TTL;
+use holdfast_core::confirm::{CONFIRMATION_TTL, TurnStarter};
 use holdfast_core::{Confirmation, ToolContext, ToolError, UserChannel, UserDecision};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode, GetPromptRequestParams,
@@ -60,6 +60,10 @@ const MAX_ASKS: usize = 3;
 pub fn supported_versions() -> &'static [ProtocolVersion] {
     ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
 }
+
+/// Who starts an MCP call's turn when `[mcp] trust_elicitation = false` (`TurnStarter::Other`).
+const UNTRUSTED_CLIENT: &str =
+    "an MCP client this server does not trust with the user's answers ([mcp] trust_elicitation = false)";
 
 /// Why no form is sent when `[mcp] trust_elicitation = false`.
 const UNTRUSTED: &str =
@@ -203,6 +207,11 @@ impl HoldfastMcp {
         cancel: &CancellationToken,
     ) -> Result<Value, ToolError> {
         let call_id = self.record_call(session, name, &params).await;
+        if !self.trust_elicitation {
+            // Nothing over MCP is the user's then: the kernel refuses a payment (it has no confirmation step) and asks
+            // the user, elsewhere, about every other action, as for a turn another agent started.
+            session.ctx.extensions.insert(TurnStarter::Other(UNTRUSTED_CLIENT.to_owned()));
+        }
         let result = self.runtime.registry.call(name, params, &session.ctx.with_cancel(cancel.clone())).await;
         self.record_result(session, call_id, name, &result).await;
         result

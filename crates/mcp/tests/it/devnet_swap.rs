@@ -61,7 +61,8 @@ async fn one_submitted_request_moves_value_once_over_mcp() {
 }
 
 /// With `[mcp] trust_elicitation = false`, a host that answers holdfast's forms itself (untrusted_host.mjs: it
-/// accepts everything) is never sent one: its request stays its own text and the swap is refused. Nothing moved.
+/// accepts everything) is never sent one: its request stays its own text, the quote's x402 payment is refused and a
+/// transfer is refused. Nothing moved: no ETH, no USDC (to the quoter or to alice).
 #[tokio::test]
 async fn a_host_not_trusted_with_forms_cannot_approve_by_answering_them() {
     crate::common::require_sdk();
@@ -71,10 +72,12 @@ async fn a_host_not_trusted_with_forms_cannot_approve_by_answering_them() {
     std::fs::write(&devnet.config_path, config).unwrap();
     let wallet = devnet.wallet_address;
     let eth0 = devnet.balance_of(NATIVE, wallet).await.unwrap();
+    let usdc0 = devnet.balance_of(USDC, wallet).await.unwrap();
     let path = devnet.config_path.to_str().unwrap().to_owned();
     let findings =
         crate::common::run_script("untrusted_host.mjs", &crate::common::stdio_env(&["--config", &path])).await;
     assert!(findings["withdrawn"].as_str().is_some_and(|id| id.starts_with("cf_")), "{findings}");
     let spent = eth0 - devnet.balance_of(NATIVE, wallet).await.unwrap();
     assert!(spent < U256::from(20_000_000_000_000_000u128), "no swap of 0.02 ETH went out: spent {spent} wei");
+    assert_eq!(devnet.balance_of(USDC, wallet).await.unwrap(), usdc0, "no USDC left: no payment, no transfer");
 }
