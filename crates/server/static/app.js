@@ -945,6 +945,9 @@ function renderPending() {
     h("div", { class: "pt" }, h("div", {}, h("b", {}, oneLine(c))), h("div", { class: "pr" }, c.reason || "")),
     h("button", { type: "button", class: "primary small", testid: "pending-review", onclick: () => { S.dismissed.delete(c.id); openConfirm(c.id); } }, "Review"))));
 }
+/** How long a newly drawn question's Approve and Deny stay disabled: a click aimed at what was there a moment before
+ * (the previous dialog's Close, in the same place as Approve; the second click of a double click) lands on nothing. */
+const ARM_MS = 800;
 function openConfirm(id) {
   const c = S.pending.get(id);
   const dlg = $("confirm");
@@ -975,6 +978,9 @@ function openConfirm(id) {
         onclick: () => { S.dismissed.add(c.id); closeConfirm(); } }, "Decide later"),
       h("button", { type: "button", class: "danger", testid: "confirm-deny", onclick: () => decide(c, false) }, "Deny"),
       h("button", { type: "button", class: "primary", testid: "confirm-approve", onclick: () => decide(c, true) }, "Approve & send")));
+  const armed = [...dlg.querySelectorAll('[data-testid="confirm-approve"], [data-testid="confirm-deny"]')];
+  armed.forEach((b) => { b.disabled = true; });
+  setTimeout(() => { if (S.dialogId === id && !S.dialogDone) armed.forEach((b) => { b.disabled = false; }); }, ARM_MS);
   if (!dlg.open) dlg.showModal();
 }
 /** Closes the dialog; the next undismissed pending action (if any) opens after it. */

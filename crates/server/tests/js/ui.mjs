@@ -398,8 +398,30 @@ async function swapScenario() {
     if (await page.evaluate((sel) => document.querySelector(sel).open, T("confirm-dialog"))) fail("the dialog reopened by itself");
     const item = await page.textContent(T("pending-item"));
     if (!/sell 0\.02 ETH → at least [\d.]+ USDC/.test(item)) fail(`pending item: ${item}`);
+    // A click that lands as the question appears (one aimed at what was there before) approves nothing: the page
+    // clicks Approve from a DOM observer, before any timer can run, and no approval is sent.
+    let approvals = 0;
+    const count = (r) => { if (/\/confirmations\/[^/]+\/(approve|deny)$/.test(r.url())) approvals += 1; };
+    page.on("request", count);
+    await page.evaluate((sel) => {
+      window.__earlyClick = null;
+      const seen = new MutationObserver(() => {
+        const approve = document.querySelector(sel);
+        if (approve && window.__earlyClick === null) {
+          window.__earlyClick = approve.disabled;
+          approve.click();
+          seen.disconnect();
+        }
+      });
+      seen.observe(document.getElementById("confirm"), { childList: true, subtree: true });
+    }, T("confirm-approve"));
     await page.click(T("pending-review"));
     await page.waitForSelector(`${T("confirm-dialog")}[open]`);
+    if ((await page.evaluate(() => window.__earlyClick)) !== true) fail("Approve was enabled as the question appeared");
+    await page.waitForSelector(`${T("confirm-approve")}:not([disabled])`);
+    page.off("request", count);
+    if (approvals !== 0) fail(`a click as the question appeared decided it (${approvals} requests)`);
+    if ((await page.textContent(T("confirm-badge"))).trim() !== "approval needed") fail("the question was decided");
   });
 
   await step("7. approve → the receipt", async () => {
