@@ -138,6 +138,13 @@ pub(crate) fn authorization_reason(
                     "your message wrote more than one amount, and which of them goes where it did not say; {shown} \
                      needs your approval"
                 ))
+            } else if a.networks.len() > 1 {
+                // "on ethereum, the base fee is fine": which network the amount goes on is not said.
+                Some(format!(
+                    "your message named {} for {shown}, and on which of them it did not say; {network} needs your \
+                     approval",
+                    a.networks.join(" and ")
+                ))
             } else if !a.networks.is_empty() && !a.networks.iter().any(|n| n == network) {
                 Some(format!("your message named {} for {shown}, not {network}", a.networks.join(" or ")))
             } else if (a.networks.is_empty() || a.networks_quoted) && reachable > 1 {

@@ -889,6 +889,22 @@ async fn a_user_amount_goes_by_itself_only_on_the_network_its_message_named() {
     assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
     assert_eq!(env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), alice, "nothing moved on base");
 
+    // A message naming two networks ("the base fee" reads as base) does not say which: either waits for the user
+    // (before: sent by itself on base, which the user wrote only as a word of a fee).
+    env.ctx
+        .context_bank
+        .scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on ethereum, the base fee is fine");
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    for network in ["base", "ethereum"] {
+        eth_looked_up_on(&env, network).await;
+        let sent = env.call("transfer", on(network)).await;
+        assert_eq!(code(&sent), "confirmation_required", "{network}: {sent:?}");
+        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+        assert!(message.contains("on which of them it did not say"), "{message}");
+    }
+    assert_eq!(other.get_balance(ALICE).await.unwrap(), alice_there, "nothing moved on ethereum");
+    assert_eq!(env.devnet.balance_of(NATIVE, ALICE).await.unwrap(), alice, "nothing moved on base");
+
     // The honest control: on base, as written.
     env.ctx.context_bank.scan_input("send 0.001 ETH to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base");
     env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
