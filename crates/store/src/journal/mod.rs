@@ -97,9 +97,11 @@ pub struct NewRow {
     /// True when the action runs by itself on `authorization`: another live row of another intent holding it is
     /// then read for the decision ([`Found::authorization_holder`]).
     pub relies_on_authorization: bool,
-    /// When set (RFC 3339), the [`LIVE`] rows of the same kind to the same recipient on the same chain made after it
-    /// whose delivery is not recorded ([`JournalTable::mark_delivered`]) are read for the decision
-    /// ([`Found::undelivered`]).
+    /// The server a payment was made to (its preset's host and port), stored with a `payment` row.
+    pub server: Option<String>,
+    /// When set (RFC 3339), the [`LIVE`] `payment` rows on the same chain made after it to the same recipient or the
+    /// same [`NewRow::server`], whose delivery is not recorded ([`JournalTable::mark_delivered`]), are read for the
+    /// decision ([`Found::undelivered`]).
     pub undelivered_since: Option<String>,
     /// Created and updated at.
     pub now: String,
@@ -233,8 +235,8 @@ pub struct Found {
     pub authorization_holder: Option<Row>,
     /// The amounts of the wallet's [`LIVE`] rows of the capped kinds in the asset on the row's day.
     pub spent: Vec<String>,
-    /// The ids of the [`LIVE`] rows to the same recipient not known to have delivered, when the row asks
-    /// ([`NewRow::undelivered_since`]).
+    /// The ids of the [`LIVE`] payments to the same recipient or server not known to have delivered, when the row
+    /// asks ([`NewRow::undelivered_since`]).
     pub undelivered: Vec<String>,
 }
 

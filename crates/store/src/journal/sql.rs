@@ -60,8 +60,8 @@ pub(super) type Statement = (String, Vec<Param>);
 
 pub(super) fn insert(r: &NewRow) -> Statement {
     let sql = format!(
-        "INSERT INTO journal ({COLUMNS}, day, user_authorization) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-         $11, $12, $13, $14, $15, $16, NULL, NULL, $17, $18, $19, $19, $20, NULL, $21, $22)"
+        "INSERT INTO journal ({COLUMNS}, day, user_authorization, server) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+         $10, $11, $12, $13, $14, $15, $16, NULL, NULL, $17, $18, $19, $19, $20, NULL, $21, $22, $23)"
     );
     let params = vec![
         text(&r.id),
@@ -86,6 +86,7 @@ pub(super) fn insert(r: &NewRow) -> Statement {
         opt_text(r.intent.as_deref()),
         text(&r.day),
         opt_text(r.authorization.as_deref()),
+        opt_text(r.server.as_deref()),
     ];
     (sql, params)
 }
@@ -122,10 +123,10 @@ pub(super) fn reservation_reads(r: &NewRow, capped_kinds: &[&str]) -> Reservatio
     let undelivered = r.undelivered_since.as_deref().map(|since| {
         (
             format!(
-                "SELECT id FROM journal WHERE to_address = $1 AND chain_id = $2 AND kind = $3 AND delivered_at IS NULL \
-                 AND created_at > $4 AND status IN {live} ORDER BY created_at"
+                "SELECT id FROM journal WHERE kind = 'payment' AND delivered_at IS NULL AND created_at > $1 \
+                 AND chain_id = $2 AND (to_address = $3 OR server = $4) AND status IN {live} ORDER BY created_at"
             ),
-            vec![text(&r.to), int(r.chain_id), text(&r.kind), text(since)],
+            vec![text(since), int(r.chain_id), text(&r.to), opt_text(r.server.as_deref())],
         )
     });
     ReservationReads { same_action, authorization_holder, spent, undelivered }

@@ -296,19 +296,21 @@ pub enum Reserved {
         /// The entry that spent it.
         by: JournalEntry,
     },
-    /// As many live payments to the same payee as [`Undelivered::max`] are not known to have delivered what they paid
-    /// for; nothing was written.
+    /// As many live payments to the same payee or server as [`Undelivered::max`] are not known to have delivered what
+    /// they paid for; nothing was written.
     Undelivered {
         /// Their journal ids, oldest first.
         ids: Vec<String>,
     },
 }
 
-/// The most live payments to one payee that may be undelivered at once ([`Reserved::Undelivered`]).
-#[derive(Debug, Clone, Copy)]
+/// The most live payments to one payee or one server that may be undelivered at once ([`Reserved::Undelivered`]).
+#[derive(Debug, Clone)]
 pub struct Undelivered {
     /// How many.
     pub max: usize,
     /// Counted among the payments made since.
     pub since: chrono::DateTime<chrono::Utc>,
+    /// The server paid (the preset's host and port): a server that names a new payee in each 402 is one server.
+    pub server: String,
 }

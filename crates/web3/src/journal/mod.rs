@@ -123,9 +123,9 @@ impl Journal {
         self.reserve_counting(entry, cap, None).await
     }
 
-    /// [`Journal::reserve`], refused also ([`Reserved::Undelivered`]) when `undelivered.max` live entries of the
-    /// same kind to the same recipient on the chain, made since `undelivered.since`, are not known to have delivered
-    /// ([`Journal::delivered`]): counted in the same transaction, across sessions and instances.
+    /// [`Journal::reserve`] for a payment, refused also ([`Reserved::Undelivered`]) when `undelivered.max` live payments
+    /// on the chain to the same payee or the same `undelivered.server`, made since `undelivered.since`, are not known to
+    /// have delivered ([`Journal::delivered`]): counted in the same transaction, across sessions and instances.
     pub(crate) async fn reserve_counting(
         &self,
         entry: NewEntry,
@@ -133,11 +133,15 @@ impl Journal {
         undelivered: Option<Undelivered>,
     ) -> Result<Reserved, ToolError> {
         let mut row = rows::new_row(entry, EntryStatus::Reserved);
-        row.undelivered_since = undelivered.map(|u| u.since.to_rfc3339());
+        if let Some(u) = &undelivered {
+            row.undelivered_since = Some(u.since.to_rfc3339());
+            row.server = Some(u.server.clone());
+        }
+        let max = undelivered.map(|u| u.max);
         let (id, written) = (row.id.clone(), rows::written(&row));
         let amount = row.amount.clone();
         let capped: Vec<&str> = cap.map(|cap| cap.kinds.iter().map(|k| k.as_str()).collect()).unwrap_or_default();
-        let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap, undelivered));
+        let decided = self.table.reserve(row, &capped, move |found| reserve::decide(found, &amount, cap, max));
         match decided.await.map_err(db_err)? {
             Decided::Refused(Refusal::Existing(found)) => {
                 tracing::info!(journal_id = %found.id, status = found.status.as_str(), "journal: the same action is already live");

@@ -2,7 +2,7 @@
 //! reserve`]) from what it read: the same action's live entry, the live holder of the user authorization the action
 //! relies on, and what the day's live entries already hold.
 
-use super::entry::{DayCap, JournalEntry, Undelivered};
+use super::entry::{DayCap, JournalEntry};
 use alloy::primitives::U256;
 use holdfast_store::journal::Found;
 
@@ -34,7 +34,7 @@ pub(super) fn decide(
     found: Found,
     amount: &str,
     cap: Option<DayCap>,
-    undelivered: Option<Undelivered>,
+    undelivered_max: Option<usize>,
 ) -> Result<Option<Refusal>, String> {
     if let Some(same) = found.same_action {
         return Ok(Some(Refusal::Existing(Box::new(super::rows::entry(same)))));
@@ -42,7 +42,7 @@ pub(super) fn decide(
     if let Some(holder) = found.authorization_holder {
         return Ok(Some(Refusal::AuthorizationSpent(Box::new(super::rows::entry(holder)))));
     }
-    if undelivered.is_some_and(|u| found.undelivered.len() >= u.max) {
+    if undelivered_max.is_some_and(|max| found.undelivered.len() >= max) {
         return Ok(Some(Refusal::Undelivered(found.undelivered)));
     }
     if let Some(cap) = cap {

@@ -31,6 +31,7 @@ pub(super) fn new_row(entry: NewEntry, status: EntryStatus) -> NewRow {
         summary: entry.summary.to_string(),
         relies_on_authorization: entry.authorization.as_ref().is_some_and(|a| a.relied_on),
         authorization: entry.authorization.map(|a| a.id),
+        server: None,
         undelivered_since: None,
         now: now.to_rfc3339(),
         day: super::day(now),

@@ -290,37 +290,42 @@ async fn failed_sends_are_found_by_nonce_at_any_age() {
     }
 }
 
-/// Payments to one payee that delivered nothing are counted across sessions, in the reservation's transaction: the
-/// third is refused until one is recorded delivered; another payee, a refused payment and an older one do not count.
+/// Payments to one payee or one server that delivered nothing are counted across sessions, in the reservation's
+/// transaction: the third is refused until one is recorded delivered; another payee of another server, a failed
+/// payment and an older one do not count, and a new payee named by the same server does.
 #[tokio::test]
 async fn undelivered_payments_to_a_payee_are_counted_across_sessions() {
     for (backend, j) in journals().await {
         let since = chrono::Utc::now() - chrono::Duration::seconds(60);
-        let limit = Some(Undelivered { max: 2, since });
+        let on = |server: &str| Some(Undelivered { max: 2, since, server: server.to_owned() });
+        let limit = on("quotes.example:443");
         let payment = |fp: &str, session: &str, to: &str| NewEntry {
             kind: EntryKind::Payment,
             session_id: session.into(),
             to: to.into(),
             ..entry(fp, "1", None)
         };
-        let first = new(j.reserve_counting(payment("p1", "s1", "0xpayee"), None, limit).await.unwrap());
-        new(j.reserve_counting(payment("p2", "s2", "0xpayee"), None, limit).await.unwrap());
-        match j.reserve_counting(payment("p3", "s3", "0xpayee"), None, limit).await.unwrap() {
+        let first = new(j.reserve_counting(payment("p1", "s1", "0xpayee"), None, limit.clone()).await.unwrap());
+        new(j.reserve_counting(payment("p2", "s2", "0xpayee"), None, limit.clone()).await.unwrap());
+        match j.reserve_counting(payment("p3", "s3", "0xpayee"), None, limit.clone()).await.unwrap() {
             Reserved::Undelivered { ids } => assert_eq!(ids.len(), 2, "{backend}"),
             other => panic!("{backend}: expected a refusal, got {other:?}"),
         }
-        new(j.reserve_counting(payment("p4", "s1", "0xother"), None, limit).await.unwrap());
+        new(j.reserve_counting(payment("p4", "s1", "0xother"), None, on("other.example:443")).await.unwrap());
+        // The same server naming a payee never paid before: still its third.
+        let renamed = j.reserve_counting(payment("p4b", "s4", "0xfresh"), None, limit.clone()).await.unwrap();
+        assert!(matches!(renamed, Reserved::Undelivered { .. }), "{backend}: {renamed:?}");
         // Counted from `since` on: a window that starts now counts none of them.
-        let later = Some(Undelivered { max: 2, since: chrono::Utc::now() });
+        let later = Some(Undelivered { max: 2, since: chrono::Utc::now(), server: "quotes.example:443".to_owned() });
         new(j.reserve_counting(payment("p5", "s1", "0xpayee"), None, later).await.unwrap());
         j.delivered(&first.id).await.unwrap();
         j.delivered(&first.id).await.unwrap();
         // p2 and p5 are undelivered now: still two.
-        let refused = j.reserve_counting(payment("p6", "s1", "0xpayee"), None, limit).await.unwrap();
+        let refused = j.reserve_counting(payment("p6", "s1", "0xpayee"), None, limit.clone()).await.unwrap();
         assert!(matches!(refused, Reserved::Undelivered { .. }), "{backend}: {refused:?}");
         // A payment that failed before it was signed moved nothing: it does not count.
         let p5 = j.list(None, Some(EntryKind::Payment), 10).await.unwrap().into_iter().find(|e| e.fingerprint == "p5");
         j.update(&p5.unwrap().id, EntryStatus::Failed, EntryUpdate::default()).await.unwrap();
-        new(j.reserve_counting(payment("p7", "s1", "0xpayee"), None, limit).await.unwrap());
+        new(j.reserve_counting(payment("p7", "s1", "0xpayee"), None, limit.clone()).await.unwrap());
     }
 }

@@ -234,7 +234,7 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
         authorization: None,
     };
     // The budget is reserved (atomically, against every session's payments) before anything is signed.
-    let entry = reserve(web3, ctx, ask.preset_name, entry, &approved).await?;
+    let entry = reserve(web3, ctx, (ask.preset_name, &request_host), entry, &approved).await?;
     if let Some(account) = web3.account() {
         // EIP-3009 needs the holder's own signature, which a Safe cannot give through its module: the kernel moves
         // exactly what the signer lacks from the account (within the on-chain limit, journaled `fund`) first.
@@ -288,7 +288,8 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
     Ok(SignedPayment { entry, requirement, auth, symbol: token.symbol.clone(), decimals: token.decimals })
 }
 
-/// How many payments to one payee may be unanswered or have bought nothing (the server took the payment and answered
+/// How many payments to one payee, or to one server (a preset's host and port, whatever payee it names), may be
+/// unanswered or have bought nothing (the server took the payment and answered
 /// an error, a second 402, a body too large or not JSON, or a quote holdfast rejects) within
 /// [`UNDELIVERED_WINDOW_SECS`] before the next one is refused: a server that settles and then fails would otherwise be
 /// paid again at every retry of the model, up to the day's budget. Counted from the journal, in the reservation's
@@ -310,11 +311,11 @@ pub(crate) async fn delivered(web3: &Web3, journal_id: &str) {
 /// Reserves `approved`'s amount under the network's daily payment budget and returns the reserved entry.
 /// Over the budget → `payment_refused`, nothing written or signed. In a turn the user did not start (another agent,
 /// a reminder) → `payment_refused`: a payment has no confirmation step, so only the user's own turn may pay. After
-/// [`MAX_UNDELIVERED`] payments to the preset that bought nothing → `payment_refused`.
+/// [`MAX_UNDELIVERED`] payments to its payee or server that bought nothing → `payment_refused`.
 async fn reserve(
     web3: &Web3,
     ctx: &ToolContext,
-    preset: &str,
+    (preset, server): (&str, &str),
     entry: NewEntry,
     approved: &ApprovedPayment,
 ) -> Result<JournalEntry, ToolError> {
@@ -341,7 +342,8 @@ async fn reserve(
         )?;
     let cap = DayCap { limit, kinds: EntryKind::Payment.cap_group() };
     let window = chrono::Duration::seconds(i64::try_from(UNDELIVERED_WINDOW_SECS).unwrap_or(i64::MAX));
-    let undelivered = Undelivered { max: MAX_UNDELIVERED, since: chrono::Utc::now() - window };
+    let undelivered =
+        Undelivered { max: MAX_UNDELIVERED, since: chrono::Utc::now() - window, server: server.to_owned() };
     let payee = entry.to.clone();
     match web3.journal().reserve_counting(entry, Some(cap), Some(undelivered)).await? {
         Reserved::New(e) => Ok(e),
@@ -355,9 +357,9 @@ async fn reserve(
         Reserved::Undelivered { ids } => Err(ToolError::new(
             ErrorCode::PaymentRefused,
             format!(
-                "preset `{preset}`: the last {} payments to its payee {payee} are unanswered or bought nothing (the \
-                 server took them and failed; journal {}); it is paid again an hour after the earliest of them; \
-                 nothing was signed",
+                "preset `{preset}`: the last {} payments to its payee {payee} or its server {server} are unanswered \
+                 or bought nothing (the server took them and failed; journal {}); it is paid again an hour after the \
+                 earliest of them; nothing was signed",
                 ids.len(),
                 ids.join(", ")
             ),
