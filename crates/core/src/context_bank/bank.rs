@@ -98,8 +98,10 @@ pub struct Authorization {
 }
 
 /// The version of the rules by which the bank reads a message into authorizations. Bumped when a change to them would
-/// have read an earlier message otherwise: 1 since hedging words, several amounts and recipient cues (2026-11-27).
-pub const READING: u32 = 1;
+/// have read an earlier message otherwise: 1 since hedging words, several amounts and recipient cues (2026-11-27); 2
+/// since look-alikes of separators, digits of other scripts and currency signs make a number ambiguous, and the tokens
+/// a message names are kept (2026-11-28).
+pub const READING: u32 = 2;
 
 /// One session's context bank. Clones share state.
 ///

@@ -33,9 +33,11 @@
 //! - no zero-width or other invisible character ([`crate::is_invisible`]) inside it or right before it (`0.\u{200b}5`
 //!   renders as `0.5`, and reading the `5` alone would be ten times that);
 //! - no separator of the other convention right before it (`,5` with a decimal point);
-//! - no look-alike of a separator inside it or between it and a digit or separator before it (`0\u{2024}001`,
-//!   `0.\u{200a}01`: reading the digits after it alone would be a hundred or a thousand times what the user sees);
-//! - no currency sign right before it, one space between at most (`$20 ETH` is a value in dollars, not 20 ETH).
+//! - no look-alike of a separator inside it or between it and a digit (of any script) or separator before it
+//!   (`0\u{2024}001`, `0.\u{200a}01`, `٠٫5`, `０．5`: reading the digits after it alone would be ten to a thousand
+//!   times what the user sees), and no decimal separator after a digit with only blanks between (`0.  5`);
+//! - no currency sign beside it, before or after, blanks between (`$20 ETH`, `ETH 20 €` are values in a currency,
+//!   not 20 ETH).
 //!
 //! Such a number is kept as an item flagged [`ItemFlag::Ambiguous`], shown as written, binds nothing, and the
 //! tokens next to it bind to no other number. So no amount with origin `user` is ever another number than the

@@ -214,8 +214,9 @@ fn looks_like_a_separator(c: char) -> bool {
     c == '\'' || (!c.is_ascii() && !c.is_alphanumeric())
 }
 
-/// A currency sign: `$20 ETH` and `€20 ETH` are values in a currency, not 20 ETH.
-fn is_currency(c: char) -> bool {
+/// A currency sign (Unicode's currency symbols, `Sc`): `$20 ETH`, `€ 20 ETH` and `ETH 20 €` are values in a currency,
+/// not 20 ETH.
+pub(super) fn is_currency(c: char) -> bool {
     matches!(
         c,
         '$' | '¢'
@@ -224,10 +225,16 @@ fn is_currency(c: char) -> bool {
             | '¥'
             | '֏'
             | '؋'
+            | '߾'
+            | '߿'
             | '৲'
             | '৳'
+            | '৻'
+            | '૱'
+            | '௹'
             | '฿'
             | '៛'
+            | '꠸'
             | '﷼'
             | '﹩'
             | '＄'
@@ -236,16 +243,18 @@ fn is_currency(c: char) -> bool {
             | '￥'
             | '￦'
     ) || ('\u{20a0}'..='\u{20cf}').contains(&c)
+        || ('\u{11fdd}'..='\u{11fe0}').contains(&c)
+        || matches!(c, '\u{1e2ff}' | '\u{1ecb0}')
 }
 
 /// The number that starts at digit `at`, as far as a person reads it as one: digit runs joined by separators,
 /// invisible characters and characters that look like separators.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
-    /// Where it ends (after its last digit).
+    /// Where it ends (after its last ASCII digit, or before a digit of another script it runs into).
     pub(super) end: usize,
-    /// An invisible character or a look-alike of a separator ([`looks_like_a_separator`]) sits inside it: the number
-    /// is ambiguous.
+    /// An invisible character or a look-alike of a separator ([`looks_like_a_separator`]) sits inside it, or it runs
+    /// into a digit of another script (`5٫٥`): the number is ambiguous.
     pub(super) hidden: bool,
 }
 
@@ -264,46 +273,59 @@ pub(super) fn number_run(text: &str, at: usize) -> Run {
             hidden |= !matches!(c, ',' | '.');
             next = run.end + i + c.len_utf8();
         }
-        if next == run.end || !bytes.get(next).is_some_and(u8::is_ascii_digit) {
+        if next == run.end || !text[next..].chars().next().is_some_and(char::is_numeric) {
             return run;
         }
         run.hidden |= hidden;
         run.end = next;
+        if !bytes[next].is_ascii_digit() {
+            // A digit of another script after a separator: this reader stops before it, and so reads no number.
+            run.hidden = true;
+            return run;
+        }
     }
 }
 
 /// Whether what precedes `start` (the first byte of a number) makes the number part of a longer one a person sees,
-/// or a value in a currency: an invisible character right before it that follows a word character or a separator
-/// (`0.\u{200b}5`), a look-alike of a separator that follows a digit or a separator (`0\u{2024}5`, `0.\u{200a}5`), a
-/// separator of the other convention right before it (`,5` where `.` is the decimal point), the decimal separator
-/// and one space after a digit (`0. 5`), or a currency sign, with at most one space between (`$20`, `€ 20`).
+/// or a value in a currency. Blanks, invisible characters and look-alikes of separators right before it are looked
+/// through, and then: a separator with nothing a person sees between (`,5` where `.` is the decimal point,
+/// `0.\u{200b}5`); the decimal separator after a digit, blanks between (`0. 5`, `0.  5`); a digit (of any script),
+/// an invisible character or a look-alike between (`0\u{2024}5`, `٠٫5`, `5 \u{200a}3`); an invisible character right
+/// after a word character (`send\u{200b}5`); or a currency sign (`$20`, `€ 20`, `$ \u{200a}20`).
 pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> bool {
     let mut before = text[..start].chars().rev().peekable();
-    let mut skipped = false;
-    let mut look_alike = false;
+    let (mut invisible, mut look_alike, mut blank) = (false, false, false);
     while let Some(&c) = before.peek() {
         if joins_digits(c) && !matches!(c, ',' | '.') {
-            skipped = true;
+            invisible = true;
         } else if looks_like_a_separator(c) && !is_currency(c) {
             look_alike = true;
+        } else if matches!(c, ' ' | '\t') {
+            blank = true;
         } else {
             break;
         }
         before.next();
     }
-    match before.next() {
-        Some(',' | '.') => true,
-        Some(c) if is_currency(c) => true,
-        Some(c) if look_alike => c.is_ascii_digit(),
-        // `0. 5`: one space after the decimal separator that follows a digit (`0.5, 1` is a list); `$ 20`.
-        Some(' ' | '\t') if !skipped => match before.next() {
-            Some(c) if is_currency(c) => true,
-            Some(c) => c == decimal && before.next().is_some_and(|c| c.is_ascii_digit()),
-            None => false,
-        },
-        Some(c) => skipped && is_word_char(c),
-        None => false,
+    let Some(c) = before.next() else { return false };
+    if is_currency(c) {
+        return true;
     }
+    match c {
+        ',' | '.' if !blank => true,
+        c if c == decimal => before.next().is_some_and(char::is_numeric),
+        c if c.is_numeric() => look_alike || invisible,
+        c => invisible && !blank && !look_alike && is_word_char(c),
+    }
+}
+
+/// Whether a currency sign follows the number that ends at `end`, blanks, invisible characters and look-alikes between
+/// (`20 €`, `20$`): a value in a currency, not an amount of a token.
+pub(super) fn currency_after(text: &str, end: usize) -> bool {
+    text[end..]
+        .chars()
+        .find(|c| !(matches!(c, ' ' | '\t') || joins_digits(*c) || (looks_like_a_separator(*c) && !is_currency(*c))))
+        .is_some_and(is_currency)
 }
 
 /// The longest multi-word network name of `entry` written at `start`, and where it ends. The name wins over the

@@ -489,8 +489,11 @@ impl ContextScanner {
         let shown_from =
             if continues && start > 0 && matches!(bytes[start - 1], b',' | b'.') { start - 1 } else { start };
         let written = &text[start..end];
-        let reading =
-            if run.hidden || continues { Reading::Ambiguous } else { read_number(written, self.decimal_comma) };
+        let reading = if run.hidden || continues || currency_after(text, end) {
+            Reading::Ambiguous
+        } else {
+            read_number(written, self.decimal_comma)
+        };
         let value = match reading {
             // Several points and no comma (`1.2.3`): a version, not an amount.
             Reading::NotAnAmount => return skip_word(text, end),

@@ -604,6 +604,17 @@ fn amounts_a_person_reads_one_way_only_bind() {
         ("send \u{20ac}20 ETH", [("20", "ETH"), ("0", "ETH")]),
         ("send $ 20 ETH", [("20", "ETH"), ("0", "ETH")]),
         ("send \u{ffe5}20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        // Digits of other scripts before the look-alike, blanks after the point, blanks around a currency sign, a sign
+        // the first list missed, and one after the number.
+        ("swap \u{660}\u{66b}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap \u{ff10}\u{ff0e}5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0.  5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("swap 0.\u{200a} 5 ETH", [("5", "ETH"), ("0.5", "ETH")]),
+        ("send $ \u{200a}20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("send $  20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("send \u{bf9}20 ETH", [("20", "ETH"), ("0", "ETH")]),
+        ("sell ETH 20 \u{20ac}", [("20", "ETH"), ("0", "ETH")]),
+        ("sell ETH 20$", [("20", "ETH"), ("0", "ETH")]),
     ] {
         let b = bank();
         b.scan_input(text);

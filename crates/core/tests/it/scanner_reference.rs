@@ -123,59 +123,81 @@ impl Reference {
         c.is_some_and(|c| c == '\'' || (!c.is_ascii() && !c.is_alphanumeric()))
     }
 
-    /// A currency sign.
+    /// A currency sign (Unicode's `Sc`).
     fn currency(c: Option<char>) -> bool {
-        c.is_some_and(|c| "$¢£¤¥֏؋৲৳฿៛﷼﹩＄￠￡￥￦".contains(c) || ('\u{20a0}'..='\u{20cf}').contains(&c))
+        c.is_some_and(|c| {
+            "$¢£¤¥֏؋߾߿৲৳৻૱௹฿៛꠸﷼﹩＄￠￡￥￦".contains(c)
+                || ('\u{20a0}'..='\u{20cf}').contains(&c)
+                || ('\u{11fdd}'..='\u{11fe0}').contains(&c)
+                || c == '\u{1e2ff}'
+                || c == '\u{1ecb0}'
+        })
     }
 
     /// The number starting at the digit `i`: digit runs joined by joiners and look-alikes. Returns its end and
-    /// whether anything but `.` and `,` is inside it.
+    /// whether anything but `.` and `,` is inside it (or it runs into a digit of another script, where it ends).
     fn number_end(&self, i: usize) -> (usize, bool) {
         let mut j = i;
         let mut invisible = false;
         loop {
             j = (j..).find(|&k| !self.digit(k)).unwrap_or(j);
             let k = (j..).find(|&k| !Self::joiner(self.at(k)) && !Self::look_alike(self.at(k))).unwrap_or(j);
-            if k == j || !self.digit(k) {
+            if k == j || !self.at(k).is_some_and(char::is_numeric) {
                 return (j, invisible);
             }
             invisible |= (j..k).any(|m| !matches!(self.at(m), Some('.' | ',')));
             j = k;
+            if !self.digit(k) {
+                return (k, true);
+            }
         }
     }
 
-    /// Whether the number starting at `start` continues one a person sees before it, or is a value in a currency: a
-    /// `.` or `,` right before it (after any invisible characters and look-alikes), a look-alike right after a digit,
-    /// invisible characters right after a word character, or a currency sign (one space between at most).
+    /// Whether the number starting at `start` continues one a person sees before it, or is a value in a currency.
+    /// Looked through: blanks, invisible characters and look-alikes. Then a `.` or `,` with no blank between, the
+    /// point after a digit with blanks between, a digit with an invisible character or a look-alike between, a word
+    /// character right before invisible characters, or a currency sign.
     fn continues(&self, start: usize) -> bool {
         let mut j = start;
-        let mut invisible = false;
-        let mut look_alike = false;
+        let (mut invisible, mut look_alike, mut blank) = (false, false, false);
         while j > 0 {
             let c = self.at(j - 1);
             if Self::joiner(c) && !matches!(c, Some('.' | ',')) {
                 invisible = true;
             } else if Self::look_alike(c) && !Self::currency(c) {
                 look_alike = true;
+            } else if matches!(c, Some(' ' | '\t')) {
+                blank = true;
             } else {
                 break;
             }
             j -= 1;
         }
-        let c = j.checked_sub(1).and_then(|k| self.at(k));
-        if Self::currency(c) {
+        let Some(c) = j.checked_sub(1).and_then(|k| self.at(k)) else { return false };
+        if Self::currency(Some(c)) {
             return true;
         }
-        match c {
-            Some('.' | ',') => true,
-            Some(c) if look_alike => c.is_ascii_digit(),
-            Some(' ' | '\t') if !invisible => {
-                Self::currency(j.checked_sub(2).and_then(|k| self.at(k)))
-                    || (j >= 3 && self.at(j - 2) == Some('.') && self.digit(j - 3))
-            }
-            Some(c) => invisible && is_word_char(c),
-            None => false,
+        if matches!(c, '.' | ',') && !blank {
+            return true;
         }
+        if c == '.' {
+            return j >= 2 && self.at(j - 2).is_some_and(char::is_numeric);
+        }
+        if c.is_numeric() {
+            return look_alike || invisible;
+        }
+        invisible && !blank && !look_alike && is_word_char(c)
+    }
+
+    /// Whether a currency sign follows position `end`, blanks, invisible characters and look-alikes between.
+    fn currency_after(&self, end: usize) -> bool {
+        let k = (end..)
+            .find(|&k| {
+                let c = self.at(k);
+                !(matches!(c, Some(' ' | '\t')) || Self::joiner(c) || (Self::look_alike(c) && !Self::currency(c)))
+            })
+            .unwrap_or(end);
+        Self::currency(self.at(k))
     }
 
     /// The token symbol that is the whole word at `i`, if a word starts there with an ASCII letter or digit.
@@ -202,7 +224,7 @@ impl Reference {
         }
         let continues = self.continues(start);
         // What it reads as: one value, ambiguous (None), or no amount at all (a version, too long).
-        let value: Option<String> = if invisible || continues {
+        let value: Option<String> = if invisible || continues || self.currency_after(end) {
             None
         } else {
             let written = self.text(start, end);
@@ -467,9 +489,52 @@ fn fragments() -> Vec<String> {
 
 fn separators() -> Vec<&'static str> {
     vec![
-        " ", " ", " ", "  ", "   ", "    ", "\t", " \t ", "", "", ".", ",", ", ", "-", "/", ":", ";", "\n", "—", "é",
-        "(", ") ", "«", "»", "\u{a0}", "_", "\u{200b}", "\u{2060}", "\u{2024}", "\u{200a}", "\u{b7}", "\u{2044}", "'",
-        "$", "\u{20ac}", "$ ", "\u{201c}",
+        " ",
+        " ",
+        " ",
+        "  ",
+        "   ",
+        "    ",
+        "\t",
+        " \t ",
+        "",
+        "",
+        ".",
+        ",",
+        ", ",
+        "-",
+        "/",
+        ":",
+        ";",
+        "\n",
+        "—",
+        "é",
+        "(",
+        ") ",
+        "«",
+        "»",
+        "\u{a0}",
+        "_",
+        "\u{200b}",
+        "\u{2060}",
+        "\u{2024}",
+        "\u{200a}",
+        "\u{b7}",
+        "\u{2044}",
+        "'",
+        "$",
+        "\u{20ac}",
+        "$ ",
+        "\u{201c}",
+        "\u{660}",
+        "\u{66b}",
+        "\u{665}",
+        "\u{ff10}",
+        "\u{ff0e}",
+        "\u{bf9}",
+        " \u{200a}",
+        " \u{20ac}",
+        ". ",
     ]
 }
 
@@ -540,7 +605,13 @@ fn seen_numbers(text: &str) -> Vec<String> {
     // point between two digits and as nothing after a point or a comma (`0\u{2024}5` and `0.\u{200a}5` read 0.5); a
     // currency sign makes the number after it (one space between at most) a value in that currency, no amount.
     let look_alike = |c: char| c == '\'' || (!c.is_ascii() && !c.is_alphanumeric());
-    let currency = |c: char| "$¢£¤¥֏؋৲৳฿៛﷼﹩＄￠￡￥￦".contains(c) || ('\u{20a0}'..='\u{20cf}').contains(&c);
+    let currency = |c: char| {
+        "$¢£¤¥֏؋߾߿৲৳৻૱௹฿៛꠸﷼﹩＄￠￡￥￦".contains(c)
+            || ('\u{20a0}'..='\u{20cf}').contains(&c)
+            || ('\u{11fdd}'..='\u{11fe0}').contains(&c)
+            || c == '\u{1e2ff}'
+            || c == '\u{1ecb0}'
+    };
     let mut rendered: Vec<char> = Vec::with_capacity(visible.len());
     let mut k = 0;
     while k < visible.len() {
@@ -564,7 +635,7 @@ fn seen_numbers(text: &str) -> Vec<String> {
             let after = visible.get(k + run).copied();
             match (before, after) {
                 (Some('.' | ','), _) => {}
-                (Some(b), Some(a)) if b.is_ascii_digit() && a.is_ascii_digit() => rendered.push('.'),
+                (Some(b), Some(a)) if b.is_numeric() && a.is_numeric() => rendered.push('.'),
                 _ => rendered.extend(&visible[k..k + run]),
             }
             k += run;
@@ -611,10 +682,56 @@ fn seen_numbers(text: &str) -> Vec<String> {
 /// Numbers written with invisible characters, other separators and tokens around them.
 fn lookalike_numbers() -> impl Strategy<Value = String> {
     let parts = vec![
-        "0", "1", "5", "50", "001", "000", "12", ".", ",", ".", ",", "\u{200b}", "\u{200c}", "\u{200d}", "\u{2060}",
-        "\u{feff}", "\u{ad}", "\u{202e}", "\u{2066}", "\u{180e}", " ", " ", "\t", "ETH", " ETH", " USDC", "USDC ",
-        "send ", "x", "\u{a0}", "\n", "\u{2024}", "\u{fe52}", "\u{ff0e}", "\u{b7}", "\u{66b}", "\u{200a}", "\u{2005}",
-        "\u{2044}", "'", "$", "\u{20ac}", "\u{2014}", "\u{201c}",
+        "0",
+        "1",
+        "5",
+        "50",
+        "001",
+        "000",
+        "12",
+        ".",
+        ",",
+        ".",
+        ",",
+        "\u{200b}",
+        "\u{200c}",
+        "\u{200d}",
+        "\u{2060}",
+        "\u{feff}",
+        "\u{ad}",
+        "\u{202e}",
+        "\u{2066}",
+        "\u{180e}",
+        " ",
+        " ",
+        "\t",
+        "ETH",
+        " ETH",
+        " USDC",
+        "USDC ",
+        "send ",
+        "x",
+        "\u{a0}",
+        "\n",
+        "\u{2024}",
+        "\u{fe52}",
+        "\u{ff0e}",
+        "\u{b7}",
+        "\u{66b}",
+        "\u{200a}",
+        "\u{2005}",
+        "\u{2044}",
+        "'",
+        "$",
+        "\u{20ac}",
+        "\u{2014}",
+        "\u{201c}",
+        "\u{660}",
+        "\u{665}",
+        "\u{ff10}",
+        "\u{bf9}",
+        "  ",
+        " \u{200a}",
     ];
     proptest::collection::vec(proptest::sample::select(parts), 0..16).prop_map(|v| v.concat())
 }
