@@ -204,6 +204,11 @@ impl fmt::Debug for Extensions {
 }
 
 impl Extensions {
+    /// A map of its own holding what `self` holds now: what is attached to either afterwards stays there.
+    pub fn fork(&self) -> Extensions {
+        Extensions { map: Arc::new(RwLock::new(self.map.read().clone())) }
+    }
+
     /// Attaches `value`, replacing any earlier value of the same type.
     pub fn insert<T: Any + Send + Sync>(&self, value: T) {
         self.map.write().insert(TypeId::of::<T>(), Arc::new(value));
@@ -273,6 +278,29 @@ impl ToolContext {
     /// ```
     pub fn with_cancel(&self, token: CancellationToken) -> ToolContext {
         ToolContext { cancel: token, ..self.clone() }
+    }
+
+    /// The same session, with `value` attached for calls made through the returned context only: the session's other
+    /// extensions are copied, and neither what this call attaches nor what the session attaches meanwhile (another
+    /// front end's turn) reaches the other.
+    ///
+    /// ```
+    /// use holdfast_core::config::CoreConfig;
+    /// use holdfast_core::CoreServices;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = CoreServices::new(CoreConfig::default())?.new_session("doc");
+    /// let call = session.with_extension(7u32);
+    /// session.extensions.insert(8u32);
+    /// assert_eq!(call.extensions.get::<u32>().as_deref(), Some(&7));
+    /// assert_eq!(session.extensions.get::<u32>().as_deref(), Some(&8));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_extension<T: std::any::Any + Send + Sync>(&self, value: T) -> ToolContext {
+        let extensions = self.extensions.fork();
+        extensions.insert(value);
+        ToolContext { extensions, ..self.clone() }
     }
 
     /// `Err(cancelled)` once the call was asked to stop. `what` says what was about to happen (`signing`).

@@ -207,12 +207,16 @@ impl HoldfastMcp {
         cancel: &CancellationToken,
     ) -> Result<Value, ToolError> {
         let call_id = self.record_call(session, name, &params).await;
-        if !self.trust_elicitation {
-            // Nothing over MCP is the user's then: the kernel refuses a payment (it has no confirmation step) and asks
-            // the user, elsewhere, about every other action, as for a turn another agent started.
-            session.ctx.extensions.insert(TurnStarter::Other(UNTRUSTED_CLIENT.to_owned()));
-        }
-        let result = self.runtime.registry.call(name, params, &session.ctx.with_cancel(cancel.clone())).await;
+        let ctx = session.ctx.with_cancel(cancel.clone());
+        // Nothing over MCP is the user's when its forms are not trusted: the kernel refuses a payment (it has no
+        // confirmation step) and asks the user, elsewhere, about every other action, as for a turn another agent
+        // started. Set on this call's own context: a turn the web UI runs on the session meanwhile does not change it.
+        let ctx = if self.trust_elicitation {
+            ctx
+        } else {
+            ctx.with_extension(TurnStarter::Other(UNTRUSTED_CLIENT.to_owned()))
+        };
+        let result = self.runtime.registry.call(name, params, &ctx).await;
         self.record_result(session, call_id, name, &result).await;
         result
     }
