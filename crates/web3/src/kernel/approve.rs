@@ -6,9 +6,7 @@
 //! model-input rule); it does not spend the user's authorization of the amount — the swap it serves does — but waits
 //! for the user when another action already spent it. The exact simulation must leave the allowance at the amount.
 
-use super::inputs::{
-    SWAP_INPUTS, UserAmount, amount_bound, entries, intent_key, pinned_spender, quote_register, unbound_reason,
-};
+use super::inputs::{SWAP_INPUTS, UserAmount, entries, intent_key, pinned_spender, quote_register};
 use super::pipeline::{self, Inputs, Limits, Move, Plan, Planned, Sent, TxKind, Verdict};
 use super::{fingerprint, human};
 use crate::Web3;
@@ -159,10 +157,6 @@ impl TxKind for Approve<'_> {
             ToolError::new(ErrorCode::UnknownToken, format!("{} is not in the token table", q.sell.address))
         })?;
         let mut plan = approval_plan(network, &token, q.sell_amount, wallet, spender, fp);
-        // As for the swap it is made for: an amount converted for another token than the one approved asks.
-        if !amount_bound(ctx, "sell_amount", "sell_token") {
-            plan.confirm.push(unbound_reason("sell_amount", "sell_token"));
-        }
         let resets = super::allowances::resets_today(web3, network.chain_id, token.address).await;
         if resets >= super::allowances::RESETS_BEFORE_ASKING {
             plan.confirm.push(format!(

@@ -2,7 +2,7 @@
 //! the user's authorizations, the pinned spender, and the intent key that makes a retry idempotent.
 
 use super::{fingerprint, human};
-use alloy::primitives::{Address, U256, keccak256};
+use alloy::primitives::{Address, keccak256};
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::registers::{SharedEntry, ValueType};
 use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
@@ -107,7 +107,7 @@ pub(crate) fn authorization_reason(
     if amount.entry.origin() != Origin::User {
         return None;
     }
-    let shown = &super::human(mv.amount, mv.decimals, &mv.symbol);
+    let shown = &human(mv.amount, mv.decimals, &mv.symbol);
     let Some(id) = amount.entry.provenance.authorization.as_deref() else {
         return Some(format!(
             "`{}` holds {shown} from your words, but no message of yours authorizes moving it (a value saved before \
@@ -212,11 +212,6 @@ pub(crate) fn give_back(ctx: &ToolContext, spent: Option<&str>, intent: &str) {
     if let Some(id) = spent {
         ctx.context_bank.unspend(id, intent);
     }
-}
-
-/// The human form of `amount` of a token, for messages.
-pub(crate) fn shown(amount: U256, decimals: u8, symbol: &str) -> String {
-    human(amount, decimals, symbol)
 }
 
 /// The session note that names the intent which spent register `key` (see [`spend`]).

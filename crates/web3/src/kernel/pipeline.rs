@@ -591,7 +591,7 @@ async fn commit<K: TxKind>(
         }
         // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
         // actions of this wallet cannot both find it unspent.
-        let shown = super::inputs::shown(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
+        let shown = super::human(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
         if reasons.is_empty()
             && !upfront
             && let Some(amount) = &inputs.amount
