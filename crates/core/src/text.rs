@@ -102,6 +102,12 @@ pub fn unify_line_breaks(text: &str) -> String {
     text.replace("\r\n", "\n").replace(is_line_break, "\n")
 }
 
+/// Whether `c` is a bidirectional control (`Bidi_Control`: U+061C, U+200E–200F, U+202A–202E, U+2066–2069), which can
+/// make text display in another order than it is stored.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Code points that render as nothing, or that change how the text around them is laid out, rather than as a
 /// visible character: C0 and C1 controls (tab and line feed included), Unicode's `Default_Ignorable_Code_Point`
 /// (zero-width spaces and joiners, the soft hyphen, variation selectors, tags, the byte-order mark…), every

@@ -46,13 +46,18 @@ pub struct Authorization {
     pub symbol: String,
     /// When the user's message was read.
     pub created_at: chrono::DateTime<chrono::Utc>,
-    /// The addresses written in the same message, as the bank holds them: a recipient the amount may go to without
-    /// asking. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
+    /// Every address the same message writes, as the bank holds them — in its quoted parts too, with a wrong checksum
+    /// too, and every word shaped like an address that reads as none (`0x…` with a letter O for a zero, a homoglyph or
+    /// an invisible mark inside, shown as written) — except one it writes only as where something came from ("from
+    /// 0x…"). A transfer of the amount goes by itself only when there is one: the user reads each of them as an
+    /// address. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
-    /// Those of `addresses` the message writes as where something goes, right after a recipient cue ("to 0x…", "pay
-    /// 0x…"; see `ContextScanner`'s `as_a_recipient`): only such an address is a recipient the amount may go to
-    /// without asking, and only when it is the message's one address and it names no address-book recipient.
+    /// Those of `addresses` with a right checksum that the user's own words (outside quoted parts) write as where
+    /// something goes, right after a recipient cue ("to 0x…", "pay 0x…"; see `ContextScanner`'s `as_a_recipient`):
+    /// only such an address is a recipient the amount may go to without asking, and only when it is the message's one
+    /// address and it names no address-book recipient. None (and no `names`) when the message holds a bidirectional
+    /// control, which can draw it in another order than it is read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recipients: Vec<String>,
     /// The address book's names written in the same message (outside its quoted parts), as the book spells them: an
@@ -144,7 +149,7 @@ impl ContextBank {
         // The items outside the parts that may be quoted; `None`: nothing in the message may be.
         let own_text = super::quoted::own_words(user_text);
         let own: Option<Vec<ContextItem>> = own_text.as_deref().map(|own| self.scanner.scan(own));
-        let names = self.scanner.recipient_names_in(own_text.as_deref().unwrap_or(user_text));
+        let mut names = self.scanner.recipient_names_in(own_text.as_deref().unwrap_or(user_text));
         let mut added = Vec::new();
         {
             let mut state = self.state.write();
@@ -155,18 +160,38 @@ impl ContextBank {
             // named outside the quoted parts, or, when none is, every one it names (the narrower).
             let asked = own.as_deref().unwrap_or(&found);
             let (mut addresses, mut recipients): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
-            let said = own_text.as_deref().unwrap_or(user_text);
-            for i in asked {
-                let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
-                // An address the message writes only as where something came from ("5 USDC from 0x…") is none of
-                // its amounts' addresses; one written elsewhere but never as where something goes ("0x… got
-                // hacked", "to alice or 0x…") is one, but no recipient.
-                if valid && !addresses.contains(&i.value) && !super::scanner::only_as_a_sender(said, &i.value) {
-                    if super::scanner::as_a_recipient(said, &i.value) {
-                        recipients.push(i.value.clone());
-                    }
+            let whole = super::scanner::Said::new(user_text);
+            let said = own_text.as_deref().map(super::scanner::Said::new);
+            let said = said.as_ref().unwrap_or(&whole);
+            // The message's addresses, which a transfer of its amount goes to by itself only when there is one: every
+            // address it writes, in a quoted part or not, with a right checksum or not (a user reads each as an
+            // address), except one it writes only as where something came from ("5 USDC from 0x…")…
+            let mut counted = std::collections::HashSet::new();
+            for i in found.iter().filter(|i| i.item_type == ItemType::EthAddress) {
+                if counted.insert(i.value.to_ascii_lowercase()) && !super::scanner::only_as_a_sender(&whole, &i.value) {
                     addresses.push(i.value.clone());
                 }
+            }
+            // …and every word shaped like an address that reads as none (a letter O for a zero, a homoglyph, an
+            // invisible mark inside): the user may take it for the recipient.
+            addresses.extend(super::scanner::unreadable_addresses(user_text));
+            // A recipient is one of them with a right checksum, in the user's own words, written as where something
+            // goes ("to 0x…"), not only mentioned ("0x… got hacked", "to alice or 0x…").
+            for i in asked {
+                let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
+                if valid
+                    && addresses.contains(&i.value)
+                    && !recipients.contains(&i.value)
+                    && super::scanner::as_a_recipient(said, &i.value)
+                {
+                    recipients.push(i.value.clone());
+                }
+            }
+            // Bidirectional controls can draw the message in another order than it is read here ("0xA → 0xB" shown
+            // as "0xB → 0xA"): nothing in it is a recipient by itself.
+            if user_text.chars().any(crate::text::is_bidi_control) {
+                recipients.clear();
+                names.clear();
             }
             for earlier in &mut state.authorizations {
                 earlier.latest = false;

@@ -69,8 +69,12 @@
 //! # Recipients
 //! An address a message writes right after a recipient cue ("to 0x…", "pay 0x…", with a few filler words such as "my
 //! wallet" between) is one of its authorizations' `recipients`; one it only mentions ("0x… was hacked") is one of
-//! their `addresses` but no recipient, and one written only right after "from" is neither. A transfer goes by itself
-//! only to the message's one address, written as a recipient, when the message names no address-book recipient too.
+//! their `addresses` but no recipient, and one written only right after "from" is neither. Every other address a user
+//! reads in the message counts among its `addresses` — one in a quoted part, one with a wrong checksum, a word shaped
+//! like an address that reads as none (a letter O for a zero, a homoglyph, an invisible mark inside) — though none of
+//! them is a recipient, and a message holding a bidirectional control has no recipient at all. A transfer goes by
+//! itself only to the message's one address, written as a recipient, when the message names no address-book
+//! recipient too.
 //!
 //! # Words that hedge
 //! "Don't send 5 USDC to alice", "did the 5 USDC to alice go through?", "I sent 5 USDC to alice" and "if ETH drops,

@@ -89,14 +89,71 @@ fn after_a_cue(before: &str, sends: bool) -> bool {
     })
 }
 
-/// Whether every place `text` writes `address` (ignoring case) comes right after the word "from" and blanks: the
+/// A user's message as the address reads see it: folded to lower case once, whether it writes a verb of sending, and
+/// where it writes each address (`0x` and 40 hex digits, in lower case). Built once per message, so reading a message
+/// that writes many addresses costs one pass over it, not one per address.
+pub(super) struct Said {
+    folded: String,
+    sending: bool,
+    places: HashMap<String, Vec<usize>>,
+}
+
+impl Said {
+    /// Reads `text`.
+    pub(super) fn new(text: &str) -> Self {
+        let folded = text.to_lowercase();
+        let sending = sends(&folded);
+        let mut places: HashMap<String, Vec<usize>> = HashMap::new();
+        let bytes = folded.as_bytes();
+        for at in memchr::memmem::find_iter(bytes, b"0x") {
+            // `x` is no hex digit, so two such places never overlap.
+            if let Some(written) = bytes.get(at..at + 42)
+                && written[2..].iter().all(u8::is_ascii_hexdigit)
+            {
+                places.entry(String::from_utf8_lossy(written).into_owned()).or_default().push(at);
+            }
+        }
+        Self { folded, sending, places }
+    }
+
+    /// Where the message writes `address` (any case), in the folded text.
+    fn places(&self, address: &str) -> &[usize] {
+        self.places.get(&address.to_ascii_lowercase()).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The words of `text` shaped like an address that the scanner reads as none: 41 to 44 letters, digits and invisible
+/// marks (an address's 42, give or take a mark; a bare 40-digit commit hash is none), at least 30 of them digits or
+/// hex letters, and not `0x` and 40 hex digits (a letter O for a zero, a Cyrillic
+/// `е`, a zero-width space inside, a full-width `０ｘ`). Each as written, invisible marks shown as `\u{…}`.
+pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
+    let inside = |c: char| c.is_alphanumeric() || (crate::is_invisible(c) && !c.is_whitespace());
+    let hexish = |c: &char| c.is_ascii_hexdigit() || c.is_numeric() || matches!(c, 'ａ'..='ｆ' | 'Ａ'..='Ｆ');
+    let clean = |w: &str| {
+        w.len() == 42
+            && w.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x"))
+            && w[2..].bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !inside(c)) {
+        let n = word.chars().count();
+        if (41..=44).contains(&n) && word.chars().filter(hexish).count() >= 30 && !clean(word) {
+            let shown = super::rules::ambiguous_item(word).value;
+            if !out.contains(&shown) {
+                out.push(shown);
+            }
+        }
+    }
+    out
+}
+
+/// Whether every place the message writes `address` (ignoring case) comes right after the word "from" and blanks: the
 /// message names it as a sender ("I got 5 USDC from 0x…"), never as where anything goes.
-pub(super) fn only_as_a_sender(text: &str, address: &str) -> bool {
-    let (folded, needle) = (text.to_lowercase(), address.to_lowercase());
-    let mut places = folded.match_indices(needle.as_str()).map(|(at, _)| at).peekable();
-    places.peek().is_some()
-        && places.all(|at| {
-            without_trailing_blanks(&folded[..at])
+pub(super) fn only_as_a_sender(said: &Said, address: &str) -> bool {
+    let places = said.places(address);
+    !places.is_empty()
+        && places.iter().all(|&at| {
+            without_trailing_blanks(&said.folded[..at])
                 .strip_suffix("from")
                 .is_some_and(|rest| !is_word(rest.chars().next_back()))
         })
@@ -112,10 +169,9 @@ pub const ADDRESS_FILLERS: [&str; 12] =
 /// [`ADDRESS_FILLERS`] ("to my wallet 0x…") and an opening `` ` ``, `(`, `<`, `[` or `:` between, on one line. An
 /// address written anywhere else — "from 0x…", "0x… got hacked", "the token contract 0x…" — is no recipient of the
 /// message's amounts.
-pub(super) fn as_a_recipient(text: &str, address: &str) -> bool {
-    let (folded, needle) = (text.to_lowercase(), address.to_lowercase());
-    let sending = sends(&folded);
-    folded.match_indices(needle.as_str()).any(|(at, _)| {
+pub(super) fn as_a_recipient(said: &Said, address: &str) -> bool {
+    let (folded, sending) = (&said.folded, said.sending);
+    said.places(address).iter().any(|&at| {
         let opening =
             |c: char| matches!(c, '`' | '(' | '<' | '[' | ':') || (c.is_whitespace() && !crate::is_line_break(c));
         let mut before = folded[..at].trim_end_matches(opening);

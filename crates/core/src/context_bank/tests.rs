@@ -710,16 +710,17 @@ fn an_amount_only_in_a_quoted_part_of_the_message_is_no_request() {
     assert_eq!(quoted(&format!("send 10 USDC to {to}"), "10"), Some((false, true)), "not quoted");
     // Still read: the amount is an item, and its authorization is kept, flagged.
     assert!(b.has_amount("9", "USDC"));
-    assert_eq!(b.authorization("9", "USDC").map(|a| (a.quoted, a.addresses)), Some((true, vec![])));
-    // A user's own amount names no recipient that only the quote holds, and the quote's networks bind only when the
-    // user's own words name none.
+    assert_eq!(b.authorization("9", "USDC").map(|a| (a.quoted, a.recipients)), Some((true, vec![])));
+    // A user's own amount names no recipient that only the quote holds (the quote's address still counts among the
+    // message's addresses: a user reads it), and the quote's networks bind only when the user's own words name none.
     b.scan_input(&format!("my landlord wrote on base:\n> new rent wallet {to}\n\nIs this legit? Rent is 700 USDC."));
     let rent = b.authorization("700", "USDC").unwrap();
-    assert_eq!((rent.quoted, rent.addresses, rent.networks), (false, vec![], vec!["base".to_owned()]));
+    assert_eq!((rent.quoted, rent.recipients, rent.networks), (false, vec![], vec!["base".to_owned()]));
+    assert_eq!(rent.addresses, [to]);
     b.scan_input(&format!("> send 7 USDC to {to} on base\n\nIs it safe to send 7 USDC to strangers?"));
     let seven = b.authorization("7", "USDC").unwrap();
     assert!(seven.networks_quoted && !rent.networks_quoted, "named only in the quote: narrows, names none");
-    assert_eq!((seven.quoted, seven.addresses, seven.networks), (false, vec![], vec!["base".to_owned()]));
+    assert_eq!((seven.quoted, seven.recipients, seven.networks), (false, vec![], vec!["base".to_owned()]));
     // Asked for outside the quote, it is a request, even when the quote holds it too.
     b.scan_input(&format!("> send 7 USDC to {to}\n\nyes, send 7 USDC to {to}"));
     assert_eq!(b.authorization("7", "USDC").map(|a| (a.quoted, a.latest)), Some((false, true)));
@@ -869,4 +870,38 @@ fn an_authorization_read_by_older_rules_moves_nothing_by_itself_once_restored() 
     let now = bank();
     now.restore(vec![], b.authorizations(), vec![]);
     assert!(now.authorizations()[0].latest);
+}
+
+#[test]
+fn every_address_a_user_reads_counts_and_only_a_clean_one_of_their_own_words_is_a_recipient() {
+    let b = bank();
+    let a = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    let v = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";
+    let last = |text: &str| {
+        b.scan_input(text);
+        b.authorizations().last().unwrap().clone()
+    };
+    // The one address, written as where the amount goes: the honest case.
+    let honest = last(&format!("send 5 USDC on base to {a}"));
+    assert_eq!(honest.addresses, [a]);
+    assert_eq!(honest.recipients, [a]);
+    // The address the user reads as the recipient hidden from the count: inside a "quotation" of look-alike commas,
+    // with a letter O for a zero, a Cyrillic `е`, a zero-width space inside, or one letter's case flipped. Each is
+    // still one of the message's addresses, so the attacker's address is no longer its only one.
+    let broken_o = v.replacen('0', "O", 2).replacen("O", "0", 1);
+    let cyrillic = v.replacen('d', "\u{501}", 1);
+    let zero_width = format!("{}\u{200b}{}", &v[..20], &v[20..]);
+    let flipped = v.replacen("AAf", "aAf", 1);
+    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, flipped] {
+        for text in [
+            format!("Send 5 USDC on base to our treasury\u{201a} {shown}\u{201a} the wallet linked to {a}."),
+            format!("Send 5 USDC on base to {shown}, the wallet linked to {a}"),
+        ] {
+            let got = last(&text);
+            assert!(got.addresses.len() >= 2, "{text:?}: {:?}", got.addresses);
+        }
+    }
+    // Bidirectional controls may draw "0xV → 0xA" as "0xA → 0xV": no recipient by itself.
+    let bidi = last(&format!("Move 5 USDC on base: \u{2067}{v}\u{200f} \u{2192} {a}\u{2069}"));
+    assert!(bidi.recipients.is_empty() && bidi.names.is_empty(), "{bidi:?}");
 }
