@@ -24,6 +24,7 @@
 //! the end (so `0.5` stays one). These are English words: a request in another language goes by itself as before.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Words that decline, correct or take back what a message asks ("don't", "never", "cancel", "I meant").
 pub const DECLINING: [&str; 41] = [
@@ -209,26 +210,73 @@ impl Hedge {
     }
 }
 
+/// Whether `c` belongs to a word: a letter or digit, an apostrophe, or an invisible mark (skipped inside a word).
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || APOSTROPHES.contains(&c) || (crate::is_invisible(c) && !c.is_whitespace())
+}
+
+/// Writes `raw` (one word as split by [`in_word`]) into `out` as the module reads it: its letters and digits, lower
+/// case.
+fn fold_word(raw: &str, out: &mut String) {
+    out.clear();
+    if raw.is_ascii() {
+        out.extend(raw.bytes().filter(u8::is_ascii_alphanumeric).map(|b| char::from(b.to_ascii_lowercase())));
+        return;
+    }
+    for c in raw.chars().filter(|&c| c.is_alphanumeric() && !APOSTROPHES.contains(&c)) {
+        out.extend(c.to_lowercase());
+    }
+}
+
 /// The words of `text` as the module reads them.
 pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    let inside =
-        |c: char| c.is_alphanumeric() || APOSTROPHES.contains(&c) || (crate::is_invisible(c) && !c.is_whitespace());
-    text.split(move |c: char| !inside(c))
-        .map(|w| {
-            let kept = w.chars().filter(|&c| c.is_alphanumeric() && !APOSTROPHES.contains(&c));
-            kept.flat_map(char::to_lowercase).collect::<String>()
+    text.split(|c: char| !in_word(c))
+        .map(|raw| {
+            let mut word = String::new();
+            fold_word(raw, &mut word);
+            word
         })
         .filter(|w| !w.is_empty())
 }
 
+/// Each word of [`DECLINING`], [`PAST`] and [`CONDITIONS`] with its kind (a word in two lists is of the first).
+static HEDGE_WORDS: std::sync::LazyLock<HashMap<&'static str, HedgeKind>> = std::sync::LazyLock::new(|| {
+    let mut kinds = HashMap::new();
+    let tables: [(&[&'static str], HedgeKind); 3] =
+        [(&DECLINING, HedgeKind::Declined), (&PAST, HedgeKind::Past), (&CONDITIONS, HedgeKind::Condition)];
+    for (table, kind) in tables {
+        for word in table {
+            kinds.entry(*word).or_insert(kind);
+        }
+    }
+    kinds
+});
+
 /// How the words of a message (all of it, quoted parts too) hedge its amounts: the first declining word, else the
-/// first word of the past, else the first conditional one, else the first question that is no request.
+/// first word of the past, else the first conditional one, else the first question that is no request. One pass over
+/// the words, one buffer for them all.
 pub(super) fn message_hedge(text: &str) -> Option<Hedge> {
-    let found = |table: &[&str]| words(text).find(|w| table.contains(&w.as_str()));
-    found(&DECLINING)
-        .map(|w| Hedge::new(HedgeKind::Declined, &w))
-        .or_else(|| found(&PAST).map(|w| Hedge::new(HedgeKind::Past, &w)))
-        .or_else(|| found(&CONDITIONS).map(|w| Hedge::new(HedgeKind::Condition, &w)))
+    let (mut past, mut condition) = (None, None);
+    let mut word = String::new();
+    let longest = HEDGE_WORDS.keys().map(|w| w.len()).max().unwrap_or(0);
+    for raw in text.split(|c: char| !in_word(c)) {
+        // A word longer than every hedge word, even once its marks are dropped, is none of them.
+        if raw.is_ascii() && raw.len() > longest {
+            continue;
+        }
+        fold_word(raw, &mut word);
+        if word.len() > longest {
+            continue;
+        }
+        match HEDGE_WORDS.get(word.as_str()) {
+            Some(HedgeKind::Declined) => return Some(Hedge::new(HedgeKind::Declined, &word)),
+            Some(HedgeKind::Past) if past.is_none() => past = Some(word.clone()),
+            Some(HedgeKind::Condition) if condition.is_none() => condition = Some(word.clone()),
+            _ => {}
+        }
+    }
+    past.map(|w| Hedge::new(HedgeKind::Past, &w))
+        .or_else(|| condition.map(|w| Hedge::new(HedgeKind::Condition, &w)))
         .or_else(|| sentences(text).find_map(question_hedge))
 }
 
@@ -260,12 +308,15 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 /// one of [`QUESTION_OPENERS`].
 fn question_hedge(sentence: &str) -> Option<Hedge> {
     let trimmed = sentence.trim_end();
-    let all: Vec<String> = words(sentence).filter(|w| !w.chars().all(|c| c.is_ascii_digit())).collect();
-    let first = all.first().map(String::as_str);
+    let mut words = words(sentence).filter(|w| !w.chars().all(|c| c.is_ascii_digit()));
+    let opener = words.next();
     let asks = trimmed.ends_with('?') || trimmed.ends_with('？') || sentence.contains('¿');
-    if !asks && !first.is_some_and(|w| QUESTION_OPENERS.contains(&w)) {
+    if !asks && !opener.as_deref().is_some_and(|w| QUESTION_OPENERS.contains(&w)) {
         return None;
     }
+    // Only a sentence that asks is read whole.
+    let all: Vec<String> = opener.into_iter().chain(words).collect();
+    let first = all.first().map(String::as_str);
     if is_request(&all) {
         return None;
     }

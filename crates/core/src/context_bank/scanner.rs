@@ -135,7 +135,23 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
             && w[2..].bytes().all(|b| b.is_ascii_hexdigit())
     };
     let mut out: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !inside(c)) {
+    // Only runs of at least 41 bytes with no ASCII whitespace or punctuation can hold such a word (an ASCII control
+    // character is an invisible mark, inside a word): found byte by byte.
+    let bytes = text.as_bytes();
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for (at, b) in bytes.iter().enumerate() {
+        if b.is_ascii() && !b.is_ascii_alphanumeric() && !(b.is_ascii_control() && !b.is_ascii_whitespace()) {
+            if at - start >= 41 {
+                runs.push(&text[start..at]);
+            }
+            start = at + 1;
+        }
+    }
+    if bytes.len() - start >= 41 {
+        runs.push(&text[start..]);
+    }
+    for word in runs.into_iter().flat_map(|run| run.split(|c: char| !inside(c))) {
         let n = word.chars().count();
         if (41..=44).contains(&n) && word.chars().filter(hexish).count() >= 30 && !clean(word) {
             let shown = super::rules::ambiguous_item(word).value;

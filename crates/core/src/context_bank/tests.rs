@@ -891,8 +891,9 @@ fn every_address_a_user_reads_counts_and_only_a_clean_one_of_their_own_words_is_
     let broken_o = v.replacen('0', "O", 2).replacen("O", "0", 1);
     let cyrillic = v.replacen('d', "\u{501}", 1);
     let zero_width = format!("{}\u{200b}{}", &v[..20], &v[20..]);
+    let control = format!("{}\u{1}{}", &v[..20], &v[20..]);
     let flipped = v.replacen("AAf", "aAf", 1);
-    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, flipped] {
+    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, control, flipped] {
         for text in [
             format!("Send 5 USDC on base to our treasury\u{201a} {shown}\u{201a} the wallet linked to {a}."),
             format!("Send 5 USDC on base to {shown}, the wallet linked to {a}"),
