@@ -141,7 +141,9 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
     let mut runs = Vec::new();
     let mut start = 0;
     for (at, b) in bytes.iter().enumerate() {
-        if b.is_ascii() && !b.is_ascii_alphanumeric() && !(b.is_ascii_control() && !b.is_ascii_whitespace()) {
+        let in_a_word =
+            !b.is_ascii() || b.is_ascii_alphanumeric() || (b.is_ascii_control() && !b.is_ascii_whitespace());
+        if !in_a_word {
             if at - start >= 41 {
                 runs.push(&text[start..at]);
             }
