@@ -48,7 +48,8 @@ pub struct Authorization {
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// Every address the same message writes, as the bank holds them — in its quoted parts too, with a wrong checksum
     /// too, and every word shaped like an address that reads as none (`0x…` with a letter O for a zero, a homoglyph or
-    /// an invisible mark inside, shown as written) — except one it writes only as where something came from ("from
+    /// an invisible mark inside, shown as written) and every word beginning with `0x` that is no address (the first
+    /// part of one wrapped onto two lines) — except one it writes only as where something came from ("from
     /// 0x…"). A transfer of the amount goes by itself only when there is one: the user reads each of them as an
     /// address. An address from another message (a pasted one, an old one) makes a transfer wait for the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

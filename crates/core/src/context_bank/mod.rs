@@ -71,7 +71,8 @@
 //! wallet" between) is one of its authorizations' `recipients`; one it only mentions ("0x… was hacked") is one of
 //! their `addresses` but no recipient, and one written only right after "from" is neither. Every other address a user
 //! reads in the message counts among its `addresses` — one in a quoted part, one with a wrong checksum, a word shaped
-//! like an address that reads as none (a letter O for a zero, a homoglyph, an invisible mark inside) — though none of
+//! like an address that reads as none (a letter O for a zero, a homoglyph, an invisible mark inside), a word beginning
+//! with `0x` that is no address (the first part of one wrapped onto two lines) — though none of
 //! them is a recipient, and a message holding a bidirectional control has no recipient at all. A transfer goes by
 //! itself only to the message's one address, written as a recipient, when the message names no address-book
 //! recipient too.

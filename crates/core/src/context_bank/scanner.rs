@@ -125,7 +125,9 @@ impl Said {
 /// The words of `text` shaped like an address that the scanner reads as none: 41 to 44 letters, digits and invisible
 /// marks (an address's 42, give or take a mark; a bare 40-digit commit hash is none), at least 30 of them digits or
 /// hex letters, and not `0x` and 40 hex digits (a letter O for a zero, a Cyrillic
-/// `е`, a zero-width space inside, a full-width `０ｘ`). Each as written, invisible marks shown as `\u{…}`.
+/// `е`, a zero-width space inside, a full-width `０ｘ`), and every word beginning with `0x` of at least six letters
+/// and digits that is no address and no 32-byte hash (the first part of an address wrapped onto two lines, one with a
+/// digit too few). Each as written, invisible marks shown as `\u{…}`.
 pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
     let inside = |c: char| c.is_alphanumeric() || (crate::is_invisible(c) && !c.is_whitespace());
     let hexish = |c: &char| c.is_ascii_hexdigit() || c.is_numeric() || matches!(c, 'ａ'..='ｆ' | 'Ａ'..='Ｆ');
@@ -160,6 +162,22 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
             if !out.contains(&shown) {
                 out.push(shown);
             }
+        }
+    }
+    // A word beginning with `0x` that is no address — the first part of one wrapped onto two lines or split by a
+    // space, one with a digit too few — is read as a broken address; a 32-byte hash (`0x` and 64 hex digits) is none.
+    for at in memchr::memmem::find_iter(bytes, b"0x").chain(memchr::memmem::find_iter(bytes, b"0X")) {
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || !bytes[at - 1].is_ascii()) {
+            continue;
+        }
+        let len = 2 + bytes[at + 2..].iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+        let word = &text[at..at + len];
+        let hex = word[2..].bytes().all(|b| b.is_ascii_hexdigit());
+        let next_is_word = bytes.get(at + len).is_some_and(|b| !b.is_ascii() || *b == b'_');
+        let address_or_hash = hex && matches!(len, 42 | 66);
+        let broken = len >= 6 && !next_is_word && !address_or_hash;
+        if broken && !out.iter().any(|o| o == word) {
+            out.push(word.to_owned());
         }
     }
     out

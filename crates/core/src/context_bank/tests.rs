@@ -893,7 +893,9 @@ fn every_address_a_user_reads_counts_and_only_a_clean_one_of_their_own_words_is_
     let zero_width = format!("{}\u{200b}{}", &v[..20], &v[20..]);
     let control = format!("{}\u{1}{}", &v[..20], &v[20..]);
     let flipped = v.replacen("AAf", "aAf", 1);
-    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, control, flipped] {
+    let wrapped = format!("{}\n{}", &v[..20], &v[20..]);
+    let short = v[..41].to_owned();
+    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, control, flipped, wrapped, short] {
         for text in [
             format!("Send 5 USDC on base to our treasury\u{201a} {shown}\u{201a} the wallet linked to {a}."),
             format!("Send 5 USDC on base to {shown}, the wallet linked to {a}"),
@@ -902,6 +904,10 @@ fn every_address_a_user_reads_counts_and_only_a_clean_one_of_their_own_words_is_
             assert!(got.addresses.len() >= 2, "{text:?}: {:?}", got.addresses);
         }
     }
+    // A transaction hash beside the one address is none.
+    let hash = format!("0x{}", "ab".repeat(32));
+    let one = last(&format!("send 5 USDC on base to {a}, as in {hash}"));
+    assert_eq!(one.addresses, [a]);
     // Bidirectional controls may draw "0xV → 0xA" as "0xA → 0xV": no recipient by itself.
     let bidi = last(&format!("Move 5 USDC on base: \u{2067}{v}\u{200f} \u{2192} {a}\u{2069}"));
     assert!(bidi.recipients.is_empty() && bidi.names.is_empty(), "{bidi:?}");
