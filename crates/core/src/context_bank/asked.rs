@@ -260,10 +260,6 @@ pub(super) fn message_hedge(text: &str) -> Option<Hedge> {
     let mut word = String::new();
     let longest = HEDGE_WORDS.keys().map(|w| w.len()).max().unwrap_or(0);
     for raw in text.split(|c: char| !in_word(c)) {
-        // A word longer than every hedge word, even once its marks are dropped, is none of them.
-        if raw.is_ascii() && raw.len() > longest {
-            continue;
-        }
         fold_word(raw, &mut word);
         if word.len() > longest {
             continue;
@@ -343,6 +339,16 @@ mod tests {
 
     fn kind(text: &str) -> Option<(HedgeKind, String)> {
         message_hedge(text).map(|h| (h.kind, h.word))
+    }
+
+    #[test]
+    fn a_hedge_word_with_marks_inside_is_read_whatever_its_length_as_written() {
+        let dels = format!("Actually don{}t", "\u{7f}".repeat(8));
+        let apostrophes = format!("Actually don{}t", "\'\'\'\'\'\'\'\'\'");
+        let zero_width = format!("don{}t", "\u{200b}".repeat(5));
+        for text in [dels, apostrophes, zero_width] {
+            assert_eq!(kind(&text), Some((HedgeKind::Declined, "dont".to_owned())), "{text:?}");
+        }
     }
 
     #[test]

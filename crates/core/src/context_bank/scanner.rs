@@ -130,7 +130,16 @@ impl Said {
 /// digit too few). Each as written, invisible marks shown as `\u{…}`.
 pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
     let inside = |c: char| c.is_alphanumeric() || (crate::is_invisible(c) && !c.is_whitespace());
-    let hexish = |c: &char| c.is_ascii_hexdigit() || c.is_numeric() || matches!(c, 'ａ'..='ｆ' | 'Ａ'..='Ｆ');
+    // Hex digits, other digits, and the letters drawn like them (full-width, Cyrillic `а А В с С е Е ԁ о О х`, Latin
+    // `O o l I`).
+    let hexish = |c: &char| {
+        c.is_ascii_hexdigit()
+            || c.is_numeric()
+            || matches!(
+                c,
+                'ａ'..='ｆ' | 'Ａ'..='Ｆ' | 'а' | 'А' | 'В' | 'с' | 'С' | 'е' | 'Е' | 'ԁ' | 'о' | 'О' | 'х' | 'O' | 'o' | 'l' | 'I'
+            )
+    };
     let clean = |w: &str| {
         w.len() == 42
             && w.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x"))
@@ -156,7 +165,7 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
         runs.push(&text[start..]);
     }
     for word in runs.into_iter().flat_map(|run| run.split(|c: char| !inside(c))) {
-        let n = word.chars().count();
+        let n = word.chars().filter(|c| !crate::is_invisible(*c)).count();
         if (41..=44).contains(&n) && word.chars().filter(hexish).count() >= 30 && !clean(word) {
             let shown = super::rules::ambiguous_item(word).value;
             if !out.contains(&shown) {
@@ -165,19 +174,24 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
         }
     }
     // A word beginning with `0x` that is no address — the first part of one wrapped onto two lines or split by a
-    // space, one with a digit too few — is read as a broken address; a 32-byte hash (`0x` and 64 hex digits) is none.
+    // space, one with a digit too few or with letters of another script or invisible marks inside, one glued to a
+    // `_` (`_0x…_`, markdown's emphasis, which the scanner reads as no address) — is read as a broken address; an
+    // address and a 32-byte hash (`0x` and 40 or 64 hex digits, standing alone) are none.
+    let in_the_word = |c: char| c.is_alphanumeric() || c == '_' || (crate::is_invisible(c) && !c.is_whitespace());
     for at in memchr::memmem::find_iter(bytes, b"0x").chain(memchr::memmem::find_iter(bytes, b"0X")) {
-        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || !bytes[at - 1].is_ascii()) {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(char::is_alphanumeric) {
             continue;
         }
-        let len = 2 + bytes[at + 2..].iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+        let len = text[at..].char_indices().find(|&(_, c)| !in_the_word(c)).map_or(text.len() - at, |(i, _)| i);
         let word = &text[at..at + len];
         let hex = word[2..].bytes().all(|b| b.is_ascii_hexdigit());
-        let next_is_word = bytes.get(at + len).is_some_and(|b| !b.is_ascii() || *b == b'_');
-        let address_or_hash = hex && matches!(len, 42 | 66);
-        let broken = len >= 6 && !next_is_word && !address_or_hash;
-        if broken && !out.iter().any(|o| o == word) {
-            out.push(word.to_owned());
+        let address_or_hash = hex && matches!(len, 42 | 66) && before != Some('_');
+        if word.chars().count() >= 6 && !address_or_hash {
+            let shown = super::rules::ambiguous_item(word).value;
+            if !out.contains(&shown) {
+                out.push(shown);
+            }
         }
     }
     out

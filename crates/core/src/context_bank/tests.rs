@@ -895,7 +895,38 @@ fn every_address_a_user_reads_counts_and_only_a_clean_one_of_their_own_words_is_
     let flipped = v.replacen("AAf", "aAf", 1);
     let wrapped = format!("{}\n{}", &v[..20], &v[20..]);
     let short = v[..41].to_owned();
-    for shown in [v.to_owned(), broken_o, cyrillic, zero_width, control, flipped, wrapped, short] {
+    let marks = format!("{}\u{200b}{}\u{200b}{}\u{200b}{}", &v[..12], &v[12..22], &v[22..32], &v[32..]);
+    let hair = format!("{}\u{200a}{}", &v[..22], &v[22..]);
+    let emphasis = format!("_{v}_");
+    let many_cyrillic: String = v
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i > 2 && c == 'A' {
+                '\u{410}'
+            } else if i > 2 && c == 'a' {
+                '\u{430}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let cyrillic_x = v.replacen('x', "\u{445}", 1);
+    for shown in [
+        v.to_owned(),
+        broken_o,
+        cyrillic,
+        zero_width,
+        control,
+        flipped,
+        wrapped,
+        short,
+        marks,
+        hair,
+        emphasis,
+        many_cyrillic,
+        cyrillic_x,
+    ] {
         for text in [
             format!("Send 5 USDC on base to our treasury\u{201a} {shown}\u{201a} the wallet linked to {a}."),
             format!("Send 5 USDC on base to {shown}, the wallet linked to {a}"),
