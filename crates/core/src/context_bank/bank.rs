@@ -106,7 +106,7 @@ pub struct Authorization {
 /// The version of the rules by which the bank reads a message into authorizations. Bumped when a change to them would
 /// have read an earlier message otherwise: 1 since hedging words, several amounts and recipient cues (2026-11-27); 2
 /// since look-alikes of separators, digits of other scripts and currency signs make a number ambiguous, and the tokens
-/// a message names are kept (2026-11-28).
+/// a message names are kept (2026-11-27).
 pub const READING: u32 = 2;
 
 /// One session's context bank. Clones share state.
@@ -167,9 +167,10 @@ impl ContextBank {
             // The message's addresses, which a transfer of its amount goes to by itself only when there is one: every
             // address it writes, in a quoted part or not, with a right checksum or not (a user reads each as an
             // address), except one it writes only as where something came from ("5 USDC from 0x…")…
-            let mut counted = std::collections::HashSet::new();
+            let mut counted = HashSet::new();
             for i in found.iter().filter(|i| i.item_type == ItemType::EthAddress) {
-                if counted.insert(i.value.to_ascii_lowercase()) && !super::scanner::only_as_a_sender(&whole, &i.value) {
+                if !counted.contains(&i.value) && !super::scanner::only_as_a_sender(&whole, &i.value) {
+                    counted.insert(i.value.clone());
                     addresses.push(i.value.clone());
                 }
             }
@@ -181,7 +182,7 @@ impl ContextBank {
             for i in asked {
                 let valid = i.item_type == ItemType::EthAddress && !i.flags.contains(&ItemFlag::ChecksumMismatch);
                 if valid
-                    && addresses.contains(&i.value)
+                    && counted.contains(&i.value)
                     && !recipients.contains(&i.value)
                     && super::scanner::as_a_recipient(said, &i.value)
                 {
@@ -217,10 +218,13 @@ impl ContextBank {
             // Words that speak of the amounts without asking for them hedge them all; so does a message that binds
             // more than one amount in its own words (which goes where is not said).
             let hedge = super::asked::message_hedge(user_text);
-            let own_bound = bound_amounts(asked);
+            let own_bound: HashSet<(&str, &str)> =
+                bound_amounts(asked).into_iter().map(|(own, s)| (own.value.as_str(), s)).collect();
             let several = own_bound.len() > 1;
-            for (item, symbol) in bound_amounts(&found) {
-                let in_own_words = own_bound.iter().any(|(own, s)| own.value == item.value && *s == symbol);
+            // Only the last `MAX_ITEMS` are kept: the earlier ones of a long message would be dropped at once.
+            let bound = bound_amounts(&found);
+            for (item, symbol) in bound.iter().skip(bound.len().saturating_sub(MAX_ITEMS)).copied() {
+                let in_own_words = own_bound.contains(&(item.value.as_str(), symbol));
                 state.authorizations.push(Authorization {
                     id: format!("au_{}", crate::confirm::random_id()),
                     amount: item.value.clone(),
@@ -486,10 +490,11 @@ impl ContextBank {
 
 /// The amounts of `items` bound to a token, each (amount, token) once, in the order written.
 fn bound_amounts(items: &[ContextItem]) -> Vec<(&ContextItem, &str)> {
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
     let mut out: Vec<(&ContextItem, &str)> = Vec::new();
     for item in items {
         if let (ItemType::Amount, Some(symbol)) = (item.item_type, item.label.as_deref())
-            && !out.iter().any(|(seen, s)| seen.value == item.value && *s == symbol)
+            && seen.insert((item.value.as_str(), symbol))
         {
             out.push((item, symbol));
         }

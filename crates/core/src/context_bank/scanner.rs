@@ -146,6 +146,7 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
             && w[2..].bytes().all(|b| b.is_ascii_hexdigit())
     };
     let mut out: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     // Only runs of at least 41 bytes with no ASCII whitespace or punctuation can hold such a word (an ASCII control
     // character is an invisible mark, inside a word): found byte by byte.
     let bytes = text.as_bytes();
@@ -168,7 +169,7 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
         let n = word.chars().filter(|c| !crate::is_invisible(*c)).count();
         if (41..=44).contains(&n) && word.chars().filter(hexish).count() >= 30 && !clean(word) {
             let shown = super::rules::ambiguous_item(word).value;
-            if !out.contains(&shown) {
+            if seen.insert(shown.clone()) {
                 out.push(shown);
             }
         }
@@ -189,7 +190,7 @@ pub(super) fn unreadable_addresses(text: &str) -> Vec<String> {
         let address_or_hash = hex && matches!(len, 42 | 66) && before != Some('_');
         if word.chars().count() >= 6 && !address_or_hash {
             let shown = super::rules::ambiguous_item(word).value;
-            if !out.contains(&shown) {
+            if seen.insert(shown.clone()) {
                 out.push(shown);
             }
         }

@@ -86,7 +86,7 @@ impl AiTool for X402Fetch {
          configuration and registers. If the server asks for an x402 payment, it is paid automatically when it \
          fits the payment policy (per-request cap, daily budget, allowed asset and payee); otherwise \
          `payment_refused` and nothing is paid. `payment_failed` means a payment was sent but bought nothing; do \
-         not retry in a loop: after two such payments to one payee within an hour, it is refused. Swap quotes are validated before they are stored (`quote_rejected`)."
+         not retry in a loop: after two such payments to one payee or server within an hour, it is refused. Swap quotes are validated before they are stored (`quote_rejected`)."
     }
 
     fn kind(&self) -> ToolKind {
