@@ -131,11 +131,20 @@ pub fn conversation(m: &InboxMessage, receiver: &str) -> (String, String) {
     }
 }
 
+/// How the model, the history and a confirmation's question name a reminder the agent scheduled for itself.
+const OWN_REMINDER: &str = "a reminder the agent scheduled for itself";
+
 /// Who sent a message to agent `receiver` and how, as the model and the history show it.
 pub fn describe_sender(m: &InboxMessage, receiver: &str) -> String {
     match m.via.as_str() {
+        // A reminder scheduled in a turn someone else started (another agent, an untrusted client) names them: the
+        // words are theirs as much as the agent's. A reminder from a reminder's turn already names its origin.
+        "reminder" if m.from == receiver => match m.metadata.as_ref().and_then(|v| v["asked_by"].as_str()) {
+            Some(asked_by) if asked_by.starts_with(OWN_REMINDER) => asked_by.to_owned(),
+            Some(asked_by) => format!("{OWN_REMINDER} while answering {asked_by}"),
+            None => OWN_REMINDER.to_owned(),
+        },
         // A reminder another agent scheduled for this one is that agent's words, not this agent's own note.
-        "reminder" if m.from == receiver => "a reminder the agent scheduled for itself".to_owned(),
         "reminder" => format!("a reminder agent '{}' scheduled for you", m.from),
         "direct" => format!("agent '{}'", m.from),
         "reply" => format!("agent '{}' (its reply to your message)", m.from),
@@ -465,6 +474,18 @@ mod tests {
             describe_sender(&message("mallory", "reminder"), "assistant"),
             "a reminder agent 'mallory' scheduled for you"
         );
+        // One the agent scheduled while answering mallory names mallory, and so does one scheduled in that
+        // reminder's turn (the description does not grow along the chain).
+        let mut asked = message("assistant", "reminder");
+        asked.metadata = Some(serde_json::json!({"kind": "reminder", "asked_by": "agent 'mallory'"}));
+        let named = describe_sender(&asked, "assistant");
+        assert_eq!(named, "a reminder the agent scheduled for itself while answering agent 'mallory'");
+        asked.metadata = Some(serde_json::json!({"kind": "reminder", "asked_by": named}));
+        assert_eq!(describe_sender(&asked, "assistant"), named);
+        // The words are read only from a reminder of the agent's own: another agent's message cannot claim them.
+        let mut forged = message("mallory", "direct");
+        forged.metadata = Some(serde_json::json!({"asked_by": "the user"}));
+        assert_eq!(describe_sender(&forged, "assistant"), "agent 'mallory'");
         assert_eq!(describe_sender(&message("bob", "direct"), "assistant"), "agent 'bob'");
         assert_eq!(describe_sender(&message("bob", "group:team"), "assistant"), "agent 'bob' to group 'team'");
     }

@@ -49,7 +49,7 @@ pub use messaging::{
     SessionEvents, SqliteMessageStore, TargetType, UserMessage,
 };
 pub use runtime::{AgentRuntime, ChannelConfig, MemoryConfig, RuntimeBuilder};
-pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, SchedulerHandle};
+pub use schedule::reminders::{Reminder, ReminderScheduler, Reminders, ScheduledIn, SchedulerHandle};
 pub use schedule::task_store::{PgTaskStore, SqliteTaskStore, TaskStore};
 pub use schedule::tasks::{Priority, Task, TaskList, TaskStatus, TaskStep};
 pub use search::embeddings::{Embedder, EmbeddingsConfig};

@@ -119,6 +119,8 @@ pub const MESSAGES: Component = Component {
         // Who held each agent's inbox last, and whether it let go cleanly (PostgreSQL only: on the SQLite file one
         // process holds every inbox).
         both!(4, "messages", "0004_inbox_holds.sql"),
+        // Who started the turn that scheduled a reminder, when it was not the user: its turn names them.
+        both!(5, "messages", "0005_reminder_asked_by.sql"),
     ],
 };
 

@@ -62,6 +62,20 @@ pub struct Reminder {
     pub fired_at: Option<DateTime<Utc>>,
     /// Agent-to-agent hops of the conversation whose turn scheduled it (0: a turn the user started).
     pub hops: u32,
+    /// Who started the turn that scheduled it, when it was not the user (`agent 'mallory'`, an untrusted MCP
+    /// client): the reminder's own turn names them, so a reminder another agent talked the agent into scheduling
+    /// for itself is not taken for the agent's own note.
+    pub asked_by: Option<String>,
+}
+
+/// Where a reminder is scheduled from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScheduledIn<'a> {
+    /// The scheduling session: a reminder to the user is announced there when it fires.
+    pub session: Option<&'a str>,
+    /// Who started the scheduling turn, when it was not the user
+    /// ([`holdfast_core::confirm::TurnStarter::not_user`]); `None` for the user's turn.
+    pub asked_by: Option<&'a str>,
 }
 
 /// Parses `rem_<n>` (or a bare number).
@@ -74,7 +88,7 @@ pub fn parse_reminder_id(field: &'static str, id: &str) -> Result<i64> {
 
 /// A reminder row as the reminders list it.
 fn to_reminder(row: ReminderRow) -> Result<Reminder> {
-    let (id, agent_id, due, message, kind, target_id, created, fired, hops, _session) = row;
+    let (id, agent_id, due, message, kind, target_id, created, fired, hops, _session, asked_by) = row;
     let time = |s: &str| parse_time(s).ok_or_else(|| bad_time("reminders_items", s));
     let kind = TargetType::parse(&kind)
         .ok_or_else(|| MemoryError::internal(format!("unknown target type {kind:?} in reminders_items")))?;
@@ -87,6 +101,7 @@ fn to_reminder(row: ReminderRow) -> Result<Reminder> {
         created_at: time(&created)?,
         fired_at: fired.as_deref().map(time).transpose()?,
         hops,
+        asked_by,
     })
 }
 
@@ -128,14 +143,16 @@ impl Reminders {
         target: Option<MessageTarget>,
         hops: u32,
     ) -> Result<Reminder> {
-        self.schedule_in(None, field, due_at, message, target, hops).await
+        self.schedule_in(ScheduledIn::default(), field, due_at, message, target, hops).await
     }
 
-    /// [`Reminders::schedule`] from session `session`: a reminder to the user is announced there when it fires, on
-    /// whichever instance serves that session ([`crate::MessageRouter::set_session_events`]).
+    /// [`Reminders::schedule`] from a session (`from.session`: a reminder to the user is announced there when it
+    /// fires, on whichever instance serves that session, [`crate::MessageRouter::set_session_events`]) in a turn
+    /// someone other than the user may have started (`from.asked_by`, kept with the reminder and named when it
+    /// fires).
     pub async fn schedule_in(
         &self,
-        session: Option<&str>,
+        from: ScheduledIn<'_>,
         field: &'static str,
         due_at: DateTime<Utc>,
         message: String,
@@ -167,7 +184,8 @@ impl Reminders {
             target: target.clone(),
             created_at: fmt_time(now),
             hops,
-            session_id: session.map(str::to_owned),
+            session_id: from.session.map(str::to_owned),
+            asked_by: from.asked_by.map(str::to_owned),
         };
         let id = self.router.store().add_reminder(&new, MAX_PENDING_REMINDERS).await?;
         self.wake.notify_one();
@@ -180,6 +198,7 @@ impl Reminders {
             created_at: now,
             fired_at: None,
             hops,
+            asked_by: from.asked_by.map(str::to_owned),
         })
     }
 
@@ -278,7 +297,10 @@ impl ReminderScheduler {
             tracing::warn!(reminder = %r.id, "reminder of an invalid agent id dropped");
             return Ok(false);
         };
-        let metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
+        let mut metadata = serde_json::json!({"kind": "reminder", "reminder_id": r.id, "due_at": fmt_time(r.due_at)});
+        if let Some(asked_by) = &r.asked_by {
+            metadata["asked_by"] = asked_by.clone().into();
+        }
         let sent = self
             .router
             .send_reminder(&agent, &r.target, r.message.clone(), Some(metadata.clone()), r.hops, fires.clone(), session)

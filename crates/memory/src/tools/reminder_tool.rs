@@ -93,12 +93,13 @@ impl AiTool for ScheduleReminderTool {
         // reminder) is one more hop, as a reminder to anyone else is when it fires: a chain of reminders no user
         // starts ends at `[memory] max_hops`.
         let origin = SendOrigin::session(ctx);
-        let not_user = holdfast_core::confirm::TurnStarter::not_user(ctx).is_some();
+        let asked_by = holdfast_core::confirm::TurnStarter::not_user(ctx);
+        let not_user = asked_by.is_some();
         let target = input.target.clone().unwrap_or_else(|| MessageTarget::agent(handle.agent_id.as_str()));
         let to_self = target == MessageTarget::agent(handle.agent_id.as_str());
         let hops = origin.hops + u32::from(not_user && to_self);
-        let session = origin.session_id.as_deref();
-        let scheduled = handle.reminders.schedule_in(session, field, due, input.message, Some(target.clone()), hops);
+        let from = crate::ScheduledIn { session: origin.session_id.as_deref(), asked_by: asked_by.as_deref() };
+        let scheduled = handle.reminders.schedule_in(from, field, due, input.message, Some(target.clone()), hops);
         let reminder = match scheduled.await {
             Ok(reminder) => reminder,
             Err(e @ MemoryError::HopLimit { .. }) => {

@@ -109,6 +109,9 @@ impl Local {
         }
         for row in &mut self.reminders {
             clean(&mut row.message);
+            if let Some(a) = row.asked_by.as_mut() {
+                clean(a);
+            }
         }
         self
     }
@@ -219,9 +222,10 @@ impl Local {
         let r = &self.reminders;
         sqlx::query(
             "INSERT INTO reminders_items
-                 (id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id)
+                 (id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id,
+                  asked_by)
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                                  $8::text[], $9::int[], $10::text[])",
+                                  $8::text[], $9::int[], $10::text[], $11::text[])",
         )
         .bind(column(r, |x| x.id))
         .bind(column(r, |x| x.agent_id.clone()))
@@ -233,6 +237,7 @@ impl Local {
         .bind(column(r, |x| x.fired_at.clone()))
         .bind(column(r, |x| hops(x.hops)))
         .bind(column(r, |x| x.session_id.clone()))
+        .bind(column(r, |x| x.asked_by.clone()))
         .execute(&mut *tx)
         .await?;
         for table in ["messages_log", "messages_inbox", "messages_outbox", "reminders_items"] {

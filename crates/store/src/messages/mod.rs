@@ -207,6 +207,8 @@ pub struct ReminderRow {
     pub hops: u32,
     /// The scheduling session.
     pub session_id: Option<String>,
+    /// Who started the scheduling turn, when it was not the user.
+    pub asked_by: Option<String>,
 }
 
 /// A reminder to insert.
@@ -228,6 +230,8 @@ pub struct NewReminder {
     pub hops: u32,
     /// The scheduling session.
     pub session_id: Option<String>,
+    /// Who started the scheduling turn, when it was not the user.
+    pub asked_by: Option<String>,
 }
 
 /// What [`MessageTable::add_reminder`] did.

@@ -64,6 +64,7 @@ fn reminder_row(r: &PgRow) -> Result<ReminderRow, sqlx::Error> {
         fired_at: r.try_get(7)?,
         hops: hops_out(r.try_get(8)?),
         session_id: r.try_get(9)?,
+        asked_by: r.try_get(10)?,
     })
 }
 
@@ -282,8 +283,9 @@ impl PgMessages {
             return Ok(Added::Refused(refusal));
         }
         let (id, xid): (i64, String) = sqlx::query_as(
-            "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, pg_current_xact_id()::text",
+            "INSERT INTO reminders_items
+                 (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id, asked_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, pg_current_xact_id()::text",
         )
         .bind(&r.agent_id)
         .bind(&r.due_at)
@@ -293,6 +295,7 @@ impl PgMessages {
         .bind(&r.created_at)
         .bind(hops_in(r.hops))
         .bind(&r.session_id)
+        .bind(&r.asked_by)
         .fetch_one(&mut *tx)
         .await?;
         // Added again after a lost answer, it would fire twice.

@@ -41,7 +41,7 @@ fn inbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
 }
 
 /// Reminders, read in [`ReminderRow`]'s order (both dialects).
-pub(super) const REMINDER_SELECT: &str = "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id FROM reminders_items";
+pub(super) const REMINDER_SELECT: &str = "SELECT id, agent_id, due_at, message, target_type, target_id, created_at, fired_at, hops, session_id, asked_by FROM reminders_items";
 
 pub(super) fn reminder_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReminderRow> {
     Ok(ReminderRow {
@@ -55,6 +55,7 @@ pub(super) fn reminder_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReminderRo
         fired_at: r.get(7)?,
         hops: r.get(8)?,
         session_id: r.get(9)?,
+        asked_by: r.get(10)?,
     })
 }
 
@@ -390,9 +391,20 @@ impl SqliteMessages {
                 return Ok(Added::Refused(refusal));
             }
             let id = tx.query_row(
-                "INSERT INTO reminders_items (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-                params![r.agent_id, r.due_at, r.message, r.target_type, r.target_id, r.created_at, r.hops, r.session_id],
+                "INSERT INTO reminders_items
+                     (agent_id, due_at, message, target_type, target_id, created_at, hops, session_id, asked_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+                params![
+                    r.agent_id,
+                    r.due_at,
+                    r.message,
+                    r.target_type,
+                    r.target_id,
+                    r.created_at,
+                    r.hops,
+                    r.session_id,
+                    r.asked_by
+                ],
                 |row| row.get::<_, i64>(0),
             )?;
             tx.commit()?;

@@ -144,6 +144,18 @@ async fn a_reminder_fires_once_and_a_deferral_keeps_only_the_wait() {
 }
 
 #[tokio::test]
+async fn a_reminder_keeps_who_started_the_turn_that_scheduled_it() {
+    for table in tables().await {
+        let kind = table.dialect();
+        let asked = NewReminder { asked_by: Some("agent 'mallory'".into()), ..reminder("alice") };
+        table.add_reminder(asked, |_| None::<()>).await.unwrap();
+        table.add_reminder(reminder("alice"), |_| None::<()>).await.unwrap();
+        let kept: Vec<_> = table.due_reminders(NOW, None).await.unwrap().into_iter().map(|r| r.asked_by).collect();
+        assert_eq!(kept, [Some("agent 'mallory'".to_owned()), None], "{kind}");
+    }
+}
+
+#[tokio::test]
 async fn the_pending_count_is_what_the_decision_sees_and_other_agents_reminders_are_named_by_value() {
     for table in tables().await {
         let kind = table.dialect();
@@ -234,8 +246,11 @@ async fn a_files_messages_move_to_postgres_once_with_their_ids() {
 
     let nul = NewMessage { content: "a\0b".into(), ..message("alice", &["bob"]) };
     let sent = written(local.send(nul, minute(), store_all).await.unwrap());
-    local.add_reminder(reminder("alice"), |_| None::<()>).await.unwrap();
+    let asked = NewReminder { asked_by: Some("agent 'mallory'".into()), ..reminder("alice") };
+    local.add_reminder(asked, |_| None::<()>).await.unwrap();
     assert_eq!(shared.adopt(&file).await.unwrap(), Adopted::Copied { rows: 2 });
+    let reminders = shared.reminders("alice", false).await.unwrap();
+    assert_eq!(reminders[0].asked_by.as_deref(), Some("agent 'mallory'"), "who asked came along");
     assert_eq!(shared.adopt(&file).await.unwrap(), Adopted::AlreadyShared { waiting: 2 }, "once");
     let inbox = shared.inbox_pending("bob").await.unwrap();
     assert_eq!((inbox[0].message_id, inbox[0].content.as_str()), (sent.id, "a\u{FFFD}b"));

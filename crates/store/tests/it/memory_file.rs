@@ -25,7 +25,10 @@ fn a_file_is_wal_and_migrations_are_idempotent() {
     let sql = "SELECT group_concat(component || ' v' || version, ', ') FROM
                (SELECT * FROM holdfast_migrations ORDER BY component)";
     let steps: String = db.lock().query_row(sql, [], |r| r.get(0)).unwrap();
-    assert_eq!(steps, "memory v1, messages v1, messages v2, messages v3, messages v4, tasks v1", "each once");
+    assert_eq!(
+        steps, "memory v1, messages v1, messages v2, messages v3, messages v4, messages v5, tasks v1",
+        "each once"
+    );
 }
 
 /// A file from before the one runner (its steps in `memory_migrations`, version 1 only: no `hops`) keeps its

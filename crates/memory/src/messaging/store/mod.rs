@@ -112,6 +112,8 @@ pub struct NewReminder {
     pub hops: u32,
     /// The scheduling session, if any.
     pub session_id: Option<String>,
+    /// Who started the scheduling turn, when it was not the user ([`holdfast_core::confirm::TurnStarter::Other`]).
+    pub asked_by: Option<String>,
 }
 
 /// An inbox row as stored: inbox id, message id, sender, via, content, metadata, created_at, hops.
@@ -121,9 +123,9 @@ pub type InboxRow = (i64, i64, String, String, String, Option<String>, String, u
 pub type OutboxRow = (i64, String, Option<String>, Option<String>, String, Option<String>, String);
 
 /// A reminder row as stored: id, agent, due_at, message, target type, target id, created_at, fired_at, hops, the
-/// scheduling session.
+/// scheduling session, who started the scheduling turn (when not the user).
 pub type ReminderRow =
-    (i64, String, String, String, String, Option<String>, String, Option<String>, u32, Option<String>);
+    (i64, String, String, String, String, Option<String>, String, Option<String>, u32, Option<String>, Option<String>);
 
 /// A channel as stored: its webhook and its subscribers (by id).
 pub type ChannelRow = (Option<String>, Vec<String>);

@@ -18,7 +18,19 @@ fn inbox_row(r: rows::InboxRow) -> InboxRow {
 }
 
 fn reminder_row(r: rows::ReminderRow) -> ReminderRow {
-    (r.id, r.agent_id, r.due_at, r.message, r.target_type, r.target_id, r.created_at, r.fired_at, r.hops, r.session_id)
+    (
+        r.id,
+        r.agent_id,
+        r.due_at,
+        r.message,
+        r.target_type,
+        r.target_id,
+        r.created_at,
+        r.fired_at,
+        r.hops,
+        r.session_id,
+        r.asked_by,
+    )
 }
 
 fn outbox_row(r: rows::OutboxRow) -> OutboxRow {
@@ -97,6 +109,7 @@ pub(super) async fn add_reminder(table: &MessageTable, r: &NewReminder, max_pend
         created_at: r.created_at.clone(),
         hops: r.hops,
         session_id: r.session_id.clone(),
+        asked_by: r.asked_by.clone(),
     };
     let refuse = move |pending: u64| {
         let pending = u32::try_from(pending).unwrap_or(u32::MAX);

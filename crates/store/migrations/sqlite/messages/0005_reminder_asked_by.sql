@@ -1,0 +1,3 @@
+-- Who started the turn that scheduled a reminder, when it was not the user (`TurnStarter::Other`): the reminder's
+-- own turn names them when it fires.
+ALTER TABLE reminders_items ADD COLUMN asked_by TEXT;
