@@ -32,6 +32,10 @@ pub struct WalletSection {
     pub module: Option<String>,
     /// The module's kind: `safe-allowance-module` (the only one).
     pub module_kind: Option<String>,
+    /// Other modules enabled on the account that the user checked give the key no power of its own: without them
+    /// listed here, an account with other modules enabled refuses the start (a module moves anything out of it).
+    #[serde(default)]
+    pub reviewed_modules: Vec<String>,
 }
 
 /// The only module kind holdfast drives: Safe's AllowanceModule.
@@ -55,6 +59,11 @@ impl WalletSection {
         let address = self.account.as_deref()?.parse().ok()?;
         let module = self.module.as_deref()?.parse().ok()?;
         Some(crate::kernel::account::Account { address, module })
+    }
+
+    /// `reviewed_modules`, parsed (checked by [`Web3Config::from_document`]).
+    pub fn reviewed_modules(&self) -> Vec<alloy::primitives::Address> {
+        self.reviewed_modules.iter().filter_map(|m| m.parse().ok()).collect()
     }
 }
 
@@ -228,6 +237,14 @@ fn check_account(doc: &ConfigDocument, wallet: &WalletSection) -> Result<(), Con
         holdfast_core::address::parse_address(key, value)
             .map_err(|e| doc.invalid_at(&["wallet", key], format!("`wallet.{key}`: {}", e.message)))
     };
+    for (i, m) in wallet.reviewed_modules.iter().enumerate() {
+        if wallet.account.is_none() {
+            return Err(doc.invalid_at(&["wallet", "reviewed_modules"], "`wallet.reviewed_modules` needs `account`"));
+        }
+        holdfast_core::address::parse_address("reviewed_modules", m).map_err(|e| {
+            doc.invalid_at(&["wallet", "reviewed_modules"], format!("`wallet.reviewed_modules[{i}]`: {}", e.message))
+        })?;
+    }
     match (&wallet.account, &wallet.module) {
         (None, None) => {
             if wallet.module_kind.is_some() {
@@ -570,6 +587,13 @@ mod tests {
             (format!("account = \"{account}\"\nmodule = \"{account}\"\n"), "is the account itself"),
             (format!("account = \"0x12\"\nmodule = \"{module}\"\n"), "holdfast.toml:2"),
             (format!("account = \"{account}\"\nmodule = \"{module}\"\nmodule_kind = \"roles\"\n"), "is not known"),
+            (format!("reviewed_modules = [\"{module}\"]\n"), "`wallet.reviewed_modules` needs `account`"),
+            (
+                format!(
+                    "account = \"{account}\"\nmodule = \"{module}\"\nreviewed_modules = [\"{module}\", \"0x12\"]\n"
+                ),
+                "`wallet.reviewed_modules[1]`",
+            ),
         ] {
             let err = load(body.clone()).unwrap_err();
             assert!(err.contains(needle), "{body}: {err}");

@@ -59,6 +59,8 @@ pub struct Web3 {
     wallet: Arc<Wallet>,
     /// `[wallet] account`: the smart account the key signs for, limited on chain.
     account: Option<kernel::account::Account>,
+    /// `[wallet] reviewed_modules`: other modules on the account the user checked give the key no power.
+    reviewed_modules: Vec<alloy::primitives::Address>,
     /// One fund from the account at a time on each chain: what the signer already holds there is judged and topped
     /// up as one step (a slow chain does not hold up funds on another).
     fund_locks: parking_lot::Mutex<HashMap<u64, Arc<tokio::sync::Mutex<()>>>>,
@@ -136,6 +138,7 @@ impl Web3 {
             core,
             wallet: Arc::new(wallet),
             account: config.wallet.account(),
+            reviewed_modules: config.wallet.reviewed_modules(),
             fund_locks: parking_lot::Mutex::default(),
             presets: config.presets,
             policy: Policy::new(config.policy, config.payments),
@@ -341,17 +344,20 @@ impl Web3 {
     }
 
     /// Checks, on every network with an RPC node, that the smart account's on-chain limits bind the key holdfast signs
-    /// with ([`kernel::account::AccountState::unbound`]: the key is no owner of the account, the module is the audited
-    /// AllowanceModule); otherwise `config_invalid`, naming the network. The front ends run it at start-up (`holdfast
+    /// with ([`kernel::account::AccountState::unbound`]: the key is no owner and no module of the account, the module
+    /// is the audited AllowanceModule, any other module enabled on the account is named in `[wallet]
+    /// reviewed_modules`); otherwise `config_invalid`, naming the network. The front ends run it at start-up (`holdfast
     /// doctor` shows the rest of the account's state). Nothing to check without an account.
     pub async fn verify_account(&self) -> Result<(), ToolError> {
         let Some(account) = self.account() else { return Ok(()) };
         let signer = self.wallet().address();
+        let reviewed = &self.reviewed_modules;
         // Every network is checked, whatever an earlier one answered: one node that does not answer hides nothing
         // on another network.
         let mut unchecked = None;
         for network in self.core.networks.iter().filter(|n| !n.rpc_urls.is_empty()) {
-            let state = async { kernel::account::inspect(&*self.chain(network)?, account, Some(signer)).await };
+            let state =
+                async { kernel::account::inspect(&*self.chain(network)?, account, Some(signer), reviewed).await };
             match state.await {
                 Ok(state) => {
                     if let Some(why) = state.unbound(account, Some(signer)) {

@@ -344,7 +344,9 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
     for net in checked.core.networks.iter() {
         let check = format!("account {}", net.name);
         let Ok(chain) = Chain::new(net) else { continue };
-        let state = match tokio::time::timeout(PROBE_TIMEOUT, account::inspect(&chain, account, signer)).await {
+        let reviewed = checked.web3.wallet.reviewed_modules();
+        let inspected = account::inspect(&chain, account, signer, &reviewed);
+        let state = match tokio::time::timeout(PROBE_TIMEOUT, inspected).await {
             Ok(Ok(state)) => state,
             Ok(Err(e)) => {
                 report.add(check, Status::Fail, e.message);
@@ -356,6 +358,8 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             }
         };
         let unbound = state.unbound(account, signer);
+        let others = state.other_modules.clone();
+        let bound = unbound.is_none();
         let (status, detail) = match state {
             s if !s.account_deployed => (Status::Fail, format!("no contract at the account {}", account.address)),
             s if s.module_is_allowance_module.is_none() => {
@@ -372,25 +376,14 @@ async fn check_account(report: &mut Report, checked: &CheckedConfig) {
             ),
         };
         report.add(check, status, detail);
-        match tokio::time::timeout(PROBE_TIMEOUT, account::other_modules(&chain, account)).await {
-            Ok(Ok(others)) if others.is_empty() => {}
-            Ok(Ok(others)) => {
-                let listed = others.iter().map(|m| m.to_checksum(None)).collect::<Vec<_>>().join(", ");
-                report.add(
-                    format!("account modules {}", net.name),
-                    Status::Warn,
-                    format!(
-                        "other modules are enabled on the account: {listed}. The on-chain limits bind the key only \
-                         through the AllowanceModule; make sure none of these gives the key power of its own"
-                    ),
-                );
-            }
-            Ok(Err(e)) => report.add(format!("account modules {}", net.name), Status::Warn, e.message),
-            Err(_) => report.add(
+        // Other modules the configuration names as reviewed (one not named fails the check above).
+        if !others.is_empty() && bound {
+            let listed = others.iter().map(|m| m.to_checksum(None)).collect::<Vec<_>>().join(", ");
+            report.add(
                 format!("account modules {}", net.name),
-                Status::Warn,
-                format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
-            ),
+                Status::Ok,
+                format!("other modules enabled on the account, each in `[wallet] reviewed_modules`: {listed}"),
+            );
         }
         let Some(signer) = signer else { continue };
         let mut tokens = vec![checked.core.tokens.lookup(&net.name, &net.native_symbol).ok()];

@@ -576,10 +576,49 @@ async fn doctor_shows_an_on_chain_limit_on_an_asset_the_configuration_does_not_n
     let limits = row(&out, "on-chain limits base");
     assert!(limits.contains(&format!("{other} (not in the configuration): 7000 base units per day")), "{out}");
     assert!(!out.contains("account modules base"), "only the AllowanceModule so far: {out}");
-    // The owner enables another module: the limits do not bind what it lets the key do.
+    // The owner enables another module: the limits do not bind what it lets the key do. Before, doctor warned and
+    // every front end started; now both refuse until the configuration names the module as reviewed.
     let module: alloy_primitives::Address = "0x000000000000000000000000000000000000C0DE".parse().unwrap();
     holdfast_devnet::account::enable_module(&provider, account, devnet.dev_account(), module).await.unwrap();
-    let (_, out) = doctor(&devnet.config_path).await;
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(!ok, "{out}");
+    let refused = row(&out, "account base");
+    assert!(refused.contains(&module.to_checksum(None)) && refused.contains("reviewed_modules"), "{out}");
+    let config = devnet.config_path.clone();
+    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    assert!(!served && err.contains("config_invalid") && err.contains("other modules are enabled"), "{err}");
+    // Reviewed: named in the configuration, doctor shows it and passes, and the front ends start.
+    let text = std::fs::read_to_string(&devnet.config_path).unwrap();
+    let reviewed = format!("[wallet]\nreviewed_modules = [\"{}\"]\n", module.to_checksum(None));
+    std::fs::write(&devnet.config_path, text.replacen("[wallet]\n", &reviewed, 1)).unwrap();
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(ok, "{out}");
     let modules = row(&out, "account modules base");
-    assert!(modules.contains(&module.to_checksum(None)) && modules.contains("warn"), "{out}");
+    assert!(modules.contains(&module.to_checksum(None)) && modules.contains("reviewed_modules"), "{out}");
+    let config = devnet.config_path.clone();
+    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    assert!(served, "{err}");
+}
+
+/// A key that is an enabled module of the account moves anything out of it, with no owner and no limit: the front
+/// ends refuse it, as they refuse an owner key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_is_a_module_of_the_account_is_refused_at_start() {
+    let devnet = holdfast_devnet::TestDevnet::start_with_account(holdfast_devnet::account::OnchainLimit::defaults())
+        .await
+        .unwrap();
+    let (provider, account) = (devnet.provider(), devnet.account.unwrap());
+    holdfast_devnet::account::enable_module(&provider, account, devnet.dev_account(), devnet.wallet_address)
+        .await
+        .unwrap();
+    // Even with itself named as reviewed: the key's own power is never a reviewed module's.
+    let text = std::fs::read_to_string(&devnet.config_path).unwrap();
+    let reviewed = format!("[wallet]\nreviewed_modules = [\"{}\"]\n", devnet.wallet_address.to_checksum(None));
+    std::fs::write(&devnet.config_path, text.replacen("[wallet]\n", &reviewed, 1)).unwrap();
+    let config = devnet.config_path.clone();
+    let (served, err) = tokio::task::spawn_blocking(move || mcp_start(&config)).await.unwrap();
+    assert!(!served, "{err}");
+    assert!(err.contains("config_invalid") && err.contains("is an enabled module of the account"), "{err}");
+    let (ok, out) = doctor(&devnet.config_path).await;
+    assert!(!ok && row(&out, "account base").contains("is an enabled module"), "{out}");
 }

@@ -70,15 +70,32 @@ pub struct AccountState {
     pub account_deployed: bool,
     /// The module is enabled on the account.
     pub module_enabled: bool,
-    /// The key is one of the account's owners: then the on-chain limit does not bind it (an owner can execute
-    /// anything the threshold allows). `None`: not asked (no key given, or no account deployed).
-    pub signer_is_owner: Option<bool>,
+    /// What the key can do with the account without the module. `None`: not asked (no key given, or no account
+    /// deployed).
+    pub signer: Option<SignerPower>,
+    /// The modules enabled on the account other than its AllowanceModule, as any node lists them (the first 200).
+    pub other_modules: Vec<Address>,
+    /// Those of [`Self::other_modules`] the configuration does not name as reviewed (`[wallet] reviewed_modules`).
+    pub unreviewed_modules: Vec<Address>,
+}
+
+/// What the key can do with the account without its AllowanceModule, as any configured node shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignerPower {
+    /// Nothing: no node shows it among the owners or the enabled modules of the account, nor of a Safe that owns it.
+    Delegate,
+    /// One of the owners (of the account, or of a Safe that owns it): it executes what the threshold allows.
+    Owner,
+    /// An enabled module (of the account, or of a Safe that owns it): it executes anything, with no owner's signature.
+    Module,
 }
 
 impl AccountState {
     /// Why the on-chain limits would not bind `signer` as holdfast assumes, if they would not: the module's code is not
-    /// the audited AllowanceModule's, or the key is one of the account's owners (whom the module does not bind). What
-    /// the front ends refuse to start on, and `holdfast doctor` fails.
+    /// the audited AllowanceModule's, the key is one of the account's owners or an enabled module of it (whom the
+    /// module does not bind), or another module the configuration does not name as reviewed is enabled on the account
+    /// (a module moves anything, and holdfast cannot tell what it lets the key do). What the front ends refuse to
+    /// start on, and `holdfast doctor` fails.
     pub fn unbound(&self, account: Account, signer: Option<Address>) -> Option<String> {
         if self.module_is_allowance_module == Some(false) {
             return Some(format!(
@@ -87,32 +104,65 @@ impl AccountState {
                 account.module
             ));
         }
-        (self.signer_is_owner == Some(true)).then(|| {
+        let key = signer.map(|a| a.to_checksum(None)).unwrap_or_default();
+        match self.signer {
+            Some(SignerPower::Owner) => {
+                return Some(format!(
+                    "the key {key} is an owner of the account {} (directly, or as an owner of a Safe that owns it): \
+                     the on-chain limits do not bind an owner; use a key that is only the module's delegate",
+                    account.address
+                ));
+            }
+            Some(SignerPower::Module) => {
+                return Some(format!(
+                    "the key {key} is an enabled module of the account {} (or of a Safe that owns it): a module \
+                     moves anything out of the account with no owner's signature, and the on-chain limits do not \
+                     bind it; disable that module and use a key that is only the AllowanceModule's delegate",
+                    account.address
+                ));
+            }
+            Some(SignerPower::Delegate) | None => {}
+        }
+        (!self.unreviewed_modules.is_empty()).then(|| {
+            let listed = self.unreviewed_modules.iter().map(|m| m.to_checksum(None)).collect::<Vec<_>>().join(", ");
             format!(
-                "the key {} is an owner of the account {} (directly, or as an owner of a Safe that owns it): the \
-                 on-chain limits do not bind an owner; use a key that is only the module's delegate",
-                signer.map(|a| a.to_checksum(None)).unwrap_or_default(),
+                "other modules are enabled on the account {}: {listed}. A module moves anything out of the account \
+                 with no owner's signature, and the on-chain limits bind the key only through the AllowanceModule: \
+                 check that none of these lets the key (or anyone holding holdfast's configuration) act, then list \
+                 them in `[wallet] reviewed_modules`",
                 account.address
             )
         })
     }
 }
 
-/// Reads [`AccountState`] from `chain`; `signer` is the key's address, when known.
+/// Reads [`AccountState`] from `chain`; `signer` is the key's address, when known; `reviewed` the other modules the
+/// configuration names as reviewed (`[wallet] reviewed_modules`).
 ///
-/// Every configured node is asked for the code at the module and at the account, and for the owners: a node that
-/// hides what another shows (other code at the module, a deployed account, the key among the owners) cannot pass the
-/// checks of [`AccountState::unbound`]. Every question is asked whatever another one answered: a node that errs on
-/// one (on purpose or not) does not skip the others, and what any node shows against the key (an owner, other code at
-/// the module) is returned even when some answer is missing. Otherwise a missing answer is the first node error.
-pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -> Result<AccountState, ToolError> {
+/// Every configured node is asked for the code at the module and at the account, for the owners, the key's place
+/// among the modules and the other modules: a node that hides what another shows (other code at the module, a
+/// deployed account, the key among the owners or the modules, another module) cannot pass the checks of
+/// [`AccountState::unbound`]. Every question is asked whatever another one answered: a node that errs on one (on
+/// purpose or not) does not skip the others, and what any node shows against the key (an owner, a module, other code
+/// at the module, a module not reviewed) is returned even when some answer is missing. Otherwise a missing answer is
+/// the first node error.
+pub async fn inspect(
+    chain: &Chain,
+    account: Account,
+    signer: Option<Address>,
+    reviewed: &[Address],
+) -> Result<AccountState, ToolError> {
     let module = module_everywhere(chain, account.module).await;
     let deployed = deployed_anywhere(chain, account.address).await;
     // Asked unless every node showed no account there: a node that errs on the code cannot skip the owners.
-    let owner = match (signer, &deployed) {
-        (Some(signer), Ok(true) | Err(_)) => Some(listed_as_owner(chain, account.address, signer).await),
+    let maybe_deployed = matches!(deployed, Ok(true) | Err(_));
+    let power = match signer {
+        Some(signer) if maybe_deployed => Some(signer_power(chain, account.address, signer).await),
         _ => None,
     };
+    let others = if maybe_deployed { other_modules(chain, account).await } else { Ok(Vec::new()) };
+    let other_modules = others.as_ref().ok().cloned().unwrap_or_default();
+    let unreviewed: Vec<Address> = other_modules.iter().filter(|m| !reviewed.contains(m)).copied().collect();
     let enabled = if matches!(deployed, Ok(true)) {
         let ask = ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into();
         chain
@@ -122,12 +172,15 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
     } else {
         Ok(false)
     };
-    let refuted = matches!(module, Ok(Some(false))) || matches!(owner, Some(Ok(true)));
+    let found = power.as_ref().and_then(|p| p.as_ref().ok().copied()).filter(|p| *p != SignerPower::Delegate);
+    let refuted = matches!(module, Ok(Some(false))) || found.is_some() || !unreviewed.is_empty();
     let state = AccountState {
         module_is_allowance_module: module.as_ref().ok().copied().flatten(),
-        account_deployed: deployed.as_ref().is_ok_and(|d| *d) || matches!(owner, Some(Ok(true))),
+        account_deployed: deployed.as_ref().is_ok_and(|d| *d) || found.is_some() || !other_modules.is_empty(),
         module_enabled: enabled.as_ref().is_ok_and(|e| *e),
-        signer_is_owner: owner.as_ref().and_then(|o| o.as_ref().ok().copied()),
+        signer: power.as_ref().and_then(|p| p.as_ref().ok().copied()),
+        other_modules,
+        unreviewed_modules: unreviewed,
     };
     if refuted {
         return Ok(state);
@@ -135,7 +188,8 @@ pub async fn inspect(chain: &Chain, account: Account, signer: Option<Address>) -
     module?;
     deployed?;
     enabled?;
-    owner.transpose()?;
+    power.transpose()?;
+    others?;
     Ok(state)
 }
 
@@ -264,15 +318,23 @@ async fn deployed_anywhere(chain: &Chain, account: Address) -> Result<bool, Tool
 const NESTED_LEVELS: usize = 2;
 const NESTED_MAX: usize = 16;
 
-/// Whether any configured node lists `signer` among `account`'s owners, or among the owners of an owner that is
-/// itself a Safe (two levels deep, at most 16 such owners): a node that leaves it out cannot hide an owner key beside
-/// one that shows it, and a key that owns a Safe owning the account owns the account too. When the key is nowhere
-/// and a node could not list the account's own owners, that node's error; an owner contract whose owners cannot be
-/// read (not a Safe) is not looked into.
-async fn listed_as_owner(chain: &Chain, account: Address, signer: Address) -> Result<bool, ToolError> {
-    let (owners, failed) = owners_everywhere(chain, account).await;
+/// What `signer` can do with `account` without its AllowanceModule, as any configured node shows it: whether a node
+/// lists it among the owners or says it is an enabled module, of the account or of an owner that is itself a Safe (two
+/// levels deep, at most 16 such owners). A node that leaves the key out cannot hide it beside one that shows it, and
+/// a key that owns (or is a module of) a Safe owning the account acts as the account too. When the key is nowhere and
+/// a node could not answer (the account's owners or modules, whether an owner has code, or a nested Safe's modules),
+/// the first such error. An owner contract whose owners no node can read (not a Safe) is not looked into.
+async fn signer_power(chain: &Chain, account: Address, signer: Address) -> Result<SignerPower, ToolError> {
+    let (owners, mut failed) = owners_everywhere(chain, account).await;
     if owners.contains(&signer) {
-        return Ok(true);
+        return Ok(SignerPower::Owner);
+    }
+    match module_enabled_anywhere(chain, account, signer).await {
+        Ok(true) => return Ok(SignerPower::Module),
+        Ok(false) => {}
+        Err(e) => {
+            failed.get_or_insert(e);
+        }
     }
     let (mut seen, mut looked) = (vec![account], 0);
     let mut level = owners;
@@ -283,17 +345,65 @@ async fn listed_as_owner(chain: &Chain, account: Address, signer: Address) -> Re
                 continue;
             }
             seen.push(owner);
-            if !deployed_anywhere(chain, owner).await.unwrap_or(false) {
-                continue;
+            match deployed_anywhere(chain, owner).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    continue;
+                }
             }
             looked += 1;
-            let (theirs, _) = owners_everywhere(chain, owner).await;
-            if theirs.contains(&signer) {
-                return Ok(true);
+            let listed =
+                addresses_each(chain, owner, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
+                    ISafeModules::getOwnersCall::abi_decode_returns(out).map(|owners| (owners, None))
+                })
+                .await;
+            if !listed.answered {
+                // No node reads owners there: a contract of another kind, not looked into.
+                continue;
             }
-            next.extend(theirs);
+            if listed.addresses.contains(&signer) {
+                return Ok(SignerPower::Owner);
+            }
+            if let Some(e) = listed.failed {
+                failed.get_or_insert(e);
+            }
+            match module_enabled_anywhere(chain, owner, signer).await {
+                Ok(true) => return Ok(SignerPower::Module),
+                Ok(false) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+            next.extend(listed.addresses);
         }
         level = next;
+    }
+    failed.map_or(Ok(SignerPower::Delegate), Err)
+}
+
+/// Whether any configured node says `module` is enabled on the Safe `safe`. When none does and one could not answer
+/// (or answered what does not decode), that node's error.
+async fn module_enabled_anywhere(chain: &Chain, safe: Address, module: Address) -> Result<bool, ToolError> {
+    let ask: Bytes = ISafeModules::isModuleEnabledCall { module }.abi_encode().into();
+    let mut failed = None;
+    for (node, answer) in chain.call_each(safe, ask).await {
+        let decoded = answer.and_then(|out| {
+            ISafeModules::isModuleEnabledCall::abi_decode_returns(&out).map_err(|e| {
+                ToolError::new(
+                    ErrorCode::UpstreamError,
+                    format!("{node}: isModuleEnabled on {safe} does not decode: {e}"),
+                )
+            })
+        });
+        match decoded {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
     }
     failed.map_or(Ok(false), Err)
 }

@@ -15,6 +15,7 @@ use holdfast_core::ErrorCode;
 use holdfast_devnet::account::{ACCOUNT_USDC, ALLOWANCE_MODULE, OnchainLimit, remaining};
 use holdfast_devnet::{NATIVE, TestDevnet, USDC};
 use holdfast_web3::EntryKind;
+use holdfast_web3::kernel::account::SignerPower;
 use holdfast_web3::kernel::account::{Account, transfer_tx};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -544,8 +545,8 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     first_only.rpc_urls.truncate(1);
     let chain = holdfast_web3::chain::Chain::new(&first_only).unwrap();
     let signer = Some(env.web3.wallet().address());
-    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer).await.unwrap();
-    assert_eq!(seen.signer_is_owner, Some(false), "the first node alone hides the key");
+    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer, &[]).await.unwrap();
+    assert_eq!(seen.signer, Some(SignerPower::Delegate), "the first node alone hides the key");
     // Before (the first node's word alone): started, with a key the limits do not bind.
     let err = env.web3.verify_account().await.unwrap_err();
     assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
@@ -553,8 +554,8 @@ async fn a_node_that_hides_the_key_among_the_owners_does_not_pass_the_start_chec
     // The same node now also shows no account at that address, so that the owners are never asked.
     hide_account.store(true, std::sync::atomic::Ordering::SeqCst);
     let chain = holdfast_web3::chain::Chain::new(&first_only).unwrap();
-    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer).await.unwrap();
-    assert_eq!((seen.account_deployed, seen.signer_is_owner), (false, None), "the first node alone hides the account");
+    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), signer, &[]).await.unwrap();
+    assert_eq!((seen.account_deployed, seen.signer), (false, None), "the first node alone hides the account");
     let err = env.web3.verify_account().await.unwrap_err();
     assert!(err.message.contains("is an owner of the account"), "{err}");
     // And it errs when asked for the module's code, so that the check stops before the owners are asked: before, the
@@ -581,4 +582,26 @@ async fn a_key_that_owns_a_safe_owning_the_account_is_refused_at_start() {
     let err = env.web3.verify_account().await.unwrap_err();
     assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
     assert!(err.message.contains("is an owner of the account"), "{err}");
+}
+
+/// A key that is an enabled module of a Safe which owns the account has that Safe act for it, with no signature of
+/// its owners: the limits do not bind it, and start-up refuses it. The Safe's owner is another key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_is_a_module_of_a_safe_owning_the_account_is_refused_at_start() {
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let (account, owner, provider, key) =
+        (devnet.account.expect("an account"), devnet.dev_account(), devnet.provider(), devnet.wallet_address);
+    let env = Env::apply(devnet, crate::common::Tweaks::default());
+    let nested = holdfast_devnet::account::create_safe(&provider, owner, vec![owner], 4243).await.unwrap();
+    holdfast_devnet::account::add_owner(&provider, account, owner, nested).await.unwrap();
+    env.web3.verify_account().await.expect("the key is no owner and no module of the nested Safe yet");
+    holdfast_devnet::account::enable_module(&provider, nested, owner, key).await.unwrap();
+    // Before: started (only owners were looked for, never modules).
+    let err = env.web3.verify_account().await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::ConfigInvalid, "{err}");
+    assert!(err.message.contains("is an enabled module of the account"), "{err}");
+    let base = env.web3.core().networks.iter().find(|n| n.name == "base").unwrap().clone();
+    let chain = holdfast_web3::chain::Chain::new(&base).unwrap();
+    let seen = holdfast_web3::kernel::account::inspect(&chain, env.web3.account().unwrap(), Some(key), &[]).await;
+    assert_eq!(seen.unwrap().signer, Some(SignerPower::Module));
 }
