@@ -32,8 +32,9 @@ pub(crate) enum DevnetCommand {
         /// key or a compromised holdfast moves at most the day's on-chain limits.
         #[arg(long, conflicts_with = "onchain_limits")]
         plain: bool,
-        /// An on-chain limit per day, `ASSET=AMOUNT` in decimal (`ETH=0.05`, `USDC=100`; repeatable). Default:
-        /// ETH=0.05 and USDC=100. An asset without a limit cannot move out of the account.
+        /// An on-chain limit per day, `ASSET=AMOUNT` (`ETH=0.05`, `USDC=100`, `WETH=1`: in decimal; another token's
+        /// address: in its base units, `0xTOKEN=1000000`; repeatable). Default: ETH=0.05 and USDC=100. An asset
+        /// without a limit cannot move out of the account.
         #[arg(long = "onchain-limit", value_name = "ASSET=AMOUNT", value_parser = parse_limit)]
         onchain_limits: Vec<holdfast_devnet::OnchainLimit>,
     },
@@ -188,8 +189,9 @@ fn confirm_reset(dir: &std::path::Path) -> anyhow::Result<bool> {
     Ok(answer.trim() == "reset")
 }
 
-/// `--onchain-limit ASSET=AMOUNT`: `ETH`, `USDC` or `WETH` (the devnet's tokens) or a token address with 18 decimals;
-/// the amount in decimal, per day.
+/// `--onchain-limit ASSET=AMOUNT`, per day: `ETH`, `USDC` or `WETH` (the devnet's tokens) with the amount in decimal,
+/// or a token address with the amount in base units (its decimals are not known before the chain runs: read as 18,
+/// `=100` set 10¹⁴ tokens of a 6-decimal token).
 fn parse_limit(text: &str) -> Result<holdfast_devnet::OnchainLimit, String> {
     let (asset, amount) = text.split_once('=').ok_or("expected ASSET=AMOUNT, e.g. USDC=100")?;
     let asset = asset.trim();
@@ -199,7 +201,7 @@ fn parse_limit(text: &str) -> Result<holdfast_devnet::OnchainLimit, String> {
         "WETH" => (holdfast_devnet::WETH.to_checksum(None), 18),
         _ => {
             let address = holdfast_core::address::parse_address("--onchain-limit", asset).map_err(|e| e.message)?;
-            (address.to_checksum(None), 18)
+            (address.to_checksum(None), 0)
         }
     };
     let raw = holdfast_core::amount::to_base_units("--onchain-limit", amount.trim(), decimals, &asset)
@@ -223,4 +225,21 @@ fn limit_text(l: &holdfast_devnet::OnchainLimit) -> String {
         s => format!("per {s} s"),
     };
     format!("{amount} {symbol} {period}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_limit;
+
+    #[test]
+    fn a_limit_is_in_decimal_for_the_devnets_tokens_and_in_base_units_for_an_address() {
+        let usdc = parse_limit("USDC=100").unwrap();
+        assert_eq!((usdc.asset, usdc.amount), (holdfast_devnet::USDC.to_checksum(None), "100000000".to_owned()));
+        assert_eq!(parse_limit("eth=0.05").unwrap().amount, "50000000000000000");
+        let other = "0x000000000000000000000000000000000000bEEF";
+        assert_eq!(parse_limit(&format!("{other}=1000000")).unwrap().amount, "1000000");
+        let err = parse_limit(&format!("{other}=1.5")).unwrap_err();
+        assert!(!err.is_empty(), "base units have no fraction");
+        assert!(parse_limit("USDC").is_err());
+    }
 }
