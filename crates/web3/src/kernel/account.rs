@@ -600,6 +600,10 @@ impl TxKind for Fund {
     }
 }
 
+/// How long after a payment's `validBefore` (by our clock) the fund decision stops keeping the key's tokens for it:
+/// a few blocks' worth of a chain's clock running behind ours.
+pub const PAYMENT_FUND_GRACE_SECS: u64 = 10;
+
 /// Makes the signer hold `mv.amount` for the action `occasion` (its fingerprint) that the signer then sends or
 /// authorizes, moving what is missing from the account through the module: a journaled transaction of kind `fund`,
 /// checked against what remains of the on-chain limit. Only a confirmed fund lets the action go on.
@@ -610,7 +614,9 @@ impl TxKind for Fund {
 /// (or refused), so a concurrent action does not count the same funds as its own. The signer's balance is the highest
 /// any node shows (a node that hides it cannot have the funds moved again). What it holds for the account:
 /// - a token: its balance of it (the signer holds tokens only for the account), less what the other actions
-///   journaled and not yet settled (swaps and payments of it: reserved, signed, pending or unknown) will take;
+///   journaled and not yet settled (swaps and payments of it: reserved, signed, pending or unknown) will take — a
+///   payment only until its authorization's window closed by our clock ([`PAYMENT_FUND_GRACE_SECS`] after its
+///   `validBefore`);
 /// - ether: what the funds moved to the signer and its swaps since the first fund have not spent, over every day (at
 ///   most the signer's balance): the rest of its ether is its gas money, never spent on the account's behalf.
 pub(crate) async fn fund(
@@ -637,11 +643,22 @@ pub(crate) async fn fund(
         let spent = journal.sent_since_first(wallet, &[EntryKind::Swap], EntryKind::Fund).await?;
         funded.saturating_sub(spent).min(held)
     } else {
-        // A payment is journaled before its fund: its own entry is not another's.
+        // A payment is journaled before its fund: its own entry is not another's. A payment whose window closed by
+        // our clock is no longer counted here, though reconciliation keeps it unresolved (and in the budget) until the
+        // chain's clock passes it on every node: while one node errs or lags, each new payment would otherwise be
+        // funded again from the account, and the key would gather a day's payment budget a day. Should a chain far
+        // behind our clock still settle it, the payment funded in its place fails to settle: nothing moves twice.
+        let now = super::payment::now_secs();
+        let closed = |e: &crate::JournalEntry| {
+            e.kind == EntryKind::Payment
+                && super::payment::authorization_of(e)
+                    .is_some_and(|(_, before)| now > before.saturating_add(PAYMENT_FUND_GRACE_SECS))
+        };
         let promised = unresolved
             .into_iter()
             .filter(|e| e.chain_id == network.chain_id && e.from == from && e.asset == asset)
             .filter(|e| matches!(e.kind, EntryKind::Swap | EntryKind::Payment) && e.fingerprint() != occasion)
+            .filter(|e| !closed(e))
             .fold(U256::ZERO, |sum, e| sum.saturating_add(U256::from_str_radix(&e.amount, 10).unwrap_or_default()));
         held.saturating_sub(promised)
     };

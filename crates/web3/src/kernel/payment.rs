@@ -43,7 +43,7 @@ pub const MAX_WINDOW_SECS: u64 = 300;
 /// token's `block.timestamp > validAfter` holds on the block a facilitator simulates at.
 const MAX_SKEW_SECS: u64 = 30;
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
@@ -491,8 +491,8 @@ async fn settle_state(
     }
 }
 
-/// The authorization fields a payment entry's summary records.
-fn authorization_of(entry: &JournalEntry) -> Option<(B256, u64)> {
+/// The authorization fields a payment entry's summary records: its nonce and `validBefore`.
+pub(crate) fn authorization_of(entry: &JournalEntry) -> Option<(B256, u64)> {
     let auth = entry.summary.get("authorization")?;
     let nonce = auth.get("nonce")?.as_str()?.parse().ok()?;
     let valid_before = auth.get("valid_before")?.as_u64()?;

@@ -562,6 +562,37 @@ async fn an_unsettled_payment_counts_until_the_chains_clock_passes_its_window() 
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
 
+/// With a smart account, an unsettled payment whose window closed by our clock no longer keeps the key's tokens for
+/// itself when the next payment is funded, though it still counts (the idle chain's clock has not passed it, as with
+/// a node that errs or lags): the next payment uses what the key holds instead of funding it again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsettled_payment_whose_window_closed_does_not_pile_the_accounts_funds_up_in_the_key() {
+    let devnet = TestDevnet::start_with_account(holdfast_devnet::OnchainLimit::defaults()).await.unwrap();
+    let account = devnet.account.unwrap();
+    let never = never_settles(|url| {
+        let mut r = honest_requirement();
+        r["maxTimeoutSeconds"] = json!(2);
+        offer_v2(url, vec![r], None)
+    });
+    let case = Case::start_on(devnet, never, Tweaks::default()).await;
+    let key = case.env.web3.wallet().address();
+    let before = case.env.devnet.balance_of(USDC, account).await.unwrap();
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    assert_eq!(case.env.devnet.balance_of(USDC, key).await.unwrap(), QUOTE_PRICE, "funded for the first payment");
+    let valid_before = case.payments().await[0].summary["authorization"]["valid_before"].as_u64().unwrap();
+    let closed = valid_before + holdfast_web3::kernel::account::PAYMENT_FUND_GRACE_SECS;
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() <= closed {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    refused(&case.attempt().await, ErrorCode::PaymentFailed, "not paying twice");
+    let payments = case.payments().await;
+    assert_eq!(payments.len(), 2, "{payments:#?}");
+    assert_eq!(payments[0].status, EntryStatus::Pending, "the first still counts: no block is past its window");
+    // Before: funded again, a second price left the account and stayed with the key.
+    assert_eq!(case.env.devnet.balance_of(USDC, key).await.unwrap(), QUOTE_PRICE, "the key holds one price");
+    assert_eq!(case.env.devnet.balance_of(USDC, account).await.unwrap(), before - QUOTE_PRICE, "funded once");
+}
+
 #[tokio::test]
 async fn a_made_payment_whose_outcome_the_journal_cannot_record_still_delivers_what_was_paid_for() {
     let case = honest_v1().await;
