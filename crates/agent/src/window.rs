@@ -3,8 +3,9 @@
 //! The agent loop builds every request from the session's durable history (`SessionStorage`). When the part the
 //! model would see outgrows the budget, the older turns are **summarized into a memory block**, never silently
 //! dropped: the model is asked once for a summary of them (with the previous summary), the summary is written to the
-//! read-only block `summary_<session id>` (shown in that session's system context only; like every block of the
-//! agent's memory, `search_memory` and `list_memories` find it in any session of the agent), the session link
+//! read-only block `summary_<session id>` (shown in that session's system context only, and found by
+//! `search_memory` and `list_memories` in that session only: another session's turn, another client's or one
+//! answering another agent, does not read it), the session link
 //! `window:<session id>` records the last message it covers, and a system note says so in the history. The history
 //! itself is kept whole in storage; the UI and the API still show every message.
 //!
@@ -44,7 +45,7 @@ pub fn estimate_tokens(m: &StoredMessage) -> usize {
 
 /// The memory block that holds a session's summary.
 pub fn summary_label(session_id: &str) -> String {
-    format!("{}{session_id}", holdfast_memory::RUNTIME_LABEL_PREFIX)
+    holdfast_memory::summary_label(session_id)
 }
 
 fn link_key(session_id: &str) -> String {

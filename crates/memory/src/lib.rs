@@ -35,7 +35,8 @@ pub use agent::{AgentHandle, MessageSender};
 pub use agent_id::AgentId;
 pub use blocks::block::{BlockEdit, BlockSpec, DEFAULT_CHAR_LIMIT, EditOp, MemoryBlock, Modified, Permission};
 pub use blocks::memory::{
-    MAX_BLOCKS, MAX_MEMORY_CHARS, Memory, RUNTIME_LABEL_PREFIX, SearchHit, SearchMode, SearchResults, WriteOutcome,
+    MAX_BLOCKS, MAX_HIDDEN_FETCH, MAX_MEMORY_CHARS, Memory, RUNTIME_LABEL_PREFIX, SearchHit, SearchMode, SearchResults,
+    WriteOutcome, summary_label, visible_in_session,
 };
 pub use blocks::render::{escape_text, render_blocks};
 pub use blocks::store::{Adopted, EditFn, InMemoryStore, MemoryStore, PgMemoryStore, SqliteMemoryStore};

@@ -62,4 +62,16 @@ async fn older_turns_are_summarized_into_memory_and_kept_in_storage() {
     agent.run_turn(&other, "hello", &NoObserver, &CancelToken::new()).await.unwrap();
     let last = scripted.requests.lock().last().unwrap().1.to_string();
     assert!(!last.contains("SUMMARY-OF-FIRST"), "{last}");
+    // Nor do its tools find it (another client's session, or a turn answering another agent, would read this
+    // conversation): before, search_memory and list_memories showed every session's summary.
+    let search = serde_json::json!({"query": "long-forgotten topic", "limit": null});
+    let found = runtime.registry.call("search_memory", search.clone(), &other).await.unwrap();
+    assert_eq!(found["hits"].as_array().unwrap().len(), 0, "{found}");
+    let listed = runtime.registry.call("list_memories", serde_json::json!({}), &other).await.unwrap();
+    assert!(!listed.to_string().contains(&label), "{listed}");
+    // The session itself still finds its own.
+    let found = runtime.registry.call("search_memory", search, &ctx).await.unwrap();
+    assert_eq!(found["hits"][0]["label"], label.as_str(), "{found}");
+    let listed = runtime.registry.call("list_memories", serde_json::json!({}), &ctx).await.unwrap();
+    assert!(listed.to_string().contains(&label), "{listed}");
 }

@@ -445,6 +445,17 @@ impl Memory {
 
     /// Ranked search over block values and their history; hybrid when an embeddings endpoint is configured.
     pub async fn search(&self, query: &str, limit: Option<usize>) -> Result<SearchResults> {
+        self.search_visible(query, limit, &|_| true).await
+    }
+
+    /// [`Memory::search`] over the blocks whose label `visible` accepts: up to `limit` hits among them (the store is
+    /// asked for more while hidden blocks took places, up to [`MAX_HIDDEN_FETCH`] hits).
+    pub async fn search_visible(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+        visible: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<SearchResults> {
         let terms = query_terms(query);
         if terms.is_empty() {
             return Err(MemoryError::invalid("query", "contains no words to search for"));
@@ -453,11 +464,20 @@ impl Memory {
         if limit == 0 || limit > MAX_SEARCH_LIMIT {
             return Err(MemoryError::invalid("limit", format!("must be between 1 and {MAX_SEARCH_LIMIT}")));
         }
-        let text_hits = self.store.search(self.agent.as_str(), &terms, limit).await?;
+        let mut fetch = limit;
+        let text_hits = loop {
+            let hits = self.store.search(self.agent.as_str(), &terms, fetch).await?;
+            let exhausted = hits.len() < fetch;
+            let shown: Vec<TextHit> = hits.into_iter().filter(|h| visible(&h.label)).collect();
+            if shown.len() >= limit || exhausted || fetch >= MAX_HIDDEN_FETCH {
+                break shown.into_iter().take(limit).collect::<Vec<_>>();
+            }
+            fetch = fetch.saturating_mul(4).min(MAX_HIDDEN_FETCH);
+        };
         let Some(embedder) = &self.embedder else {
             return Ok(SearchResults { mode: SearchMode::Text, note: None, hits: text_only(text_hits) });
         };
-        match self.hybrid(embedder, query, &terms, text_hits.clone(), limit).await {
+        match self.hybrid(embedder, query, &terms, text_hits.clone(), limit, visible).await {
             Ok(hits) => Ok(SearchResults { mode: SearchMode::Hybrid, note: None, hits }),
             Err(e) => {
                 tracing::warn!(error = %e, "embeddings failed; falling back to text search");
@@ -477,9 +497,10 @@ impl Memory {
         terms: &[String],
         text_hits: Vec<TextHit>,
         limit: usize,
+        visible: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<Vec<SearchHit>> {
         let model = embedder.config().model.clone();
-        let blocks = self.blocks().await?;
+        let blocks: Vec<MemoryBlock> = self.blocks().await?.into_iter().filter(|b| visible(&b.label)).collect();
         let cached = self.store.cached_embeddings(self.agent.as_str(), &model).await?;
         let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
         let cache: HashMap<&str, &CachedEmbedding> = cached.iter().map(|c| (c.label.as_str(), c)).collect();
@@ -563,8 +584,23 @@ fn shown_chars(b: &MemoryBlock) -> usize {
 }
 
 /// Labels the runtime keeps for itself: `summary_<session>` holds a session's summary of its older turns
-/// (`holdfast_agent::window`), shown in that session as its own history. Tools may not create or edit one.
+/// (`holdfast_agent::window`), shown in that session as its own history. Tools may not create or edit one, and
+/// `list_memories` and `search_memory` show a session only its own ([`summary_label`]).
 pub const RUNTIME_LABEL_PREFIX: &str = "summary_";
+
+/// The block that holds session `session_id`'s summary of its older turns.
+pub fn summary_label(session_id: &str) -> String {
+    format!("{RUNTIME_LABEL_PREFIX}{session_id}")
+}
+
+/// Whether a tool call in session `session_id` may see the block `label`: any block but another session's summary
+/// (a session's summary is that conversation's, and another principal's or another agent's turn must not read it).
+pub fn visible_in_session(label: &str, session_id: &str) -> bool {
+    label.strip_prefix(RUNTIME_LABEL_PREFIX).is_none_or(|rest| rest == session_id)
+}
+
+/// The most hits [`Memory::search_visible`] asks the store for while hidden blocks take places.
+pub const MAX_HIDDEN_FETCH: usize = 400;
 
 /// A label a tool may write: a valid id, not one the runtime keeps ([`RUNTIME_LABEL_PREFIX`]).
 fn tool_label(field: &str, label: &str) -> Result<()> {
@@ -669,5 +705,32 @@ mod tests {
         let (w, t) = no_match_window(&long, "The user lives in Berlin.");
         assert!(t && w.contains("The user lives in Paris.") && w.starts_with('…') && w.ends_with('…'), "{w}");
         assert!(w.chars().count() <= 2 * NO_MATCH_WINDOW + 2);
+    }
+
+    #[tokio::test]
+    async fn hidden_blocks_do_not_take_the_places_of_visible_ones() {
+        let memory = Memory::new(AgentId::new("a").unwrap(), Arc::new(crate::InMemoryStore::new()));
+        let spec = |label: String| BlockSpec {
+            label,
+            value: "the treasury address is in this note".into(),
+            description: None,
+            permission: crate::Permission::ReadWrite,
+            char_limit: 1_000,
+            pinned: false,
+        };
+        for i in 0..30 {
+            memory.put_block(spec(summary_label(&format!("s_{i}")))).await.unwrap();
+        }
+        for i in 0..4 {
+            memory.put_block(spec(format!("note_{i}"))).await.unwrap();
+        }
+        let visible = |label: &str| visible_in_session(label, "s_7");
+        let found = memory.search_visible("treasury address", Some(3), &visible).await.unwrap();
+        let labels: Vec<&str> = found.hits.iter().map(|h| h.label.as_str()).collect();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert!(labels.iter().all(|l| !l.starts_with(RUNTIME_LABEL_PREFIX) || *l == "summary_s_7"), "{labels:?}");
+        let found = memory.search_visible("treasury address", Some(10), &visible).await.unwrap();
+        assert_eq!(found.hits.len(), 5, "four notes and the session's own summary");
+        assert_eq!(memory.search("treasury address", Some(10)).await.unwrap().hits.len(), 10, "unfiltered");
     }
 }

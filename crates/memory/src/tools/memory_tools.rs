@@ -310,6 +310,8 @@ impl AiTool for ListMemoriesTool {
     async fn execute(&self, _input: ListMemoriesInput, ctx: &ToolContext) -> Result<ListMemoriesOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
         let mut blocks = handle.memory.blocks().await?;
+        // Another session's summary is that conversation's, not this one's.
+        blocks.retain(|b| crate::visible_in_session(&b.label, &ctx.session_id));
         blocks.sort_by(|a, b| b.pinned.cmp(&a.pinned).then_with(|| a.label.cmp(&b.label)));
         let blocks: Vec<MemorySummary> = blocks
             .into_iter()
@@ -402,7 +404,9 @@ impl AiTool for SearchMemoryTool {
     async fn execute(&self, input: SearchMemoryInput, ctx: &ToolContext) -> Result<SearchMemoryOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
         let limit = input.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-        let results = handle.memory.search(&input.query, limit).await?;
+        let session: &str = &ctx.session_id;
+        let visible = |label: &str| crate::visible_in_session(label, session);
+        let results = handle.memory.search_visible(&input.query, limit, &visible).await?;
         Ok(SearchMemoryOutput {
             mode: results.mode,
             note: results.note,
