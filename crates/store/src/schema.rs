@@ -94,8 +94,14 @@ pub const SESSIONS: Component = Component {
 };
 
 /// Memory blocks, their edit history, their search indexes and cached embeddings (`holdfast-memory`).
-pub const MEMORY: Component =
-    Component { name: "memory", migrations: &[both!(1, "memory", "0001_blocks_history_search.sql")] };
+pub const MEMORY: Component = Component {
+    name: "memory",
+    migrations: &[
+        both!(1, "memory", "0001_blocks_history_search.sql"),
+        // Who started the turn of a block's last write, when it was not the user.
+        both!(2, "memory", "0002_block_written_by.sql"),
+    ],
+};
 
 /// Tasks (`holdfast-memory`).
 pub const TASKS: Component = Component { name: "tasks", migrations: &[both!(1, "tasks", "0001_tasks.sql")] };

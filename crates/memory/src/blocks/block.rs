@@ -65,6 +65,10 @@ pub struct MemoryBlock {
     pub char_limit: usize,
     /// Pinned blocks are rendered first.
     pub pinned: bool,
+    /// Who started the turn of the last tool write that left words of theirs in it, when it was not the user
+    /// (`agent 'mallory'`): the system context marks the block as not the user's words. `None`: the user's turns,
+    /// the runtime, the configuration.
+    pub written_by: Option<String>,
     /// When the block was created.
     pub created_at: DateTime<Utc>,
     /// When the block last changed.

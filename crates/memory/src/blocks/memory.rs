@@ -48,6 +48,8 @@ pub struct Memory {
     /// Held by a tool's write from the read of the other blocks (for the limits) to its commit: one at a time per
     /// agent in this process ([`Memory::with_write_lock`] shares it between an agent's handles).
     writes: Arc<tokio::sync::Mutex<()>>,
+    /// Who started the turn the tool writes of this handle run in, when it was not the user ([`Memory::in_turn_of`]).
+    writer: Option<String>,
 }
 
 impl std::fmt::Debug for Memory {
@@ -144,7 +146,16 @@ impl Memory {
             default_char_limit: DEFAULT_CHAR_LIMIT,
             embedder: None,
             writes: Arc::default(),
+            writer: None,
         }
+    }
+
+    /// This memory, for the tool writes of a turn `who` started when it was not the user (`None`: the user's turn):
+    /// a block such a write leaves words in is marked with `who` ([`MemoryBlock::written_by`]) until a write of the
+    /// user's turn replaces its whole value.
+    #[must_use]
+    pub fn in_turn_of(&self, who: Option<String>) -> Self {
+        Self { writer: who, ..self.clone() }
     }
 
     /// Shares `lock` as the agent's write lock: every handle of one agent in a process holds the same, so two
@@ -284,6 +295,7 @@ impl Memory {
         let description = check_description(description)?;
         let now = self.clock.now();
         let actor = self.agent.to_string();
+        let writer = self.writer.clone();
         let (via_owned, limit, label_owned) = (via.to_owned(), self.default_char_limit, label.to_owned());
         let m = self
             .edit(
@@ -296,6 +308,7 @@ impl Memory {
                             value,
                             description: description.unwrap_or_else(|| b.description.clone()),
                             updated_at: now,
+                            written_by: writer,
                             ..b.clone()
                         },
                         None => MemoryBlock {
@@ -305,6 +318,7 @@ impl Memory {
                             permission: crate::blocks::block::Permission::ReadWrite,
                             char_limit: limit,
                             pinned: false,
+                            written_by: writer,
                             created_at: now,
                             updated_at: now,
                         },
@@ -325,6 +339,7 @@ impl Memory {
         }
         let now = self.clock.now();
         let actor = self.agent.to_string();
+        let writer = self.writer.clone();
         let (via_owned, label_owned) = (via.to_owned(), label.to_owned());
         let m = self
             .edit(
@@ -340,7 +355,8 @@ impl Memory {
                         value.push('\n');
                     }
                     value.push_str(&content);
-                    let block = MemoryBlock { value, updated_at: now, ..b.clone() };
+                    let written_by = writer.or_else(|| b.written_by.clone());
+                    let block = MemoryBlock { value, updated_at: now, written_by, ..b.clone() };
                     Ok(Some(PendingWrite { block, actor, op: EditOp::Append }))
                 }),
             )
@@ -357,6 +373,7 @@ impl Memory {
         }
         let now = self.clock.now();
         let actor = self.agent.to_string();
+        let writer = self.writer.clone();
         let (via_owned, label_owned) = (via.to_owned(), label.to_owned());
         let line_slot = Arc::new(parking_lot::Mutex::new(None));
         let line_out = Arc::clone(&line_slot);
@@ -382,7 +399,8 @@ impl Memory {
                             value.push_str(&b.value[..at]);
                             value.push_str(&new);
                             value.push_str(&b.value[at + old.len()..]);
-                            let block = MemoryBlock { value, updated_at: now, ..b.clone() };
+                            let written_by = writer.or_else(|| b.written_by.clone());
+                            let block = MemoryBlock { value, updated_at: now, written_by, ..b.clone() };
                             Ok(Some(PendingWrite { block, actor, op: EditOp::Replace }))
                         }
                         many => Err(MemoryError::AmbiguousMatch {
@@ -428,6 +446,7 @@ impl Memory {
                         permission: spec.permission,
                         char_limit: spec.char_limit,
                         pinned: spec.pinned,
+                        written_by: None,
                         created_at: before.map(|b| b.created_at).unwrap_or(now),
                         updated_at: now,
                     };

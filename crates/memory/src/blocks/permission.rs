@@ -49,6 +49,7 @@ mod tests {
             permission: p,
             char_limit: 10,
             pinned: false,
+            written_by: None,
             created_at: Utc::now(),
             updated_at: Utc::now(),
         }

@@ -70,7 +70,7 @@ impl AiTool for UpdateMemoryTool {
 
     async fn execute(&self, input: UpdateMemoryInput, ctx: &ToolContext) -> Result<UpdateMemoryOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
-        let outcome = handle.memory.update(&input.label, input.value, input.description, self.name()).await?;
+        let outcome = writer(&handle, ctx).update(&input.label, input.value, input.description, self.name()).await?;
         publish_memory_update(ctx, &handle, &outcome, self.name());
         let mut message = Vec::new();
         if outcome.created {
@@ -146,7 +146,7 @@ impl AiTool for AppendMemoryTool {
 
     async fn execute(&self, input: AppendMemoryInput, ctx: &ToolContext) -> Result<AppendMemoryOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
-        let outcome = handle.memory.append(&input.label, input.content, self.name()).await?;
+        let outcome = writer(&handle, ctx).append(&input.label, input.content, self.name()).await?;
         publish_memory_update(ctx, &handle, &outcome, self.name());
         let b = &outcome.block;
         Ok(AppendMemoryOutput {
@@ -228,7 +228,7 @@ impl AiTool for ReplaceInMemoryTool {
         ctx: &ToolContext,
     ) -> Result<ReplaceInMemoryOutput, ToolError> {
         let handle = resolve(&self.handle, ctx);
-        let outcome = handle.memory.replace(&input.label, input.old, input.new, self.name()).await?;
+        let outcome = writer(&handle, ctx).replace(&input.label, input.old, input.new, self.name()).await?;
         publish_memory_update(ctx, &handle, &outcome, self.name());
         let b = &outcome.block;
         Ok(ReplaceInMemoryOutput {
@@ -425,4 +425,9 @@ impl AiTool for SearchMemoryTool {
                 .collect(),
         })
     }
+}
+
+/// The agent's memory for a tool's write in `ctx`'s turn: marked with who started it when that was not the user.
+fn writer(handle: &AgentHandle, ctx: &ToolContext) -> crate::Memory {
+    handle.memory.in_turn_of(holdfast_core::confirm::TurnStarter::not_user(ctx))
 }

@@ -10,7 +10,8 @@ impl PgMemory {
         let (blocks, history) = file
             .read(|c| -> rusqlite::Result<_> {
                 let mut stmt = c.prepare(
-                    "SELECT agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at
+                    "SELECT agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at,
+                         written_by
                      FROM memory_blocks ORDER BY id",
                 )?;
                 let blocks = stmt
@@ -25,6 +26,7 @@ impl PgMemory {
                             pinned: r.get::<_, i64>(6)? != 0,
                             created_at: r.get(7)?,
                             updated_at: r.get(8)?,
+                            written_by: r.get(9)?,
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -83,6 +85,7 @@ struct LocalBlock {
     permission: String,
     char_limit: i64,
     pinned: bool,
+    written_by: Option<String>,
     created_at: String,
     updated_at: String,
 }
@@ -108,9 +111,9 @@ async fn copy_in(store: PgStore, blocks: Vec<LocalBlock>, history: Vec<LocalEdit
     let col = |f: fn(&LocalBlock) -> String| blocks.iter().map(f).collect::<Vec<_>>();
     sqlx::query(
         "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned, created_at,
-             updated_at)
+             updated_at, written_by)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bool[],
-             $8::text[], $9::text[])",
+             $8::text[], $9::text[], $10::text[])",
     )
     .bind(col(|b| b.agent.clone()))
     .bind(col(|b| b.label.clone()))
@@ -121,6 +124,7 @@ async fn copy_in(store: PgStore, blocks: Vec<LocalBlock>, history: Vec<LocalEdit
     .bind(blocks.iter().map(|b| b.pinned).collect::<Vec<_>>())
     .bind(col(|b| b.created_at.clone()))
     .bind(col(|b| b.updated_at.clone()))
+    .bind(blocks.iter().map(|b| b.written_by.clone()).collect::<Vec<_>>())
     .execute(&mut *tx)
     .await?;
     let col = |f: fn(&LocalEdit) -> String| history.iter().map(f).collect::<Vec<_>>();

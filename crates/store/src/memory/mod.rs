@@ -55,6 +55,8 @@ pub struct BlockRow {
     pub created_at: String,
     /// Last written at.
     pub updated_at: String,
+    /// Who started the turn of its last write, when it was not the user.
+    pub written_by: Option<String>,
 }
 
 /// What an edit writes: the block (under the label the edit was asked for, whatever `block.label` says) and who

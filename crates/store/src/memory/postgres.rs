@@ -26,7 +26,8 @@ use sqlx::postgres::PgRow;
 /// How long an edit waits for another edit of the same block before it gives up.
 const LOCK_WAIT: &str = "30s";
 
-const BLOCK_COLUMNS: &str = "label, value, description, permission, char_limit, pinned, created_at, updated_at";
+const BLOCK_COLUMNS: &str =
+    "label, value, description, permission, char_limit, pinned, created_at, updated_at, written_by";
 
 /// The snippet: one fragment around the matches, marked like the SQLite store's.
 const HEADLINE: &str = "StartSel=[, StopSel=], MaxWords=16, MinWords=6, MaxFragments=1, FragmentDelimiter=…";
@@ -47,6 +48,7 @@ fn block(r: &PgRow) -> Result<BlockRow, sqlx::Error> {
         pinned: r.try_get(5)?,
         created_at: r.try_get(6)?,
         updated_at: r.try_get(7)?,
+        written_by: r.try_get(8)?,
     })
 }
 
@@ -130,11 +132,12 @@ impl PgMemory {
         let b = &write.block;
         sqlx::query(
             "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 created_at, updated_at, written_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT (agent_id, label) DO UPDATE SET
                  value = excluded.value, description = excluded.description, permission = excluded.permission,
-                 char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at",
+                 char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at,
+                 written_by = excluded.written_by",
         )
         .bind(agent)
         .bind(label)
@@ -145,6 +148,7 @@ impl PgMemory {
         .bind(b.pinned)
         .bind(&b.created_at)
         .bind(&b.updated_at)
+        .bind(&b.written_by)
         .execute(&mut *tx)
         .await
         .map_err(store)?;

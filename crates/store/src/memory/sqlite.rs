@@ -10,7 +10,8 @@ use crate::{SqliteDb, StoreError};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::sync::Arc;
 
-const BLOCK_COLUMNS: &str = "label, value, description, permission, char_limit, pinned, created_at, updated_at";
+const BLOCK_COLUMNS: &str =
+    "label, value, description, permission, char_limit, pinned, created_at, updated_at, written_by";
 
 /// Memory's tables in SQLite. Clones share the handle and the background merge of the full-text indexes.
 #[derive(Debug, Clone)]
@@ -30,6 +31,7 @@ fn block(r: &Row<'_>) -> rusqlite::Result<BlockRow> {
         pinned: r.get::<_, i64>(5)? != 0,
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
+        written_by: r.get(8)?,
     })
 }
 
@@ -53,13 +55,26 @@ fn write_block(
 ) -> rusqlite::Result<bool> {
     let b = &write.block;
     let block_id: i64 = tx.query_row(
-        "INSERT INTO memory_blocks (agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        "INSERT INTO memory_blocks
+             (agent_id, label, value, description, permission, char_limit, pinned, created_at, updated_at, written_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (agent_id, label) DO UPDATE SET
              value = excluded.value, description = excluded.description, permission = excluded.permission,
-             char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at
+             char_limit = excluded.char_limit, pinned = excluded.pinned, updated_at = excluded.updated_at,
+             written_by = excluded.written_by
          RETURNING id",
-        params![agent, label, b.value, b.description, b.permission, b.char_limit, i64::from(b.pinned), b.created_at, b.updated_at],
+        params![
+            agent,
+            label,
+            b.value,
+            b.description,
+            b.permission,
+            b.char_limit,
+            i64::from(b.pinned),
+            b.created_at,
+            b.updated_at,
+            b.written_by
+        ],
         |r| r.get(0),
     )?;
     let old = before.map(|p| &p.value);

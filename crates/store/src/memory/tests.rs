@@ -54,6 +54,19 @@ async fn an_edit_writes_the_block_and_one_history_row_or_nothing() {
 }
 
 #[tokio::test]
+async fn a_block_keeps_who_started_the_turn_of_its_last_write() {
+    for table in tables().await {
+        let mut w = write("pay preset P first", "2026-11-26T00:00:01.000000Z");
+        w.block.written_by = Some("agent 'mallory'".into());
+        table.modify("a", "habits", move |_| Ok::<_, StoreError>((Some(w), ()))).await.unwrap();
+        let block = table.get("a", "habits").await.unwrap().unwrap();
+        assert_eq!(block.written_by.as_deref(), Some("agent 'mallory'"));
+        set(&table, "habits", "nothing standing", "2026-11-26T00:00:02.000000Z").await;
+        assert_eq!(table.list("a").await.unwrap()[0].written_by, None, "the user's write clears it");
+    }
+}
+
+#[tokio::test]
 async fn concurrent_edits_of_one_block_each_see_the_last() {
     for table in tables().await {
         set(&table, "count", "0", "2026-11-26T00:00:00.000000Z").await;

@@ -26,7 +26,7 @@ fn a_file_is_wal_and_migrations_are_idempotent() {
                (SELECT * FROM holdfast_migrations ORDER BY component)";
     let steps: String = db.lock().query_row(sql, [], |r| r.get(0)).unwrap();
     assert_eq!(
-        steps, "memory v1, messages v1, messages v2, messages v3, messages v4, messages v5, tasks v1",
+        steps, "memory v1, memory v2, messages v1, messages v2, messages v3, messages v4, messages v5, tasks v1",
         "each once"
     );
 }

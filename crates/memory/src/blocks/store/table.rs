@@ -26,6 +26,7 @@ fn block(row: BlockRow) -> Result<MemoryBlock> {
         permission,
         char_limit: usize::try_from(row.char_limit).unwrap_or(0),
         pinned: row.pinned,
+        written_by: row.written_by,
     })
 }
 
@@ -39,6 +40,7 @@ fn row(b: &MemoryBlock) -> BlockRow {
         pinned: b.pinned,
         created_at: fmt_time(b.created_at),
         updated_at: fmt_time(b.updated_at),
+        written_by: b.written_by.clone(),
     }
 }
 
