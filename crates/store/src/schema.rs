@@ -21,7 +21,7 @@
 //!     holdfast_store::migrate::sqlite(&mut conn, component).unwrap();
 //! }
 //! let n: i64 = conn.query_row("SELECT count(*) FROM holdfast_migrations", [], |r| r.get(0)).unwrap();
-//! assert_eq!(n, 14);
+//! assert_eq!(n, 16);
 //! ```
 
 use crate::migrate::{Component, Migration, SqliteStep};

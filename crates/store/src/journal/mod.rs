@@ -31,9 +31,9 @@ pub use sqlite::SqliteJournal;
 use crate::{Storage, StoreError};
 
 /// Statuses whose rows count against caps and block a second send of the same action or intent.
-pub const LIVE: &[&str] = &["reserved", "signed", "pending", "unknown", "confirmed"];
+pub const LIVE: &[&str] = &["reserved", "signed", "pending", "unknown", "stalled", "confirmed"];
 /// Statuses whose rows are not settled yet: reconciliation still has work to do.
-pub const UNRESOLVED: &[&str] = &["reserved", "signed", "pending", "unknown"];
+pub const UNRESOLVED: &[&str] = &["reserved", "signed", "pending", "unknown", "stalled"];
 /// Statuses whose transaction's nonce is taken: it may still be mined, or was.
 pub const NONCE_TAKEN: &[&str] = &["signed", "pending", "unknown", "confirmed", "reverted"];
 /// Statuses of a send whose broadcast is not known to have reached the node.
@@ -373,6 +373,18 @@ impl JournalTable {
             Self::Sqlite(s) => s.rows(statement).await,
             Self::Postgres(p) => p.rows(statement).await,
         }
+    }
+
+    /// The nonces from `lowest` up of the wallet's transactions (not payments) in a [`NONCE_TAKEN`] status, ascending.
+    pub async fn nonces_taken_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, StoreError> {
+        let statement = sql::nonces_taken_from(chain_id, from, lowest);
+        let found = match self {
+            Self::Sqlite(s) => s.strings(statement).await?,
+            Self::Postgres(p) => p.strings(statement).await?,
+        };
+        let mut nonces: Vec<u64> = found.iter().filter_map(|n| n.parse().ok()).collect();
+        nonces.sort_unstable();
+        Ok(nonces)
     }
 
     /// The highest nonce of a transaction (not a payment) of the wallet in a [`NONCE_TAKEN`] status.

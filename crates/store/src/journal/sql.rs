@@ -213,6 +213,17 @@ pub(super) fn set_status(id: &str, from: Option<&[&str]>, to: &str, u: Settled, 
     (sql, params)
 }
 
+pub(super) fn nonces_taken_from(chain_id: u64, from: &str, lowest: u64) -> Statement {
+    (
+        format!(
+            "SELECT DISTINCT CAST(nonce AS TEXT) FROM journal WHERE chain_id = $1 AND from_address = $2 \
+             AND kind != 'payment' AND nonce IS NOT NULL AND nonce >= $3 AND status IN {}",
+            in_list(NONCE_TAKEN)
+        ),
+        vec![int(chain_id), text(from), int(lowest)],
+    )
+}
+
 pub(super) fn highest_nonce_taken(chain_id: u64, from: &str) -> Statement {
     (
         format!(

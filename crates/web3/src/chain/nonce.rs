@@ -46,6 +46,29 @@ impl MinedCount {
     pub fn next_nonce(&self, journaled: Option<u64>) -> u64 {
         journaled.map_or(self.lowest, |n| n.saturating_add(1).max(self.lowest))
     }
+
+    /// The first nonce from the lowest count up that no journaled transaction holds (`taken`, ascending): a gap left
+    /// by a send that never went out (a stalled one, whose transaction cannot be mined beside the one that fills it)
+    /// is filled, so the sends after it are not stuck behind it.
+    ///
+    /// ```
+    /// # use holdfast_web3::chain::MinedCount;
+    /// let mined = MinedCount { lowest: 5, unanswered: None };
+    /// assert_eq!(mined.first_free(&[]), 5);
+    /// assert_eq!(mined.first_free(&[5, 6]), 7);
+    /// assert_eq!(mined.first_free(&[6, 7]), 5, "5 is free: the gap is filled");
+    /// ```
+    pub fn first_free(&self, taken: &[u64]) -> u64 {
+        let mut next = self.lowest;
+        for &n in taken {
+            match n.cmp(&next) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => next = next.saturating_add(1),
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        next
+    }
 }
 
 /// Where a nonce of an account stands on chain.

@@ -36,6 +36,12 @@ pub enum EntryStatus {
     Pending,
     /// The broadcast's outcome is not known (timeout, reset, 5xx): reconciled by hash, never re-signed.
     Unknown,
+    /// The node refused it and every node shows its nonce unused: not out there as far as the chain shows, but its
+    /// signature stays valid until its nonce is used (a node may hold it back and let it out later). It counts
+    /// against the caps and holds the user's authorization until it is mined or its nonce is mined by another
+    /// transaction; its identical bytes are sent again (never signed anew), and its nonce is free for the next send
+    /// (at most one of the two is mined).
+    Stalled,
     /// Mined with status 1 (or settled).
     Confirmed,
     /// Mined with status 0.
@@ -94,6 +100,7 @@ impl EntryStatus {
             Self::Signed => "signed",
             Self::Pending => "pending",
             Self::Unknown => "unknown",
+            Self::Stalled => "stalled",
             Self::Confirmed => "confirmed",
             Self::Reverted => "reverted",
             Self::Failed => "failed",
@@ -108,6 +115,7 @@ impl EntryStatus {
             "reserved" => Self::Reserved,
             "pending" => Self::Pending,
             "unknown" => Self::Unknown,
+            "stalled" => Self::Stalled,
             "confirmed" => Self::Confirmed,
             "reverted" => Self::Reverted,
             "failed" => Self::Failed,

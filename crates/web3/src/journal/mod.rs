@@ -219,8 +219,15 @@ impl Journal {
         Ok(changed == 1)
     }
 
+    /// The nonces from `lowest` up, ascending, of `from`'s transactions on `chain_id` that hold them (signed, pending,
+    /// unknown, confirmed, reverted): the next send takes the first one not among them.
+    pub async fn nonces_taken_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, ToolError> {
+        self.table.nonces_taken_from(chain_id, from, lowest).await.map_err(db_err)
+    }
+
     /// The highest nonce of a transaction of `from` on `chain_id` that may still be mined (signed, pending, unknown)
-    /// or was (confirmed, reverted). Failed and dropped entries' nonces are free to reuse.
+    /// or was (confirmed, reverted). Failed, dropped and stalled entries' nonces are free to reuse (a stalled one's
+    /// transaction and the one that takes its nonce cannot both be mined).
     pub async fn highest_live_nonce(&self, chain_id: u64, from: &str) -> Result<Option<u64>, ToolError> {
         self.table.highest_nonce_taken(chain_id, from).await.map_err(db_err)
     }
@@ -325,7 +332,7 @@ impl Journal {
     }
 
     /// Like [`Journal::spent_today`], on any day since the wallet's first live entry of kind `first` (of this asset:
-    /// reserved, signed, pending, unknown or confirmed; not refused, failed, reverted, dropped or chain_reset): what
+    /// reserved, signed, pending, unknown, stalled or confirmed; not refused, failed, reverted, dropped or chain_reset): what
     /// its live entries of `kinds` moved of `asset`, `wallet` being `(chain_id, from, asset)`. Nothing while it has no
     /// such entry.
     pub async fn sent_since_first(

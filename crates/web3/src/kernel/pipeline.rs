@@ -265,6 +265,9 @@ pub(crate) async fn already_sent(web3: &Web3, entry: JournalEntry) -> Result<Sen
         Ok(Some(Settled { entry, .. })) => entry,
         _ => entry,
     };
+    if entry.status == EntryStatus::Stalled {
+        return Err(super::broadcast::stalled(&entry.id, entry.tx_hash.as_deref().unwrap_or_default()));
+    }
     Sent::from_entry(&entry).ok_or_else(|| {
         ToolError::new(
             ErrorCode::DuplicateAction,
@@ -553,7 +556,9 @@ async fn commit<K: TxKind>(
     chain.verify().await?;
     let mined = chain.mined_count(from).await?;
     mined_after_all(web3, network, &from_text, journaled, &mined).await?;
-    let nonce = mined.next_nonce(journaled);
+    // The first nonce no journaled transaction holds: a stalled send's is taken again (at most one of the two is
+    // mined), so the sends after it are not left behind a gap.
+    let nonce = mined.first_free(&journal.nonces_taken_from(network.chain_id, &from_text, mined.lowest).await?);
     let tx = chain.build(&plan.tx, fees, nonce);
     let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
     match kind.check(web3, chain, &mut plan, &sim).await? {
@@ -779,6 +784,10 @@ async fn commit<K: TxKind>(
     if status == EntryStatus::Unknown {
         return Ok((sent(TxOutcome::Unknown, None, None), plan.summary));
     }
+    // Still counted, its authorization still spent: nothing is given back.
+    if status == EntryStatus::Stalled {
+        return Err(super::broadcast::stalled(&entry.id, &hash_text));
+    }
     let events = session.map(|(ctx, _)| ctx.events.clone());
     if let Some(events) = &events {
         events.publish(EventPayload::TxPending(TxPending {
@@ -811,6 +820,8 @@ async fn commit<K: TxKind>(
         EntryStatus::Signed,
         EntryStatus::Pending,
         EntryStatus::Unknown,
+        EntryStatus::Stalled,
+        EntryStatus::Failed,
         EntryStatus::Dropped,
         EntryStatus::ChainReset,
     ];

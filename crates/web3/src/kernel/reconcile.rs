@@ -4,9 +4,10 @@
 //!
 //! It never signs a new transaction of its own choosing for an entry. A mined transaction is recorded
 //! (`confirmed`/`reverted`) — even one an earlier process marked `failed`, so a node that lied about a rejection
-//! cannot keep a mined swap outside the day's spend. An entry is released (`dropped` or `failed`) only on the
-//! chain's proof ([`crate::chain::Chain::nonce_use`]): its nonce mined by another transaction, or unused while the
-//! node refuses its identical bytes. One the node does not know is broadcast again from its identical signed bytes
+//! cannot keep a mined swap outside the day's spend. An entry is released (`dropped`) only on the chain's proof
+//! ([`crate::chain::Chain::nonce_use`]): its nonce mined by another transaction. One whose nonce every node shows
+//! unused while the node refuses its identical bytes is `stalled`: still counted (a node may hold it back), its nonce
+//! free for the next send. One the node does not know is broadcast again from its identical signed bytes
 //! (same hash, same nonce: it cannot be mined twice); anything unproven stays as it is, counted against the caps. A
 //! reservation never signed within [`STALE_RESERVATION`] is released. Payments are settled by the chain's
 //! authorization state (`super::payment::reconcile_payment`). The background pass also resets the allowances of
@@ -120,7 +121,8 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
         };
         return set(web3, entry, status, update, "mined").await;
     }
-    if !matches!(entry.status, EntryStatus::Signed | EntryStatus::Pending | EntryStatus::Unknown) {
+    if !matches!(entry.status, EntryStatus::Signed | EntryStatus::Pending | EntryStatus::Unknown | EntryStatus::Stalled)
+    {
         return Ok(None);
     }
     if let Some(settled) = chain_began_anew(web3, &chain, entry).await? {
@@ -203,15 +205,17 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             .await
         }
         Broadcast::Rejected(why) => {
-            // The node does not know it and refuses it now; released only if every node shows its nonce unused.
+            // The node does not know it and refuses it now, and every node shows its nonce unused: `stalled`, still
+            // counted (a node may hold it and let it out later) until its nonce is used; never released here.
             let Some(nonce) = entry.nonce else { return Ok(None) };
-            if chain.nonce_use(from, nonce).await? != NonceUse::Unused
+            if entry.status == EntryStatus::Stalled
+                || chain.nonce_use(from, nonce).await? != NonceUse::Unused
                 || !chain.nonce_unused_everywhere(from, nonce).await.unwrap_or(false)
             {
                 return Ok(None);
             }
             let update = EntryUpdate { error: Some(why), ..Default::default() };
-            set(web3, entry, EntryStatus::Failed, update, "refused again, and the chain shows its nonce unused").await
+            set(web3, entry, EntryStatus::Stalled, update, "refused again, and the chain shows its nonce unused").await
         }
         Broadcast::Unknown(_) => Ok(None),
     }

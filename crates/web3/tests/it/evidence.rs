@@ -1053,9 +1053,9 @@ async fn another_transaction_one_node_makes_up_for_the_nonce_releases_nothing_an
 }
 
 /// The first node keeps the transfer to itself and answers that it refused it; every node shows its nonce unused, so
-/// it is recorded as never sent, its amount released and the user's authorization given back (the node's word alone
-/// releases nothing; the chain's did). The node lets it out afterwards and it is mined. The same transfer asked
-/// again must find it, not go out beside it.
+/// it is recorded as `stalled`: not out there as far as the chain shows, still counted and holding the user's
+/// authorization. The node lets it out afterwards and it is mined. The same transfer asked again must find it, not go
+/// out beside it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_transfer_a_node_held_back_and_let_out_later_is_found_before_anything_new_is_signed() {
     held_back_let_out_and_asked_again(None).await;
@@ -1082,10 +1082,9 @@ async fn a_transfer_held_back_on_a_network_renamed_since_is_found_before_anythin
 
 /// The held-back transfer let out two days later, mined with the nonce a later send of the wallet also holds (one
 /// still `unknown`, which the chain never mined): the chain counts no more than the journal, so no nonce gap shows
-/// it. Reconciling that later send finds its nonce used by the held-back one, and records that one as mined and
-/// counted (before: the later send was released as `dropped`, and the held-back one stayed `failed`, counted
-/// nowhere, once the day's recheck of failed sends was over). While no node shows the held-back one's receipt yet
-/// (a lagging index), the later send is not released either.
+/// it. The held-back one was kept counted (`stalled`) all along, so reconciling finds it mined and releases the later
+/// send (before: it was `failed`, counted nowhere once the day's recheck of failed sends was over, and only a lookup
+/// from the later send found it).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_transfer_held_back_for_days_and_mined_in_a_later_sends_place_is_counted() {
     let devnet = TestDevnet::start().await.expect("devnet");
@@ -1099,7 +1098,7 @@ async fn a_transfer_held_back_for_days_and_mined_in_a_later_sends_place_is_count
     let first = env.call("transfer", crate::transfer::to_register()).await;
     let held = env.web3.journal().for_session("session-1").await.unwrap();
     let held = held.into_iter().find(|e| e.kind == EntryKind::Transfer).unwrap();
-    assert_eq!((held.status, held.nonce), (EntryStatus::Failed, Some(nonce)), "{first:?}");
+    assert_eq!((held.status, held.nonce), (EntryStatus::Stalled, Some(nonce)), "{first:?}");
     let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2)).to_rfc3339();
     let db = holdfast_store::SqliteDb::open(&env.devnet.dir.join("data/holdfast.db")).unwrap();
     db.lock()
@@ -1134,17 +1133,18 @@ async fn a_transfer_held_back_for_days_and_mined_in_a_later_sends_place_is_count
     });
     proxy.set_rewrite(Some(no_receipts.clone()));
     second.set_rewrite(Some(no_receipts));
+    // The held-back transfer stayed counted (`stalled`): found mined by its own hash, it is `pending`, and the later
+    // send, whose nonce it took, is released. The nonce's amount is counted once, on the transfer that was mined.
     let report = env.web3.reconcile().await.unwrap();
-    assert!(report.iter().all(|r| r.journal_id != later.id), "the later send stays as it is: {report:?}");
-    assert_eq!(env.web3.journal().get(&later.id).await.unwrap().unwrap().status, EntryStatus::Unknown);
+    let status = |id: &str| report.iter().find(|r| r.journal_id == id).map(|r| r.status);
+    assert_eq!(status(&held.id), Some(EntryStatus::Pending), "{report:?}");
+    assert_eq!(status(&later.id), Some(EntryStatus::Dropped), "{report:?}");
     proxy.set_rewrite(None);
     second.set_rewrite(None);
 
-    let report = env.web3.reconcile().await.unwrap();
-    let status = |id: &str| report.iter().find(|r| r.journal_id == id).map(|r| r.status);
-    assert_eq!(status(&later.id), Some(EntryStatus::Dropped), "{report:?}");
+    env.web3.reconcile().await.unwrap();
     let now = env.web3.journal().get(&held.id).await.unwrap().unwrap();
-    assert_eq!(now.status, EntryStatus::Confirmed, "the held-back transfer is recorded as mined: {report:?}");
+    assert_eq!(now.status, EntryStatus::Confirmed, "the held-back transfer is recorded as mined");
 }
 
 /// The held-back transfer; `then` runs on the journal's SQLite file once the transfer was recorded as never sent.
@@ -1174,7 +1174,8 @@ async fn held_back_let_out_and_asked_again(then: Option<&str>) {
         "one transfer: first {first:?}, second {second:?}"
     );
     assert_eq!(env.devnet.balance_of(USDC, ALICE).await.unwrap(), alice + five);
-    assert_eq!(second.as_ref().map_err(|e| e.code), Err(ErrorCode::OutcomeUnknown), "{second:?}");
+    // The held-back transfer stayed `stalled` (counted): asking again finds it mined.
+    assert_eq!(second.as_ref().map(|out| out["status"].clone()), Ok(json!("confirmed")), "{second:?}");
     let entries = env.web3.journal().for_session("session-1").await.unwrap();
     let transfers: Vec<_> = entries.iter().filter(|e| e.kind == EntryKind::Transfer).map(|e| e.status).collect();
     assert_eq!(transfers, [EntryStatus::Confirmed], "recorded as mined, and counted against the caps again");
@@ -1252,6 +1253,44 @@ async fn a_node_counting_a_transaction_it_held_back_cannot_get_the_next_one_sign
     let moved = (env.balance(USDC).await, env.nonce().await);
     let what = format!("first {first:?}, second {second:?}, the held-back one let out: {released:?}");
     assert_eq!(moved, (mine - U256::from(5_000_000u64), nonce + 1), "one transfer: {what}");
+}
+
+/// The wallet's only node holds the transfer back (answering that it refused it, its nonce shown unused: the chain
+/// shows nothing else), then counts it as mined. The transfer stays counted and keeps the user's authorization
+/// (`stalled`), and asking again sends nothing new: before, it was released as `failed`, the retry was signed with the
+/// next nonce, and the node let both out — 10 USDC for one "send 5 USDC".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transfer_a_single_node_held_back_and_counted_is_sent_once() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), false).await;
+    let (mine, nonce, first) = held_back_and_counted(&env, &proxy).await;
+    let err = first.as_ref().unwrap_err();
+    assert_eq!(err.code, ErrorCode::OutcomeUnknown, "{err:?}");
+    assert_eq!(err.details.as_ref().unwrap()["status"], "stalled", "{err:?}");
+    let transfer = || async {
+        let entries = env.web3.journal().for_session("session-1").await.unwrap();
+        entries.into_iter().find(|e| e.kind == EntryKind::Transfer).unwrap()
+    };
+    assert_eq!(transfer().await.status, EntryStatus::Stalled);
+    let spent = env
+        .web3
+        .journal()
+        .spent_today(
+            holdfast_devnet::CHAIN_ID,
+            &env.devnet.wallet_address.to_checksum(None),
+            &USDC.to_checksum(None),
+            &[EntryKind::Swap, EntryKind::Transfer],
+        )
+        .await
+        .unwrap();
+    assert_eq!(spent, U256::from(5_000_000u64), "still counted against the day's cap");
+    let second = env.call("transfer", crate::transfer::to_register()).await;
+    let released = let_out(&proxy).await;
+    let moved = (env.balance(USDC).await, env.nonce().await);
+    let what = format!("first {first:?}, second {second:?}, the held-back one let out: {released:?}");
+    assert_eq!(moved, (mine - U256::from(5_000_000u64), nonce + 1), "one transfer: {what}");
+    env.web3.reconcile().await.unwrap();
+    assert_eq!(transfer().await.status, EntryStatus::Confirmed, "{what}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -101,10 +101,10 @@ async fn a_send_every_node_refused_whose_failure_cannot_be_recorded_is_unknown_n
     prepare(&env, "send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base", "USDC", "5").await;
     env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
     let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
-    // The node refuses the transaction and never has it; the chain shows the nonce unused, so it is proven unsent,
-    // but the journal cannot record the failure: the entry stays `signed`, bytes and all.
+    // The node refuses the transaction and never has it; the chain shows the nonce unused (`stalled`), but the journal
+    // cannot record it: the entry stays `signed`, bytes and all.
     proxy.set_fault(Fault::RejectUnsent);
-    fail_status_changes(&env.devnet, &["failed"]);
+    fail_status_changes(&env.devnet, &["stalled"]);
 
     // Before: "pending" (a hash no node has), after waiting out the receipt timeout.
     let out = env.ok("transfer", to_register()).await;
