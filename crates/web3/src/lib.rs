@@ -71,7 +71,8 @@ pub struct Web3 {
     address_book: HashMap<String, Address>,
     http: reqwest::Client,
     chains: Mutex<HashMap<String, Arc<Chain>>>,
-    receipt_timeout: Duration,
+    /// How long a send waits for its receipt, in milliseconds ([`RECEIPT_TIMEOUT`]; tests shorten it).
+    receipt_timeout_ms: std::sync::atomic::AtomicU64,
     /// [`kernel::allowances::ABANDONED_AFTER`], in milliseconds (tests shorten it).
     abandoned_after_ms: std::sync::atomic::AtomicU64,
 }
@@ -147,7 +148,9 @@ impl Web3 {
             address_book: config.address_book,
             http,
             chains: Mutex::new(HashMap::new()),
-            receipt_timeout: RECEIPT_TIMEOUT,
+            receipt_timeout_ms: std::sync::atomic::AtomicU64::new(
+                u64::try_from(RECEIPT_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            ),
             abandoned_after_ms: std::sync::atomic::AtomicU64::new(
                 u64::try_from(kernel::allowances::ABANDONED_AFTER.as_millis()).unwrap_or(u64::MAX),
             ),
@@ -302,7 +305,14 @@ impl Web3 {
     }
 
     pub(crate) fn receipt_timeout(&self) -> Duration {
-        self.receipt_timeout
+        Duration::from_millis(self.receipt_timeout_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Changes how long a send waits for its receipt (tests: a send left `pending` without waiting a minute).
+    #[cfg(feature = "test-hooks")]
+    pub fn set_receipt_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.receipt_timeout_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The independent price feeds of `network`, if configured.

@@ -633,7 +633,29 @@ pub(crate) async fn fund(
     let journal = web3.journal();
     // What other actions will take, read before the balance: one settling in between then leaves the signer funded a
     // little more (reused by the next fund), never less than its own action needs.
-    let unresolved = if mv.native { Vec::new() } else { journal.unresolved().await? };
+    let unresolved = journal.unresolved().await?;
+    // A fund of this asset not yet mined (its receipt did not come in time, or its broadcast is in doubt) will reach
+    // the signer, or never: either way it is not in the signer's balance yet, and funding again beside it would move
+    // the account's funds twice. Nothing is funded until it settles.
+    if let Some(earlier) = unresolved.iter().find(|e| {
+        e.kind == EntryKind::Fund
+            && e.chain_id == network.chain_id
+            && e.from == from
+            && e.asset == asset
+            && e.status != crate::journal::EntryStatus::Reserved
+    }) {
+        return Err(ToolError::new(
+            ErrorCode::OutcomeUnknown,
+            format!(
+                "an earlier move of {} from the account to the signer is not settled yet (journal {}, {}); nothing \
+                 more is moved until it is — try again once it is mined",
+                mv.symbol,
+                earlier.id,
+                earlier.status.as_str()
+            ),
+        ));
+    }
+    let unresolved = if mv.native { Vec::new() } else { unresolved };
     let held = chain.balance_highest(mv.asset, signer).await?;
     let available = if mv.native {
         // Over every day since the signer's first fund: ether funded on an earlier day and not spent is still the

@@ -429,6 +429,36 @@ async fn two_payments_at_once_are_each_funded_from_the_account() {
     assert_eq!(usdc(&env, env.devnet.wallet_address).await, U256::ZERO, "none stays with the signer");
 }
 
+/// A fund whose receipt did not come in time is left `pending`; a retry of the payment funds nothing beside it (before:
+/// each retry moved the price out of the account again, and once the chain mined them the key held one price per
+/// retry). Once it is mined, the payment uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fund_not_yet_mined_is_not_funded_again_beside() {
+    use alloy::providers::ext::AnvilApi as _;
+    let (env, account) = account_env().await;
+    let before = usdc(&env, account).await;
+    let provider = env.devnet.provider();
+    env.web3.set_receipt_timeout(std::time::Duration::from_millis(300));
+    provider.anvil_set_auto_mine(false).await.unwrap();
+    let first = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(first.get("error").is_some(), "the fund is not mined: {first}");
+    let second = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(second["error"]["message"].as_str().unwrap_or_default().contains("not settled yet"), "{second}");
+    provider.anvil_set_auto_mine(true).await.unwrap();
+    provider.anvil_mine(Some(1), None).await.unwrap();
+    let kernel = env.web3.journal().for_session("kernel").await.unwrap();
+    let funds: Vec<_> = kernel.iter().filter(|e| e.kind == EntryKind::Fund).collect();
+    assert_eq!(funds.len(), 1, "{funds:#?}");
+    let price = U256::from_str_radix(&funds[0].amount, 10).unwrap();
+    assert_eq!(usdc(&env, account).await, before - price, "one price left the account");
+    env.web3.set_receipt_timeout(std::time::Duration::from_secs(60));
+    env.web3.reconcile().await.unwrap();
+    let third = env.quote("swap 0.001 ETH for USDC", "ETH", "USDC", "0.001").await;
+    assert!(third.get("error").is_none(), "{third}");
+    assert_eq!(usdc(&env, account).await, before - price, "paid with what was funded");
+    assert_eq!(usdc(&env, env.devnet.wallet_address).await, U256::ZERO);
+}
+
 /// Ether funded on an earlier day and not spent is used before any more is funded: a swap that failed after its fund
 /// yesterday leaves its ether with the key, and today's swap uses it rather than moving the account's ether again.
 /// The key's swaps of its own ether from before the account (before its first fund) do not count against the funds.
