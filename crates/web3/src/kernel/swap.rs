@@ -354,10 +354,13 @@ pub async fn swap(
     let done = match pipeline::run(web3, ctx, &kind).await {
         Ok(done) => done,
         Err(e) => {
-            // A refused swap is abandoned: an approval made for it must not stay standing.
+            // A refused swap is abandoned: an approval made for it must not stay standing. The token is the one of
+            // the quote that was judged (a `sell_token` written meanwhile names another).
+            let judged = kind.quote.lock().as_ref().map(|q| q.sell.clone());
+            let sell = judged.map_or_else(|| TokenRef::from_register(&ctx.registers, "sell_token"), Ok);
             if pipeline::was_refused(&e)
                 && let Ok(network) = ctx.config.networks.resolve(network_name)
-                && let Ok(sell) = TokenRef::from_register(&ctx.registers, "sell_token")
+                && let Ok(sell) = sell
                 && !sell.is_native()
             {
                 super::allowances::reset_abandoned(web3, &ctx.session_id, network, sell.address).await;
