@@ -494,6 +494,23 @@ fn gas_covered(approved: &serde_json::Value, gas_limit: u64, auto_max_gas: u64) 
     shown.is_some_and(|shown| gas_limit <= shown.saturating_add(shown / 10).max(auto_max_gas))
 }
 
+/// Whether the approval of `approved` covers a transaction that may cost up to `max_cost` (wei) in network fees: at
+/// most twice the `max_network_fee` it showed (a base fee moves by an eighth a block between the question and the
+/// run). A node that quotes a fee per gas a thousand times the market's, within the policy's per-gas caps, gets the
+/// question asked again with the new fee, not run on an approval of the old one. A summary that showed no fee yet (a
+/// funded action asked before its fee was known) covers any; one whose fee cannot be read covers none.
+fn fee_covered(approved: &serde_json::Value, max_cost: U256) -> bool {
+    let shown = match approved.get("max_network_fee") {
+        None | Some(serde_json::Value::Null) => return true,
+        Some(serde_json::Value::String(s)) if s.is_empty() => return true,
+        Some(serde_json::Value::String(s)) => s.split_once(' ').and_then(|(amount, symbol)| {
+            holdfast_core::amount::to_base_units("max_network_fee", amount, 18, symbol).ok()
+        }),
+        Some(_) => None,
+    };
+    shown.is_some_and(|shown| max_cost <= shown.saturating_mul(U256::from(2u8)))
+}
+
 /// The gas a token transfer may need beyond its estimate when its recipient's balance is emptied in between: a fresh
 /// storage slot (20,000) instead of a changed one (2,900).
 const FRESH_SLOT_GAS: u64 = 17_100;
@@ -572,9 +589,12 @@ async fn commit<K: TxKind>(
     }
     let intent = session.map_or_else(|| plan.fingerprint.clone(), |(_, inputs)| inputs.intent.clone());
     let mut spent = Spent::Nothing;
-    // What an approval must have shown for this run to use it: at most this transaction's gas (see `gas_covered`).
+    // What an approval must have shown for this run to use it: at most this transaction's gas and about its fee (see
+    // `gas_covered`, `fee_covered`).
     let auto_max_gas = web3.policy().auto_max_gas(&network.name);
-    let covers = |approved: &serde_json::Value| gas_covered(approved, fees.gas_limit, auto_max_gas);
+    let covers = |approved: &serde_json::Value| {
+        gas_covered(approved, fees.gas_limit, auto_max_gas) && fee_covered(approved, fees.max_cost())
+    };
     if let Some((ctx, inputs)) = session {
         // Still within their maximum age (a quote's 60 s) now, under the lock, right before the action is reserved and
         // signed: `run` checked them before the plan's reads, the fees, the wait for the wallet's lock (another send
@@ -933,8 +953,23 @@ async fn settle_earlier_sends(web3: &Web3, network: &NetworkConfig, from: &str) 
 
 #[cfg(test)]
 mod tests {
-    use super::gas_covered;
+    use super::{fee_covered, gas_covered};
+    use alloy::primitives::U256;
     use serde_json::json;
+
+    #[test]
+    fn an_approval_covers_at_most_twice_the_fee_it_showed() {
+        let shown = json!({"gas_limit": "100000", "max_network_fee": "0.0001 ETH"});
+        let wei = |n: u64| U256::from(n);
+        assert!(fee_covered(&shown, wei(200_000_000_000_000)), "twice the fee shown");
+        assert!(!fee_covered(&shown, wei(200_000_000_000_001)), "more than twice");
+        assert!(!fee_covered(&shown, wei(100_000_000_000_000) * wei(1_000)), "a node's fee a thousand times more");
+        assert!(fee_covered(&json!({}), U256::MAX), "asked before its fee was known");
+        assert!(fee_covered(&json!({"max_network_fee": ""}), U256::MAX));
+        for unreadable in [json!({"max_network_fee": "lots"}), json!({"max_network_fee": 1})] {
+            assert!(!fee_covered(&unreadable, U256::from(1u8)), "{unreadable}");
+        }
+    }
 
     #[test]
     fn an_approval_covers_the_gas_it_showed_a_tenth_more_or_what_would_not_have_asked() {

@@ -1293,6 +1293,38 @@ async fn a_transfer_a_single_node_held_back_and_counted_is_sent_once() {
     assert_eq!(transfer().await.status, EntryStatus::Confirmed, "{what}");
 }
 
+/// An approval covers the network fee it showed, at most twice: the node quoting a tip of 9 gwei (within the
+/// policy's 10 gwei cap, hundreds of times the devnet's) once the user approved gets the question asked again with
+/// the new fee. Before, the approval covered any fee within the caps, and the transfer ran on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_does_not_cover_a_fee_the_node_raised_since() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), false).await;
+    crate::transfer::prepare(&env, "send 60 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base", "USDC", "60")
+        .await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let (mine, nonce) = (env.balance(USDC).await, env.nonce().await);
+    let asked = env.err("transfer", crate::transfer::to_register()).await;
+    assert_eq!(asked.code, ErrorCode::ConfirmationRequired, "{asked:?}");
+    let details = asked.details.unwrap();
+    env.decide(details["confirmation_id"].as_str().unwrap(), UserDecision::Approve).unwrap();
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_feeHistory"
+            && let Some(rewards) = resp["result"]["reward"].as_array_mut()
+        {
+            for r in rewards.iter_mut() {
+                *r = json!(["0x218711a00"]);
+            }
+        }
+    })));
+    let again = env.err("transfer", crate::transfer::to_register()).await;
+    assert_eq!(again.code, ErrorCode::ConfirmationRequired, "asked again: {again:?}");
+    let fee = |d: &Value| d["summary"]["max_network_fee"].as_str().unwrap().to_owned();
+    let (before, after) = (fee(&details), fee(again.details.as_ref().unwrap()));
+    assert_ne!(before, after, "the new question shows the new fee");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce), "nothing sent on the old approval");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_that_shows_a_new_allowance_each_pass_gets_a_bounded_number_of_resets() {
     let tweaks = Tweaks {
