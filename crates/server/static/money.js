@@ -11,7 +11,8 @@ const M = { session: null, seq: 0, onlySession: false };
 const WALLET_REFRESH_MS = 20000;
 
 function statusBadge(st) {
-  const cls = st === "confirmed" ? "b-ok" : st === "pending" || st === "signed" || st === "reserved" ? "b-warn" : "b-err";
+  const cls = st === "confirmed" ? "b-ok"
+    : st === "pending" || st === "signed" || st === "reserved" || st === "stalled" ? "b-warn" : "b-err";
   return h("span", { class: "badge " + cls, testid: "status" }, st.replace(/_/g, " "));
 }
 

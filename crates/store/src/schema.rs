@@ -21,7 +21,7 @@
 //!     holdfast_store::migrate::sqlite(&mut conn, component).unwrap();
 //! }
 //! let n: i64 = conn.query_row("SELECT count(*) FROM holdfast_migrations", [], |r| r.get(0)).unwrap();
-//! assert_eq!(n, 16);
+//! assert_eq!(n, 17);
 //! ```
 
 use crate::migrate::{Component, Migration, SqliteStep};
@@ -60,6 +60,9 @@ pub const JOURNAL: Component = Component {
         both!(3, "journal", "0003_genesis.sql"),
         // When a payment's purchase was delivered: undelivered payments to one payee are counted across sessions.
         both!(4, "journal", "0004_delivered.sql"),
+        // An intent whose entry was released (`dropped`, `chain_reset`) may be reserved again; and a release that knows
+        // `stalled` refuses to run beside an older binary that does not.
+        both!(5, "journal", "0005_intent_released.sql"),
     ],
 };
 

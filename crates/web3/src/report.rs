@@ -75,7 +75,7 @@ pub struct SpendGauge {
     pub symbol: String,
     /// Decimals.
     pub decimals: u8,
-    /// Spent today, base units (live entries: reserved, signed, pending, unknown and confirmed).
+    /// Spent today, base units (live entries: reserved, signed, pending, unknown, stalled and confirmed).
     pub spent: String,
     /// Spent today in the token's units.
     pub spent_human: String,

@@ -375,9 +375,15 @@ impl JournalTable {
         }
     }
 
-    /// The nonces from `lowest` up of the wallet's transactions (not payments) in a [`NONCE_TAKEN`] status, ascending.
-    pub async fn nonces_taken_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, StoreError> {
-        let statement = sql::nonces_taken_from(chain_id, from, lowest);
+    /// The nonces from `lowest` up of the wallet's transactions (not payments) in one of `statuses`, ascending.
+    pub async fn nonces_from(
+        &self,
+        chain_id: u64,
+        from: &str,
+        lowest: u64,
+        statuses: &'static [&'static str],
+    ) -> Result<Vec<u64>, StoreError> {
+        let statement = sql::nonces_from(chain_id, from, lowest, statuses);
         let found = match self {
             Self::Sqlite(s) => s.strings(statement).await?,
             Self::Postgres(p) => p.strings(statement).await?,

@@ -213,12 +213,12 @@ pub(super) fn set_status(id: &str, from: Option<&[&str]>, to: &str, u: Settled, 
     (sql, params)
 }
 
-pub(super) fn nonces_taken_from(chain_id: u64, from: &str, lowest: u64) -> Statement {
+pub(super) fn nonces_from(chain_id: u64, from: &str, lowest: u64, statuses: &'static [&'static str]) -> Statement {
     (
         format!(
             "SELECT DISTINCT CAST(nonce AS TEXT) FROM journal WHERE chain_id = $1 AND from_address = $2 \
              AND kind != 'payment' AND nonce IS NOT NULL AND nonce >= $3 AND status IN {}",
-            in_list(NONCE_TAKEN)
+            in_list(statuses)
         ),
         vec![int(chain_id), text(from), int(lowest)],
     )

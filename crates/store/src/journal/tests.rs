@@ -30,6 +30,23 @@ async fn tables() -> Vec<JournalTable> {
 }
 
 #[tokio::test]
+async fn an_intent_whose_entry_was_dropped_may_be_reserved_again() {
+    for table in tables().await {
+        for (id, status) in [("j_dropped", "dropped"), ("j_again", "reserved")] {
+            let row = NewRow {
+                id: id.into(),
+                amount: "5".into(),
+                status: status.into(),
+                intent: Some("intent-1".into()),
+                ..NewRow::default()
+            };
+            // Before: the second row hit the unique index of intents, an error at every retry.
+            assert!(matches!(table.reserve(row, &["swap"], |_| Ok(None::<()>)).await.unwrap(), Reserved::Inserted));
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_refusal_or_an_error_of_the_decision_writes_nothing_and_an_allowance_inserts() {
     for table in tables().await {
         let refused = table.reserve(row("j1", "i1", "5"), &["swap"], |_| Ok(Some("no"))).await.unwrap();

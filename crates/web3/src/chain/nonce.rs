@@ -47,27 +47,23 @@ impl MinedCount {
         journaled.map_or(self.lowest, |n| n.saturating_add(1).max(self.lowest))
     }
 
-    /// The first nonce from the lowest count up that no journaled transaction holds (`taken`, ascending): a gap left
-    /// by a send that never went out (a stalled one, whose transaction cannot be mined beside the one that fills it)
-    /// is filled, so the sends after it are not stuck behind it.
+    /// The nonce to sign with, given the nonces from the lowest count up that journaled transactions hold (`taken`)
+    /// and those of `stalled` ones: one past the highest taken (or the lowest count), unless a stalled send's nonce
+    /// below that is free — then that one, so the sends after it are not stuck behind its gap, and at most one of the
+    /// two transactions is mined. No other gap is filled: a low count (a lagging node) is not read as a free nonce.
     ///
     /// ```
     /// # use holdfast_web3::chain::MinedCount;
     /// let mined = MinedCount { lowest: 5, unanswered: None };
-    /// assert_eq!(mined.first_free(&[]), 5);
-    /// assert_eq!(mined.first_free(&[5, 6]), 7);
-    /// assert_eq!(mined.first_free(&[6, 7]), 5, "5 is free: the gap is filled");
+    /// assert_eq!(mined.next_for(&[], &[]), 5);
+    /// assert_eq!(mined.next_for(&[5, 6], &[]), 7);
+    /// assert_eq!(mined.next_for(&[6, 7], &[]), 8, "5 is no stalled send's: not filled");
+    /// assert_eq!(mined.next_for(&[6, 7], &[5]), 5, "a stalled send's gap is filled");
+    /// assert_eq!(mined.next_for(&[], &[5]), 5);
     /// ```
-    pub fn first_free(&self, taken: &[u64]) -> u64 {
-        let mut next = self.lowest;
-        for &n in taken {
-            match n.cmp(&next) {
-                std::cmp::Ordering::Less => {}
-                std::cmp::Ordering::Equal => next = next.saturating_add(1),
-                std::cmp::Ordering::Greater => break,
-            }
-        }
-        next
+    pub fn next_for(&self, taken: &[u64], stalled: &[u64]) -> u64 {
+        let base = taken.iter().max().map_or(self.lowest, |t| t.saturating_add(1).max(self.lowest));
+        stalled.iter().copied().filter(|m| *m >= self.lowest && *m < base && !taken.contains(m)).min().unwrap_or(base)
     }
 }
 

@@ -222,7 +222,14 @@ impl Journal {
     /// The nonces from `lowest` up, ascending, of `from`'s transactions on `chain_id` that hold them (signed, pending,
     /// unknown, confirmed, reverted): the next send takes the first one not among them.
     pub async fn nonces_taken_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, ToolError> {
-        self.table.nonces_taken_from(chain_id, from, lowest).await.map_err(db_err)
+        let taken = holdfast_store::journal::NONCE_TAKEN;
+        self.table.nonces_from(chain_id, from, lowest, taken).await.map_err(db_err)
+    }
+
+    /// The nonces from `lowest` up, ascending, of `from`'s `stalled` transactions on `chain_id`: the gaps the next
+    /// send may fill.
+    pub async fn stalled_nonces_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, ToolError> {
+        self.table.nonces_from(chain_id, from, lowest, &["stalled"]).await.map_err(db_err)
     }
 
     /// The highest nonce of a transaction of `from` on `chain_id` that may still be mined (signed, pending, unknown)

@@ -633,17 +633,26 @@ pub(crate) async fn fund(
     let journal = web3.journal();
     // What other actions will take, read before the balance: one settling in between then leaves the signer funded a
     // little more (reused by the next fund), never less than its own action needs.
-    let unresolved = journal.unresolved().await?;
-    // A fund of this asset not yet mined (its receipt did not come in time, or its broadcast is in doubt) will reach
-    // the signer, or never: either way it is not in the signer's balance yet, and funding again beside it would move
-    // the account's funds twice. Nothing is funded until it settles.
-    if let Some(earlier) = unresolved.iter().find(|e| {
+    let mut unresolved = journal.unresolved().await?;
+    // An earlier fund of this asset is settled first: its receipt recorded, a stalled one's identical bytes sent again
+    // (a node that refused them for want of gas or a fee may take them now).
+    let earlier_fund = |e: &crate::JournalEntry| {
         e.kind == EntryKind::Fund
             && e.chain_id == network.chain_id
             && e.from == from
             && e.asset == asset
             && e.status != crate::journal::EntryStatus::Reserved
-    }) {
+    };
+    if unresolved.iter().any(earlier_fund) {
+        for e in unresolved.iter().filter(|e| earlier_fund(e)) {
+            let _ = super::reconcile::entry(web3, e).await;
+        }
+        unresolved = journal.unresolved().await?;
+    }
+    // A fund of this asset not yet mined (its receipt did not come in time, or its broadcast is in doubt) will reach
+    // the signer, or never: either way it is not in the signer's balance yet, and funding again beside it would move
+    // the account's funds twice. Nothing is funded until it settles.
+    if let Some(earlier) = unresolved.iter().find(|e| earlier_fund(e)) {
         return Err(ToolError::new(
             ErrorCode::OutcomeUnknown,
             format!(

@@ -87,7 +87,7 @@ pub(super) fn stalled(id: &str, hash: &str) -> ToolError {
         format!(
             "the node refused the transaction and no RPC node shows it (journal {id}, transaction {hash}): it is not \
              out there as far as the chain shows, but its signature stays valid until its nonce is used, so it still \
-             counts against your limits and the amount from your message stays spent; asking again sends the same \
+             counts against your limits (and an amount from your message it relied on stays spent); asking again sends the same \
              transaction again (it is never signed anew), and the wallet's next transaction may take its nonce \
              instead (then it is released)"
         ),

@@ -21,9 +21,10 @@
 //! 10. the authorization is spent for this intent, and the **day's cap reserved** atomically in the journal;
 //! 11. **journal before broadcast** — the signed bytes are written durably, then sent;
 //! 12. the **broadcast's answer** decides nothing by itself: accepted → `pending`; any error → the chain is asked
-//!     where the nonce stands ([`crate::chain::Chain::nonce_use`]): unused → `failed` (the reservation and the
-//!     authorization released), mined by this hash → `pending`, anything else → `unknown`, reconciled later and
-//!     still counted against the caps;
+//!     where the nonce stands ([`crate::chain::Chain::nonce_use`]): unused on every node → `stalled` (still counted,
+//!     its authorization kept, until it is mined or its nonce is used by another transaction), mined by another
+//!     transaction on every node → `failed` (released), mined by this hash → `pending`, anything else → `unknown`,
+//!     reconciled later and still counted against the caps;
 //! 13. `tx.pending` is published, the receipt awaited (bounded), recorded, and `tx.confirmed` published.
 
 use super::inputs::{Spent, UserAmount, authorization_reason, give_back, model_typed, spend_authorization};
@@ -573,9 +574,11 @@ async fn commit<K: TxKind>(
     chain.verify().await?;
     let mined = chain.mined_count(from).await?;
     mined_after_all(web3, network, &from_text, journaled, &mined).await?;
-    // The first nonce no journaled transaction holds: a stalled send's is taken again (at most one of the two is
-    // mined), so the sends after it are not left behind a gap.
-    let nonce = mined.first_free(&journal.nonces_taken_from(network.chain_id, &from_text, mined.lowest).await?);
+    // After the highest taken nonce, or a stalled send's nonce below it (at most one of the two is mined), so the
+    // sends after it are not left behind a gap.
+    let taken = journal.nonces_taken_from(network.chain_id, &from_text, mined.lowest).await?;
+    let stalled = journal.stalled_nonces_from(network.chain_id, &from_text, mined.lowest).await?;
+    let nonce = mined.next_for(&taken, &stalled);
     let tx = chain.build(&plan.tx, fees, nonce);
     let sim = chain.simulate_exact(from, &tx, &plan.reads).await?;
     match kind.check(web3, chain, &mut plan, &sim).await? {

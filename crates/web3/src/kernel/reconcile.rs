@@ -7,7 +7,8 @@
 //! cannot keep a mined swap outside the day's spend. An entry is released (`dropped`) only on the chain's proof
 //! ([`crate::chain::Chain::nonce_use`]): its nonce mined by another transaction. One whose nonce every node shows
 //! unused while the node refuses its identical bytes is `stalled`: still counted (a node may hold it back), its nonce
-//! free for the next send. One the node does not know is broadcast again from its identical signed bytes
+//! free for the next send; its bytes are sent again only when a retry of its intent asks (the background pass only
+//! looks for its receipt and its nonce's use). One the node does not know is broadcast again from its identical signed bytes
 //! (same hash, same nonce: it cannot be mined twice); anything unproven stays as it is, counted against the caps. A
 //! reservation never signed within [`STALE_RESERVATION`] is released. Payments are settled by the chain's
 //! authorization state (`super::payment::reconcile_payment`). The background pass also resets the allowances of
@@ -79,6 +80,13 @@ pub(crate) fn network_of(web3: &Web3, entry: &JournalEntry) -> Result<holdfast_c
 
 /// Settles one entry as far as the chain tells now. `None`: nothing changed.
 pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Settled>, ToolError> {
+    settle(web3, entry, true).await
+}
+
+/// [`entry`]; `resend_stalled`: a `stalled` entry's identical bytes are sent again (a retry of its intent asks for
+/// that; the background pass only looks whether it was mined or its nonce used, and never re-sends what the user was
+/// told is not out there).
+async fn settle(web3: &Web3, entry: &JournalEntry, resend_stalled: bool) -> Result<Option<Settled>, ToolError> {
     if entry.kind == EntryKind::Payment {
         return match super::payment::reconcile_payment(web3, entry).await? {
             Some(status) => {
@@ -152,7 +160,7 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             let failed = web3.journal().failed_sends_at(entry.chain_id, &entry.from, nonce..nonce + 1).await?;
             let ours = failed.iter().find(|e| e.tx_hash.as_deref().and_then(|h| h.parse::<B256>().ok()) == Some(other));
             if let Some(earlier) = ours {
-                let settled = Box::pin(self::entry(web3, earlier)).await?;
+                let settled = Box::pin(settle(web3, earlier, resend_stalled)).await?;
                 if !settled.is_some_and(|s| s.report.status.is_live()) {
                     return Ok(None);
                 }
@@ -191,6 +199,9 @@ pub(crate) async fn entry(web3: &Web3, entry: &JournalEntry) -> Result<Option<Se
             return Ok(None);
         }
         return set(web3, entry, EntryStatus::Pending, EntryUpdate::default(), "the node has it").await;
+    }
+    if entry.status == EntryStatus::Stalled && !resend_stalled {
+        return Ok(None);
     }
     let raw: Bytes = raw.parse().map_err(|_| ToolError::internal("journal holds unreadable signed bytes"))?;
     match chain.broadcast(&raw).await {
@@ -263,7 +274,7 @@ pub(crate) async fn all(web3: &Web3, in_flight: bool) -> Result<Vec<Reconciled>,
         !in_flight || e.kind == EntryKind::Payment || e.status != EntryStatus::Signed || age >= IN_FLIGHT
     });
     for e in work {
-        match entry(web3, &e).await {
+        match settle(web3, &e, false).await {
             Ok(Some(settled)) => {
                 tracing::info!(journal_id = %settled.report.journal_id, status = settled.report.status.as_str(), note = %settled.report.note, "journal reconciled");
                 out.push(settled.report);

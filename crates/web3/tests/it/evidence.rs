@@ -1325,6 +1325,30 @@ async fn an_approval_does_not_cover_a_fee_the_node_raised_since() {
     assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce), "nothing sent on the old approval");
 }
 
+/// A transfer the node refused while every node shows its nonce unused is `stalled`: reconciliation (in the
+/// background, at start-up) does not send it again by itself — the user was told it is not out there — but asking for
+/// it again does, the same signed bytes, once. A second transfer of the wallet meanwhile would take its nonce.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_transfer_is_sent_again_only_when_asked_for_again() {
+    let devnet = TestDevnet::start().await.expect("devnet");
+    let (env, proxy) = behind_proxy(devnet, Tweaks::default(), true).await;
+    let (mine, nonce) = five_usdc_to_alice(&env).await;
+    proxy.set_fault(Fault::RejectUnsent);
+    let first = env.call("transfer", crate::transfer::to_register()).await;
+    assert_eq!(first.as_ref().map_err(|e| e.code), Err(ErrorCode::OutcomeUnknown), "{first:?}");
+    proxy.set_fault(Fault::Forward);
+    env.web3.reconcile().await.unwrap();
+    let entries = env.web3.journal().for_session("session-1").await.unwrap();
+    let held = entries.into_iter().find(|e| e.kind == EntryKind::Transfer).unwrap();
+    assert_eq!(held.status, EntryStatus::Stalled, "not sent again by itself");
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine, nonce));
+    let again = env.ok("transfer", crate::transfer::to_register()).await;
+    assert_eq!(again["journal_id"], held.id.as_str(), "the same transaction: {again}");
+    assert_eq!(again["hash"], held.tx_hash.clone().unwrap().as_str(), "{again}");
+    env.web3.reconcile().await.unwrap();
+    assert_eq!((env.balance(USDC).await, env.nonce().await), (mine - U256::from(5_000_000u64), nonce + 1), "once");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_that_shows_a_new_allowance_each_pass_gets_a_bounded_number_of_resets() {
     let tweaks = Tweaks {
