@@ -251,12 +251,37 @@ pub enum Reserved<R> {
 
 /// A wallet's send lock, held from the nonce's choice to the broadcast; released when dropped.
 pub struct WalletLock {
-    _held: Box<dyn Send>,
+    held: Held,
+}
+
+/// What holds a [`WalletLock`].
+enum Held {
+    /// A lock of this process (SQLite: one process holds the data dir).
+    Local {
+        /// Released when dropped.
+        _guard: Box<dyn Send>,
+    },
+    /// A PostgreSQL advisory lock on a connection of its own, which a restart of the server or a lost connection
+    /// takes away.
+    Postgres(crate::postgres::PgLock),
 }
 
 impl WalletLock {
     fn new(held: impl Send + 'static) -> Self {
-        Self { _held: Box::new(held) }
+        Self { held: Held::Local { _guard: Box::new(held) } }
+    }
+
+    fn on_postgres(lock: crate::postgres::PgLock) -> Self {
+        Self { held: Held::Postgres(lock) }
+    }
+
+    /// Whether the lock is still held: always for a lock of this process; on PostgreSQL, whether its connection
+    /// still holds it (another instance may hold it now, and choose the same nonce).
+    pub async fn is_held(&mut self) -> bool {
+        match &mut self.held {
+            Held::Local { .. } => true,
+            Held::Postgres(lock) => lock.is_held().await,
+        }
     }
 }
 

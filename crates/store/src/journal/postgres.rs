@@ -69,7 +69,7 @@ fn strings(found: Vec<PgRow>) -> Result<Vec<String>, StoreError> {
 /// The PostgreSQL journal.
 #[derive(Debug)]
 pub struct PgJournal {
-    store: PgStore,
+    pub(super) store: PgStore,
 }
 
 impl PgJournal {
@@ -159,6 +159,6 @@ impl PgJournal {
 
     pub(super) async fn lock_wallet(&self, chain_id: u64, from: &str) -> Result<WalletLock, StoreError> {
         let key = format!("holdfast:wallet:{chain_id}:{}", from.to_ascii_lowercase());
-        Ok(WalletLock::new(self.store.lock(&key, WALLET_WAIT).await?))
+        Ok(WalletLock::on_postgres(self.store.lock(&key, WALLET_WAIT).await?))
     }
 }

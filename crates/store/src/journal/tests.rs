@@ -29,6 +29,27 @@ async fn tables() -> Vec<JournalTable> {
     all
 }
 
+/// A wallet's lock on PostgreSQL is lost with its connection (a server restart ends every backend): the lock says
+/// so, and the kernel then signs nothing on the nonce it chose under it. On SQLite the lock is the process's own.
+#[tokio::test]
+async fn a_wallet_lock_whose_connection_ended_says_it_is_lost() {
+    for table in tables().await {
+        let mut lock = table.lock_wallet(1, "0xA").await.unwrap();
+        assert!(lock.is_held().await);
+        if let JournalTable::Postgres(p) = &table {
+            let killed: Vec<bool> = sqlx::query_scalar(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            )
+            .fetch_all(p.store.pool())
+            .await
+            .unwrap();
+            assert!(killed.iter().any(|k| *k), "the lock's backend was ended");
+            assert!(!lock.is_held().await, "lost with its connection");
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_intent_whose_entry_was_dropped_may_be_reserved_again() {
     for table in tables().await {

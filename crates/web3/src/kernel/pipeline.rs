@@ -556,7 +556,7 @@ async fn commit<K: TxKind>(
     let journal = web3.journal();
     // One send of this wallet at a time — across every instance when the journal is in PostgreSQL — from the nonce's
     // choice through the simulation to the broadcast.
-    let sending = journal.lock_wallet(network.chain_id, &from_text).await?;
+    let mut sending = journal.lock_wallet(network.chain_id, &from_text).await?;
     settle_earlier_sends(web3, network, &from_text).await?;
     let session_id = session.map_or_else(|| "kernel".to_owned(), |(ctx, _)| ctx.session_id.to_string());
     if plan.onchain {
@@ -769,6 +769,16 @@ async fn commit<K: TxKind>(
             return Err(e);
         }
     };
+    // The nonce was chosen under the wallet's lock: on PostgreSQL a lost connection (a server restart) frees it, and
+    // another instance may have chosen the same nonce since. Nothing is signed then.
+    if !sending.is_held().await {
+        give_back_authorization();
+        let why = "the wallet's send lock in PostgreSQL was lost (its connection dropped, or the server restarted) \
+                   before this transaction was journaled; nothing was sent — try again";
+        let update = EntryUpdate { error: Some(why.to_owned()), ..Default::default() };
+        journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
+        return Err(ToolError::new(ErrorCode::UpstreamError, why));
+    }
     // Durable before the bytes leave the process (invariant 9).
     let (raw, hash) = (signed.raw.to_string(), signed.hash.to_string());
     if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &raw, &hash, genesis.as_deref()).await {
