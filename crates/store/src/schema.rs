@@ -60,8 +60,8 @@ pub const JOURNAL: Component = Component {
         both!(3, "journal", "0003_genesis.sql"),
         // When a payment's purchase was delivered: undelivered payments to one payee are counted across sessions.
         both!(4, "journal", "0004_delivered.sql"),
-        // An intent whose entry was released (`dropped`, `chain_reset`) may be reserved again; and a release that knows
-        // `stalled` refuses to run beside an older binary that does not.
+        // One row per intent among the rows that count (LIVE): one released or reverted may be reserved again; and a
+        // release that knows `stalled` refuses to run beside an older binary that does not.
         both!(5, "journal", "0005_intent_released.sql"),
     ],
 };

@@ -190,8 +190,7 @@ fn confirm_reset(dir: &std::path::Path) -> anyhow::Result<bool> {
 }
 
 /// `--onchain-limit ASSET=AMOUNT`, per day: `ETH`, `USDC` or `WETH` (the devnet's tokens) with the amount in decimal,
-/// or a token address with the amount in base units (its decimals are not known before the chain runs: read as 18,
-/// `=100` set 10¹⁴ tokens of a 6-decimal token).
+/// or a token address with the amount in base units (its decimals are not known before the chain runs).
 fn parse_limit(text: &str) -> Result<holdfast_devnet::OnchainLimit, String> {
     let (asset, amount) = text.split_once('=').ok_or("expected ASSET=AMOUNT, e.g. USDC=100")?;
     let asset = asset.trim();

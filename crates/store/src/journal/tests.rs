@@ -53,7 +53,9 @@ async fn a_wallet_lock_whose_connection_ended_says_it_is_lost() {
 #[tokio::test]
 async fn an_intent_whose_entry_was_dropped_may_be_reserved_again() {
     for table in tables().await {
-        for (id, status) in [("j_dropped", "dropped"), ("j_again", "reserved")] {
+        let rows =
+            [("j_dropped", "dropped"), ("j_reset", "chain_reset"), ("j_reverted", "reverted"), ("j_again", "reserved")];
+        for (id, status) in rows {
             let row = NewRow {
                 id: id.into(),
                 amount: "5".into(),
@@ -64,6 +66,15 @@ async fn an_intent_whose_entry_was_dropped_may_be_reserved_again() {
             // Before: the second row hit the unique index of intents, an error at every retry.
             assert!(matches!(table.reserve(row, &["swap"], |_| Ok(None::<()>)).await.unwrap(), Reserved::Inserted));
         }
+    }
+    // The index counts exactly the rows that count: its statuses are LIVE's, in both dialects.
+    for sql in [
+        include_str!("../../migrations/sqlite/journal/0005_intent_released.sql"),
+        include_str!("../../migrations/postgres/journal/0005_intent_released.sql"),
+    ] {
+        let index = sql.split("status IN (").nth(1).and_then(|s| s.split(')').next()).unwrap();
+        let statuses: Vec<&str> = index.split(',').map(|s| s.trim().trim_matches('\'')).collect();
+        assert_eq!(statuses, LIVE, "{sql}");
     }
 }
 

@@ -160,8 +160,8 @@ pub async fn inspect(
         Some(signer) if maybe_deployed => Some(signer_power(chain, account.address, signer).await),
         _ => None,
     };
-    let others = if maybe_deployed { other_modules(chain, account).await } else { Ok(Vec::new()) };
-    let other_modules = others.as_ref().ok().cloned().unwrap_or_default();
+    let (other_modules, others_failed) =
+        if maybe_deployed { other_modules(chain, account).await } else { (Vec::new(), None) };
     let unreviewed: Vec<Address> = other_modules.iter().filter(|m| !reviewed.contains(m)).copied().collect();
     let enabled = if matches!(deployed, Ok(true)) {
         let ask = ISafeModules::isModuleEnabledCall { module: account.module }.abi_encode().into();
@@ -189,8 +189,7 @@ pub async fn inspect(
     deployed?;
     enabled?;
     power.transpose()?;
-    others?;
-    Ok(state)
+    others_failed.map_or(Ok(state), Err)
 }
 
 /// The start of a Safe's linked list of modules (and its end).
@@ -201,10 +200,11 @@ const MODULES_PAGE: u64 = 50;
 const MODULES_PAGES: usize = 4;
 
 /// The modules enabled on `account` other than its AllowanceModule, as any configured node lists them (the first
-/// 200). The on-chain limits bind the key only through the AllowanceModule: another module may give it power of its
-/// own (what `holdfast doctor` warns about). The first node error when no node answered.
-pub async fn other_modules(chain: &Chain, account: Account) -> Result<Vec<Address>, ToolError> {
-    let (mut others, mut answered, mut failed) = (Vec::new(), false, None);
+/// 200), and the first error of a node that did not answer a page (or of a list longer than that): a node that errs
+/// may be the one that would show another module, so the list is complete only without it. The on-chain limits bind
+/// the key only through the AllowanceModule: another module may give it power of its own.
+pub async fn other_modules(chain: &Chain, account: Account) -> (Vec<Address>, Option<ToolError>) {
+    let (mut others, mut failed) = (Vec::new(), None);
     let mut start = SENTINEL;
     for _ in 0..MODULES_PAGES {
         let ask = ISafeModules::getModulesPaginatedCall { start, pageSize: U256::from(MODULES_PAGE) };
@@ -212,7 +212,6 @@ pub async fn other_modules(chain: &Chain, account: Account) -> Result<Vec<Addres
             ISafeModules::getModulesPaginatedCall::abi_decode_returns(out).map(|p| (p.array, Some(p.next)))
         })
         .await;
-        answered |= page.answered;
         for m in page.addresses {
             if m != account.module && !others.contains(&m) {
                 others.push(m);
@@ -223,13 +222,25 @@ pub async fn other_modules(chain: &Chain, account: Account) -> Result<Vec<Addres
         }
         match page.next {
             Some(next) if next != SENTINEL && next != Address::ZERO => start = next,
-            _ => break,
+            _ => {
+                start = SENTINEL;
+                break;
+            }
         }
     }
-    match (answered, failed) {
-        (false, Some(e)) => Err(e),
-        _ => Ok(others),
+    if start != SENTINEL {
+        failed.get_or_insert_with(|| {
+            ToolError::new(
+                ErrorCode::UpstreamError,
+                format!(
+                    "the account {} lists more than {} modules",
+                    account.address,
+                    MODULES_PAGE * MODULES_PAGES as u64
+                ),
+            )
+        });
     }
+    (others, failed)
 }
 
 /// What every configured node answered to a call that lists addresses.

@@ -88,8 +88,8 @@ pub(super) fn stalled(id: &str, hash: &str) -> ToolError {
             "the node refused the transaction and no RPC node shows it (journal {id}, transaction {hash}): it is not \
              out there as far as the chain shows, but its signature stays valid until its nonce is used, so it still \
              counts against your limits (and an amount from your message it relied on stays spent); asking again sends the same \
-             transaction again (it is never signed anew), and the wallet's next transaction may take its nonce \
-             instead (then it is released)"
+             transaction again (it is never signed anew). To give it up, make any other transaction of the wallet: \
+             it takes this nonce, and once it is mined this one is released"
         ),
     )
     .with_details(serde_json::json!({"journal_id": id, "hash": hash, "status": "stalled"}))

@@ -7,8 +7,8 @@
 //! cannot keep a mined swap outside the day's spend. An entry is released (`dropped`) only on the chain's proof
 //! ([`crate::chain::Chain::nonce_use`]): its nonce mined by another transaction. One whose nonce every node shows
 //! unused while the node refuses its identical bytes is `stalled`: still counted (a node may hold it back), its nonce
-//! free for the next send; its bytes are sent again only when a retry of its intent asks (the background pass only
-//! looks for its receipt and its nonce's use). One the node does not know is broadcast again from its identical signed bytes
+//! free for the next send; its bytes are sent again only when a retry of its intent asks, or a fund of the same asset
+//! settles it first (the background pass only looks for its receipt and its nonce's use). One the node does not know is broadcast again from its identical signed bytes
 //! (same hash, same nonce: it cannot be mined twice); anything unproven stays as it is, counted against the caps. A
 //! reservation never signed within [`STALE_RESERVATION`] is released. Payments are settled by the chain's
 //! authorization state (`super::payment::reconcile_payment`). The background pass also resets the allowances of

@@ -614,6 +614,36 @@ async fn a_key_that_owns_a_safe_owning_the_account_is_refused_at_start() {
     assert!(err.message.contains("is an owner of the account"), "{err}");
 }
 
+/// A node that errs on the account's list of modules, beside one that lists none, leaves the check incomplete: the
+/// start says the account could not be checked (before: passed, the erring node perhaps the one that would have
+/// shown another module).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_that_errs_on_the_modules_leaves_the_account_unchecked() {
+    use std::sync::Arc;
+    let devnet = TestDevnet::start_with_account(OnchainLimit::defaults()).await.expect("devnet");
+    let proxy = crate::common::rpc_proxy::RpcProxy::start(&devnet.rpc_url).await;
+    let selector = format!(
+        "0x{}",
+        alloy::primitives::hex::encode(&alloy::primitives::keccak256("getModulesPaginated(address,uint256)")[..4])
+    );
+    proxy.set_rewrite(Some(Arc::new(move |req: &Value, resp: &mut Value| {
+        let call = &req["params"][0];
+        let data = call["input"].as_str().or_else(|| call["data"].as_str()).unwrap_or_default();
+        if req["method"] == "eth_call" && data.starts_with(&selector) {
+            *resp = json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32603, "message": "internal error"}});
+        }
+    })));
+    let both = format!("rpc_urls = [\"{}\", \"{}\"]", proxy.url, devnet.rpc_url);
+    let tweaks = crate::common::Tweaks {
+        toml_replace: vec![(format!("rpc_urls = [\"{}\"]", devnet.rpc_url), both)],
+        ..Default::default()
+    };
+    let env = Env::apply(devnet, tweaks);
+    let err = env.web3.verify_account().await.unwrap_err();
+    assert_ne!(err.code, ErrorCode::ConfigInvalid, "nothing shown against the key: {err}");
+    assert!(err.message.contains("internal error"), "{err}");
+}
+
 /// A key that is an enabled module of a Safe which owns the account has that Safe act for it, with no signature of
 /// its owners: the limits do not bind it, and start-up refuses it. The Safe's owner is another key.
 #[tokio::test(flavor = "multi_thread")]
