@@ -33,11 +33,13 @@ pub mod allowances;
 pub mod approve;
 mod broadcast;
 pub mod calldata;
+mod covered;
 pub mod inputs;
 pub mod payment;
 pub(crate) mod pipeline;
 pub mod price;
 pub mod reconcile;
+mod sends;
 pub mod swap;
 pub mod transfer;
 

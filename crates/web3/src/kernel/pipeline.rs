@@ -27,9 +27,11 @@
 //!     reconciled later and still counted against the caps;
 //! 13. `tx.pending` is published, the receipt awaited (bounded), recorded, and `tx.confirmed` published.
 
+use super::covered::{fee_covered, gas_covered};
 use super::inputs::{Spent, UserAmount, authorization_reason, give_back, model_typed, spend_authorization};
 use super::reconcile::{self, Settled};
 use super::require_durable;
+use super::sends::{mined_after_all, settle_earlier_sends};
 use crate::Web3;
 use crate::chain::{Chain, FeeQuote, Read, Simulated, TxPlan};
 use crate::journal::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpdate, JournalEntry, NewEntry, Reserved};
@@ -479,39 +481,6 @@ pub(crate) async fn run_kernel<K: TxKind>(
     Ok(commit(web3, None, kind, &chain, network, plan, fees, None, Asked::default()).await?.0)
 }
 
-/// Whether the approval of `approved` (the summary the user was shown) covers a transaction of `gas_limit`: at most a
-/// tenth more gas than it showed (an estimate moves a little with the chain's state between the question and the
-/// run), or any gas within the network's `auto_max_gas` (which would not have been asked about). More is asked
-/// again, showing the new gas and fee: the fingerprint fixes the action, not the gas its route costs. A summary that
-/// showed no gas yet (a funded action asked before its fee was known: no `gas_limit`, or an empty one) covers any; one
-/// whose gas cannot be read covers none.
-fn gas_covered(approved: &serde_json::Value, gas_limit: u64, auto_max_gas: u64) -> bool {
-    let shown = match approved.get("gas_limit") {
-        None | Some(serde_json::Value::Null) => return true,
-        Some(serde_json::Value::String(s)) if s.is_empty() => return true,
-        Some(serde_json::Value::String(s)) => s.parse::<u64>().ok(),
-        Some(_) => None,
-    };
-    shown.is_some_and(|shown| gas_limit <= shown.saturating_add(shown / 10).max(auto_max_gas))
-}
-
-/// Whether the approval of `approved` covers a transaction that may cost up to `max_cost` (wei) in network fees: at
-/// most twice the `max_network_fee` it showed (a base fee moves by an eighth a block between the question and the
-/// run). A node that quotes a fee per gas a thousand times the market's, within the policy's per-gas caps, gets the
-/// question asked again with the new fee, not run on an approval of the old one. A summary that showed no fee yet (a
-/// funded action asked before its fee was known) covers any; one whose fee cannot be read covers none.
-fn fee_covered(approved: &serde_json::Value, max_cost: U256) -> bool {
-    let shown = match approved.get("max_network_fee") {
-        None | Some(serde_json::Value::Null) => return true,
-        Some(serde_json::Value::String(s)) if s.is_empty() => return true,
-        Some(serde_json::Value::String(s)) => s.split_once(' ').and_then(|(amount, symbol)| {
-            holdfast_core::amount::to_base_units("max_network_fee", amount, 18, symbol).ok()
-        }),
-        Some(_) => None,
-    };
-    shown.is_some_and(|shown| max_cost <= shown.saturating_mul(U256::from(2u8)))
-}
-
 /// The gas a token transfer may need beyond its estimate when its recipient's balance is emptied in between: a fresh
 /// storage slot (20,000) instead of a changed one (2,900).
 const FRESH_SLOT_GAS: u64 = 17_100;
@@ -889,111 +858,4 @@ fn unrecorded(id: &str, e: &ToolError) -> ToolError {
             e.message
         ),
     )
-}
-
-/// Before a nonce is chosen: when every node shows more of the wallet's transactions mined than the journal holds
-/// live, one recorded as never sent (`failed`, `dropped` or `chain_reset`) may have been mined after all — a node kept it while
-/// answering that it refused it, and let it out once every node had shown its nonce unused and its amount and the
-/// user's authorization were given back. Each such entry whose nonce the chain has since used, however old, is
-/// looked up again on every node ([`reconcile::entry`]); one found mined is recorded (it counts against the caps and
-/// holds its authorization again) and refuses the new action, which would otherwise go out beside it.
-async fn mined_after_all(
-    web3: &Web3,
-    network: &NetworkConfig,
-    from_text: &str,
-    journaled: Option<u64>,
-    mined: &crate::chain::MinedCount,
-) -> Result<(), ToolError> {
-    let first_free = journaled.map_or(0, |n| n.saturating_add(1));
-    if mined.lowest <= first_free {
-        return Ok(());
-    }
-    // Past the journal, only on every node's word: one that did not answer may count fewer (it may be the honest
-    // one, while the node that answered counts a transaction it held back).
-    if let Some(e) = &mined.unanswered {
-        return Err(ToolError::new(
-            e.code,
-            format!(
-                "{}; the other nodes count more of this wallet's transactions than the journal holds, which only every \
-                 node's count may show: nothing was signed — try again shortly",
-                e.message
-            ),
-        ));
-    }
-    let mined = mined.lowest;
-    let mut found = Vec::new();
-    for earlier in web3.journal().failed_sends_at(network.chain_id, from_text, first_free..mined).await? {
-        if let Some(settled) = reconcile::entry(web3, &earlier).await?
-            && settled.report.status.is_live()
-        {
-            found.push(settled.report.journal_id);
-        }
-    }
-    if found.is_empty() {
-        return Ok(());
-    }
-    Err(ToolError::new(
-        ErrorCode::OutcomeUnknown,
-        format!(
-            "an earlier transaction of this wallet that a node reported as not sent was mined after all ({}); it now \
-             counts against the limits, and nothing new was signed — check the journal before trying again",
-            found.join(", ")
-        ),
-    ))
-}
-
-/// A new action waits until the wallet's earlier sends are known to the chain: each `signed` or `unknown` one is
-/// reconciled now, and one that stays so refuses the new action (`outcome_unknown`).
-async fn settle_earlier_sends(web3: &Web3, network: &NetworkConfig, from: &str) -> Result<(), ToolError> {
-    let journal = web3.journal();
-    for earlier in journal.unsettled_sends(network.chain_id, from).await? {
-        // Best effort: an RPC error leaves it as it was, and the check below refuses.
-        let _ = reconcile::entry(web3, &earlier).await;
-    }
-    let still: Vec<String> = journal.unsettled_sends(network.chain_id, from).await?.into_iter().map(|e| e.id).collect();
-    if still.is_empty() {
-        return Ok(());
-    }
-    Err(ToolError::new(
-        ErrorCode::OutcomeUnknown,
-        format!(
-            "an earlier transaction of this wallet ({}) has an unknown outcome; nothing new is signed until it is \
-             reconciled with the chain — try again shortly",
-            still.join(", ")
-        ),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{fee_covered, gas_covered};
-    use alloy::primitives::U256;
-    use serde_json::json;
-
-    #[test]
-    fn an_approval_covers_at_most_twice_the_fee_it_showed() {
-        let shown = json!({"gas_limit": "100000", "max_network_fee": "0.0001 ETH"});
-        let wei = |n: u64| U256::from(n);
-        assert!(fee_covered(&shown, wei(200_000_000_000_000)), "twice the fee shown");
-        assert!(!fee_covered(&shown, wei(200_000_000_000_001)), "more than twice");
-        assert!(!fee_covered(&shown, wei(100_000_000_000_000) * wei(1_000)), "a node's fee a thousand times more");
-        assert!(fee_covered(&json!({}), U256::MAX), "asked before its fee was known");
-        assert!(fee_covered(&json!({"max_network_fee": ""}), U256::MAX));
-        for unreadable in [json!({"max_network_fee": "lots"}), json!({"max_network_fee": 1})] {
-            assert!(!fee_covered(&unreadable, U256::from(1u8)), "{unreadable}");
-        }
-    }
-
-    #[test]
-    fn an_approval_covers_the_gas_it_showed_a_tenth_more_or_what_would_not_have_asked() {
-        let shown = json!({"gas_limit": "100000"});
-        assert!(gas_covered(&shown, 110_000, 50_000), "a tenth more");
-        assert!(!gas_covered(&shown, 110_001, 50_000), "more than a tenth");
-        assert!(gas_covered(&shown, 400_000, 500_000), "within auto_max_gas, which would not have asked");
-        assert!(gas_covered(&json!({}), 9_000_000, 0), "asked before its fee was known");
-        assert!(gas_covered(&json!({"gas_limit": ""}), 9_000_000, 0));
-        for unreadable in [json!({"gas_limit": "lots"}), json!({"gas_limit": 100_000})] {
-            assert!(!gas_covered(&unreadable, 1, 0), "{unreadable}");
-        }
-    }
 }
