@@ -4,6 +4,7 @@ mod account;
 mod common;
 mod evidence;
 mod hallucination;
+mod held_back;
 mod hostile;
 mod interop;
 mod journal_faults;
