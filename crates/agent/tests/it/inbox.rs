@@ -169,6 +169,13 @@ async fn memory_another_agent_had_written_is_marked_in_the_users_sessions() {
     let system = scripted.requests.lock().last().unwrap().1["messages"][0]["content"].as_str().unwrap().to_owned();
     let shown = system.split("<block label=\"payment_habits\"").nth(1).unwrap();
     assert!(shown.contains("<provenance>written in a turn agent 'mallory' started"), "{system}");
+    // And the memory tools say so too.
+    let listed = runtime.registry.call("list_memories", json!({}), &ctx).await.unwrap();
+    let habits = listed["blocks"].as_array().unwrap().iter().find(|b| b["label"] == "payment_habits").unwrap();
+    assert_eq!(habits["written_by"], "agent 'mallory'", "{listed}");
+    let found =
+        runtime.registry.call("search_memory", json!({"query": "paid_quote", "limit": null}), &ctx).await.unwrap();
+    assert_eq!(found["hits"][0]["written_by"], "agent 'mallory'", "{found}");
 
     // The user's own turn replaces the note: the mark goes with mallory's words.
     agent.run_turn(&ctx, "forget that note", &holdfast_agent::NoObserver, &CancelToken::new()).await.unwrap();

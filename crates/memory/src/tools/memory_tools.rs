@@ -267,6 +267,9 @@ pub struct MemorySummary {
     pub pinned: bool,
     /// Last change, RFC 3339.
     pub updated_at: String,
+    /// Who started the turn of its last write when it was not the user (`agent 'mallory'`): its words are theirs,
+    /// not the user's. Null: the user's turns, the runtime, the configuration.
+    pub written_by: Option<String>,
 }
 
 /// Result of `list_memories`.
@@ -324,6 +327,7 @@ impl AiTool for ListMemoriesTool {
                 permission: b.permission,
                 pinned: b.pinned,
                 updated_at: fmt_time(b.updated_at),
+                written_by: b.written_by,
             })
             .collect();
         Ok(ListMemoriesOutput { count: n(blocks.len()), blocks })
@@ -357,6 +361,9 @@ pub struct SearchHitView {
     pub vector_score: Option<f64>,
     /// When the matching text was written, RFC 3339.
     pub at: String,
+    /// For a match in the current value: who started the turn of the block's last write when it was not the user
+    /// (its words are theirs, not the user's). Null otherwise.
+    pub written_by: Option<String>,
 }
 
 /// Result of `search_memory`.
@@ -407,23 +414,24 @@ impl AiTool for SearchMemoryTool {
         let session: &str = &ctx.session_id;
         let visible = |label: &str| crate::visible_in_session(label, session);
         let results = handle.memory.search_visible(&input.query, limit, &visible).await?;
-        Ok(SearchMemoryOutput {
-            mode: results.mode,
-            note: results.note,
-            hits: results
-                .hits
-                .into_iter()
-                .map(|h| SearchHitView {
-                    label: h.label,
-                    source: h.source,
-                    snippet: h.snippet,
-                    score: h.score,
-                    text_score: h.text_score,
-                    vector_score: h.vector_score,
-                    at: fmt_time(h.at),
-                })
-                .collect(),
-        })
+        let mut hits = Vec::with_capacity(results.hits.len());
+        for h in results.hits {
+            let written_by = match h.source {
+                HitSource::Value => handle.memory.get(&h.label).await?.and_then(|b| b.written_by),
+                HitSource::History => None,
+            };
+            hits.push(SearchHitView {
+                label: h.label,
+                source: h.source,
+                snippet: h.snippet,
+                score: h.score,
+                text_score: h.text_score,
+                vector_score: h.vector_score,
+                at: fmt_time(h.at),
+                written_by,
+            });
+        }
+        Ok(SearchMemoryOutput { mode: results.mode, note: results.note, hits })
     }
 }
 
