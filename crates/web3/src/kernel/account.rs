@@ -611,6 +611,24 @@ impl TxKind for Fund {
     }
 }
 
+/// The refusal of a fund while an earlier fund `id` of `symbol` is not settled (`status`).
+fn unsettled(symbol: &str, id: &str, status: crate::journal::EntryStatus) -> ToolError {
+    let way_out = if status == crate::journal::EntryStatus::Stalled {
+        " (the node refused it: to give it up, make any other transaction of the key — a transfer from the account, an \
+         approval — which takes its nonce)"
+    } else {
+        ""
+    };
+    ToolError::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "an earlier move of {symbol} from the account to the signer is not settled yet (journal {id}, {}){way_out}; \
+             nothing more is moved until it is — try again once it is mined",
+            status.as_str()
+        ),
+    )
+}
+
 /// How long after a payment's `validBefore` (by our clock) the fund decision stops keeping the key's tokens for it:
 /// a few blocks' worth of a chain's clock running behind ours.
 pub const PAYMENT_FUND_GRACE_SECS: u64 = 10;
@@ -660,20 +678,16 @@ pub(crate) async fn fund(
         }
         unresolved = journal.unresolved().await?;
     }
-    // A fund of this asset not yet mined (its receipt did not come in time, or its broadcast is in doubt) will reach
-    // the signer, or never: either way it is not in the signer's balance yet, and funding again beside it would move
-    // the account's funds twice. Nothing is funded until it settles.
-    if let Some(earlier) = unresolved.iter().find(|e| earlier_fund(e)) {
-        return Err(ToolError::new(
-            ErrorCode::OutcomeUnknown,
-            format!(
-                "an earlier move of {} from the account to the signer is not settled yet (journal {}, {}); nothing \
-                 more is moved until it is — try again once it is mined",
-                mv.symbol,
-                earlier.id,
-                earlier.status.as_str()
-            ),
-        ));
+    // A fund of this asset not yet mined (its receipt did not come in time, its broadcast is in doubt, or a node refused
+    // it) will reach the signer, or never: either way it is not in the signer's balance yet, and funding again beside
+    // it would move the account's funds twice. Nothing more is funded until it settles. One a node may hold (signed,
+    // pending, unknown) may already show in a node's view of the balance, so nothing runs on that balance either; a
+    // stalled one (which no node shows) refuses only a new fund, below.
+    let unsettled_fund = unresolved.iter().find(|e| earlier_fund(e)).map(|e| (e.id.clone(), e.status));
+    if let Some((id, status)) = &unsettled_fund
+        && *status != crate::journal::EntryStatus::Stalled
+    {
+        return Err(unsettled(&mv.symbol, id, *status));
     }
     let unresolved = if mv.native { Vec::new() } else { unresolved };
     let held = chain.balance_highest(mv.asset, signer).await?;
@@ -706,6 +720,9 @@ pub(crate) async fn fund(
     };
     if available >= mv.amount {
         return Ok(one_at_a_time);
+    }
+    if let Some((id, status)) = unsettled_fund {
+        return Err(unsettled(&mv.symbol, &id, status));
     }
     let mut mv = mv.clone();
     mv.amount -= available;

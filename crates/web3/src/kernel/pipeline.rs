@@ -745,7 +745,11 @@ async fn commit<K: TxKind>(
         let why = "the wallet's send lock in PostgreSQL was lost (its connection dropped, or the server restarted) \
                    before this transaction was journaled; nothing was sent — try again";
         let update = EntryUpdate { error: Some(why.to_owned()), ..Default::default() };
-        journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await?;
+        // A database that just restarted may not take this write: the entry then stays `reserved`, released as stale
+        // by reconciliation; the answer is the lost lock either way.
+        if let Err(e) = journal.transition(&entry.id, &[EntryStatus::Reserved], EntryStatus::Failed, update).await {
+            tracing::warn!(journal_id = %entry.id, error = %e.message, "journal: could not release an unsigned entry");
+        }
         return Err(ToolError::new(ErrorCode::UpstreamError, why));
     }
     // Durable before the bytes leave the process (invariant 9).
