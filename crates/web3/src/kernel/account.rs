@@ -195,50 +195,46 @@ pub async fn inspect(
 /// The start of a Safe's linked list of modules (and its end).
 const SENTINEL: Address = Address::with_last_byte(1);
 
-/// Modules listed per page, and pages read at most (a Safe with more modules than that is listed in part).
-const MODULES_PAGE: u64 = 50;
-const MODULES_PAGES: usize = 4;
+/// The most modules read from an account, in one page: a Safe with more is reported as not fully checked.
+const MODULES_READ: u64 = 200;
 
 /// The modules enabled on `account` other than its AllowanceModule, as any configured node lists them (the first
-/// 200), and the first error of a node that did not answer a page (or of a list longer than that): a node that errs
-/// may be the one that would show another module, so the list is complete only without it. The on-chain limits bind
-/// the key only through the AllowanceModule: another module may give it power of its own.
+/// 200, one page from each node: no node's continuation decides what another's list covers), and the first error of
+/// a node that did not answer (or that shows more than that): a node that errs may be the one that would show
+/// another module, so the list is complete only without it. The on-chain limits bind the key only through the
+/// AllowanceModule: another module may give it power of its own.
 pub async fn other_modules(chain: &Chain, account: Account) -> (Vec<Address>, Option<ToolError>) {
     let (mut others, mut failed) = (Vec::new(), None);
-    let mut start = SENTINEL;
-    for _ in 0..MODULES_PAGES {
-        let ask = ISafeModules::getModulesPaginatedCall { start, pageSize: U256::from(MODULES_PAGE) };
-        let page = addresses_each(chain, account.address, ask.abi_encode().into(), "modules", |out| {
-            ISafeModules::getModulesPaginatedCall::abi_decode_returns(out).map(|p| (p.array, Some(p.next)))
-        })
-        .await;
-        for m in page.addresses {
-            if m != account.module && !others.contains(&m) {
-                others.push(m);
-            }
-        }
-        if let Some(e) = page.failed {
-            failed.get_or_insert(e);
-        }
-        match page.next {
-            Some(next) if next != SENTINEL && next != Address::ZERO => start = next,
-            _ => {
-                start = SENTINEL;
-                break;
-            }
-        }
-    }
-    if start != SENTINEL {
-        failed.get_or_insert_with(|| {
-            ToolError::new(
-                ErrorCode::UpstreamError,
-                format!(
-                    "the account {} lists more than {} modules",
-                    account.address,
-                    MODULES_PAGE * MODULES_PAGES as u64
-                ),
-            )
+    let ask = ISafeModules::getModulesPaginatedCall { start: SENTINEL, pageSize: U256::from(MODULES_READ) };
+    for (node, answer) in chain.call_each(account.address, ask.abi_encode().into()).await {
+        let page = answer.and_then(|out| {
+            ISafeModules::getModulesPaginatedCall::abi_decode_returns(&out).map_err(|e| {
+                ToolError::new(
+                    ErrorCode::UpstreamError,
+                    format!("{node}: the modules of {} do not decode: {e}", account.address),
+                )
+            })
         });
+        match page {
+            Ok(page) => {
+                for m in page.array {
+                    if m != account.module && !others.contains(&m) {
+                        others.push(m);
+                    }
+                }
+                if page.next != SENTINEL && page.next != Address::ZERO {
+                    failed.get_or_insert_with(|| {
+                        ToolError::new(
+                            ErrorCode::UpstreamError,
+                            format!("{node}: the account {} lists more than {MODULES_READ} modules", account.address),
+                        )
+                    });
+                }
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
     }
     (others, failed)
 }
@@ -247,24 +243,22 @@ pub async fn other_modules(chain: &Chain, account: Account) -> (Vec<Address>, Op
 struct Listed {
     /// Every address any node listed, each once, in the order first seen.
     addresses: Vec<Address>,
-    /// A page's continuation, as the last node that gave one showed it.
-    next: Option<Address>,
     /// Whether any node answered.
     answered: bool,
     /// The first node error.
     failed: Option<ToolError>,
 }
 
-/// Calls `data` on `to` on every configured node and decodes each answer with `decode` into addresses (and a page's
-/// continuation); `what` names them in an error.
+/// Calls `data` on `to` on every configured node and decodes each answer with `decode` into addresses; `what` names
+/// them in an error.
 async fn addresses_each(
     chain: &Chain,
     to: Address,
     data: Bytes,
     what: &str,
-    decode: impl Fn(&Bytes) -> alloy::sol_types::Result<(Vec<Address>, Option<Address>)>,
+    decode: impl Fn(&Bytes) -> alloy::sol_types::Result<Vec<Address>>,
 ) -> Listed {
-    let mut listed = Listed { addresses: Vec::new(), next: None, answered: false, failed: None };
+    let mut listed = Listed { addresses: Vec::new(), answered: false, failed: None };
     for (node, answer) in chain.call_each(to, data).await {
         let decoded = answer.and_then(|out| {
             decode(&out).map_err(|e| {
@@ -272,14 +266,13 @@ async fn addresses_each(
             })
         });
         match decoded {
-            Ok((addresses, next)) => {
+            Ok(addresses) => {
                 listed.answered = true;
                 for a in addresses {
                     if !listed.addresses.contains(&a) {
                         listed.addresses.push(a);
                     }
                 }
-                listed.next = next.or(listed.next);
             }
             Err(e) => {
                 listed.failed.get_or_insert(e);
@@ -367,7 +360,7 @@ async fn signer_power(chain: &Chain, account: Address, signer: Address) -> Resul
             looked += 1;
             let listed =
                 addresses_each(chain, owner, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
-                    ISafeModules::getOwnersCall::abi_decode_returns(out).map(|owners| (owners, None))
+                    ISafeModules::getOwnersCall::abi_decode_returns(out)
                 })
                 .await;
             if !listed.answered {
@@ -422,7 +415,7 @@ async fn module_enabled_anywhere(chain: &Chain, safe: Address, module: Address) 
 /// The owners any configured node lists for the Safe `safe` (each once), and the first node's error, if any.
 async fn owners_everywhere(chain: &Chain, safe: Address) -> (Vec<Address>, Option<ToolError>) {
     let listed = addresses_each(chain, safe, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
-        ISafeModules::getOwnersCall::abi_decode_returns(out).map(|owners| (owners, None))
+        ISafeModules::getOwnersCall::abi_decode_returns(out)
     })
     .await;
     (listed.addresses, listed.failed)
