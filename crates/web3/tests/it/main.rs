@@ -15,5 +15,6 @@ mod restart;
 mod secrets;
 mod swap;
 mod transfer;
+mod user_amounts;
 mod x402;
 mod x402_idle_chain;
