@@ -203,6 +203,12 @@ pub struct PgLock {
 }
 
 impl PgLock {
+    /// The lock's own connection: a statement run on it commits only while the lock is held (a session's advisory
+    /// lock lives as long as its connection).
+    pub(crate) fn conn(&mut self) -> &mut PgConnection {
+        &mut self.conn
+    }
+
     /// Whether the lock is still held: its connection answers and still holds an advisory lock (a connection that
     /// died, or a server that restarted, has lost it, and another instance may hold it now).
     /// A connection that does not answer within [`HELD_CHECK_TIMEOUT`] counts as lost.

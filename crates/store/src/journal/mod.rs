@@ -374,6 +374,27 @@ impl JournalTable {
         }
     }
 
+    /// [`Self::mark_signed`] while `lock` is held: on PostgreSQL the row is written on the lock's own connection, so it
+    /// commits only while the lock is held — a lock lost with its connection (a server restart) fails the write, and
+    /// another instance that takes the lock afterwards finds the row `signed` with its nonce, or not signed at all.
+    pub async fn mark_signed_holding(
+        &self,
+        lock: &mut WalletLock,
+        id: &str,
+        nonce: Option<u64>,
+        (raw, hash): (&str, &str),
+        genesis: Option<&str>,
+        now: &str,
+    ) -> Result<u64, StoreError> {
+        match (self, &mut lock.held) {
+            (Self::Postgres(_), Held::Postgres(held)) => {
+                let statement = sql::mark_signed(id, nonce, raw, hash, genesis, now);
+                postgres::PgJournal::execute_on(held.conn(), statement).await
+            }
+            _ => self.mark_signed(id, nonce, raw, hash, genesis, now).await,
+        }
+    }
+
     /// Moves row `id` to status `to` with the `settled` fields, when its status is one of `from` (any, when `None`).
     /// The number of rows it changed.
     pub async fn set_status(

@@ -83,6 +83,11 @@ impl PgJournal {
         Ok(query(statement).execute(self.store.pool()).await?.rows_affected())
     }
 
+    /// [`Self::execute`] on `conn` (a wallet lock's own connection).
+    pub(super) async fn execute_on(conn: &mut sqlx::PgConnection, statement: Statement) -> Result<u64, StoreError> {
+        Ok(query(statement).execute(conn).await?.rows_affected())
+    }
+
     pub(super) async fn rows(&self, statement: Statement) -> Result<Vec<Row>, StoreError> {
         rows(query(statement).fetch_all(self.store.pool()).await?)
     }

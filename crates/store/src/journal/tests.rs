@@ -34,8 +34,15 @@ async fn tables() -> Vec<JournalTable> {
 #[tokio::test]
 async fn a_wallet_lock_whose_connection_ended_says_it_is_lost() {
     for table in tables().await {
+        for id in ["j_a", "j_b"] {
+            let row = NewRow { id: id.into(), amount: "5".into(), status: "reserved".into(), ..NewRow::default() };
+            table.reserve(row, &["swap"], |_| Ok(None::<()>)).await.unwrap();
+        }
         let mut lock = table.lock_wallet(1, "0xA").await.unwrap();
         assert!(lock.is_held().await);
+        let signed = ("0x02", "0xh");
+        let marked = table.mark_signed_holding(&mut lock, "j_a", Some(1), signed, None, "2026-11-28T00:00:00Z").await;
+        assert_eq!(marked.unwrap(), 1, "written while held");
         if let JournalTable::Postgres(p) = &table {
             let killed: Vec<bool> = sqlx::query_scalar(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
@@ -45,6 +52,11 @@ async fn a_wallet_lock_whose_connection_ended_says_it_is_lost() {
             .await
             .unwrap();
             assert!(killed.iter().any(|k| *k), "the lock's backend was ended");
+            // The signed bytes are not journaled on a lost lock: another instance may hold it and choose the nonce.
+            let lost = table.mark_signed_holding(&mut lock, "j_b", Some(2), signed, None, "2026-11-28T00:00:01Z").await;
+            assert!(lost.is_err(), "{lost:?}");
+            let row = table.select(Select::Id("j_b".into())).await.unwrap();
+            assert_eq!(row[0].status, "reserved");
             assert!(!lock.is_held().await, "lost with its connection");
         }
     }

@@ -179,7 +179,9 @@ impl Journal {
         self.table.lock_wallet(chain_id, from).await.map_err(db_err)
     }
 
-    /// Records the signed bytes of a reserved entry (durably, before they leave the process): `signed`.
+    /// Records the signed bytes of a reserved entry (durably, before they leave the process): `signed` (tests; the
+    /// kernel writes them holding the wallet's lock, [`Journal::mark_signed_holding`]).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) async fn mark_signed(
         &self,
         id: &str,
@@ -190,6 +192,28 @@ impl Journal {
     ) -> Result<(), ToolError> {
         let now = Utc::now().to_rfc3339();
         let changed = self.table.mark_signed(id, nonce, raw_tx, tx_hash, genesis, &now).await.map_err(db_err)?;
+        if changed == 1 {
+            tracing::info!(journal_id = %id, status = "signed", tx_hash = %tx_hash, "journal transition");
+            Ok(())
+        } else {
+            Err(db_err("only a reserved entry can be marked signed"))
+        }
+    }
+
+    /// [`Journal::mark_signed`] while the wallet's send `lock` is held (on PostgreSQL, written on the lock's own
+    /// connection: it commits only while the lock is held).
+    pub(crate) async fn mark_signed_holding(
+        &self,
+        lock: &mut holdfast_store::journal::WalletLock,
+        id: &str,
+        nonce: Option<u64>,
+        signed: (&str, &str),
+        genesis: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let (raw_tx, tx_hash) = signed;
+        let now = Utc::now().to_rfc3339();
+        let changed =
+            self.table.mark_signed_holding(lock, id, nonce, (raw_tx, tx_hash), genesis, &now).await.map_err(db_err)?;
         if changed == 1 {
             tracing::info!(journal_id = %id, status = "signed", tx_hash = %tx_hash, "journal transition");
             Ok(())

@@ -754,7 +754,9 @@ async fn commit<K: TxKind>(
     }
     // Durable before the bytes leave the process (invariant 9).
     let (raw, hash) = (signed.raw.to_string(), signed.hash.to_string());
-    if let Err(e) = journal.mark_signed(&entry.id, Some(nonce), &raw, &hash, genesis.as_deref()).await {
+    if let Err(e) =
+        journal.mark_signed_holding(&mut sending, &entry.id, Some(nonce), (&raw, &hash), genesis.as_deref()).await
+    {
         // The write may have been committed before the error (a COMMIT whose answer was lost): what the journal holds
         // decides. Signed → the bytes will be sent (now, or by reconciliation), so nothing is given back. Only an
         // entry this call moved from `reserved` to `failed` is surely never sent; anything else is unknown, and
