@@ -244,7 +244,8 @@ impl Journal {
     }
 
     /// The nonces from `lowest` up, ascending, of `from`'s transactions on `chain_id` that hold them (signed, pending,
-    /// unknown, confirmed, reverted): the next send takes the first one not among them.
+    /// unknown, confirmed, reverted): the next send takes one past the highest, or a stalled send's free nonce below
+    /// it ([`crate::chain::MinedCount::next_for`]).
     pub async fn nonces_taken_from(&self, chain_id: u64, from: &str, lowest: u64) -> Result<Vec<u64>, ToolError> {
         let taken = holdfast_store::journal::NONCE_TAKEN;
         self.table.nonces_from(chain_id, from, lowest, taken).await.map_err(db_err)

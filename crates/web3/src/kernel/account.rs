@@ -329,7 +329,7 @@ const NESTED_MAX: usize = 16;
 /// a node could not answer (the account's owners or modules, whether an owner has code, or a nested Safe's modules),
 /// the first such error. An owner contract whose owners no node can read (not a Safe) is not looked into.
 async fn signer_power(chain: &Chain, account: Address, signer: Address) -> Result<SignerPower, ToolError> {
-    let (owners, mut failed) = owners_everywhere(chain, account).await;
+    let Listed { addresses: owners, mut failed, .. } = owners_everywhere(chain, account).await;
     if owners.contains(&signer) {
         return Ok(SignerPower::Owner);
     }
@@ -358,11 +358,7 @@ async fn signer_power(chain: &Chain, account: Address, signer: Address) -> Resul
                 }
             }
             looked += 1;
-            let listed =
-                addresses_each(chain, owner, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
-                    ISafeModules::getOwnersCall::abi_decode_returns(out)
-                })
-                .await;
+            let listed = owners_everywhere(chain, owner).await;
             if !listed.answered {
                 // No node reads owners there: a contract of another kind, not looked into.
                 continue;
@@ -412,13 +408,13 @@ async fn module_enabled_anywhere(chain: &Chain, safe: Address, module: Address) 
     failed.map_or(Ok(false), Err)
 }
 
-/// The owners any configured node lists for the Safe `safe` (each once), and the first node's error, if any.
-async fn owners_everywhere(chain: &Chain, safe: Address) -> (Vec<Address>, Option<ToolError>) {
-    let listed = addresses_each(chain, safe, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
+/// The owners any configured node lists for the Safe `safe` (each once), whether any node answered, and the first
+/// node's error, if any.
+async fn owners_everywhere(chain: &Chain, safe: Address) -> Listed {
+    addresses_each(chain, safe, ISafeModules::getOwnersCall {}.abi_encode().into(), "owners", |out| {
         ISafeModules::getOwnersCall::abi_decode_returns(out)
     })
-    .await;
-    (listed.addresses, listed.failed)
+    .await
 }
 
 /// The smart account a wallet signs for.
