@@ -349,9 +349,9 @@ pub struct PaymentRequest<'a> {
     pub network: &'a str,
     /// The preset run.
     pub preset: &'a str,
-    /// The preset's host (`Preset::host`).
+    /// The preset's origin (`Preset::origin`) or `host[:port]` (taken as `http`).
     pub preset_host: &'a str,
-    /// The host the request (and so the 402) went to.
+    /// The origin or host the request (and so the 402) went to.
     pub request_host: &'a str,
     /// The preset's payee allow-list (empty: any payee).
     pub payees: &'a [Address],
@@ -520,6 +520,14 @@ mod tests {
         let mut on_default = offer(1);
         on_default.resource_url = Some("http://example.com/q".into());
         assert!(p.check_payment(&default_port, &on_default).is_ok());
+        // An https preset (as `Preset::origin` names it): its resource is on port 443, and http on 443 is no other.
+        let https =
+            PaymentRequest { preset_host: "https://api.example", request_host: "https://api.example", ..req.clone() };
+        let mut on_https = offer(1);
+        on_https.resource_url = Some("https://api.example/q".into());
+        assert!(p.check_payment(&https, &on_https).is_ok());
+        on_https.resource_url = Some("http://api.example/q".into());
+        assert!(p.check_payment(&https, &on_https).unwrap_err().contains("not the preset's host"));
         assert!(p.choose_payment(&req, &[]).unwrap_err().message.contains("offered no requirement"));
     }
 

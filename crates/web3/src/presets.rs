@@ -84,6 +84,14 @@ impl Preset {
         })
     }
 
+    /// The preset's origin, `scheme://host[:port]`: what the payment policy compares a request's and a resource's
+    /// host with, the scheme's default port filled in (an `https` preset's resource is on port 443, never 80).
+    pub fn origin(&self) -> Option<String> {
+        let url = Url::parse(&self.url).ok()?;
+        url.host_str()?;
+        Some(url.origin().ascii_serialization())
+    }
+
     /// Builds the request URL from configuration and registers. A missing register → `register_missing`.
     pub fn build(
         &self,
@@ -277,6 +285,9 @@ mod tests {
         assert!(built.model_tainted);
         assert_eq!(built.registers_read, vec!["sell_token", "note"]);
         assert_eq!(preset.host().as_deref(), Some("127.0.0.1:9"));
+        assert_eq!(preset.origin().as_deref(), Some("http://127.0.0.1:9"));
+        let https = Preset { url: "https://api.example/q".into(), ..preset.clone() };
+        assert_eq!(https.origin().as_deref(), Some("https://api.example"));
     }
 
     #[test]

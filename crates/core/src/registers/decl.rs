@@ -47,6 +47,30 @@ impl ValueType {
         }
     }
 
+    /// Whether a register of this type can take a value of type `value` (what a tool knows it will write before
+    /// it has the value): any JSON under `Any`; an object, a price or a quote under `Object`; an object that may turn
+    /// out to be a token or a price under those types (the value's own check decides); a quote only under a quote
+    /// type; never an object under a string type.
+    ///
+    /// ```
+    /// use holdfast_core::registers::ValueType;
+    ///
+    /// assert!(ValueType::Any.can_hold(ValueType::TokenPrice));
+    /// assert!(ValueType::SwapQuote.can_hold(ValueType::SwapQuote));
+    /// assert!(!ValueType::SwapQuote.can_hold(ValueType::TokenPrice));
+    /// assert!(!ValueType::Address.can_hold(ValueType::Object));
+    /// ```
+    pub fn can_hold(self, value: ValueType) -> bool {
+        use ValueType::{Address, Any, BaseUnits, Object, SwapQuote, Token, TokenPrice};
+        match (self, value) {
+            (Any, _) => true,
+            (a, b) if a == b => true,
+            (Object, Token | TokenPrice | SwapQuote) => true,
+            (Token | TokenPrice, Object) => true,
+            (Address | BaseUnits | Token | TokenPrice | SwapQuote | Object, _) => false,
+        }
+    }
+
     /// The snake_case name, for messages.
     pub fn as_str(self) -> &'static str {
         match self {

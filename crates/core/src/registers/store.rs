@@ -197,22 +197,74 @@ impl RegisterStore {
         &self.inner.events
     }
 
-    /// Writes a register, enforcing every rule. Returns the stored entry.
-    pub fn set(&self, write: RegisterWrite) -> Result<SharedEntry, ToolError> {
-        let RegisterWrite { key, value, origin, tool, preset, derived_from, authorization } = write;
-        validate_key("key", &key)?;
-        for source in &derived_from {
+    /// Whether `write` would be allowed by who writes it, before its value exists: the key's syntax, its writers,
+    /// the origin it would have (tainted by what it derives from), room for a new register, and whether a value of
+    /// type `holds` can be stored under the key's type. A tool whose value costs something to get (a paid fetch)
+    /// asks first, so that nothing is paid for a write that would be refused; [`RegisterStore::set`] checks all of
+    /// it again, with the value.
+    ///
+    /// ```
+    /// use holdfast_core::config::CoreConfig;
+    /// use holdfast_core::registers::{Origin, RegisterWrite, ValueType};
+    /// use holdfast_core::{CoreServices, ErrorCode};
+    /// use serde_json::Value;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = CoreServices::new(CoreConfig::default())?.new_session("doc");
+    /// let regs = &session.registers;
+    /// // An object can go to a scratch register, never to one whose name says it holds an address…
+    /// regs.check_write(&RegisterWrite::new("price", Value::Null, Origin::Tool, "x402_fetch"), ValueType::Object)?;
+    /// let err = regs
+    ///     .check_write(&RegisterWrite::new("payee_address", Value::Null, Origin::Tool, "x402_fetch"), ValueType::Object)
+    ///     .unwrap_err();
+    /// assert_eq!(err.code, ErrorCode::RegisterWriteDenied);
+    /// // …and nothing was written.
+    /// assert!(regs.get("price").is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check_write(&self, write: &RegisterWrite, holds: ValueType) -> Result<(), ToolError> {
+        let (_, value_type) = self.check_writer(write)?;
+        let key = &write.key;
+        if !value_type.can_hold(holds) {
+            return Err(ToolError::new(
+                ErrorCode::RegisterWriteDenied,
+                format!("`{key}` holds a {}; a {} cannot be stored there", value_type.as_str(), holds.as_str()),
+            ));
+        }
+        let entries = self.inner.entries.read();
+        if !entries.contains_key(key) && entries.len() >= self.inner.limits.max_registers {
+            return Err(ToolError::new(
+                ErrorCode::RegisterWriteDenied,
+                format!("`{key}`: this session already holds {} registers", entries.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rules on who writes: the key's and sources' syntax, the declaration's writers and origins. Returns the
+    /// origin the value gets (a value derived from a model value is model) and the key's type.
+    fn check_writer(&self, write: &RegisterWrite) -> Result<(Origin, ValueType), ToolError> {
+        let RegisterWrite { key, origin, tool, preset, derived_from, .. } = write;
+        validate_key("key", key)?;
+        for source in derived_from {
             validate_key("derived_from", source)?;
         }
         // Taint: a value derived from a model value is model.
         let tainted = derived_from.iter().any(|k| self.peek(k).is_some_and(|e| e.origin() == Origin::Model));
-        let origin = if tainted { Origin::Model } else { origin };
-
-        let decl = self.inner.decls.get(&key);
+        let origin = if tainted { Origin::Model } else { *origin };
+        let decl = self.inner.decls.get(key);
         if let Some(decl) = decl {
-            decl.check_writer(&tool, preset.as_deref(), origin)?;
+            decl.check_writer(tool, preset.as_deref(), origin)?;
         }
-        let value_type = decl.map_or_else(|| ValueType::for_scratch_key(&key), |d| d.value_type);
+        Ok((origin, decl.map_or_else(|| ValueType::for_scratch_key(key), |d| d.value_type)))
+    }
+
+    /// Writes a register, enforcing every rule. Returns the stored entry.
+    pub fn set(&self, write: RegisterWrite) -> Result<SharedEntry, ToolError> {
+        let (origin, value_type) = self.check_writer(&write)?;
+        let RegisterWrite { key, value, tool, preset, derived_from, authorization, .. } = write;
+        let decl = self.inner.decls.get(&key);
         let value = value_type.check(&key, value)?;
         self.check_size(&key, &value, origin)?;
         match decl.and_then(|d| d.validator.as_ref()) {

@@ -151,15 +151,17 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
         .map_err(|e| {
             ToolError::new(ErrorCode::PaymentRefused, format!("preset `{}`: {}", ask.preset_name, e.message))
         })?;
-    let preset_host = ask.preset.host().unwrap_or_default();
+    // Compared with their schemes, so that an https preset's host is on port 443 as its resource says.
+    let preset_origin = ask.preset.origin().unwrap_or_default();
+    let request_origin = ask.url.origin().ascii_serialization();
     let request_host = host_of(ask.url);
     let offers: Vec<Result<PaymentOffer, String>> =
         ask.offers.iter().map(|r| r.as_ref().map(|r| to_offer(ctx, r)).map_err(Clone::clone)).collect();
     let policy_req = PaymentRequest {
         network: &network.name,
         preset: ask.preset_name,
-        preset_host: &preset_host,
-        request_host: &request_host,
+        preset_host: &preset_origin,
+        request_host: &request_origin,
         payees: &payees,
         spent_today: &spent_today,
     };
@@ -499,8 +501,8 @@ pub(crate) fn authorization_of(entry: &JournalEntry) -> Option<(B256, u64)> {
     Some((nonce, valid_before))
 }
 
-/// Settles one unresolved payment entry against the chain: authorization used → `confirmed`; unused and expired →
-/// `failed` (it can never settle now); otherwise unchanged. Returns the new status when it changed.
+/// Settles one unresolved payment entry against the chain: authorization used → `confirmed`; unused and expired by
+/// the chain's clock and by ours → `failed` (it can never settle now); otherwise unchanged. Returns the new status when it changed.
 pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Result<Option<EntryStatus>, ToolError> {
     let from = [entry.status];
     let Some((nonce, valid_before)) = authorization_of(entry) else {
@@ -534,8 +536,10 @@ pub(crate) async fn reconcile_payment(web3: &Web3, entry: &JournalEntry) -> Resu
     // chain's clock decides, never ours — a chain lagging behind ours (a sequencer catching up after a stall stamps
     // its blocks by its own schedule) could still settle it, and it keeps counting until then; an idle chain, until
     // its next block. By the clock of the node furthest behind: one node that shows a block from the future cannot
-    // expire it early.
-    if chain_time? >= valid_before {
+    // expire it early. And by ours too: a single node (the default) that shows a block from the future would
+    // otherwise release the budget of each payment a few seconds after it was signed, while the payee settles it on
+    // the real chain within its window — a budget refilled with every payment.
+    if chain_time? >= valid_before && now_secs() >= valid_before {
         let update = EntryUpdate {
             error: Some(format!("the authorization expired at {valid_before} without being settled")),
             ..Default::default()

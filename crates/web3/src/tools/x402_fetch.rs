@@ -10,7 +10,7 @@ use crate::kernel::human;
 use crate::presets::PresetKind;
 use crate::quote::validate_quote;
 use crate::x402::{PaymentSummary, PresetRequest};
-use holdfast_core::registers::{RegisterWrite, validate_key};
+use holdfast_core::registers::{RegisterWrite, ValueType, validate_key};
 use holdfast_core::{AiTool, ErrorCode, Origin, ToolContext, ToolError, ToolKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -104,9 +104,44 @@ impl AiTool for X402Fetch {
         let preset = self.0.presets().get(&input.preset)?;
         let built = preset.build(&input.preset, &network, &ctx.registers)?;
 
+        // The register the answer goes to is checked before anything is fetched: a write refused after a paid
+        // fetch would have paid for nothing (the model chooses `cache_as`).
+        let origin = if built.model_tainted { Origin::Model } else { Origin::Tool };
+        let write = RegisterWrite::new(&input.cache_as, Value::Null, origin, self.name())
+            .preset(&input.preset)
+            .derived_from(built.registers_read.clone());
+        let holds = match preset.kind {
+            PresetKind::SwapQuote => ValueType::SwapQuote,
+            PresetKind::TokenPrice => ValueType::TokenPrice,
+            PresetKind::Json => ValueType::Object,
+        };
+        ctx.registers.check_write(&write, holds)?;
+
         let request = PresetRequest { preset_name: &input.preset, preset, network: &network, url: &built.url };
         let fetched = crate::x402::fetch(&self.0, ctx, &request, MAX_RESPONSE_BYTES).await?;
+        let payment = fetched.payment.clone();
+        let stored = self.store(&input, &network, &built, write, fetched, ctx).await;
+        // An error after a payment says so: the model must not take it for "nothing happened" and pay again.
+        stored.map_err(|e| match &payment {
+            Some(paid) => crate::x402::after_payment(e, paid),
+            None => e,
+        })
+    }
+}
+
+impl X402Fetch {
+    /// Checks what was fetched and stores it under `write`'s key.
+    async fn store(
+        &self,
+        input: &FetchInput,
+        network: &holdfast_core::config::NetworkConfig,
+        built: &crate::presets::BuiltRequest,
+        write: RegisterWrite,
+        fetched: crate::x402::Fetched,
+        ctx: &ToolContext,
+    ) -> Result<FetchOutput, ToolError> {
         let (status, body, payment) = (fetched.status, fetched.body, fetched.payment);
+        let kind = self.0.presets().get(&input.preset)?.kind;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
             return Err(ToolError::new(
@@ -126,7 +161,7 @@ impl AiTool for X402Fetch {
                 format!("preset `{}`: the response is not a JSON object", input.preset),
             ));
         };
-        if preset.kind == PresetKind::SwapQuote {
+        if kind == PresetKind::SwapQuote {
             // The chain id and taker the request was built with, where the response does not echo them.
             map.entry("chainId").or_insert_with(|| Value::from(network.chain_id));
             if let Some(taker) = built.query.get("taker") {
@@ -141,9 +176,9 @@ impl AiTool for X402Fetch {
         }
 
         // Validate before anything is stored, whichever register the caller named.
-        let quote = match preset.kind {
+        let quote = match kind {
             PresetKind::SwapQuote => {
-                let q = validate_quote(&value, &ctx.registers, &ctx.config.networks, Some(&network))?;
+                let q = validate_quote(&value, &ctx.registers, &ctx.config.networks, Some(network))?;
                 Some(QuoteSummary {
                     sell: human(q.sell_amount, q.sell.decimals, &q.sell.symbol),
                     buy: human(q.buy_amount, q.buy.decimals, &q.buy.symbol),
@@ -154,22 +189,18 @@ impl AiTool for X402Fetch {
             }
             PresetKind::TokenPrice | PresetKind::Json => None,
         };
-        let origin = if built.model_tainted { Origin::Model } else { Origin::Tool };
-        let write = RegisterWrite::new(&input.cache_as, value, origin, self.name())
-            .preset(&input.preset)
-            .derived_from(built.registers_read.clone());
-        let entry = ctx.registers.set(write)?;
+        let entry = ctx.registers.set(RegisterWrite { value, ..write })?;
         // What the payment bought is stored: it no longer counts against its payee (`kernel::payment::MAX_UNDELIVERED`).
         if let Some(paid) = &payment {
             crate::kernel::payment::delivered(&self.0, &paid.journal_id).await;
         }
         Ok(FetchOutput {
-            preset: input.preset,
-            network: network.name,
+            preset: input.preset.clone(),
+            network: network.name.clone(),
             url: built.url.to_string(),
-            cached_as: input.cache_as,
+            cached_as: input.cache_as.clone(),
             origin: entry.origin(),
-            derived_from: built.registers_read,
+            derived_from: built.registers_read.clone(),
             quote,
             payment,
         })

@@ -289,7 +289,7 @@ async fn pay_and_fetch(
         transaction: state.tx_hash.clone(),
         journal_id: journal_id.clone(),
     };
-    let body = body?;
+    let body = body.map_err(|e| after_payment(e, &summary))?;
     if !status.is_success() {
         let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
         return Err(failed(format!(
@@ -300,6 +300,23 @@ async fn pay_and_fetch(
         .into());
     }
     Ok(Fetched { status, body, payment: Some(summary) })
+}
+
+/// `e`, raised after `paid` was made, naming the payment.
+pub(crate) fn after_payment(e: ToolError, paid: &PaymentSummary) -> ToolError {
+    let message = format!(
+        "{}; a payment of {} to {} was made for this fetch (status {}, journal {}): do not retry in a loop",
+        e.message, paid.amount, paid.payee, paid.status, paid.journal_id
+    );
+    let payment = serde_json::to_value(paid).unwrap_or(serde_json::Value::Null);
+    let details = match e.details {
+        Some(serde_json::Value::Object(mut map)) => {
+            map.insert("payment".into(), payment);
+            serde_json::Value::Object(map)
+        }
+        _ => serde_json::json!({"payment": payment}),
+    };
+    ToolError::new(e.code, message).with_details(details)
 }
 
 /// Whether a second 402 offers the same terms as the requirement that was paid.

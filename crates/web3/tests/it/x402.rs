@@ -654,6 +654,34 @@ async fn a_clock_one_node_moves_ahead_cannot_expire_a_payment_that_can_still_set
     assert!(spent > U256::ZERO, "it still counts against the budget");
 }
 
+/// The one node configured (the default) shows a latest block an hour ahead: the payment's window is not closed by
+/// our clock, and the payee can still settle it on the real chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clock_the_only_node_moves_ahead_cannot_expire_a_payment_that_can_still_settle() {
+    use alloy::network::TransactionBuilder as _;
+    use alloy::providers::Provider as _;
+    let (case, proxy, payload) = never_settled_behind_a_proxy(false).await;
+    proxy.set_rewrite(Some(Arc::new(|req: &Value, resp: &mut Value| {
+        if req["method"] == "eth_getBlockByNumber" && req["params"][0] == "latest" && resp["result"].is_object() {
+            let now = u64::from_str_radix(resp["result"]["timestamp"].as_str().unwrap().trim_start_matches("0x"), 16);
+            resp["result"]["timestamp"] = json!(format!("0x{:x}", now.unwrap() + 3_600));
+        }
+    })));
+    // Before: `failed` ("expired") within seconds of signing, its price released from the day's budget, while the
+    // payee settled it on the real chain: a budget refilled with every payment.
+    assert!(case.env.web3.reconcile().await.unwrap().is_empty(), "still live: our clock is inside its window");
+    assert_eq!(case.payments().await[0].status, EntryStatus::Pending);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "it still counts against the budget");
+    let tx = alloy::rpc::types::TransactionRequest::default()
+        .with_from(ANYONE)
+        .with_to(USDC)
+        .with_input(settlement_calldata(&payload));
+    assert!(case.env.devnet.provider().send_transaction(tx).await.unwrap().get_receipt().await.unwrap().status());
+    case.env.web3.reconcile().await.unwrap();
+    assert_eq!(case.payments().await[0].status, EntryStatus::Confirmed);
+    assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_that_hides_a_settled_payment_cannot_release_its_budget() {
     let devnet = TestDevnet::start().await.unwrap();
@@ -770,6 +798,24 @@ async fn a_node_without_a_clock_does_not_keep_a_settled_payment_from_being_count
     assert_eq!(case.budget_spent().await, QUOTE_PRICE, "counted once, as paid");
 }
 
+/// The model names a register the answer may not go to: refused before the server is asked, so nothing is paid
+/// for a write that would be refused (before: paid, then `register_write_denied`, and the model retried).
+#[tokio::test]
+async fn a_fetch_whose_register_would_be_refused_pays_nothing() {
+    let case = honest_v1().await;
+    assert!(case.attempt().await.is_ok(), "the preset pays and delivers");
+    assert_eq!(case.server.payments_received(), 1);
+    let paid_once = case.payments().await.len();
+    for cache_as in ["wallet_address", "quote_address", "sell_amount"] {
+        let fetch = json!({"preset": "swap_quote", "network": "base", "cache_as": cache_as});
+        let err = case.env.registry.call("x402_fetch", fetch, &case.env.ctx).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::RegisterWriteDenied, "{cache_as}: {err:?}");
+    }
+    assert_eq!(case.server.payments_received(), 1, "not paid again");
+    assert_eq!(case.payments().await.len(), paid_once, "nothing signed");
+    assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + QUOTE_PRICE);
+}
+
 /// A server that takes every payment and delivers nothing (it refuses the content after settling, or floods the
 /// answer), and a model that retries: the third payment to it is refused before anything is signed, in this session
 /// and any other (before: paid at every retry, up to the day's budget). So are concurrent calls beyond the first two.
@@ -782,7 +828,15 @@ async fn a_server_that_takes_payments_and_delivers_nothing_is_not_paid_a_third_t
     ] {
         let case = Case::start(server, Tweaks::default()).await;
         for _ in 0..MAX_UNDELIVERED {
-            assert_eq!(case.attempt().await.unwrap_err().code, first);
+            let err = case.attempt().await.unwrap_err();
+            assert_eq!(err.code, first);
+            // The error says that a payment was made, so the model does not take it for "nothing happened".
+            assert!(err.message.contains("journal j_"), "{err:?}");
+            if first == ErrorCode::UpstreamError {
+                // Before, a flood's "larger than" error did not.
+                assert!(err.message.contains("a payment of 0.01 USDC"), "{err:?}");
+                assert!(err.details.as_ref().is_some_and(|d| d["payment"]["journal_id"].is_string()), "{err:?}");
+            }
         }
         let paid = U256::from(MAX_UNDELIVERED) * QUOTE_PRICE;
         assert_eq!(case.env.devnet.balance_of(USDC, PAYEE).await.unwrap(), case.payee_usdc + paid);
