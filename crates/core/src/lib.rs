@@ -37,7 +37,7 @@ pub mod transcript;
 
 pub use confirm::{Confirmation, Confirmations, UserChannel, UserDecision, UserDecisions};
 pub use context::{CancellationToken, CoreServices, Extensions, SessionHook, ToolContext};
-pub use context_bank::{ContextBank, ContextItem, ContextScanner, Hedge, HedgeKind, ItemType};
+pub use context_bank::{AmountRole, ContextBank, ContextItem, ContextScanner, Hedge, HedgeKind, ItemType};
 pub use error::{ErrorCode, HasErrorCode, ToolError};
 pub use event::{Event, EventBus, EventRelay, WeakEventBus};
 pub use notes::SessionNotes;

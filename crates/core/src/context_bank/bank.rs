@@ -94,6 +94,11 @@ pub struct Authorization {
     /// 0.001 ETH for 5 USDC"): which of them goes where is not said, so none moves by itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub several: bool,
+    /// What its message's own words ask to do with the amount, by the word before each place they write it ("send",
+    /// "swap", "buy", "for"; see [`AmountRole`]): a transfer goes by itself only with [`AmountRole::Send`] among them,
+    /// a swap only with [`AmountRole::Sell`]. Empty when no such word comes before it in its clause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<AmountRole>,
     /// The rules its message was read by ([`READING`]): one saved by an earlier release, read by older rules (before
     /// hedges, several amounts and recipient cues), moves nothing by itself once restored.
     #[serde(default)]
@@ -106,8 +111,9 @@ pub struct Authorization {
 /// The version of the rules by which the bank reads a message into authorizations. Bumped when a change to them would
 /// have read an earlier message otherwise: 1 since hedging words, several amounts and recipient cues (2026-11-27); 2
 /// since look-alikes of separators, digits of other scripts and currency signs make a number ambiguous, and the tokens
-/// a message names are kept (2026-11-27).
-pub const READING: u32 = 2;
+/// a message names are kept (2026-11-27); 3 since what the words ask to do with each amount ([`AmountRole`]) is kept
+/// (2026-11-28).
+pub const READING: u32 = 3;
 
 /// One session's context bank. Clones share state.
 ///
@@ -146,10 +152,14 @@ impl ContextBank {
     /// Scans one user-authored message. Returns the items that were new; publishes `context_bank.update` when any
     /// were.
     pub fn scan_input(&self, user_text: &str) -> Vec<ContextItem> {
-        let found = self.scanner.scan(user_text);
+        let (found, found_roles) = self.scanner.scan_with_roles(user_text);
         // The items outside the parts that may be quoted; `None`: nothing in the message may be.
         let own_text = super::quoted::own_words(user_text);
-        let own: Option<Vec<ContextItem>> = own_text.as_deref().map(|own| self.scanner.scan(own));
+        let own = own_text.as_deref().map(|own| self.scanner.scan_with_roles(own));
+        let (own, own_roles) = match own {
+            Some((items, roles)) => (Some(items), roles),
+            None => (None, found_roles),
+        };
         let mut names = self.scanner.recipient_names_in(own_text.as_deref().unwrap_or(user_text));
         let mut added = Vec::new();
         {
@@ -221,10 +231,21 @@ impl ContextBank {
             let own_bound: HashSet<(&str, &str)> =
                 bound_amounts(asked).into_iter().map(|(own, s)| (own.value.as_str(), s)).collect();
             let several = own_bound.len() > 1;
+            // What the user's own words ask to do with each amount (every place they write it).
+            let mut roles: HashMap<(&str, &str), Vec<AmountRole>> = HashMap::new();
+            for (at, role) in &own_roles {
+                if let Some(ContextItem { value, label: Some(symbol), .. }) = asked.get(*at) {
+                    let of = roles.entry((value.as_str(), symbol.as_str())).or_default();
+                    if !of.contains(role) {
+                        of.push(*role);
+                    }
+                }
+            }
             // Only the last `MAX_ITEMS` are kept: the earlier ones of a long message would be dropped at once.
             let bound = bound_amounts(&found);
             for (item, symbol) in bound.iter().skip(bound.len().saturating_sub(MAX_ITEMS)).copied() {
                 let in_own_words = own_bound.contains(&(item.value.as_str(), symbol));
+                let roles = roles.get(&(item.value.as_str(), symbol)).cloned().unwrap_or_default();
                 state.authorizations.push(Authorization {
                     id: format!("au_{}", crate::confirm::random_id()),
                     amount: item.value.clone(),
@@ -240,6 +261,7 @@ impl ContextBank {
                     quoted: !in_own_words,
                     hedge: hedge.clone(),
                     several,
+                    roles,
                     reading: READING,
                     spent_by: None,
                 });
@@ -350,6 +372,7 @@ impl ContextBank {
                 quoted: false,
                 hedge: None,
                 several: false,
+                roles: Vec::new(),
                 reading: READING,
                 spent_by: Some("an authorization this session does not hold".into()),
             }));

@@ -84,6 +84,11 @@
 //! the message with a [`Hedge`]; a message whose own words bind more than one amount flags them `several`. An action
 //! with either waits for the user. The words are read to fail closed (see `asked.rs`).
 //!
+//! # What an amount is for
+//! Each amount the user's own words bind is read with the nearest word before it in its clause that says what
+//! happens to it ([`AmountRole`]: sent, sold or got; `roles.rs`); a transfer goes by itself only with an amount
+//! written to be sent, a swap only with one written to be sold.
+//!
 //! # The items' JSON shape
 //! Each item is `{"value", "item_type", "label"?, "flags"?}` with `item_type` one of `eth_address`,
 //! `token_symbol`, `network`, `amount`. For an amount, `value` is the canonical decimal and `label` is the symbol it
@@ -107,6 +112,7 @@ mod asked;
 mod bank;
 mod blocks;
 mod quoted;
+mod roles;
 mod rules;
 mod scanner;
 #[cfg(test)]
@@ -115,6 +121,7 @@ mod word_table;
 
 pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, QUESTION_OPENERS, REQUEST_OPENERS, REQUEST_VERBS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS, READING};
+pub use roles::{AmountRole, GETTING_WORDS, SELLING_WORDS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
 pub use scanner::{ADDRESS_FILLERS, ContextScanner, RECIPIENT_CUES, SENDING_VERBS, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]

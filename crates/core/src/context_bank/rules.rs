@@ -85,6 +85,8 @@ pub(super) struct Found<'t> {
     pub(super) last_token: Option<LastToken>,
     /// Where the token symbol right after the last amount starts (`usize::MAX`: none): that amount claimed it.
     pub(super) claimed: usize,
+    /// The role of each bound amount that has one (its index in `items`), when asked for.
+    pub(super) roles: Option<Vec<(usize, super::AmountRole)>>,
 }
 
 /// A token symbol item the scanner has read.

@@ -417,13 +417,30 @@ impl ContextScanner {
 
     /// Extracts items from `text` in order of appearance (not deduplicated).
     pub fn scan(&self, text: &str) -> Vec<ContextItem> {
+        self.scan_found(text, false).items
+    }
+
+    /// [`ContextScanner::scan`], with the role of each bound amount that has one (its index in the items; see
+    /// `roles.rs`).
+    pub(super) fn scan_with_roles(&self, text: &str) -> (Vec<ContextItem>, Vec<(usize, super::AmountRole)>) {
+        let found = self.scan_found(text, true);
+        (found.items, found.roles.unwrap_or_default())
+    }
+
+    fn scan_found<'t>(&self, text: &'t str, with_roles: bool) -> Found<'t> {
         // One pass, 64 bytes at a time: `classify` marks the word starts worth a look and the digits glued to a word
         // character before them; `WordTable::candidates` keeps the starts that may be a word of the table, a number
         // or an address, and `word_at` reads those. A glued digit (`abc123`, `v1.2`) begins no amount, and neither
         // does anything dots join to its number. Network names that begin with punctuation, if the table has any,
         // are looked for at their first byte.
         let bytes = text.as_bytes();
-        let mut found = Found { items: Vec::new(), last_address: None, last_token: None, claimed: usize::MAX };
+        let mut found = Found {
+            items: Vec::new(),
+            last_address: None,
+            last_token: None,
+            claimed: usize::MAX,
+            roles: with_roles.then(Vec::new),
+        };
         // Nothing before `resume` is looked at again: it is inside an item, a rejected number or a skipped word.
         let mut resume = 0usize;
         let mut block = 0usize;
@@ -453,7 +470,7 @@ impl ContextScanner {
             }
             block += BLOCK;
         }
-        found.items
+        found
     }
 
     /// The bytes of the block (bit `i`: byte `1 + i` of `window`) that may begin a punctuated network name.
@@ -643,6 +660,13 @@ impl ContextScanner {
             _ => None,
         };
         let label = bound.and_then(|i| self.symbols.get(i)).map(|sym| sym.symbol.clone());
+        if label.is_some()
+            && value.is_some()
+            && let Some(roles) = found.roles.as_mut()
+            && let Some(role) = super::roles::role_before(text, start)
+        {
+            roles.push((found.items.len(), role));
+        }
         match value {
             Some(value) => found.items.extend(amount_item(value, label)),
             None => found.items.push(ambiguous_item(&text[shown_from..end])),

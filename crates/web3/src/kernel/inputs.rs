@@ -2,10 +2,11 @@
 //! the user's authorizations, the pinned spender, and the intent key that makes a retry idempotent.
 
 use super::{fingerprint, human};
+use crate::journal::EntryKind;
 use alloy::primitives::{Address, keccak256};
 use holdfast_core::config::NetworkConfig;
 use holdfast_core::registers::{SharedEntry, ValueType};
-use holdfast_core::{ErrorCode, Origin, ToolContext, ToolError};
+use holdfast_core::{AmountRole, ErrorCode, Origin, ToolContext, ToolError};
 
 /// The registers a swap (and its approval) is built from besides the quote: any of them typed by the model makes
 /// the action wait for the user.
@@ -100,7 +101,7 @@ impl UserAmount {
 pub(crate) fn authorization_reason(
     ctx: &ToolContext,
     amount: &UserAmount,
-    mv: &super::pipeline::Move,
+    (mv, kind): (&super::pipeline::Move, EntryKind),
     intent: &str,
     network: &str,
 ) -> Option<String> {
@@ -138,6 +139,23 @@ pub(crate) fn authorization_reason(
                     "your message wrote more than one amount, and which of them goes where it did not say; {shown} \
                      needs your approval"
                 ))
+            } else if let Some(wanted) = role_for(kind)
+                && !a.roles.contains(&wanted)
+            {
+                // "swap 1 USDC for ETH and send some of it to 0x…" writes 1 USDC to be sold, not sent; "buy 0.001 ETH
+                // with USDC" writes 0.001 ETH to be bought, not sold.
+                Some(match a.roles.first() {
+                    Some(said) => format!(
+                        "your message wrote {shown} to {}, not to {}; it needs your approval",
+                        said.as_verb(),
+                        wanted.as_verb()
+                    ),
+                    None => format!(
+                        "your message did not say to {} {shown} (no \"{}\" before it); it needs your approval",
+                        wanted.as_verb(),
+                        wanted.as_verb()
+                    ),
+                })
             } else if a.networks.len() > 1 {
                 // "on ethereum, the base fee is fine": which network the amount goes on is not said.
                 Some(format!(
@@ -160,6 +178,16 @@ pub(crate) fn authorization_reason(
             "{shown} from your message already authorized one action; another one needs your approval or a new message"
         )),
         None => Some(format!("`{}`: the message that authorized {shown} is no longer in this session", amount.key)),
+    }
+}
+
+/// What the user's words must ask to do with an amount for an action of `kind` to move it by itself: a transfer's
+/// amount written to be sent, a swap's (and its approval's) to be sold.
+fn role_for(kind: EntryKind) -> Option<AmountRole> {
+    match kind {
+        EntryKind::Transfer => Some(AmountRole::Send),
+        EntryKind::Swap | EntryKind::Approval => Some(AmountRole::Sell),
+        EntryKind::Reset | EntryKind::Payment | EntryKind::Fund => None,
     }
 }
 

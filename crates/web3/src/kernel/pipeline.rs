@@ -400,8 +400,13 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         }
         if reasons.is_empty()
             && let Some(amount) = &inputs.amount
-            && let Some(reason) =
-                authorization_reason(ctx, amount, &plan.mv, &inputs.authorization_intent, &inputs.network.name)
+            && let Some(reason) = authorization_reason(
+                ctx,
+                amount,
+                (&plan.mv, K::KIND),
+                &inputs.authorization_intent,
+                &inputs.network.name,
+            )
         {
             reasons.push(reason);
         }
@@ -592,8 +597,13 @@ async fn commit<K: TxKind>(
         if reasons.is_empty()
             && !upfront
             && let Some(amount) = &inputs.amount
-            && let Some(reason) =
-                authorization_reason(ctx, amount, &plan.mv, &inputs.authorization_intent, &inputs.network.name)
+            && let Some(reason) = authorization_reason(
+                ctx,
+                amount,
+                (&plan.mv, K::KIND),
+                &inputs.authorization_intent,
+                &inputs.network.name,
+            )
         {
             reasons.push(reason);
         }

@@ -245,6 +245,51 @@ async fn a_swap_goes_by_itself_only_for_a_token_the_users_message_named_to_buy()
     f.finish();
 }
 
+/// An amount moves by itself only as its message asked: "swap 1 USDC for ETH and send 0.0001 of it to 0x…" writes
+/// 1 USDC to be sold, and a model that sends those 1 USDC to the address instead waits for the user; "buy 0.001 ETH
+/// with USDC" writes 0.001 ETH to be bought, and a model that sells it waits too.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_amount_moves_by_itself_only_the_way_its_message_asked() {
+    let env = Env::start().await;
+    let mut f = Failures::default();
+    let nonce = env.nonce().await;
+    let usdc =
+        |amount: &str| json!({"amount": amount, "token_register": "transfer_token", "cache_as": "transfer_amount"});
+    let said = "swap 1 USDC for ETH and send 0.0001 of it to 0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    env.ctx.context_bank.scan_input(said);
+    env.ok("token_lookup", json!({"symbol": "USDC", "network": "base", "cache_as": "transfer_token"})).await;
+    let raw = env.ok("to_raw_amount", usdc("1")).await;
+    f.check(raw["origin"] == "user", format!("1 USDC is the user's: {raw}"));
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let alice = env.devnet.balance_of(USDC, ALICE).await.unwrap();
+    // Before: 1 USDC went to the address by itself (the swap never happened).
+    let sent = env.call("transfer", to_register()).await;
+    f.check(code(&sent) == "confirmation_required", format!("the transfer waits: {sent:?}"));
+    let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+    f.check(message.contains("to sell, not to send"), format!("the reason: {message}"));
+    f.check(env.devnet.balance_of(USDC, ALICE).await.unwrap() == alice, "alice got nothing");
+    for said in ["buy 0.001 ETH with USDC", "swap USDC for 0.001 ETH"] {
+        env.quote(said, "ETH", "USDC", "0.001").await;
+        let sent = env.call("web3_tx", tx()).await;
+        f.check(code(&sent) == "confirmation_required", format!("{said:?}: {sent:?}"));
+        let message = sent.as_ref().err().map(|e| e.message.clone()).unwrap_or_default();
+        f.check(message.contains("to get, not to sell"), format!("{said:?}: the reason: {message}"));
+    }
+    f.check(env.nonce().await == nonce, "nothing was sent or swapped");
+    // The honest controls: sent as asked, and sold as asked.
+    env.ctx.context_bank.scan_input("send 1 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    env.ok("to_raw_amount", usdc("1")).await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let sent = env.call("transfer", to_register()).await;
+    f.check(sent.as_ref().is_ok_and(|v| v["status"] == "confirmed"), format!("the transfer goes: {sent:?}"));
+    f.check(env.devnet.balance_of(USDC, ALICE).await.unwrap() - alice == U256::from(1_000_000u64), "1 USDC");
+    env.quote("buy USDC with 0.001 ETH", "ETH", "USDC", "0.001").await;
+    let sent = env.call("web3_tx", tx()).await;
+    f.check(sent.as_ref().is_ok_and(|v| v["status"] == "confirmed"), format!("the swap goes: {sent:?}"));
+    f.check(env.nonce().await == nonce + 2, "one transfer and one swap mined");
+    f.finish();
+}
+
 /// A pasted payment request that keeps the address the user reads as the recipient out of the message's one-address
 /// count (look-alike commas that quote it, a letter O for a zero in it, bidirectional controls that draw the arrow
 /// the other way), while the attacker's address follows a cue; the model picks the attacker's.
