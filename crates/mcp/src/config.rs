@@ -104,7 +104,7 @@ pub struct McpOptions {
     pub transport: TransportKind,
     /// HTTP listen address (`--bind`); default: `[mcp] bind`, else [`DEFAULT_BIND`].
     pub bind: Option<SocketAddr>,
-    /// Bearer token for HTTP (`--token`); default: `HOLDFAST_MCP_TOKEN`, else the data dir's token file.
+    /// Bearer token for HTTP (read from `--token-file`); default: `HOLDFAST_MCP_TOKEN`, else the data dir's token file.
     pub token: Option<String>,
     /// Message size cap; default: `[mcp] max_message_bytes`, else [`DEFAULT_MAX_MESSAGE_BYTES`].
     pub max_message_bytes: Option<usize>,

@@ -19,7 +19,7 @@ pub enum ServeError {
     /// A non-loopback bind was asked for without a token chosen by the operator.
     #[error(
         "refusing to listen on {addr}: it is not a loopback address, so a bearer token must be chosen explicitly \
-         (--token, HOLDFAST_MCP_TOKEN, or an existing token file in the data dir)"
+         (--token-file, HOLDFAST_MCP_TOKEN, or an existing token file in the data dir)"
     )]
     NonLoopbackWithoutToken {
         /// The address asked for.

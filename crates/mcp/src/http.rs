@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 /// The environment variable that may hold the bearer token.
 pub const TOKEN_ENV: &str = "HOLDFAST_MCP_TOKEN";
 
-/// The bearer token for a server about to listen on `bind`, first match wins: `flag` (`--token`), `env`
+/// The bearer token for a server about to listen on `bind`, first match wins: `flag` (read from `--token-file`), `env`
 /// ([`TOKEN_ENV`]), the file `DATA_DIR/mcp.token` (created, mode 0600, on the first start on a loopback address),
 /// or — with no data dir, on loopback — a token for this run. A non-loopback address never gets a generated token:
 /// the operator must choose one ([`ServeError::NonLoopbackWithoutToken`]).

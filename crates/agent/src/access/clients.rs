@@ -1,6 +1,6 @@
 //! MCP clients, each its own principal: a token is a client.
 //!
-//! - The **default client** is the token of `DATA_DIR/mcp.token` (or `--token`, `HOLDFAST_MCP_TOKEN`), as before.
+//! - The **default client** is the token of `DATA_DIR/mcp.token` (or `--token-file`, `HOLDFAST_MCP_TOKEN`), as before.
 //! - **Named clients** are added with `holdfast mcp token add NAME`, which prints the new token once and keeps only
 //!   its SHA-256 in `DATA_DIR/mcp-clients.json` (mode 0600); `holdfast mcp token list` shows names, creation and last
 //!   use; `holdfast mcp token revoke NAME` revokes. A running server sees additions and revocations on the next

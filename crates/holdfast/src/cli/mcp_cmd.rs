@@ -1,4 +1,4 @@
-//! `holdfast mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token TOKEN]`: the MCP server over the
+//! `holdfast mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token-file PATH]`: the MCP server over the
 //! whole tool registry (see the `holdfast-mcp` crate and `docs/mcp.md`).
 //!
 //! stdio is the default: the MCP client starts this command and speaks JSON-RPC on its stdin/stdout, so nothing
@@ -39,9 +39,35 @@ pub(crate) struct McpArgs {
     /// choose.
     #[arg(long)]
     pub bind: Option<SocketAddr>,
-    /// HTTP bearer token (default: HOLDFAST_MCP_TOKEN, else DATA_DIR/mcp.token, generated on first start).
-    #[arg(long)]
-    pub token: Option<String>,
+    /// A file whose first line is the HTTP bearer token of the default client (default: HOLDFAST_MCP_TOKEN, else
+    /// DATA_DIR/mcp.token, generated on first start). A token is never taken on the command line, where every local
+    /// user reads it (`ps`) and the shell's history keeps it; on Unix the file must not be readable by group or others.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// The token in the first line of `path`, which on Unix only its owner may read.
+fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| format!("--token-file {shown}"))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            anyhow::bail!(
+                "--token-file {shown}: readable by other users (mode {mode:o}); `chmod 600 {shown}` and start again"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    let text = std::fs::read_to_string(path).with_context(|| format!("--token-file {shown}"))?;
+    let token = text.lines().next().unwrap_or_default().trim();
+    if token.is_empty() {
+        anyhow::bail!("--token-file {shown}: the first line is empty; write the token there");
+    }
+    Ok(token.to_owned())
 }
 
 /// `holdfast mcp …` subcommands.
@@ -137,7 +163,7 @@ fn token_command(action: TokenAction) -> anyhow::Result<()> {
             if name == holdfast_agent::access::DEFAULT_CLIENT {
                 anyhow::bail!(
                     "the default client's token is {}: delete that file (a new one is made on the next start) or pass \
-                     --token to `holdfast mcp`",
+                     --token-file to `holdfast mcp`",
                     dir.join(holdfast_agent::access::MCP_TOKEN_FILE).display()
                 );
             }
@@ -162,8 +188,8 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
         McpTransport::Stdio => TransportKind::Stdio,
         McpTransport::Http => TransportKind::Http,
     };
-    let options =
-        McpOptions { transport, bind: args.bind, token: args.token, max_message_bytes: None }.resolve(&section);
+    let token = args.token_file.as_deref().map(read_token_file).transpose()?;
+    let options = McpOptions { transport, bind: args.bind, token, max_message_bytes: None }.resolve(&section);
     match options.transport {
         TransportKind::Stdio => {
             holdfast_mcp::serve_stdio(runtime, options.max_bytes()).await.context("serving MCP on stdio")?;

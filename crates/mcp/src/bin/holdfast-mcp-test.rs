@@ -1,4 +1,4 @@
-//! `holdfast-mcp-test mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token TOKEN]`: the `holdfast mcp`
+//! `holdfast-mcp-test mcp [--config FILE] [--transport stdio|http] [--bind ADDR] [--token-file PATH]`: the `holdfast mcp`
 //! command on its own, compiled from the CLI's own glue (`crates/holdfast/src/cli/mcp_cmd.rs`), so this crate's integration
 //! tests run exactly what `holdfast mcp` runs without building the whole binary.
 

@@ -139,6 +139,45 @@ async fn a_public_bind_without_a_chosen_token_is_refused() {
     assert!(stderr.contains("refusing to listen on 0.0.0.0:0"), "{stderr}");
 }
 
+/// The operator's token from a file only its owner reads (a token on the command line is read by every local user in
+/// `ps`, and kept in the shell's history: `--token` is gone); a file others may read is refused before anything
+/// listens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_read_from_a_file_only_its_owner_reads() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "a-token-from-a-private-file\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = file.to_str().unwrap();
+    let refused = tokio::process::Command::new(crate::common::bin())
+        .args(["mcp", "--transport", "http", "--bind", "0.0.0.0:0", "--token-file", path])
+        .env_remove("HOLDFAST_MCP_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("readable by other users (mode 644)"), "{stderr}");
+    assert!(!stderr.contains("a-token-from-a-private-file"), "{stderr}");
+    let on_the_line = tokio::process::Command::new(crate::common::bin())
+        .args(["mcp", "--transport", "http", "--bind", "127.0.0.1:0", "--token", "a-token-on-the-command-line"])
+        .env_remove("HOLDFAST_MCP_TOKEN")
+        .kill_on_drop(true)
+        .output();
+    // Before, it served (and never exited on its own).
+    let on_the_line = tokio::time::timeout(std::time::Duration::from_secs(30), on_the_line).await;
+    assert!(
+        on_the_line.as_ref().is_ok_and(|o| o.as_ref().is_ok_and(|o| !o.status.success())),
+        "a token on the command line is refused: {on_the_line:?}"
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = HttpChild::start(&["--bind", "127.0.0.1:0", "--token-file", path], &[]).await;
+    assert!(server.stderr.iter().any(|l| l.contains("bearer token as given")), "{:?}", server.stderr);
+    let isolated = run_script("sessions.mjs", &server.http_env("a-token-from-a-private-file")).await;
+    assert_ne!(isolated["a"], isolated["b"], "the token serves: {isolated}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_public_bind_with_a_chosen_token_serves() {
     let server =
