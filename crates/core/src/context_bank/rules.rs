@@ -293,7 +293,8 @@ pub(super) fn number_run(text: &str, at: usize) -> Run {
 /// through, and then: a separator with nothing a person sees between (`,5` where `.` is the decimal point,
 /// `0.\u{200b}5`); the decimal separator after a digit, blanks between (`0. 5`, `0.  5`); a digit (of any script),
 /// an invisible character or a look-alike between (`0\u{2024}5`, `٠٫5`, `5 \u{200a}3`); an invisible character right
-/// after a word character (`send\u{200b}5`); or a currency sign (`$20`, `€ 20`, `$ \u{200a}20`).
+/// after a word character (`send\u{200b}5`); a digit and blanks before a group of exactly three digits (`1 500`, which
+/// a person reads as fifteen hundred); or a currency sign (`$20`, `€ 20`, `$ \u{200a}20`).
 pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> bool {
     let mut before = text[..start].chars().rev().peekable();
     let (mut invisible, mut look_alike, mut blank) = (false, false, false);
@@ -316,9 +317,15 @@ pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> boo
     match c {
         ',' | '.' if !blank => true,
         c if c == decimal => before.next().is_some_and(char::is_numeric),
-        c if c.is_numeric() => look_alike || invisible,
+        c if c.is_numeric() => look_alike || invisible || (blank && a_group_of_three(text, start)),
         c => invisible && !blank && !look_alike && is_word_char(c),
     }
+}
+
+/// Whether the digits at `start` are exactly three (a thousands group: `500` in `1 500`, `1 500.25`).
+fn a_group_of_three(text: &str, start: usize) -> bool {
+    let digits = text.as_bytes().get(start..).unwrap_or_default().iter().take(4).take_while(|b| b.is_ascii_digit());
+    digits.count() == 3
 }
 
 /// Whether a currency sign follows the number that ends at `end`, blanks, invisible characters and look-alikes between

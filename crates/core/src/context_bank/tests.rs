@@ -599,6 +599,11 @@ fn amounts_a_person_reads_one_way_only_bind() {
         ("swap 1\u{2044}2 ETH", [("2", "ETH"), ("1", "ETH")]),
         ("swap ETH 1\u{2044}2", [("2", "ETH"), ("1", "ETH")]),
         ("send 1'500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        // Thousands grouped with an ordinary space: "1 500" is fifteen hundred to a person, 500 to a reading of the
+        // last group alone.
+        ("send 1 500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        ("swap 2  000.5 ETH", [("000.5", "ETH"), ("0.5", "ETH")]),
+        ("send 12 500.25 USDC", [("500.25", "USDC"), ("12500.25", "USDC")]),
         // A value in a currency is no amount of the token.
         ("send $20 ETH", [("20", "ETH"), ("0", "ETH")]),
         ("send \u{20ac}20 ETH", [("20", "ETH"), ("0", "ETH")]),
