@@ -398,8 +398,9 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
             reasons.push(format!("this turn was started by {who}, not by you"));
         }
-        if reasons.is_empty()
-            && let Some(amount) = &inputs.amount
+        // Always, beside any other reason: the user approving an action above a limit must also read that its amount
+        // was only quoted, hedged or from an earlier message.
+        if let Some(amount) = &inputs.amount
             && let Some(reason) = authorization_reason(
                 ctx,
                 amount,
@@ -594,8 +595,8 @@ async fn commit<K: TxKind>(
         // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
         // actions of this wallet cannot both find it unspent.
         let shown = super::human(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
-        if reasons.is_empty()
-            && !upfront
+        // Beside any other reason too (see above).
+        if !upfront
             && let Some(amount) = &inputs.amount
             && let Some(reason) = authorization_reason(
                 ctx,

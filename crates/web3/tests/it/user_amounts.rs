@@ -153,8 +153,10 @@ async fn an_amount_the_user_only_quoted_waits_for_the_user() {
         // Before: 7 USDC sent by itself to the quoted address.
         let sent = env.call("transfer", crate::transfer::to_register()).await;
         assert_eq!(code(&sent), "confirmation_required", "{pasted}: {sent:?}");
+        // The question says the amount was only quoted, whatever else it says (before: only that the address is not
+        // the message's one, for some of these).
         let why = format!("{sent:?}");
-        assert!(why.contains("you quoted") || why.contains("not the one address"), "{why}");
+        assert!(why.contains("you quoted"), "{why}");
         assert_eq!(env.devnet.balance_of(USDC, THIEF).await.unwrap(), thief, "{pasted}");
     }
     // The user's own amount, and an address only the quote holds: no recipient of that amount by itself.
