@@ -294,8 +294,10 @@ impl Policy {
         Ok(token)
     }
 
-    /// Chooses the cheapest offered requirement that passes [`Policy::check_payment`]. `offers` holds each offered
-    /// requirement or the reason it could not be read. None passes → `payment_refused` naming every reason.
+    /// Chooses the cheapest offered requirement that passes [`Policy::check_payment`], compared in whole units of its
+    /// asset (never in base units across assets of different decimals: 1 of an 18-decimal token is not cheaper than
+    /// 0.01 of a 6-decimal one). `offers` holds each offered requirement or the reason it could not be read. None
+    /// passes → `payment_refused` naming every reason.
     pub fn choose_payment(
         &self,
         req: &PaymentRequest<'_>,
@@ -310,7 +312,10 @@ impl Policy {
                 .and_then(|o| self.check_payment(req, o).map(|token| (o.amount, token)));
             match verdict {
                 Ok((amount, token)) => {
-                    if best.as_ref().is_none_or(|b| amount < b.amount) {
+                    let cheaper = best.as_ref().is_none_or(|b| {
+                        in_whole_units(amount, token.decimals) < in_whole_units(b.amount, b.token.decimals)
+                    });
+                    if cheaper {
                         best = Some(ApprovedPayment { index, amount, token: token.clone() });
                     }
                 }
@@ -326,6 +331,13 @@ impl Policy {
             )
         })
     }
+}
+
+/// `amount` base units of a token of `decimals`, scaled to 36 decimals so that amounts of tokens of different
+/// decimals compare as whole units do (saturating: no real amount comes near).
+fn in_whole_units(amount: U256, decimals: u8) -> U256 {
+    let scale = U256::from(10u8).pow(U256::from(36u8.saturating_sub(decimals)));
+    amount.saturating_mul(scale)
 }
 
 /// Lower-cased `host:port` with the scheme's default port filled in (`http` when no scheme is given), for comparing
@@ -457,6 +469,51 @@ mod tests {
             pay_to: Address::repeat_byte(0xbe),
             resource_url: Some("http://127.0.0.1:9/q?x=1".into()),
         }
+    }
+
+    #[test]
+    fn offers_in_assets_of_different_decimals_are_compared_in_whole_units() {
+        let dai = TokenInfo {
+            symbol: "DAI".into(),
+            address: Address::repeat_byte(0xda),
+            decimals: 18,
+            name: "Dai".into(),
+            network: "base".into(),
+            word_like: false,
+        };
+        let payments = PaymentPolicy {
+            assets: vec![usdc(), dai.clone()],
+            max_per_request: HashMap::from([
+                ("USDC".to_owned(), U256::from(50_000u64)),
+                ("DAI".to_owned(), U256::from(10u64).pow(U256::from(18u8))),
+            ]),
+            daily_budget: HashMap::from([
+                ("USDC".to_owned(), U256::from(100_000u64)),
+                ("DAI".to_owned(), U256::from(10u64).pow(U256::from(18u8))),
+            ]),
+        };
+        let p = Policy::new(HashMap::new(), HashMap::from([("base".to_owned(), payments)]));
+        let spent = HashMap::new();
+        let req = PaymentRequest {
+            network: "base",
+            preset: "p",
+            preset_host: "127.0.0.1:9",
+            request_host: "127.0.0.1:9",
+            payees: &[],
+            spent_today: &spent,
+        };
+        // 0.04 USDC (40,000 base units) against 0.5 DAI (5×10¹⁷ base units, more digits but 12 times the price)…
+        let in_dai = PaymentOffer {
+            asset: dai.address,
+            amount: U256::from(5u64) * U256::from(10u64).pow(U256::from(17u8)),
+            ..offer(1)
+        };
+        let chosen = p.choose_payment(&req, &[Ok(in_dai.clone()), Ok(offer(40_000))]).unwrap();
+        assert_eq!((chosen.index, chosen.token.symbol.as_str()), (1, "USDC"), "0.04 USDC, not 0.5 DAI");
+        // …and 0.000001 DAI (10¹² base units) against 0.04 USDC: the DAI, though its base-unit number is larger.
+        let tiny = PaymentOffer { amount: U256::from(10u64).pow(U256::from(12u8)), ..in_dai };
+        let chosen = p.choose_payment(&req, &[Ok(offer(40_000)), Ok(tiny)]).unwrap();
+        assert_eq!(chosen.token.symbol, "DAI");
     }
 
     #[test]
