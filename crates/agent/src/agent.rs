@@ -295,7 +295,6 @@ impl Agent {
     }
 
     /// Runs one user message to the end of the turn.
-    #[tracing::instrument(name = "turn", skip_all, fields(session = %ctx.session_id))]
     pub async fn run_turn(
         &self,
         ctx: &ToolContext,
@@ -303,10 +302,25 @@ impl Agent {
         observer: &dyn TurnObserver,
         cancel: &CancelToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.run_turn_pasted(ctx, (user_text, &[]), observer, cancel).await
+    }
+
+    /// [`Agent::run_turn`] for a message into which the user pasted texts, as the front end saw them arrive (the web
+    /// UI's paste events): a pasted text of more than one word is read as quoted by the context bank
+    /// ([`holdfast_core::ContextBank::scan_pasted`]), so someone else's "send 7 USDC to 0x…", pasted, moves nothing
+    /// by itself.
+    #[tracing::instrument(name = "turn", skip_all, fields(session = %ctx.session_id))]
+    pub async fn run_turn_pasted(
+        &self,
+        ctx: &ToolContext,
+        (user_text, pasted): (&str, &[String]),
+        observer: &dyn TurnObserver,
+        cancel: &CancelToken,
+    ) -> Result<TurnOutcome, AgentError> {
         crate::inbox::refuse_user_turn(self.runtime.sessions.as_ref(), &ctx.session_id).await?;
         self.check_owner(ctx)?;
         // Invariant 11: only the user's own words feed the context bank.
-        ctx.scan_user_input(user_text).await?;
+        ctx.scan_user_message(user_text, pasted).await?;
         // The user started this turn: what it sends to other agents starts a new conversation (hop 1).
         ctx.extensions.insert(holdfast_memory::ConversationHops(0));
         ctx.extensions.insert(TurnStarter::User);

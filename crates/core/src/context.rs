@@ -419,7 +419,17 @@ impl ToolContext {
     /// Scans one message the user wrote into the context bank (invariant 11: only the user's own words feed it)
     /// and saves the session's state. Returns the items that were new.
     pub async fn scan_user_input(&self, user_text: &str) -> Result<Vec<crate::ContextItem>, ToolError> {
-        let added = self.context_bank.scan_input(user_text);
+        self.scan_user_message(user_text, &[]).await
+    }
+
+    /// [`ToolContext::scan_user_input`] for a message into which the user pasted `pasted` (see
+    /// [`crate::ContextBank::scan_pasted`]).
+    pub async fn scan_user_message(
+        &self,
+        user_text: &str,
+        pasted: &[String],
+    ) -> Result<Vec<crate::ContextItem>, ToolError> {
+        let added = self.context_bank.scan_pasted(user_text, pasted);
         self.persist().await?;
         Ok(added)
     }

@@ -151,6 +151,13 @@ pub(crate) struct UserMessage {
     /// The text (1 to 65536 bytes).
     #[schema(min_length = 1, max_length = 65536)]
     content: String,
+    /// The texts the user pasted into it (the web UI reports each paste event's text): one of more than one word is
+    /// read as quoted by the context bank — the user's words, but no request — so someone else's "send 7 USDC to
+    /// 0x…", pasted to ask about it, moves nothing by itself; one the message no longer holds (edited since) quotes
+    /// the whole message. At most 32.
+    #[serde(default)]
+    #[schema(max_items = 32)]
+    pasted: Vec<String>,
 }
 
 /// Resolves once confirmation `id` is withdrawn (its `confirmation.withdrawn` on the session's events; after missed
@@ -244,9 +251,15 @@ pub(crate) async fn send_message(
     if msg.content.trim().is_empty() || msg.content.len() > 64 * 1024 {
         return Err(ApiError::Tool(ToolError::new(ErrorCode::InvalidParams, "`content`: 1 to 65536 bytes of text")));
     }
+    if msg.pasted.len() > 32 || msg.pasted.iter().any(|p| p.len() > 64 * 1024) {
+        return Err(ApiError::Tool(ToolError::new(
+            ErrorCode::InvalidParams,
+            "`pasted`: at most 32 texts of at most 65536 bytes each",
+        )));
+    }
     let Some(agent) = state.agent_for(&ctx) else {
         // No model: the user's words still feed the context bank, and the tool console does the rest.
-        ctx.scan_user_input(&msg.content).await?;
+        ctx.scan_user_message(&msg.content, &msg.pasted).await?;
         state.runtime.sessions.append(&id, NewMessage::text(MessageRole::User, msg.content)).await?;
         return Ok(Json(TurnReply {
             agent: None,
@@ -269,7 +282,7 @@ pub(crate) async fn send_message(
         let (state, ctx) = (Arc::clone(&state), ctx.clone());
         async move {
             let observer = ServerObserver(Arc::clone(&state), ctx.clone(), cancel.clone());
-            let result = agent.run_turn(&ctx, &msg.content, &observer, &cancel).await;
+            let result = agent.run_turn_pasted(&ctx, (&msg.content, &msg.pasted), &observer, &cancel).await;
             drop(running);
             result
         }

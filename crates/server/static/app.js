@@ -594,6 +594,18 @@ function setTurn(running) {
   if (!running && ty) ty.remove();
 }
 $("chat-stop").addEventListener("click", () => { call("POST", "/api/sessions/" + sid() + "/cancel"); });
+// What the user pastes (or drops) into the message: the server reads a pasted text of more than one word as quoted,
+// so someone else's "send 7 USDC to 0x…", pasted to ask about it, moves nothing by itself.
+S.pasted = [];
+$("chat-input").addEventListener("paste", (ev) => {
+  const t = ev.clipboardData && ev.clipboardData.getData("text/plain");
+  if (t) S.pasted.push(t);
+});
+$("chat-input").addEventListener("drop", (ev) => {
+  const t = ev.dataTransfer && ev.dataTransfer.getData("text/plain");
+  if (t) S.pasted.push(t);
+});
+$("chat-input").addEventListener("input", (ev) => { if (!ev.target.value) S.pasted = []; });
 $("chat-input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("chatform").requestSubmit(); }
 });
@@ -603,6 +615,9 @@ $("chatform").addEventListener("submit", async (ev) => {
   const text = input.value.trim();
   if (!text || S.turnRunning) return;
   input.value = "";
+  // More pastes than the server takes: the whole message counts as pasted.
+  const pasted = S.pasted.length > 32 ? [text] : S.pasted;
+  S.pasted = [];
   addMsg("user", text);
   S.latestText = text;
   S.turnFinal = false;
@@ -610,7 +625,7 @@ $("chatform").addEventListener("submit", async (ev) => {
   clearTimeout(S.finalTimer);
   if (S.info && S.info.agent) setTurn(true);
   let r;
-  try { r = await call("POST", "/api/sessions/" + sid() + "/messages", { content: text }); }
+  try { r = await call("POST", "/api/sessions/" + sid() + "/messages", { content: text, pasted }); }
   catch (e) { setTurn(false); addMsg("system", "Could not send: " + e.message, { cls: "error" }); return; }
   setTurn(false);
   if (!r.ok) {

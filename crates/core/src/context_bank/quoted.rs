@@ -21,8 +21,10 @@
 //!
 //! Lines end at `\n`, `\r` or `\r\n` only: U+0085, U+2028 and U+2029 are characters of the line (Markdown's
 //! reading; the scanner treats them as invisible), so a pasted one cannot end an indented or quoted line early.
-//! Inline code (`` `0x…` ``) is the user's own words: it is how addresses are often written. A text pasted with no
-//! quoting at all cannot be told apart from a request, and still authorizes (see the safety model, invariant 7).
+//! Inline code (`` `0x…` ``) is the user's own words: it is how addresses are often written. A text the front end
+//! reports as pasted ([`pasted_parts`]) is quoted where the message holds it; one pasted with no quoting through a
+//! front end that does not report pastes cannot be told apart from a request, and still authorizes (see the safety
+//! model, invariant 7).
 
 use std::ops::Range;
 
@@ -32,10 +34,16 @@ const QUOTES: [char; 20] =
 
 /// `text` with every part that may be quoted replaced by a line break (so nothing binds across it), or `None` when
 /// nothing in it may be. Linear in the text's length.
+#[cfg(test)]
 pub(super) fn own_words(text: &str) -> Option<String> {
+    own_words_beside(text, Vec::new())
+}
+
+/// [`own_words`], with the parts `pasted` (byte ranges on character boundaries) quoted too.
+pub(super) fn own_words_beside(text: &str, pasted: Vec<Range<usize>>) -> Option<String> {
     let bytes = text.as_bytes();
     let line_end = |at: usize| memchr::memchr2(b'\n', b'\r', &bytes[at..]).map_or(text.len(), |n| at + n);
-    let mut quoted: Vec<Range<usize>> = Vec::new();
+    let mut quoted: Vec<Range<usize>> = pasted;
     // Only `"` is ASCII; the others begin with one of four lead bytes (a character boundary), read there.
     let (mut first, mut last, mut count) = (usize::MAX, 0, 0usize);
     let leads = memchr::memchr3_iter(b'"', 0xC2, 0xE2, bytes).chain(memchr::memchr2_iter(0xE3, 0xEF, bytes));
@@ -100,6 +108,27 @@ pub(super) fn own_words(text: &str) -> Option<String> {
     }
     own.push_str(&text[at..]);
     Some(own)
+}
+
+/// Where `text` holds what the user pasted (each text a paste put in, as the front end reports it): every place it
+/// holds a pasted text of more than one word. A single word (an address, a number) is the user's word, as typed; a
+/// longer text — a message from someone else, pasted to act on or ask about — is quoted. A pasted text of more than
+/// one word the message no longer holds as pasted (edited since) quotes the whole message: which part of it is the
+/// user's own is not known.
+pub(super) fn pasted_parts(text: &str, pasted: &[String]) -> Vec<Range<usize>> {
+    let mut parts = Vec::new();
+    for paste in pasted {
+        let paste = paste.trim();
+        if !paste.contains(char::is_whitespace) {
+            continue;
+        }
+        let before = parts.len();
+        parts.extend(text.match_indices(paste).map(|(at, p)| at..at + p.len()));
+        if parts.len() == before {
+            return vec![Range { start: 0, end: text.len() }];
+        }
+    }
+    parts
 }
 
 /// Where each ```` ``` ```` and `~~~` of `text` begins (a longer run counts as one).

@@ -206,6 +206,16 @@ impl ChatProvider for ScriptedModel {
     }
 }
 
+/// What the user pastes into the chat is sent as pasted with its message (the server reads it as quoted: someone
+/// else's "send 7 USDC to 0x…" moves nothing by itself; `api::a_pasted_request_moves_nothing_by_itself`), and the
+/// context bank the server fed reads it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paste_into_the_chat_is_sent_as_pasted() {
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let state = AppState::with_agent(Arc::clone(&runtime), None, Some(AccessToken::from_secret(TOKEN).unwrap()));
+    run_scenario("paste", state, &[]).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_with_a_model_streams_in_the_browser() {
     let runtime = Arc::new(Runtime::load(None).await.unwrap());

@@ -275,6 +275,33 @@ async function chatScenario() {
   });
 }
 
+async function pasteScenario() {
+  await step("a paste is sent with its message as pasted, and a typed message as typed", async () => {
+    const pasted = "please send 7 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    await page.focus(T("chat-input"));
+    // The paste event the browser fires (with what the clipboard holds), then what its own paste puts in.
+    await page.$eval(T("chat-input"), (el, text) => {
+      const data = new DataTransfer();
+      data.setData("text/plain", text);
+      el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, pasted);
+    await page.keyboard.insertText(pasted);
+    await page.keyboard.type(" (from bob)");
+    const send = async () => (await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST"),
+      page.click(T("chat-send")),
+    ]))[0];
+    const first = await send();
+    const body = first.request().postDataJSON();
+    if (body.content !== pasted + " (from bob)") fail(`content: ${JSON.stringify(body)}`);
+    if (JSON.stringify(body.pasted) !== JSON.stringify([pasted])) fail(`pasted: ${JSON.stringify(body)}`);
+    if (first.status() !== 200) fail(`the message was refused: ${first.status()}`);
+    await page.fill(T("chat-input"), "send 7 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
+    const second = (await send()).request().postDataJSON();
+    if (JSON.stringify(second.pasted) !== "[]") fail(`a typed message reported a paste: ${JSON.stringify(second)}`);
+  });
+}
+
 async function swapScenario() {
   await step("chat without an LLM fills the context bank", async () => {
     const llm = await page.textContent(T("llm-status"));
@@ -781,6 +808,7 @@ try {
   else if (scenario === "account") await accountScenario();
   else if (scenario === "walkthrough") await walkthroughScenario();
   else if (scenario === "agents") await agentsScenario();
+  else if (scenario === "paste") await pasteScenario();
   else {
     await swapScenario();
     await layoutScenario();
