@@ -121,7 +121,7 @@ mod word_table;
 
 pub use asked::{CONDITIONS, DECLINING, Hedge, HedgeKind, PAST, QUESTION_OPENERS, REQUEST_OPENERS, REQUEST_VERBS};
 pub use bank::{Authorization, ContextBank, MAX_ITEMS, READING};
-pub use roles::{AmountRole, GETTING_WORDS, SELLING_WORDS};
+pub use roles::{AmountRole, GETTING_WORDS, SELLING_WORDS, UNSAYING_WORDS};
 pub use rules::{ContextItem, ItemFlag, ItemType, ORDINARY_WORDS};
 pub use scanner::{ADDRESS_FILLERS, ContextScanner, RECIPIENT_CUES, SENDING_VERBS, ScannerBuildError};
 #[allow(clippy::wildcard_imports)]

@@ -317,9 +317,29 @@ pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> boo
     match c {
         ',' | '.' if !blank => true,
         c if c == decimal => before.next().is_some_and(char::is_numeric),
-        c if c.is_numeric() => look_alike || invisible || (blank && a_group_of_three(text, start)),
+        c if c.is_numeric() => {
+            look_alike || invisible || (blank && a_group_of_three(text, start) && a_short_number_ends_with(c, before))
+        }
         c => invisible && !blank && !look_alike && is_word_char(c),
     }
+}
+
+/// Whether the digit `last`, with what comes before it (`before`, read backwards), ends a number of one to three
+/// digits that begins a word — the first group of a thousands grouping (`1` and `12` in `1 500`, `12 500`), not the
+/// end of an address, a name or a time (`0x…6 500`, `alice2 500`, `10:30 500`).
+fn a_short_number_ends_with(last: char, before: impl Iterator<Item = char>) -> bool {
+    if !last.is_ascii_digit() {
+        return false;
+    }
+    let mut digits = 1;
+    for c in before {
+        if c.is_ascii_digit() {
+            digits += 1;
+        } else {
+            return digits <= 3 && !c.is_alphanumeric() && !matches!(c, '_' | ':' | '.' | ',' | '-' | '/');
+        }
+    }
+    digits <= 3
 }
 
 /// Whether the digits at `start` are exactly three (a thousands group: `500` in `1 500`, `1 500.25`).

@@ -663,7 +663,7 @@ impl ContextScanner {
         if label.is_some()
             && value.is_some()
             && let Some(roles) = found.roles.as_mut()
-            && let Some(role) = super::roles::role_before(text, start)
+            && let Some(role) = super::roles::role_at(text, start, end)
         {
             roles.push((found.items.len(), role));
         }

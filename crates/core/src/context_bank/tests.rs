@@ -602,6 +602,7 @@ fn amounts_a_person_reads_one_way_only_bind() {
         // Thousands grouped with an ordinary space: "1 500" is fifteen hundred to a person, 500 to a reading of the
         // last group alone.
         ("send 1 500 USDC", [("500", "USDC"), ("1500", "USDC")]),
+        ("send 999 500 USDC", [("500", "USDC"), ("999500", "USDC")]),
         ("swap 2  000.5 ETH", [("000.5", "ETH"), ("0.5", "ETH")]),
         ("send 12 500.25 USDC", [("500.25", "USDC"), ("12500.25", "USDC")]),
         // A value in a currency is no amount of the token.
@@ -971,4 +972,18 @@ fn what_the_user_pasted_is_read_as_quoted() {
     assert_eq!(quoted(&request, &["7", " "]), Some((false, 1)));
     // Typed: as before.
     assert_eq!(quoted(&request, &[]), Some((false, 1)));
+}
+
+#[test]
+fn a_three_digit_amount_after_an_address_a_name_or_a_time_still_binds() {
+    for text in [
+        "pay 0x90F79bf6EB2c4f870365E785982E1f101E93b906 500 USDC",
+        "pay alice2 500 USDC",
+        "at 10:30 500 USDC to alice",
+        "send 1234 500 USDC",
+    ] {
+        let b = bank();
+        b.scan_input(text);
+        assert!(b.has_amount("500", "USDC"), "{text}: {:?}", b.items());
+    }
 }

@@ -184,9 +184,30 @@ impl Reference {
             return j >= 2 && self.at(j - 2).is_some_and(char::is_numeric);
         }
         if c.is_numeric() {
-            return look_alike || invisible;
+            return look_alike || invisible || (blank && self.three_digits_at(start) && self.first_group_ends_at(j - 1));
         }
         invisible && !blank && !look_alike && is_word_char(c)
+    }
+
+    /// Exactly three ASCII digits from `i` (a thousands group).
+    fn three_digits_at(&self, i: usize) -> bool {
+        (i..i + 3).all(|k| self.at(k).is_some_and(|c| c.is_ascii_digit()))
+            && !self.at(i + 3).is_some_and(|c| c.is_ascii_digit())
+    }
+
+    /// Whether the ASCII digit at `k` ends a run of one to three of them that begins a word (not the tail of an
+    /// address, a name or a time).
+    fn first_group_ends_at(&self, k: usize) -> bool {
+        let digit = |k: usize| self.at(k).is_some_and(|c| c.is_ascii_digit());
+        if !digit(k) {
+            return false;
+        }
+        let mut first = k;
+        while first > 0 && digit(first - 1) {
+            first -= 1;
+        }
+        let before = first.checked_sub(1).and_then(|b| self.at(b));
+        k - first < 3 && !before.is_some_and(|c| c.is_alphanumeric() || "_:.,-/".contains(c))
     }
 
     /// Whether a currency sign follows position `end`, blanks, invisible characters and look-alikes between.

@@ -151,7 +151,7 @@ pub(crate) async fn authorize(web3: &Web3, ctx: &ToolContext, ask: PaymentAsk<'_
         .map_err(|e| {
             ToolError::new(ErrorCode::PaymentRefused, format!("preset `{}`: {}", ask.preset_name, e.message))
         })?;
-    // Compared with their schemes, so that an https preset's host is on port 443 as its resource says.
+    // With their schemes, so that an https preset's host is compared on port 443, as its resource's is.
     let preset_origin = ask.preset.origin().unwrap_or_default();
     let request_origin = ask.url.origin().ascii_serialization();
     let request_host = host_of(ask.url);
