@@ -184,7 +184,9 @@ impl Reference {
             return j >= 2 && self.at(j - 2).is_some_and(char::is_numeric);
         }
         if c.is_numeric() {
-            return look_alike || invisible || (blank && self.three_digits_at(start) && self.first_group_ends_at(j - 1));
+            return look_alike
+                || invisible
+                || (blank && self.three_digits_at(start) && self.first_group_ends_at(j - 1));
         }
         invisible && !blank && !look_alike && is_word_char(c)
     }
