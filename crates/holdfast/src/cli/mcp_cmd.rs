@@ -46,10 +46,13 @@ pub(crate) struct McpArgs {
     pub token_file: Option<PathBuf>,
 }
 
-/// The token in the first line of `path`, which on Unix only its owner may read.
+/// The token in the first line of `path`, which on Unix only its owner may read (checked on the file opened, so the
+/// file read is the file checked).
 fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read as _;
     let shown = path.display();
-    let meta = std::fs::metadata(path).with_context(|| format!("--token-file {shown}"))?;
+    let mut file = std::fs::File::open(path).with_context(|| format!("--token-file {shown}"))?;
+    let meta = file.metadata().with_context(|| format!("--token-file {shown}"))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -62,7 +65,8 @@ fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
     }
     #[cfg(not(unix))]
     let _ = meta;
-    let text = std::fs::read_to_string(path).with_context(|| format!("--token-file {shown}"))?;
+    let mut text = String::new();
+    file.by_ref().take(64 * 1024).read_to_string(&mut text).with_context(|| format!("--token-file {shown}"))?;
     let token = text.lines().next().unwrap_or_default().trim();
     if token.is_empty() {
         anyhow::bail!("--token-file {shown}: the first line is empty; write the token there");
