@@ -339,7 +339,7 @@ impl Web3 {
     /// Settles every unresolved journal entry against the chain (at start-up; the same runs in the background). Never
     /// signs anything new: see [`kernel::reconcile`].
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>, ToolError> {
-        kernel::reconcile::all(self, false).await
+        kernel::reconcile::all(self, None).await
     }
 
     /// Checks every configured price feed against the chain, on every RPC node of its network: its `decimals()` and

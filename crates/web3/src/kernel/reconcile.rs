@@ -262,16 +262,51 @@ async fn chain_began_anew(
 /// that call (which reconciles it itself under the account's send lock).
 pub const IN_FLIGHT: Duration = Duration::from_secs(30);
 
-/// Settles every unresolved entry, and re-checks recently failed or dropped transactions for a receipt. `in_flight`:
-/// leave `signed` entries younger than [`IN_FLIGHT`] alone (the background pass, while live calls may be sending).
-pub(crate) async fn all(web3: &Web3, in_flight: bool) -> Result<Vec<Reconciled>, ToolError> {
+/// Which background pass (`pass`, counted from 0 every [`BACKGROUND_INTERVAL`]) checks an entry last changed `age`
+/// ago: every pass for ten minutes, then every 4th (a minute) for the rest of the hour, then every 20th (five minutes)
+/// — a failed or dropped send, checked only for a late receipt, every 40th (ten minutes). Entries are spread over the
+/// passes by their id, so the work of a pass is bounded by the entries of the last ten minutes plus a share of the
+/// rest, however many the journal holds (before, every entry of the last day at every pass). The operator's
+/// `reconcile` and the start-up check every entry.
+///
+/// ```
+/// use holdfast_web3::kernel::reconcile::due_in_pass;
+/// use std::time::Duration;
+///
+/// let minutes = |m: u64| Duration::from_secs(m * 60);
+/// assert!((0..8).all(|pass| due_in_pass(minutes(5), false, "j_1", pass)));
+/// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(30), false, "j_1", pass)).count(), 20);
+/// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(90), false, "j_1", pass)).count(), 4);
+/// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(90), true, "j_1", pass)).count(), 2);
+/// ```
+pub fn due_in_pass(age: Duration, only_a_late_receipt: bool, id: &str, pass: u64) -> bool {
+    let every: u64 = if age < Duration::from_secs(600) {
+        1
+    } else if age < Duration::from_secs(3600) {
+        4
+    } else if only_a_late_receipt {
+        40
+    } else {
+        20
+    };
+    let spread = id.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    pass.wrapping_add(spread) % every == 0
+}
+
+/// Settles every unresolved entry, and re-checks recently failed or dropped transactions for a receipt. `pass`: the
+/// background pass's number — it leaves `signed` entries younger than [`IN_FLIGHT`] alone (live calls may be sending
+/// them) and checks older entries less often ([`due_in_pass`]); `None` checks every entry.
+pub(crate) async fn all(web3: &Web3, pass: Option<u64>) -> Result<Vec<Reconciled>, ToolError> {
     let mut out = Vec::new();
     let mut work = web3.journal().unresolved().await?;
     work.extend(web3.journal().recently_failed_sends(FAILED_RECHECK).await?);
     let now = chrono::Utc::now();
     work.retain(|e| {
+        let Some(pass) = pass else { return true };
         let age = (now - e.updated_at).to_std().unwrap_or_default();
-        !in_flight || e.kind == EntryKind::Payment || e.status != EntryStatus::Signed || age >= IN_FLIGHT
+        let in_flight = e.kind != EntryKind::Payment && e.status == EntryStatus::Signed && age < IN_FLIGHT;
+        let late_receipt = matches!(e.status, EntryStatus::Failed | EntryStatus::Dropped);
+        !in_flight && due_in_pass(age, late_receipt, &e.id, pass)
     });
     for e in work {
         match settle(web3, &e, false).await {
@@ -293,10 +328,10 @@ pub fn spawn_background(web3: &Arc<Web3>) -> bool {
     let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
     let weak: Weak<Web3> = Arc::downgrade(web3);
     handle.spawn(async move {
-        loop {
+        for pass in 0u64.. {
             tokio::time::sleep(BACKGROUND_INTERVAL).await;
             let Some(web3) = weak.upgrade() else { break };
-            let _ = all(&web3, true).await;
+            let _ = all(&web3, Some(pass)).await;
             super::allowances::sweep(&web3).await;
         }
     });
