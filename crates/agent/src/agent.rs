@@ -306,7 +306,7 @@ impl Agent {
     }
 
     /// [`Agent::run_turn`] for a message into which the user pasted texts, as the front end saw them arrive (the web
-    /// UI's paste events): a pasted text of more than one word is read as quoted by the context bank
+    /// UI's paste events): a pasted text other than a lone address or number is read as quoted by the context bank
     /// ([`holdfast_core::ContextBank::scan_pasted`]), so someone else's "send 7 USDC to 0x…", pasted, moves nothing
     /// by itself.
     #[tracing::instrument(name = "turn", skip_all, fields(session = %ctx.session_id))]

@@ -151,8 +151,8 @@ pub(crate) struct UserMessage {
     /// The text (1 to 65536 bytes).
     #[schema(min_length = 1, max_length = 65536)]
     content: String,
-    /// The texts the user pasted into it (the web UI reports each paste event's text): one of more than one word is
-    /// read as quoted by the context bank — the user's words, but no request — so someone else's "send 7 USDC to
+    /// The texts the user pasted into it (the web UI reports each paste event's text): each but a lone address or
+    /// number is read as quoted by the context bank — the user's words, but no request — so someone else's "send 7 USDC to
     /// 0x…", pasted to ask about it, moves nothing by itself; one the message no longer holds (edited since) quotes
     /// the whole message. At most 32.
     #[serde(default)]

@@ -594,18 +594,25 @@ function setTurn(running) {
   if (!running && ty) ty.remove();
 }
 $("chat-stop").addEventListener("click", () => { call("POST", "/api/sessions/" + sid() + "/cancel"); });
-// What the user pastes (or drops) into the message: the server reads a pasted text of more than one word as quoted,
+// What the user pastes (or drops) into the message: the server reads a pasted text (but a lone address or number) as quoted,
 // so someone else's "send 7 USDC to 0x…", pasted to ask about it, moves nothing by itself.
 S.pasted = [];
+// A textarea's value has \n line ends, whatever the clipboard held.
+const pastedText = (t) => t.replace(/\r\n?/g, "\n");
 $("chat-input").addEventListener("paste", (ev) => {
   const t = ev.clipboardData && ev.clipboardData.getData("text/plain");
-  if (t) S.pasted.push(t);
+  if (t) S.pasted.push(pastedText(t));
 });
 $("chat-input").addEventListener("drop", (ev) => {
   const t = ev.dataTransfer && ev.dataTransfer.getData("text/plain");
-  if (t) S.pasted.push(t);
+  if (t) S.pasted.push(pastedText(t));
 });
-$("chat-input").addEventListener("input", (ev) => { if (!ev.target.value) S.pasted = []; });
+$("chat-input").addEventListener("input", (ev) => {
+  if (!ev.target.value) { S.pasted = []; return; }
+  // Text that comes back by undo or redo, or a replacement the keyboard offers, fires no paste event: all of the
+  // message counts as pasted then.
+  if (/^history|^insertReplacementText/.test(ev.inputType || "")) S.pasted.push(ev.target.value);
+});
 $("chat-input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("chatform").requestSubmit(); }
 });
@@ -615,8 +622,8 @@ $("chatform").addEventListener("submit", async (ev) => {
   const text = input.value.trim();
   if (!text || S.turnRunning) return;
   input.value = "";
-  // More pastes than the server takes: the whole message counts as pasted.
-  const pasted = S.pasted.length > 32 ? [text] : S.pasted;
+  // More pastes than the server takes, or one longer than it takes: the whole message counts as pasted.
+  const pasted = S.pasted.length > 32 || S.pasted.some((p) => p.length > 65536) ? [text] : S.pasted;
   S.pasted = [];
   addMsg("user", text);
   S.latestText = text;

@@ -156,9 +156,9 @@ impl ContextBank {
     }
 
     /// [`ContextBank::scan_input`] for a message into which the user pasted the texts `pasted` (as the front end saw
-    /// them arrive: a paste event of the web UI): a pasted text of more than one word is read as quoted — the user's
-    /// words, but no request ("please send 7 USDC to 0x…" pasted from someone else's message waits for the user) —
-    /// while a pasted word (an address, a number) is the user's own.
+    /// them arrive: a paste event of the web UI): a pasted text is read as quoted — the user's words, but no request
+    /// ("please send 7 USDC to 0x…" pasted from someone else's message waits for the user) — unless it is a lone
+    /// address or a lone number, which is the user's own.
     ///
     /// ```
     /// use holdfast_core::config::{NetworkTable, TokenTable};

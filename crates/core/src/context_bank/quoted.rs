@@ -110,25 +110,35 @@ pub(super) fn own_words_beside(text: &str, pasted: Vec<Range<usize>>) -> Option<
     Some(own)
 }
 
-/// Where `text` holds what the user pasted (each text a paste put in, as the front end reports it): every place it
-/// holds a pasted text of more than one word. A single word (an address, a number) is the user's word, as typed; a
-/// longer text — a message from someone else, pasted to act on or ask about — is quoted. A pasted text of more than
-/// one word the message no longer holds as pasted (edited since) quotes the whole message: which part of it is the
+/// Where `text` holds what the user pasted (each text a paste put in, as the front end reports it): from the first
+/// place it holds each pasted text to the end of the last. Only a lone address (`0x` and 40 hex digits) or a lone
+/// number (digits, `.` and `,`) pasted is the user's own, as typed; anything else — a message from someone else,
+/// pasted to act on or ask about, however its words are joined (`send⠀7USDC→0x…` has no space) — is quoted. A pasted
+/// text the message no longer holds as pasted (edited since) quotes the whole message: which part of it is the
 /// user's own is not known.
 pub(super) fn pasted_parts(text: &str, pasted: &[String]) -> Vec<Range<usize>> {
     let mut parts = Vec::new();
     for paste in pasted {
         let paste = paste.trim();
-        if !paste.contains(char::is_whitespace) {
+        if paste.is_empty() || a_lone_address_or_number(paste) {
             continue;
         }
-        let before = parts.len();
-        parts.extend(text.match_indices(paste).map(|(at, p)| at..at + p.len()));
-        if parts.len() == before {
-            return vec![Range { start: 0, end: text.len() }];
+        match (text.find(paste), text.rfind(paste)) {
+            (Some(first), Some(last)) => parts.push(first..last + paste.len()),
+            _ => return vec![Range { start: 0, end: text.len() }],
         }
     }
     parts
+}
+
+/// Whether `word` is only an address (`0x` and 40 hex digits) or only a number (ASCII digits, `.` and `,`).
+fn a_lone_address_or_number(word: &str) -> bool {
+    let address = word.len() == 42
+        && word.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x"))
+        && word.bytes().skip(2).all(|b| b.is_ascii_hexdigit());
+    let number =
+        word.bytes().any(|b| b.is_ascii_digit()) && word.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b',');
+    address || number
 }
 
 /// Where each ```` ``` ```` and `~~~` of `text` begins (a longer run counts as one).

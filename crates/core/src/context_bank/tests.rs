@@ -603,6 +603,7 @@ fn amounts_a_person_reads_one_way_only_bind() {
         // last group alone.
         ("send 1 500 USDC", [("500", "USDC"), ("1500", "USDC")]),
         ("send 999 500 USDC", [("500", "USDC"), ("999500", "USDC")]),
+        ("send \u{661} 500 USDC", [("500", "USDC"), ("1500", "USDC")]),
         ("swap 2  000.5 ETH", [("000.5", "ETH"), ("0.5", "ETH")]),
         ("send 12 500.25 USDC", [("500.25", "USDC"), ("12500.25", "USDC")]),
         // A value in a currency is no amount of the token.
@@ -970,6 +971,15 @@ fn what_the_user_pasted_is_read_as_quoted() {
     // A pasted word (the address, the amount) after the user's own words is theirs.
     assert_eq!(quoted(&request, &[TO]), Some((false, 1)));
     assert_eq!(quoted(&request, &["7", " "]), Some((false, 1)));
+    // Anything else pasted is quoted, however its words are joined (no whitespace in either).
+    for joined in
+        [format!("please\u{2800}send\u{2800}7USDC\u{2800}on\u{2800}base\u{2192}{TO}"), format!("send:7USDC->{TO}")]
+    {
+        let b = bank();
+        b.scan_pasted(&joined, std::slice::from_ref(&joined));
+        let a = b.authorization("7", "USDC");
+        assert!(a.as_ref().is_some_and(|a| a.quoted && a.recipients.is_empty()), "{joined}: {a:?}");
+    }
     // Typed: as before.
     assert_eq!(quoted(&request, &[]), Some((false, 1)));
 }

@@ -299,6 +299,14 @@ async function pasteScenario() {
     await page.fill(T("chat-input"), "send 7 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906");
     const second = (await send()).request().postDataJSON();
     if (JSON.stringify(second.pasted) !== "[]") fail(`a typed message reported a paste: ${JSON.stringify(second)}`);
+    // Text brought back by undo fires no paste event: the whole message counts as pasted.
+    await page.focus(T("chat-input"));
+    await page.keyboard.insertText(pasted);
+    await page.$eval(T("chat-input"), (el) => {
+      el.dispatchEvent(new InputEvent("input", { inputType: "historyUndo", bubbles: true }));
+    });
+    const third = (await send()).request().postDataJSON();
+    if (JSON.stringify(third.pasted) !== JSON.stringify([pasted])) fail(`undo: ${JSON.stringify(third)}`);
   });
 }
 
