@@ -39,6 +39,7 @@ impl AmountRole {
 
 /// Verbs that make the amount after them one to sell (the nearest role word before it, within its clause).
 pub const SELLING_WORDS: [&str; 12] = [
+    // "with" is read in `role_at`
     "swap",
     "swapping",
     "sell",
@@ -89,8 +90,9 @@ const LOOK_BACK: usize = 240;
 /// The role of the amount written from byte `at` to `end` of `text`: the nearest role word before it in its clause
 /// (back to a sentence's end, a line or paragraph break, a semicolon, a bracket, a dash, or a comma or colon followed by
 /// a blank), read with what governs it — "for" is what a swap gets ("swap ETH for 5 USDC"), but what a purchase
-/// gives ("buy ETH for 5 USDC"); "with" is what is given ("buy ETH with 5 USDC", "pay alice with 5 USDC"); "to" and
-/// "into" after a verb of selling are what is got ("convert ETH to 100 USDC"). `None` when there is no role word, or
+/// gives ("buy ETH for 5 USDC"); "with" is what is given after a verb of buying or sending ("buy ETH with 5 USDC",
+/// "pay alice with 5 USDC") and no role otherwise ("swap my ETH so I end up with 100 USDC"); "to" and "into" after a
+/// verb of selling are what is got ("convert ETH to 100 USDC"). `None` when there is no role word, or
 /// a number or one of [`UNSAYING_WORDS`] comes between, or the amount's token is followed by "worth" or "of" ("sell
 /// 5 USDC worth of ETH": 5 USDC is a measure, not what is sold).
 pub(super) fn role_at(text: &str, at: usize, end: usize) -> Option<AmountRole> {
@@ -112,23 +114,30 @@ pub(super) fn role_at(text: &str, at: usize, end: usize) -> Option<AmountRole> {
         None => before,
     };
     let words: Vec<String> = super::asked::words(clause).collect();
+    // A number (an address is none: "pay 0x… 5 USDC") or an unsaying word between ends the look for a role.
+    let unsays = |w: &str| {
+        let address = w.len() == 42 && w.starts_with("0x") && w.bytes().skip(2).all(|b| b.is_ascii_hexdigit());
+        (!address && w.chars().any(char::is_numeric)) || UNSAYING_WORDS.contains(&w)
+    };
     let verb_before = |i: usize| {
-        words[..i].iter().rev().find_map(|w| {
+        for w in words[..i].iter().rev() {
             let w = w.as_str();
-            if super::SENDING_VERBS.contains(&w) {
-                Some(AmountRole::Send)
-            } else if SELLING_WORDS.contains(&w) {
-                Some(AmountRole::Sell)
-            } else if GETTING_WORDS.contains(&w) {
-                Some(AmountRole::Get)
-            } else {
-                None
+            if unsays(w) {
+                return None;
             }
-        })
+            if super::SENDING_VERBS.contains(&w) {
+                return Some(AmountRole::Send);
+            } else if SELLING_WORDS.contains(&w) {
+                return Some(AmountRole::Sell);
+            } else if GETTING_WORDS.contains(&w) {
+                return Some(AmountRole::Get);
+            }
+        }
+        None
     };
     for (i, w) in words.iter().enumerate().rev() {
         let w = w.as_str();
-        if w.chars().any(|c| c.is_numeric()) || UNSAYING_WORDS.contains(&w) {
+        if unsays(w) {
             return None;
         }
         if super::SENDING_VERBS.contains(&w) {
@@ -141,11 +150,11 @@ pub(super) fn role_at(text: &str, at: usize, end: usize) -> Option<AmountRole> {
             return Some(AmountRole::Get);
         }
         match (w, verb_before(i)) {
-            ("for", Some(AmountRole::Get)) | ("with", Some(AmountRole::Get | AmountRole::Sell) | None) => {
-                return Some(AmountRole::Sell);
-            }
+            ("for" | "with", Some(AmountRole::Get)) => return Some(AmountRole::Sell),
             ("for", _) => return Some(AmountRole::Get),
             ("with", Some(AmountRole::Send)) => return Some(AmountRole::Send),
+            // "swap my ETH so I end up with 100 USDC": what is got, or not said.
+            ("with", _) => return None,
             ("to" | "into", Some(AmountRole::Sell)) => return Some(AmountRole::Get),
             _ => {}
         }
@@ -241,6 +250,11 @@ mod tests {
         assert_eq!(role("spend 5 USDC on ETH", "5"), Some(Sell));
         assert_eq!(role("send to bob 5 USDC", "5"), Some(Send));
         assert_eq!(role("sell 5 USDC for ETH", "5"), Some(Sell));
+        // An address between is no number; "with" after a verb of selling, or of none, says nothing.
+        assert_eq!(role("pay 0x90F79bf6EB2c4f870365E785982E1f101E93b906 5 USDC", "5 USDC"), Some(Send));
+        assert_eq!(role("swap my ETH so I end up with 100 USDC", "100"), None);
+        assert_eq!(role("with 5 USDC", "5"), None);
+        assert_eq!(role("buy and keep ETH with 5 USDC", "5"), None, "the verb is behind an unsaying word");
     }
 
     #[test]

@@ -328,12 +328,12 @@ pub(super) fn continues_a_number(text: &str, start: usize, decimal: char) -> boo
 /// digits that begins a word — the first group of a thousands grouping (`1` and `12` in `1 500`, `12 500`), not the
 /// end of an address, a name or a time (`0x…6 500`, `alice2 500`, `10:30 500`).
 fn a_short_number_ends_with(last: char, before: impl Iterator<Item = char>) -> bool {
-    if !last.is_ascii_digit() {
+    if !last.is_numeric() {
         return false;
     }
     let mut digits = 1;
     for c in before {
-        if c.is_ascii_digit() {
+        if c.is_numeric() {
             digits += 1;
         } else {
             return digits <= 3 && !c.is_alphanumeric() && !matches!(c, '_' | ':' | '.' | ',' | '-' | '/');

@@ -200,7 +200,7 @@ impl Reference {
     /// Whether the ASCII digit at `k` ends a run of one to three of them that begins a word (not the tail of an
     /// address, a name or a time).
     fn first_group_ends_at(&self, k: usize) -> bool {
-        let digit = |k: usize| self.at(k).is_some_and(|c| c.is_ascii_digit());
+        let digit = |k: usize| self.at(k).is_some_and(char::is_numeric);
         if !digit(k) {
             return false;
         }

@@ -264,7 +264,8 @@ pub const IN_FLIGHT: Duration = Duration::from_secs(30);
 
 /// Which background pass (`pass`, counted from 0 every [`BACKGROUND_INTERVAL`]) checks an entry last changed `age`
 /// ago: every pass for ten minutes, then every 4th (a minute) for the rest of the hour, then every 20th (five minutes)
-/// — a failed or dropped send, checked only for a late receipt, every 40th (ten minutes). Entries are spread over the
+/// — but a failed or dropped send, checked for a late receipt that must count against the day's caps at once, every
+/// 4th for its whole day. Entries are spread over the
 /// passes by their id, so the work of a pass is bounded by the entries of the last ten minutes plus a share of the
 /// rest, however many the journal holds (before, every entry of the last day at every pass). The operator's
 /// `reconcile` and the start-up check every entry.
@@ -277,15 +278,13 @@ pub const IN_FLIGHT: Duration = Duration::from_secs(30);
 /// assert!((0..8).all(|pass| due_in_pass(minutes(5), false, "j_1", pass)));
 /// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(30), false, "j_1", pass)).count(), 20);
 /// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(90), false, "j_1", pass)).count(), 4);
-/// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(90), true, "j_1", pass)).count(), 2);
+/// assert_eq!((0..80).filter(|&pass| due_in_pass(minutes(90), true, "j_1", pass)).count(), 20);
 /// ```
 pub fn due_in_pass(age: Duration, only_a_late_receipt: bool, id: &str, pass: u64) -> bool {
     let every: u64 = if age < Duration::from_secs(600) {
         1
-    } else if age < Duration::from_secs(3600) {
+    } else if age < Duration::from_secs(3600) || only_a_late_receipt {
         4
-    } else if only_a_late_receipt {
-        40
     } else {
         20
     };
