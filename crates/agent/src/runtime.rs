@@ -714,7 +714,10 @@ impl Runtime {
                 // call of the same action finds it standing — also when the run is dropped part-way (the client
                 // that awaited it went away).
                 let unused = RetireUnused { ctx, id: &confirmation.id, done: false };
-                let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), ctx).await;
+                // This run, and no other call, may use the approval (`ApprovedRun::may_use`): a turn another agent
+                // started that repeats the approved call meanwhile is asked again.
+                let run = ctx.with_extension(holdfast_core::confirm::ApprovedRun(confirmation.id.clone()));
+                let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), &run).await;
                 if unused.now()
                     && let Err(e) = ctx.persist().await
                 {

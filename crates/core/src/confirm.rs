@@ -13,7 +13,8 @@
 //! 3. **Executed once.** The front end re-runs the same tool call (`Runtime::decide` in `holdfast-agent` is the one
 //!    implementation); the tool calls `require` again, finds the approval for the same fingerprint, consumes it and
 //!    proceeds. If anything that feeds the fingerprint changed in between, the approval does not match and the user
-//!    is asked again. Approvals are used once, and only by that re-run: one it did not use (stopped, or failed before
+//!    is asked again. Approvals are used once, and only by that re-run ([`ApprovedRun`]; a call in a turn the user
+//!    started may use one too, a call in any other turn may not): one it did not use (stopped, or failed before
 //!    the action) expires when it ends ([`Confirmations::retire_unused`]), and one restored by a later process
 //!    expires too.
 
@@ -145,6 +146,43 @@ impl TurnStarter {
     }
 }
 
+/// The approval a call runs for: the re-run of an approved call ([`crate::confirm::UserDecisions`]' caller, the
+/// runtime's `decide`) carries its confirmation's id, and that run may use that approval only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovedRun(pub String);
+
+impl ApprovedRun {
+    /// Whether a call made through `ctx` may use the approval `c`: the re-run of `c` ([`ApprovedRun`]) may; any other
+    /// call only in a turn the user started (or the tool console) — a turn another agent started never uses the
+    /// user's approval by repeating the approved call before its re-run does.
+    ///
+    /// ```
+    /// use holdfast_core::config::CoreConfig;
+    /// use holdfast_core::confirm::{ApprovedRun, TurnStarter};
+    /// use holdfast_core::CoreServices;
+    /// use serde_json::json;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = CoreServices::new(CoreConfig::default())?.new_session("doc");
+    /// let asked = session.confirmations.require("t", &json!({}), "fp", json!({}), "why").unwrap_err();
+    /// let id = asked.details.ok_or("no details")?["confirmation_id"].as_str().ok_or("no id")?.to_owned();
+    /// let c = session.confirmations.get(&id).ok_or("no confirmation")?;
+    /// assert!(ApprovedRun::may_use(&session, &c), "the user's own call");
+    /// let other = session.with_extension(TurnStarter::Other("agent 'b'".into()));
+    /// assert!(!ApprovedRun::may_use(&other, &c), "another agent's turn");
+    /// assert!(ApprovedRun::may_use(&other.with_extension(ApprovedRun(id.clone())), &c), "the approved re-run");
+    /// assert!(!ApprovedRun::may_use(&session.with_extension(ApprovedRun("cf_other".into())), &c));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn may_use(ctx: &crate::ToolContext, c: &Confirmation) -> bool {
+        match ctx.extensions.get::<ApprovedRun>() {
+            Some(run) => run.0 == c.id,
+            None => TurnStarter::not_user(ctx).is_none(),
+        }
+    }
+}
+
 /// The `confirmation.withdrawn` event of `c`.
 fn withdrawn(c: &Confirmation, reason: String) -> EventPayload {
     EventPayload::ConfirmationWithdrawn(ConfirmationWithdrawn { id: c.id.clone(), tool: c.tool.clone(), reason })
@@ -181,9 +219,9 @@ impl Confirmations {
         self.require_covered(tool, params, fingerprint, summary, reason, |_| true)
     }
 
-    /// As [`Confirmations::require`], but an approval is used only when `covers` accepts the summary the user
+    /// As [`Confirmations::require`], but an approval is used only when `covers` accepts it — the summary the user
     /// approved: what the fingerprint does not fix (a transaction's gas, estimated again on each run) is judged
-    /// against what the user was shown, and anything more is asked again.
+    /// against what the user was shown, and anything more is asked again; and who may use it ([`ApprovedRun::may_use`]).
     pub fn require_covered(
         &self,
         tool: &str,
@@ -191,17 +229,14 @@ impl Confirmations {
         fingerprint: &str,
         summary: Value,
         reason: &str,
-        covers: impl Fn(&Value) -> bool,
+        covers: impl Fn(&Confirmation) -> bool,
     ) -> Result<(), ToolError> {
         let now = Utc::now();
         let mut items = self.items.lock();
         self.changed();
         expire(&mut items, now);
         if let Some(approved) = items.iter_mut().find(|c| {
-            c.state == ConfirmationState::Approved
-                && c.tool == tool
-                && c.fingerprint == fingerprint
-                && covers(&c.summary)
+            c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint && covers(c)
         }) {
             approved.state = ConfirmationState::Used;
             return Ok(());
@@ -309,10 +344,12 @@ impl Confirmations {
 
     /// Whether the user approved `tool`'s action `fingerprint` and the approval is not used yet (it is not used by
     /// asking).
-    pub fn has_approved(&self, tool: &str, fingerprint: &str) -> bool {
+    pub fn has_approved(&self, tool: &str, fingerprint: &str, usable: impl Fn(&Confirmation) -> bool) -> bool {
         let mut items = self.items.lock();
         expire(&mut items, Utc::now());
-        items.iter().any(|c| c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint)
+        items.iter().any(|c| {
+            c.state == ConfirmationState::Approved && c.tool == tool && c.fingerprint == fingerprint && usable(c)
+        })
     }
 
     /// The most recent pending confirmation.

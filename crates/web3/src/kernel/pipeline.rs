@@ -38,6 +38,7 @@ use crate::journal::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpda
 use crate::policy::{AssetMove, Decision};
 use alloy::primitives::{Address, U256};
 use holdfast_core::config::NetworkConfig;
+use holdfast_core::confirm::{ApprovedRun, Confirmation};
 use holdfast_core::event::{EventPayload, TxConfirmed, TxPending};
 use holdfast_core::registers::SharedEntry;
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
@@ -414,10 +415,12 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         if !reasons.is_empty() {
             // An approval of the simulation's own question ([`simulated_fingerprint`]) is asked only once this one
             // was approved: it answers this one too.
-            if !ctx.confirmations.has_approved(kind.tool(), &simulated_fingerprint(&plan.fingerprint)) {
+            let usable = |c: &Confirmation| ApprovedRun::may_use(ctx, c);
+            if !ctx.confirmations.has_approved(kind.tool(), &simulated_fingerprint(&plan.fingerprint), usable) {
                 let summary = to_json(&plan.summary);
                 let reason = reasons.join("; ");
-                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason)?;
+                let params = kind.params();
+                ctx.confirmations.require_covered(kind.tool(), &params, &plan.fingerprint, summary, &reason, usable)?;
             }
             reasons.clear();
             upfront = true;
@@ -619,7 +622,7 @@ async fn commit<K: TxKind>(
                 &fingerprint,
                 summary.clone(),
                 &reason,
-                covers,
+                |c: &Confirmation| ApprovedRun::may_use(ctx, c) && covers(&c.summary),
             )?;
         }
         // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
@@ -638,7 +641,7 @@ async fn commit<K: TxKind>(
                     &plan.fingerprint,
                     summary,
                     &reason,
-                    covers,
+                    |c: &Confirmation| ApprovedRun::may_use(ctx, c) && covers(&c.summary),
                 )?;
             }
         }
@@ -709,7 +712,16 @@ async fn commit<K: TxKind>(
                 by.id
             );
             let asked = session.map(|(ctx, _)| {
-                ctx.confirmations.require(kind.tool(), &kind.params(), &plan.fingerprint, summary_json, &reason)
+                let usable = |c: &Confirmation| ApprovedRun::may_use(ctx, c);
+                let params = kind.params();
+                ctx.confirmations.require_covered(
+                    kind.tool(),
+                    &params,
+                    &plan.fingerprint,
+                    summary_json,
+                    &reason,
+                    usable,
+                )
             });
             return Err(match asked {
                 Some(Err(e)) => e,

@@ -279,9 +279,9 @@ async fn nothing_is_funded_before_the_user_approves_and_one_approval_runs_the_sw
     };
     assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), 0);
     // Approved once: the fund and the swap run, with no second question.
-    env.decide(err.details.unwrap()["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve)
-        .unwrap();
-    let out = env.ok("web3_tx", swap.clone()).await;
+    let id = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+    env.decide(&id, holdfast_core::UserDecision::Approve).unwrap();
+    let out = env.rerun(&id, "web3_tx", swap.clone()).await.unwrap();
     assert_eq!(out["status"], "confirmed", "{out}");
     assert_eq!(eth(&env, account).await, before - U256::from(FINNEY));
     assert_eq!(funds(env.web3.journal().for_session("kernel").await.unwrap()), 1);
@@ -515,16 +515,23 @@ async fn a_question_before_the_fund_and_one_from_the_simulation_take_two_approva
     env.ctx.extensions.insert(holdfast_core::confirm::TurnStarter::Other("agent 'mallory'".into()));
     let swap = json!({"from_register": "swap_quote", "network": "base"});
     let mut reasons = Vec::new();
+    let mut approved: Option<String> = None;
     for _ in 0..2 {
-        let err = env.err("web3_tx", swap.clone()).await;
+        // Each question's approval is used by that question's re-run (the runtime's `decide`).
+        let err = match &approved {
+            Some(id) => env.rerun(id, "web3_tx", swap.clone()).await.unwrap_err(),
+            None => env.err("web3_tx", swap.clone()).await,
+        };
         assert_eq!(err.code, ErrorCode::ConfirmationRequired, "{err:?}");
         let details = err.details.unwrap();
         reasons.push(details["reason"].as_str().unwrap().to_owned());
-        env.decide(details["confirmation_id"].as_str().unwrap(), holdfast_core::UserDecision::Approve).unwrap();
+        let id = details["confirmation_id"].as_str().unwrap().to_owned();
+        env.decide(&id, holdfast_core::UserDecision::Approve).unwrap();
+        approved = Some(id);
     }
     assert!(reasons[0].contains("agent 'mallory'"), "{reasons:?}");
     assert!(reasons[1].contains("no independent price"), "{reasons:?}");
-    let out = env.ok("web3_tx", swap).await;
+    let out = env.rerun(&approved.unwrap(), "web3_tx", swap).await.unwrap();
     assert_eq!(out["status"], "confirmed", "{out}");
     assert_eq!(env.devnet.balance_of(NATIVE, account).await.unwrap(), before - U256::from(FINNEY));
 }

@@ -226,6 +226,29 @@ async fn in_a_turn_the_user_did_not_start_even_an_auto_approved_transfer_waits_f
     assert_eq!(out["status"], "confirmed", "{out}");
 }
 
+/// The user approved a transfer another agent's turn asked for; before the approval's re-run, that turn repeats the
+/// call: it is asked again (before: it used the user's approval), and the re-run, which carries the approval's id,
+/// sends it.
+#[tokio::test]
+async fn an_approval_is_used_by_its_own_re_run_not_by_a_turn_that_repeats_the_call() {
+    let env = Env::start().await;
+    prepare(&env, "send 5 USDC to 0x90F79bf6EB2c4f870365E785982E1f101E93b906 on base", "USDC", "5").await;
+    env.ok("context_address", json!({"index": null, "cache_as": "recipient_address"})).await;
+    let inbox = env.ctx.with_extension(holdfast_core::confirm::TurnStarter::Other("agent 'mallory'".into()));
+    let nonce = env.nonce().await;
+    let asked = env.registry.call("transfer", to_register(), &inbox).await.unwrap_err();
+    assert_eq!(asked.code, ErrorCode::ConfirmationRequired, "{asked:?}");
+    let id = asked.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
+    env.decide(&id, holdfast_core::UserDecision::Approve).unwrap();
+    let again = env.registry.call("transfer", to_register(), &inbox).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::ConfirmationRequired, "the repeat is asked again: {again:?}");
+    assert_eq!(env.nonce().await, nonce, "nothing sent by the repeat");
+    let run = inbox.with_extension(holdfast_core::confirm::ApprovedRun(id));
+    let out = env.registry.call("transfer", to_register(), &run).await.unwrap();
+    assert_eq!(out["status"], "confirmed", "{out}");
+    assert_eq!(env.nonce().await, nonce + 1);
+}
+
 #[tokio::test]
 async fn one_amount_from_the_users_words_moves_once_per_message() {
     let env = Env::start().await;

@@ -113,6 +113,13 @@ impl Env {
             .unwrap_or_else(|e| json!({"error": e}))
     }
 
+    /// The re-run of the call approved as `id` (what the runtime's `decide` runs): only it may use that approval in a
+    /// turn the user did not start.
+    pub(crate) async fn rerun(&self, id: &str, tool: &str, params: Value) -> Result<Value, ToolError> {
+        let run = self.ctx.with_extension(holdfast_core::confirm::ApprovedRun(id.to_owned()));
+        self.registry.call(tool, params, &run).await
+    }
+
     /// The user's decision on a pending confirmation, through a user channel (replay's explicit line).
     pub(crate) fn decide(
         &self,
