@@ -322,8 +322,10 @@ impl Agent {
         // Invariant 11: only the user's own words feed the context bank.
         ctx.scan_user_message(user_text, pasted).await?;
         // The user started this turn: what it sends to other agents starts a new conversation (hop 1).
-        ctx.extensions.insert(holdfast_memory::ConversationHops(0));
-        ctx.extensions.insert(TurnStarter::User);
+        // Both for this turn's calls only (a fork of the session's extensions): a turn of another front end in the same
+        // session never sees this one's starter.
+        let turn = ctx.with_extension(holdfast_memory::ConversationHops(0)).with_extension(TurnStarter::User);
+        let ctx = &turn;
         self.record(ctx, NewMessage::text(MessageRole::User, user_text)).await?;
         self.run_loop(ctx, observer, cancel).await
     }
@@ -348,8 +350,8 @@ impl Agent {
             ..NewMessage::text(MessageRole::Inbox, content)
         };
         self.record(ctx, message).await?;
-        ctx.extensions.insert(TurnStarter::Other(from.to_owned()));
-        self.run_loop(ctx, &NoObserver, cancel).await
+        let turn = ctx.with_extension(TurnStarter::Other(from.to_owned()));
+        self.run_loop(&turn, &NoObserver, cancel).await
     }
 
     /// Refuses a session of another agent: its memory and messages are that agent's.

@@ -716,7 +716,7 @@ impl Runtime {
                 let unused = RetireUnused { ctx, id: &confirmation.id, done: false };
                 // This run, and no other call, may use the approval (`ApprovedRun::may_use`): a turn another agent
                 // started that repeats the approved call meanwhile is asked again.
-                let run = ctx.with_extension(holdfast_core::confirm::ApprovedRun(confirmation.id.clone()));
+                let run = ctx.with_extension(self.services.user_decisions().approved_run(&confirmation));
                 let outcome = self.registry.call(&confirmation.tool, confirmation.params.clone(), &run).await;
                 if unused.now()
                     && let Err(e) = ctx.persist().await

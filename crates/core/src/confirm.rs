@@ -1,7 +1,7 @@
 //! The confirmation protocol: value-moving actions that wait for the user's decision (invariant 7), one protocol for
 //! every front end.
 //!
-//! 1. **Request.** A value-moving tool that needs approval calls [`Confirmations::require`] with a *fingerprint* of
+//! 1. **Request.** A value-moving tool that needs approval calls [`crate::ToolContext::require_confirmation`] with a *fingerprint* of
 //!    the exact action (every input that decides what would be signed) and a decoded summary. Without a matching
 //!    approval the action is recorded as pending (id, summary, expiry after [`CONFIRMATION_TTL`]) and the tool fails
 //!    with `confirmation_required` carrying the confirmation id and summary.
@@ -11,7 +11,7 @@
 //!    [`crate::ToolContext`], whose [`Confirmations`] can request and list but never decide; the [`UserDecisions`]
 //!    capability comes only from [`crate::CoreServices::user_decisions`], which front ends hold and tools do not.
 //! 3. **Executed once.** The front end re-runs the same tool call (`Runtime::decide` in `holdfast-agent` is the one
-//!    implementation); the tool calls `require` again, finds the approval for the same fingerprint, consumes it and
+//!    implementation); the tool calls [`crate::ToolContext::require_confirmation`] again, finds the approval for the same fingerprint, consumes it and
 //!    proceeds. If anything that feeds the fingerprint changed in between, the approval does not match and the user
 //!    is asked again. Approvals are used once, and only by that re-run ([`ApprovedRun`]; a call in a turn the user
 //!    started may use one too, a call in any other turn may not): one it did not use (stopped, or failed before
@@ -78,6 +78,12 @@ impl UserDecisions {
         Self(())
     }
 
+    /// What the re-run of the approved call `approved` carries (`ctx.with_extension(…)`): that run may use the
+    /// approval, whoever started the turn ([`ApprovedRun`]).
+    pub fn approved_run(&self, approved: &Confirmation) -> ApprovedRun {
+        ApprovedRun(approved.id.clone())
+    }
+
     /// Records the user's `decision` on the pending confirmation `id` of `confirmations`, as given through
     /// `channel`. Returns the confirmation (an approved one carries the tool call to re-run).
     pub fn decide(
@@ -119,7 +125,8 @@ pub struct Confirmation {
     pub created_at: DateTime<Utc>,
 }
 
-/// Who started the turn a session runs now. The agent loop sets it on the session before each turn: [`User`] for a
+/// Who started the turn a session runs now. The agent loop sets it on the turn's own context (a fork of the session's
+/// extensions, so another turn in the session never reads it) before each turn: [`User`] for a
 /// turn the user's message started, [`Other`] (naming the sender) for one the inbox started — a message from another
 /// agent, a group, a channel, or a reminder. The value-moving kernel reads it: a turn the user did not start moves
 /// nothing by itself (every action waits for the user's confirmation; an x402 payment, which has no confirmation, is
@@ -148,34 +155,16 @@ impl TurnStarter {
 
 /// The approval a call runs for: the re-run of an approved call ([`crate::confirm::UserDecisions`]' caller, the
 /// runtime's `decide`) carries its confirmation's id, and that run may use that approval only.
+/// Only the holder of [`UserDecisions`] (a front end, never a tool) makes one ([`UserDecisions::approved_run`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovedRun(pub String);
+pub struct ApprovedRun(String);
 
 impl ApprovedRun {
     /// Whether a call made through `ctx` may use the approval `c`: the re-run of `c` ([`ApprovedRun`]) may; any other
     /// call only in a turn the user started (or the tool console) — a turn another agent started never uses the
-    /// user's approval by repeating the approved call before its re-run does.
-    ///
-    /// ```
-    /// use holdfast_core::config::CoreConfig;
-    /// use holdfast_core::confirm::{ApprovedRun, TurnStarter};
-    /// use holdfast_core::CoreServices;
-    /// use serde_json::json;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let session = CoreServices::new(CoreConfig::default())?.new_session("doc");
-    /// let asked = session.confirmations.require("t", &json!({}), "fp", json!({}), "why").unwrap_err();
-    /// let id = asked.details.ok_or("no details")?["confirmation_id"].as_str().ok_or("no id")?.to_owned();
-    /// let c = session.confirmations.get(&id).ok_or("no confirmation")?;
-    /// assert!(ApprovedRun::may_use(&session, &c), "the user's own call");
-    /// let other = session.with_extension(TurnStarter::Other("agent 'b'".into()));
-    /// assert!(!ApprovedRun::may_use(&other, &c), "another agent's turn");
-    /// assert!(ApprovedRun::may_use(&other.with_extension(ApprovedRun(id.clone())), &c), "the approved re-run");
-    /// assert!(!ApprovedRun::may_use(&session.with_extension(ApprovedRun("cf_other".into())), &c));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn may_use(ctx: &crate::ToolContext, c: &Confirmation) -> bool {
+    /// user's approval by repeating the approved call before its re-run does. Every approval is looked up through
+    /// [`crate::ToolContext::require_confirmation`] and [`crate::ToolContext::has_approval`], which apply it.
+    pub(crate) fn may_use(ctx: &crate::ToolContext, c: &Confirmation) -> bool {
         match ctx.extensions.get::<ApprovedRun>() {
             Some(run) => run.0 == c.id,
             None => TurnStarter::not_user(ctx).is_none(),
@@ -208,7 +197,8 @@ impl Confirmations {
 
     /// Proceeds when an unexpired approval for `fingerprint` from `tool` exists (consuming it); otherwise records a
     /// pending confirmation and returns `confirmation_required` with `{confirmation_id, summary, reason}` details.
-    pub fn require(
+    #[cfg(test)]
+    pub(crate) fn require(
         &self,
         tool: &str,
         params: &Value,
@@ -219,10 +209,10 @@ impl Confirmations {
         self.require_covered(tool, params, fingerprint, summary, reason, |_| true)
     }
 
-    /// As [`Confirmations::require`], but an approval is used only when `covers` accepts it — the summary the user
+    /// As `Confirmations::require`, but an approval is used only when `covers` accepts it — the summary the user
     /// approved: what the fingerprint does not fix (a transaction's gas, estimated again on each run) is judged
     /// against what the user was shown, and anything more is asked again; and who may use it ([`ApprovedRun::may_use`]).
-    pub fn require_covered(
+    pub(crate) fn require_covered(
         &self,
         tool: &str,
         params: &Value,
@@ -344,7 +334,7 @@ impl Confirmations {
 
     /// Whether the user approved `tool`'s action `fingerprint` and the approval is not used yet (it is not used by
     /// asking).
-    pub fn has_approved(&self, tool: &str, fingerprint: &str, usable: impl Fn(&Confirmation) -> bool) -> bool {
+    pub(crate) fn has_approved(&self, tool: &str, fingerprint: &str, usable: impl Fn(&Confirmation) -> bool) -> bool {
         let mut items = self.items.lock();
         expire(&mut items, Utc::now());
         items.iter().any(|c| {

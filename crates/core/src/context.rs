@@ -422,6 +422,56 @@ impl ToolContext {
         self.scan_user_message(user_text, &[]).await
     }
 
+    /// Asks the user to confirm the call of `tool` with `params`, whose action is `fingerprint` (`summary` is what
+    /// the user sees, `reason` why), unless an approval of it stands that this call may use: the re-run of that
+    /// approval, or a call in a turn the user started (`confirm::ApprovedRun`), and `covers` accepts the summary the
+    /// user approved. `Ok` uses the approval; otherwise `confirmation_required` with the new request's id. The one way
+    /// a tool asks (invariant 7).
+    ///
+    /// ```
+    /// use holdfast_core::config::CoreConfig;
+    /// use holdfast_core::confirm::TurnStarter;
+    /// use holdfast_core::{CoreServices, UserChannel, UserDecision};
+    /// use serde_json::json;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let services = CoreServices::new(CoreConfig::default())?;
+    /// let session = services.new_session("doc");
+    /// let other = session.with_extension(TurnStarter::Other("agent 'b'".into()));
+    /// let ask = |ctx: &holdfast_core::ToolContext| ctx.require_confirmation("t", &json!({}), "fp", json!({}), "why", |_| true);
+    /// let asked = ask(&other).unwrap_err();
+    /// let id = asked.details.ok_or("no details")?["confirmation_id"].as_str().ok_or("no id")?.to_owned();
+    /// let approved = services.user_decisions().decide(&session.confirmations, UserChannel::Replay, &id, UserDecision::Approve)?;
+    /// // Another agent's turn repeating the call is asked again; the approval's own re-run uses it.
+    /// assert!(ask(&other).is_err());
+    /// assert!(!other.has_approval("t", "fp"), "not that turn's to use");
+    /// assert!(session.has_approval("t", "fp"), "it still stands");
+    /// let run = other.with_extension(services.user_decisions().approved_run(&approved));
+    /// assert!(run.has_approval("t", "fp"));
+    /// assert!(ask(&run).is_ok());
+    /// assert!(!run.has_approval("t", "fp"), "used once");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn require_confirmation(
+        &self,
+        tool: &str,
+        params: &serde_json::Value,
+        fingerprint: &str,
+        summary: serde_json::Value,
+        reason: &str,
+        covers: impl Fn(&serde_json::Value) -> bool,
+    ) -> Result<(), ToolError> {
+        let usable = |c: &crate::Confirmation| crate::confirm::ApprovedRun::may_use(self, c) && covers(&c.summary);
+        self.confirmations.require_covered(tool, params, fingerprint, summary, reason, usable)
+    }
+
+    /// Whether an approval of `tool`'s action `fingerprint` stands that a call made through this context may use
+    /// (see [`ToolContext::require_confirmation`]); nothing is used.
+    pub fn has_approval(&self, tool: &str, fingerprint: &str) -> bool {
+        self.confirmations.has_approved(tool, fingerprint, |c| crate::confirm::ApprovedRun::may_use(self, c))
+    }
+
     /// [`ToolContext::scan_user_input`] for a message into which the user pasted `pasted` (see
     /// [`crate::ContextBank::scan_pasted`]).
     pub async fn scan_user_message(

@@ -241,9 +241,12 @@ mod tests {
 
     #[test]
     fn the_elicitation_shows_the_action_and_unavailable_says_where_to_go() {
-        let confirmations = holdfast_core::Confirmations::new(holdfast_core::EventBus::new("s"));
+        let ctx =
+            holdfast_core::CoreServices::new(holdfast_core::config::CoreConfig::default()).unwrap().new_session("s");
+        let confirmations = &ctx.confirmations;
         let summary = json!({"sell": "1 ETH", "buy_minimum": "2 USDC"});
-        let pending = confirmations.require("web3_tx", &json!({}), "fp", summary, "above the limit").unwrap_err();
+        let pending =
+            ctx.require_confirmation("web3_tx", &json!({}), "fp", summary, "above the limit", |_| true).unwrap_err();
         assert_eq!(confirmation_id(&pending).as_deref().map(|id| id.starts_with("cf_")), Some(true));
         let pending = confirmations.get(&confirmation_id(&pending).unwrap()).unwrap();
         let elicit = elicitation(&pending).unwrap();

@@ -622,3 +622,20 @@ async fn a_result_that_cannot_be_saved_ends_the_turn_saying_what_the_call_did() 
     let history = runtime.sessions.history(&info.id).await.unwrap();
     assert_eq!(history.last().unwrap().content, out.text);
 }
+
+/// Who started a turn is the turn's own, not the session's: after a user's turn and an inbox turn, the session's
+/// context holds neither, so a turn of another front end in the same session (or an embedder running both at once)
+/// never reads another turn's starter (before: each turn wrote it into the session's shared extensions).
+#[tokio::test]
+async fn a_turns_starter_stays_with_that_turn() {
+    use holdfast_core::confirm::TurnStarter;
+    let runtime = Arc::new(Runtime::load(None).await.unwrap());
+    let scripted = Scripted::start(Wire::OpenAi, vec![Reply::Text("hello".into()), Reply::Text("hi b".into())]).await;
+    let agent = Agent::new(Arc::clone(&runtime), provider(Wire::OpenAi, &scripted));
+    let (_, ctx) = runtime.open_session("test").await.unwrap();
+    agent.run_turn(&ctx, "hi", &NoObserver, &CancelToken::new()).await.unwrap();
+    assert!(ctx.extensions.get::<TurnStarter>().is_none(), "the user's turn left its starter on the session");
+    agent.answer_message(&ctx, "agent 'b'", "m_1", "hello from b", &CancelToken::new()).await.unwrap();
+    assert!(ctx.extensions.get::<TurnStarter>().is_none(), "the inbox turn left its starter on the session");
+    assert_eq!(TurnStarter::not_user(&ctx), None);
+}

@@ -22,10 +22,8 @@ async fn registers_bank_and_pending_confirmations_survive_a_restart() {
         let (info, ctx) = rt.open_session("http").await.unwrap();
         ctx.scan_user_input("send 5 USDC to 0x742d35Cc6634C0532925a3b844Bc9e7595f8FdF0").await.unwrap();
         rt.registry.call("register_set", json!({"key": "note", "value": "kept"}), &ctx).await.unwrap();
-        let err = ctx
-            .confirmations
-            .require("register_set", &json!({"key": "approved_note", "value": "ran"}), "fp-1", json!({}), "test")
-            .unwrap_err();
+        let params = json!({"key": "approved_note", "value": "ran"});
+        let err = ctx.require_confirmation("register_set", &params, "fp-1", json!({}), "test", |_| true).unwrap_err();
         ctx.persist().await.unwrap();
         let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
         (info.id, cid, ctx.registers.get("note").unwrap().provenance.created_at)
@@ -115,7 +113,7 @@ async fn a_denial_is_durable_too() {
     let tmp = tempfile::tempdir().unwrap();
     let rt = runtime(tmp.path()).await;
     let (info, ctx) = rt.open_session("http").await.unwrap();
-    let err = ctx.confirmations.require("register_set", &json!({}), "fp", json!({}), "test").unwrap_err();
+    let err = ctx.require_confirmation("register_set", &json!({}), "fp", json!({}), "test", |_| true).unwrap_err();
     ctx.persist().await.unwrap();
     let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
     rt.decide(&ctx, UserChannel::WebUi, &cid, UserDecision::Deny).await.unwrap();
@@ -516,7 +514,7 @@ async fn an_approval_whose_run_was_dropped_part_way_is_not_left_standing() {
     let rt = runtime(tmp.path()).await;
     let (_, ctx) = rt.open_session("http").await.unwrap();
     let params = json!({"key": "approved_note", "value": "ran"});
-    let err = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
+    let err = ctx.require_confirmation("register_set", &params, "fp-1", json!({}), "test", |_| true).unwrap_err();
     let cid = err.details.unwrap()["confirmation_id"].as_str().unwrap().to_owned();
     // Another connection holds the file's write lock, so the run's save waits on the SQLite writer thread however
     // fast this machine is (without it the save could finish within the first poll).
@@ -527,7 +525,7 @@ async fn an_approval_whose_run_was_dropped_part_way_is_not_left_standing() {
     assert!(tokio::time::timeout(Duration::ZERO, run).await.is_err(), "dropped while it ran");
     // Before: still approved, for the next call of the same action to use without asking.
     assert_eq!(ctx.confirmations.get(&cid).unwrap().state, ConfirmationState::Expired);
-    let again = ctx.confirmations.require("register_set", &params, "fp-1", json!({}), "test").unwrap_err();
+    let again = ctx.require_confirmation("register_set", &params, "fp-1", json!({}), "test", |_| true).unwrap_err();
     assert_eq!(again.code, ErrorCode::ConfirmationRequired);
     blocker.execute_batch("COMMIT").unwrap();
 }

@@ -17,7 +17,7 @@
 //! | 7 | fee caps | [`crate::policy::Policy::check_fees`] from `pipeline::run` |
 //! | 7a | with a smart account: what remains of the on-chain limit (before the estimate and under the lock), the fund from the account after the user allowed the action | [`account`] from `pipeline` |
 //! | 8 | the exact simulation of what will be signed, and the kind's check of its effects | [`crate::chain::simulate`], the kind's `check` |
-//! | 9 | confirmation | `pipeline` ([`holdfast_core::Confirmations::require`]) |
+//! | 9 | confirmation | `pipeline` ([`holdfast_core::ToolContext::require_confirmation`]) |
 //! | 10 | journal before broadcast | `pipeline` (`crate::journal::Journal::mark_signed`) |
 //! | 11 | broadcast; a reservation released only on the chain's proof | `broadcast` with [`crate::chain::nonce`] |
 //! | 12 | reconciliation by hash and by nonce | [`reconcile`] |

@@ -38,7 +38,6 @@ use crate::journal::{AuthorizationUse, DayCap, EntryKind, EntryStatus, EntryUpda
 use crate::policy::{AssetMove, Decision};
 use alloy::primitives::{Address, U256};
 use holdfast_core::config::NetworkConfig;
-use holdfast_core::confirm::{ApprovedRun, Confirmation};
 use holdfast_core::event::{EventPayload, TxConfirmed, TxPending};
 use holdfast_core::registers::SharedEntry;
 use holdfast_core::{ErrorCode, ToolContext, ToolError};
@@ -415,12 +414,10 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         if !reasons.is_empty() {
             // An approval of the simulation's own question ([`simulated_fingerprint`]) is asked only once this one
             // was approved: it answers this one too.
-            let usable = |c: &Confirmation| ApprovedRun::may_use(ctx, c);
-            if !ctx.confirmations.has_approved(kind.tool(), &simulated_fingerprint(&plan.fingerprint), usable) {
+            if !ctx.has_approval(kind.tool(), &simulated_fingerprint(&plan.fingerprint)) {
                 let summary = to_json(&plan.summary);
                 let reason = reasons.join("; ");
-                let params = kind.params();
-                ctx.confirmations.require_covered(kind.tool(), &params, &plan.fingerprint, summary, &reason, usable)?;
+                ctx.require_confirmation(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason, |_| true)?;
             }
             reasons.clear();
             upfront = true;
@@ -616,14 +613,7 @@ async fn commit<K: TxKind>(
             let reason = reasons.join("; ");
             // After an approval before the fund, the simulation's question is its own (the first approval is used).
             let fingerprint = if upfront { simulated_fingerprint(&plan.fingerprint) } else { plan.fingerprint.clone() };
-            ctx.confirmations.require_covered(
-                kind.tool(),
-                &kind.params(),
-                &fingerprint,
-                summary.clone(),
-                &reason,
-                |c: &Confirmation| ApprovedRun::may_use(ctx, c) && covers(&c.summary),
-            )?;
+            ctx.require_confirmation(kind.tool(), &kind.params(), &fingerprint, summary.clone(), &reason, covers)?;
         }
         // The last point where a stop leaves nothing behind: past it the action is reserved, signed and broadcast.
         ctx.check_cancelled("the transaction was signed")?;
@@ -635,14 +625,7 @@ async fn commit<K: TxKind>(
                 // Another action spent it since the check (under another chain's lock): this one asks the user.
                 let reason =
                     format!("{shown} from your message already authorized one action; this one needs your approval");
-                ctx.confirmations.require_covered(
-                    kind.tool(),
-                    &kind.params(),
-                    &plan.fingerprint,
-                    summary,
-                    &reason,
-                    |c: &Confirmation| ApprovedRun::may_use(ctx, c) && covers(&c.summary),
-                )?;
+                ctx.require_confirmation(kind.tool(), &kind.params(), &plan.fingerprint, summary, &reason, covers)?;
             }
         }
     }
@@ -712,16 +695,9 @@ async fn commit<K: TxKind>(
                 by.id
             );
             let asked = session.map(|(ctx, _)| {
-                let usable = |c: &Confirmation| ApprovedRun::may_use(ctx, c);
-                let params = kind.params();
-                ctx.confirmations.require_covered(
-                    kind.tool(),
-                    &params,
-                    &plan.fingerprint,
-                    summary_json,
-                    &reason,
-                    usable,
-                )
+                ctx.require_confirmation(kind.tool(), &kind.params(), &plan.fingerprint, summary_json, &reason, |_| {
+                    true
+                })
             });
             return Err(match asked {
                 Some(Err(e)) => e,

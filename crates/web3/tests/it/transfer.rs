@@ -243,8 +243,7 @@ async fn an_approval_is_used_by_its_own_re_run_not_by_a_turn_that_repeats_the_ca
     let again = env.registry.call("transfer", to_register(), &inbox).await.unwrap_err();
     assert_eq!(again.code, ErrorCode::ConfirmationRequired, "the repeat is asked again: {again:?}");
     assert_eq!(env.nonce().await, nonce, "nothing sent by the repeat");
-    let run = inbox.with_extension(holdfast_core::confirm::ApprovedRun(id));
-    let out = env.registry.call("transfer", to_register(), &run).await.unwrap();
+    let out = env.rerun(&id, "transfer", to_register()).await.unwrap();
     assert_eq!(out["status"], "confirmed", "{out}");
     assert_eq!(env.nonce().await, nonce + 1);
 }

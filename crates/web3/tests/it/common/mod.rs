@@ -116,7 +116,8 @@ impl Env {
     /// The re-run of the call approved as `id` (what the runtime's `decide` runs): only it may use that approval in a
     /// turn the user did not start.
     pub(crate) async fn rerun(&self, id: &str, tool: &str, params: Value) -> Result<Value, ToolError> {
-        let run = self.ctx.with_extension(holdfast_core::confirm::ApprovedRun(id.to_owned()));
+        let approved = self.ctx.confirmations.get(id).expect("the approved confirmation");
+        let run = self.ctx.with_extension(self.services.user_decisions().approved_run(&approved));
         self.registry.call(tool, params, &run).await
     }
 
