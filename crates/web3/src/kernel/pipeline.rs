@@ -157,6 +157,25 @@ pub(crate) struct Move {
     pub amount: U256,
 }
 
+/// Why the user must approve `mv` (an action of `kind`) for who started the turn and for what the user's words said:
+/// a turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation, and one
+/// amount from the user's words moves value once, the way its message asked — shown beside any other reason, so that
+/// the user approving an action above a limit also reads that its amount was only quoted, hedged or from an earlier
+/// message.
+fn the_users_reasons(ctx: &ToolContext, inputs: &Inputs, mv: &Move, kind: EntryKind) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
+        reasons.push(format!("this turn was started by {who}, not by you"));
+    }
+    if let Some(amount) = &inputs.amount
+        && let Some(reason) =
+            authorization_reason(ctx, amount, (mv, kind), &inputs.authorization_intent, &inputs.network.name)
+    {
+        reasons.push(reason);
+    }
+    reasons
+}
+
 /// A summary the user sees; the pipeline fills in the fees.
 pub(crate) trait Summary: Serialize + Clone + Send + Sync {
     /// Records the gas limit and the most the network fee can be.
@@ -395,22 +414,7 @@ pub(crate) async fn run<K: TxKind>(web3: &Web3, ctx: &ToolContext, kind: &K) -> 
         // The account's funds move only for an action the user's policy and the user allow: every reason to ask
         // the user that is known before the simulation is asked now, before the fund (the simulation's own reasons,
         // if any, are asked after it in `commit`).
-        if let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
-            reasons.push(format!("this turn was started by {who}, not by you"));
-        }
-        // Always, beside any other reason: the user approving an action above a limit must also read that its amount
-        // was only quoted, hedged or from an earlier message.
-        if let Some(amount) = &inputs.amount
-            && let Some(reason) = authorization_reason(
-                ctx,
-                amount,
-                (&plan.mv, K::KIND),
-                &inputs.authorization_intent,
-                &inputs.network.name,
-            )
-        {
-            reasons.push(reason);
-        }
+        reasons.extend(the_users_reasons(ctx, &inputs, &plan.mv, K::KIND));
         if !reasons.is_empty() {
             // An approval of the simulation's own question ([`simulated_fingerprint`]) is asked only once this one
             // was approved: it answers this one too.
@@ -588,25 +592,11 @@ async fn commit<K: TxKind>(
                 };
             }
         }
-        // A turn the user did not start (another agent, a reminder) moves nothing without the user's confirmation.
-        if !upfront && let Some(who) = holdfast_core::confirm::TurnStarter::not_user(ctx) {
-            reasons.push(format!("this turn was started by {who}, not by you"));
-        }
-        // One amount from the user's words moves value once; checked here, under the lock, so two concurrent
-        // actions of this wallet cannot both find it unspent.
+        // Checked here, under the lock, so two concurrent actions of this wallet cannot both find the user's amount
+        // unspent (asked before the fund already when `upfront`).
         let shown = super::human(plan.mv.amount, plan.mv.decimals, &plan.mv.symbol);
-        // Beside any other reason too (see above).
-        if !upfront
-            && let Some(amount) = &inputs.amount
-            && let Some(reason) = authorization_reason(
-                ctx,
-                amount,
-                (&plan.mv, K::KIND),
-                &inputs.authorization_intent,
-                &inputs.network.name,
-            )
-        {
-            reasons.push(reason);
+        if !upfront {
+            reasons.extend(the_users_reasons(ctx, inputs, &plan.mv, K::KIND));
         }
         let summary = to_json(&plan.summary);
         if !reasons.is_empty() {
