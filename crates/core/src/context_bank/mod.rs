@@ -63,8 +63,9 @@
 //! What the user only quoted — a pasted text asked about — is the user's words but no request. When a message may
 //! quote anything (quote characters, a fence, a `>` block quote, an indented block; read to fail closed, see
 //! `quoted.rs`), a bound amount written only inside those parts is kept with its [`Authorization`] flagged `quoted`,
-//! and an address written only there is not one of the authorization's addresses; an action with either waits for
-//! the user.
+//! and an address written only there is none of the authorization's recipients (though it counts among its
+//! addresses); an action with either waits for the user. What the front end reports as pasted
+//! ([`ContextBank::scan_pasted`]: the web UI's paste events) is read as quoted too, but a lone address or number.
 //!
 //! # Recipients
 //! An address a message writes right after a recipient cue ("to 0x…", "pay 0x…", with a few filler words such as "my

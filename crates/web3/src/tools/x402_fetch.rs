@@ -120,7 +120,7 @@ impl AiTool for X402Fetch {
         let request = PresetRequest { preset_name: &input.preset, preset, network: &network, url: &built.url };
         let fetched = crate::x402::fetch(&self.0, ctx, &request, MAX_RESPONSE_BYTES).await?;
         let payment = fetched.payment.clone();
-        let stored = self.store(&input, &network, &built, write, fetched, ctx).await;
+        let stored = self.store(&input, &network, &built, (write, preset.kind), fetched, ctx).await;
         // An error after a payment says so: the model must not take it for "nothing happened" and pay again.
         stored.map_err(|e| match &payment {
             Some(paid) => crate::x402::after_payment(e, paid),
@@ -130,18 +130,17 @@ impl AiTool for X402Fetch {
 }
 
 impl X402Fetch {
-    /// Checks what was fetched and stores it under `write`'s key.
+    /// Checks what was fetched (as a preset of `kind` answers) and stores it under `write`'s key.
     async fn store(
         &self,
         input: &FetchInput,
         network: &holdfast_core::config::NetworkConfig,
         built: &crate::presets::BuiltRequest,
-        write: RegisterWrite,
+        (write, kind): (RegisterWrite, PresetKind),
         fetched: crate::x402::Fetched,
         ctx: &ToolContext,
     ) -> Result<FetchOutput, ToolError> {
         let (status, body, payment) = (fetched.status, fetched.body, fetched.payment);
-        let kind = self.0.presets().get(&input.preset)?.kind;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
             return Err(ToolError::new(
